@@ -1,0 +1,24 @@
+// Per-tensor autograd state, allocated only for tensors that take part in autograd.
+#pragma once
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "../core/tensor.h"
+
+namespace flow::autograd {
+
+struct Node;
+using TensorHook = std::function<Tensor(const Tensor&)>;  // returns a replacement grad or undefined
+
+struct AutogradMeta {
+  bool requires_grad = false;
+  Tensor grad;
+  std::shared_ptr<Node> grad_fn;
+  uint32_t output_nr = 0;
+  std::weak_ptr<Node> grad_accumulator;  // for leaves
+  bool retains_grad = false;
+  std::vector<TensorHook> leaf_hooks;    // hooks of a leaf, run before accumulation
+};
+
+}  // namespace flow::autograd

@@ -1,0 +1,229 @@
+#include "node.h"
+
+#include <atomic>
+
+#include "../dispatch/dispatch.h"
+#include "../ops/functions.h"
+#include "grad_mode.h"
+
+namespace flow::autograd {
+
+uint64_t next_sequence_nr() {
+  static std::atomic<uint64_t> n{0};
+  return n.fetch_add(1);
+}
+
+void Node::add_pre_hook(uint32_t output_nr, TensorHook h) {
+  if (pre_hooks.size() <= output_nr) pre_hooks.resize(output_nr + 1);
+  pre_hooks[output_nr].push_back(std::move(h));
+}
+
+// ---- saved tensors ------------------------------------------------------------------------------------
+static Tensor shallow_copy(const Tensor& t) {
+  auto impl = std::make_shared<TensorImpl>();
+  TensorImpl* s = t.impl();
+  impl->storage = s->storage;
+  impl->sizes = s->sizes;
+  impl->strides = s->strides;
+  impl->offset = s->offset;
+  impl->numel = s->numel;
+  impl->dtype = s->dtype;
+  impl->device = s->device;
+  impl->contiguous = s->contiguous;
+  impl->base = s->base;
+  impl->is_wrapped_number = s->is_wrapped_number;
+  return Tensor(std::move(impl));
+}
+
+SavedTensor SavedTensor::save(const Tensor& t, bool is_output) {
+  SavedTensor s;
+  if (!t.defined()) return s;
+  s.version = t.version();
+  s.is_output = is_output;
+  s.was_requires_grad = t.requires_grad();
+  if (is_output) {
+    s.data = shallow_copy(t);
+    s.output_nr = t.impl()->autograd ? t.impl()->autograd->output_nr : 0;
+  } else {
+    s.data = t;
+  }
+  return s;
+}
+
+Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner, const char* node_name) const {
+  FLOW_RUNTIME_CHECK(!released,
+                     "Trying to backward through the graph a second time (or directly access saved tensors after "
+                     "they have already been freed). Saved intermediate values of the graph are freed when you "
+                     "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+                     "through the graph a second time or if you need to access saved tensors after calling backward.");
+  if (!data.defined()) return data;
+  if (data.version() != version) {
+    fail(ErrorKind::Runtime,
+         "one of the variables needed for gradient computation has been modified by an inplace operation: [",
+         dtype_name(data.dtype()), " ", shape_str(data.sizes()), "], which is ", is_output ? "output" : "input",
+         " of ", node_name, ", is at version ", data.version(), "; expected version ", version,
+         " instead. Hint: the backtrace further above can point to the operation that failed to compute its "
+         "gradient.");
+  }
+  if (is_output && was_requires_grad) {
+    Tensor t = shallow_copy(data);
+    auto& m = t.autograd_meta();
+    m.grad_fn = owner;
+    m.output_nr = output_nr;
+    return t;
+  }
+  return data;
+}
+
+// ---- op nodes -----------------------------------------------------------------------------------------
+std::string OpNode::name() const {
+  std::string n = op->name;
+  std::string out;
+  bool up = true;
+  for (char c : n) {
+    if (c == '_') {
+      up = true;
+      continue;
+    }
+    out += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+    up = false;
+  }
+  return out + "Backward";
+}
+
+void OpNode::release_saved() {
+  for (auto& s : saved_inputs) {
+    s.data = Tensor();
+    s.released = true;
+  }
+  for (auto& s : saved_outputs) {
+    s.data = Tensor();
+    s.released = true;
+  }
+  released = true;
+}
+
+}  // namespace flow::autograd
+namespace flow {
+Tensor BackwardCtx::input(int i) const {
+  const auto& idx = node->op->saved_inputs;
+  for (size_t k = 0; k < idx.size(); ++k)
+    if (idx[k] == i) return node->saved_inputs[k].unpack(node->shared_from_this(), node->name().c_str());
+  fail(ErrorKind::Runtime, node->op->name, ": backward reads input ", i, " which the op does not save");
+}
+
+Tensor BackwardCtx::output(int i) const {
+  const auto& idx = node->op->saved_outputs;
+  for (size_t k = 0; k < idx.size(); ++k)
+    if (idx[k] == i) return node->saved_outputs[k].unpack(node->shared_from_this(), node->name().c_str());
+  fail(ErrorKind::Runtime, node->op->name, ": backward reads output ", i, " which the op does not save");
+}
+
+}  // namespace flow
+namespace flow::autograd {
+TensorList OpNode::apply(TensorList&& grad_outputs) {
+  // Undefined grads for outputs that received none become zeros only if the formula needs them; formulas
+  // treat undefined as zero, so fill them here for simplicity.
+  for (size_t i = 0; i < grad_outputs.size(); ++i) {
+    if (!grad_outputs[i].defined()) {
+      // shape of the forward output is unknown here unless saved; formulas for multi-output ops check defined()
+    }
+  }
+  BackwardCtx ctx{this, attrs};
+  TensorList g = op->backward(ctx, grad_outputs);
+  g.resize(next_edges.size());
+  return g;
+}
+
+TensorList AccumulateGrad::apply(TensorList&& grads) {
+  Tensor g = grads.empty() ? Tensor() : grads[0];
+  if (!g.defined()) return {};
+  Tensor var(variable);
+  auto& m = var.autograd_meta();
+  if (!m.grad.defined()) {
+    // Steal the incoming grad when nobody else can see it; otherwise copy so .grad owns its memory.
+    if (GradMode::is_enabled()) m.grad = g;
+    else m.grad = g.impl_ptr().use_count() <= 2 && g.is_contiguous() && !g.impl()->base ? g : ops::clone(g);
+  } else if (GradMode::is_enabled()) {
+    m.grad = ops::add(m.grad, g);  // create_graph: keep the graph of the accumulation
+  } else {
+    const OpDef& add_ = FLOW_OPDEF("add_");
+    Attrs a{Scalar(int64_t(1))};
+    dispatch::fill_defaults(*add_.functional, a);
+    dispatch::call(add_, {m.grad, g}, a);
+  }
+  return {};
+}
+
+// ---- recording ----------------------------------------------------------------------------------------
+Edge gradient_edge(const Tensor& t) {
+  auto& m = t.autograd_meta();
+  if (m.grad_fn) return {m.grad_fn, m.output_nr};
+  if (!m.requires_grad) return {};
+  auto acc = m.grad_accumulator.lock();
+  if (!acc) {
+    auto a = std::make_shared<AccumulateGrad>();
+    a->variable = t.impl_ptr();
+    a->input_meta.push_back({t.sizes(), t.dtype(), t.device(), true});
+    acc = a;
+    m.grad_accumulator = acc;
+  }
+  return {acc, 0};
+}
+
+void record_op(const OpDef& op, const TensorList& inputs, const Attrs& attrs, TensorList& outputs,
+               const TensorList* inplace_saved_self) {
+  auto node = std::make_shared<OpNode>();
+  node->op = &op;
+  node->attrs = attrs;
+  node->attrs.schema = &op.schema;
+  node->num_outputs = static_cast<uint32_t>(outputs.size());
+  node->next_edges.resize(inputs.size());
+  node->input_meta.resize(inputs.size());
+  node->needs_input_grad.resize(inputs.size(), false);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (!t.defined()) continue;
+    node->input_meta[i] = {t.sizes(), t.dtype(), t.device(), true};
+    if (t.requires_grad()) {
+      node->next_edges[i] = gradient_edge(t);
+      node->needs_input_grad[i] = true;
+    }
+  }
+  for (int idx : op.saved_inputs) {
+    if (idx == 0 && inplace_saved_self) {
+      node->saved_inputs.push_back(SavedTensor::save((*inplace_saved_self)[0], false));
+    } else {
+      node->saved_inputs.push_back(idx < static_cast<int>(inputs.size()) ? SavedTensor::save(inputs[idx], false)
+                                                                          : SavedTensor());
+    }
+  }
+  // Outputs get their history before they are saved, so saved outputs know their output_nr.
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Tensor& o = outputs[i];
+    if (!o.defined() || !is_floating(o.dtype())) continue;
+    bool nondiff = false;
+    for (int k : op.nondiff_outputs)
+      if (k == static_cast<int>(i)) nondiff = true;
+    if (nondiff) continue;
+    auto& m = o.autograd_meta();
+    m.grad_fn = node;
+    m.output_nr = static_cast<uint32_t>(i);
+  }
+  for (int idx : op.saved_outputs)
+    node->saved_outputs.push_back(idx < static_cast<int>(outputs.size()) ? SavedTensor::save(outputs[idx], true)
+                                                                          : SavedTensor());
+}
+
+void set_history(TensorList& outputs, const std::shared_ptr<Node>& node) {
+  node->num_outputs = static_cast<uint32_t>(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Tensor& o = outputs[i];
+    if (!o.defined() || !is_floating(o.dtype())) continue;
+    auto& m = o.autograd_meta();
+    m.grad_fn = node;
+    m.output_nr = static_cast<uint32_t>(i);
+  }
+}
+
+}  // namespace flow::autograd

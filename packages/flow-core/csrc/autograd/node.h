@@ -1,0 +1,106 @@
+// Autograd graph nodes. A Node turns gradients w.r.t. its forward outputs into gradients w.r.t. its
+// forward inputs; `next_edges[i]` says where the gradient of input i goes.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../ops/registry.h"
+#include "meta.h"
+
+namespace flow::autograd {
+
+struct Edge {
+  std::shared_ptr<Node> fn;
+  uint32_t input_nr = 0;
+  bool valid() const { return fn != nullptr; }
+};
+
+struct InputMeta {
+  Shape sizes;
+  DType dtype = DType::Float32;
+  Device device;
+  bool defined = false;
+};
+
+// A tensor kept for backward, with the version it had when saved.
+struct SavedTensor {
+  Tensor data;  // shares storage; for saved outputs, carries no autograd meta (avoids a cycle)
+  int64_t version = 0;
+  bool is_output = false;
+  bool was_requires_grad = false;
+  uint32_t output_nr = 0;
+  bool released = false;
+
+  static SavedTensor save(const Tensor& t, bool is_output);
+  // Check the version and rebuild the tensor (re-attaching `owner` as grad_fn for saved outputs).
+  Tensor unpack(const std::shared_ptr<Node>& owner, const char* node_name) const;
+};
+
+uint64_t next_sequence_nr();
+
+struct Node : std::enable_shared_from_this<Node> {
+  uint64_t seq = next_sequence_nr();
+  std::vector<Edge> next_edges;
+  std::vector<InputMeta> input_meta;          // one per forward input
+  uint32_t num_outputs = 1;                    // forward outputs (grads this node receives)
+  std::vector<std::vector<TensorHook>> pre_hooks;  // per forward output
+
+  virtual ~Node() = default;
+  virtual TensorList apply(TensorList&& grad_outputs) = 0;
+  virtual std::string name() const = 0;
+  virtual void release_saved() {}
+  void add_pre_hook(uint32_t output_nr, TensorHook h);
+};
+
+// Backward of a registry op.
+struct OpNode : Node {
+  const OpDef* op = nullptr;
+  Attrs attrs;
+  std::vector<SavedTensor> saved_inputs;   // aligned with op->saved_inputs
+  std::vector<SavedTensor> saved_outputs;  // aligned with op->saved_outputs
+  std::vector<bool> needs_input_grad;
+  bool released = false;
+
+  TensorList apply(TensorList&& grad_outputs) override;
+  std::string name() const override;
+  void release_saved() override;
+};
+
+// Sink for a leaf: accumulates into .grad.
+struct AccumulateGrad : Node {
+  std::shared_ptr<TensorImpl> variable;
+  TensorList apply(TensorList&& grad_outputs) override;
+  std::string name() const override { return "AccumulateGrad"; }
+};
+
+}  // namespace flow::autograd
+
+namespace flow {
+// Handed to an op's backward formula.
+struct BackwardCtx {
+  using OpNode = autograd::OpNode;
+  using InputMeta = autograd::InputMeta;
+  OpNode* node;
+  const Attrs& attrs;
+  // i-th *saved* input/output, by position in the forward input/output list.
+  Tensor input(int i) const;
+  Tensor output(int i) const;
+  bool needs(int i) const { return i < static_cast<int>(node->needs_input_grad.size()) && node->needs_input_grad[i]; }
+  const InputMeta& input_meta(int i) const { return node->input_meta.at(i); }
+  size_t num_inputs() const { return node->input_meta.size(); }
+};
+}  // namespace flow
+
+namespace flow::autograd {
+
+// The edge a gradient w.r.t. `t` must flow to (its grad_fn, or its AccumulateGrad if a leaf).
+Edge gradient_edge(const Tensor& t);
+// Record `op` applied to `inputs` producing `outputs` (sets grad_fn on differentiable outputs).
+void record_op(const OpDef& op, const TensorList& inputs, const Attrs& attrs, TensorList& outputs,
+               const TensorList* inplace_saved_self = nullptr);
+// Attach an existing node as grad_fn of `outputs` (for Python custom functions).
+void set_history(TensorList& outputs, const std::shared_ptr<Node>& node);
+
+}  // namespace flow::autograd
+

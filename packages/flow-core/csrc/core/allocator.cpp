@@ -1,0 +1,103 @@
+#include "allocator.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+#include "error.h"
+
+namespace flow {
+namespace {
+
+constexpr size_t kAlign = 64;
+// Blocks above this are returned to the OS at once: they are rare and can be huge.
+constexpr size_t kMaxCachedBlock = size_t(1) << 31;
+constexpr size_t kMaxCachedTotal = size_t(8) << 30;
+
+size_t round_size(size_t n) {
+  if (n <= 512) return 512;
+  if (n <= (size_t(1) << 20)) return (n + 511) & ~size_t(511);
+  return (n + 65535) & ~size_t(65535);
+}
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<size_t, std::vector<void*>> free_lists;
+  int64_t allocated = 0, cached = 0, peak = 0, sys_allocs = 0;
+};
+
+Cache& cache() {
+  static Cache* c = new Cache();  // never destroyed: tensors may outlive static destruction
+  return *c;
+}
+
+}  // namespace
+
+void* cpu_alloc(size_t nbytes) {
+  size_t sz = round_size(nbytes);
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> g(c.mu);
+    auto it = c.free_lists.find(sz);
+    if (it != c.free_lists.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      c.cached -= sz;
+      c.allocated += sz;
+      if (c.allocated > c.peak) c.peak = c.allocated;
+      return p;
+    }
+  }
+  void* p = std::aligned_alloc(kAlign, sz);
+  if (!p) {
+    cpu_empty_cache();
+    p = std::aligned_alloc(kAlign, sz);
+  }
+  FLOW_RUNTIME_CHECK(p != nullptr, "CPU out of memory: tried to allocate ", nbytes, " bytes");
+  std::lock_guard<std::mutex> g(c.mu);
+  c.allocated += sz;
+  c.sys_allocs += 1;
+  if (c.allocated > c.peak) c.peak = c.allocated;
+  return p;
+}
+
+void cpu_free(void* p, size_t nbytes) {
+  if (!p) return;
+  size_t sz = round_size(nbytes);
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> g(c.mu);
+    c.allocated -= sz;
+    if (sz <= kMaxCachedBlock && c.cached + int64_t(sz) <= int64_t(kMaxCachedTotal)) {
+      c.free_lists[sz].push_back(p);
+      c.cached += sz;
+      return;
+    }
+  }
+  std::free(p);
+}
+
+AllocatorStats cpu_allocator_stats() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> g(c.mu);
+  return {c.allocated, c.cached, c.peak, c.sys_allocs};
+}
+
+void cpu_empty_cache() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> g(c.mu);
+  for (auto& kv : c.free_lists)
+    for (void* p : kv.second) std::free(p);
+  c.free_lists.clear();
+  c.cached = 0;
+}
+
+void cpu_reset_peak_stats() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> g(c.mu);
+  c.peak = c.allocated;
+}
+
+}  // namespace flow

@@ -1,0 +1,148 @@
+#include "tensor.h"
+
+#include <sstream>
+
+#include "../autograd/meta.h"
+#include "allocator.h"
+
+namespace flow {
+
+void (*g_release_py_class)(void*) = nullptr;
+
+TensorImpl::TensorImpl() = default;
+TensorImpl::~TensorImpl() {
+  if (py_class && g_release_py_class) g_release_py_class(py_class);
+}
+
+void TensorImpl::refresh_geometry() {
+  numel = shape_numel(sizes);
+  bool c = true;
+  int64_t expected = 1;
+  for (int64_t i = static_cast<int64_t>(sizes.size()) - 1; i >= 0; --i) {
+    if (sizes[i] == 1) continue;
+    if (strides[i] != expected) {
+      c = false;
+      break;
+    }
+    expected *= sizes[i];
+  }
+  contiguous = c || numel == 0;
+}
+
+int64_t Tensor::size(int64_t d) const { return impl_->sizes[wrap_dim(d, dim(), "size")]; }
+int64_t Tensor::stride(int64_t d) const { return impl_->strides[wrap_dim(d, dim(), "stride")]; }
+
+void* Tensor::raw_data() const {
+  FLOW_RUNTIME_CHECK(impl_->storage != nullptr,
+                     "Cannot access data of a tensor that has no storage (a wrapper subclass or meta tensor)");
+  return static_cast<char*>(impl_->storage->data) + impl_->offset * flow::itemsize(impl_->dtype);
+}
+
+Shape contiguous_strides(const Shape& sizes) {
+  Shape st(sizes.size());
+  int64_t acc = 1;
+  for (int64_t i = static_cast<int64_t>(sizes.size()) - 1; i >= 0; --i) {
+    st[i] = acc;
+    acc *= std::max<int64_t>(sizes[i], 1);
+  }
+  return st;
+}
+
+int64_t shape_numel(const Shape& sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
+  int64_t lo = ndim == 0 ? -1 : -ndim, hi = ndim == 0 ? 0 : ndim - 1;
+  if (dim < lo || dim > hi)
+    fail(ErrorKind::Index, op, ": Dimension out of range (expected to be in range of [", lo, ", ", hi,
+         "], but got ", dim, ")");
+  return dim < 0 ? dim + std::max<int64_t>(ndim, 1) : dim;
+}
+
+std::string shape_str(const Shape& s) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+  os << "]";
+  return os.str();
+}
+
+static void free_cpu(void* data, void*, size_t nbytes) { cpu_free(data, nbytes); }
+
+Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Device device) {
+  check_device_available(device);
+  for (int64_t s : sizes)
+    FLOW_RUNTIME_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", shape_str(sizes));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->sizes = sizes;
+  impl->strides = strides;
+  impl->dtype = dtype;
+  impl->device = device;
+  impl->refresh_geometry();
+  int64_t extent = 1;  // elements the storage must span
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) {
+      extent = 0;
+      break;
+    }
+    extent += (sizes[i] - 1) * strides[i];
+  }
+  auto st = std::make_shared<Storage>();
+  st->nbytes = static_cast<size_t>(extent) * flow::itemsize(dtype);
+  st->device = device;
+  st->data = cpu_alloc(st->nbytes);
+  st->free_fn = &free_cpu;
+  impl->storage = std::move(st);
+  return Tensor(std::move(impl));
+}
+
+Tensor empty(const Shape& sizes, DType dtype, Device device) {
+  return empty_strided(sizes, contiguous_strides(sizes), dtype, device);
+}
+
+Tensor empty_meta(const Shape& sizes, DType dtype, Device device) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->sizes = sizes;
+  impl->strides = contiguous_strides(sizes);
+  impl->dtype = dtype;
+  impl->device = device;
+  impl->refresh_geometry();
+  return Tensor(std::move(impl));
+}
+
+Tensor make_view(const Tensor& src, Shape sizes, Shape strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = src.impl()->storage;
+  impl->sizes = std::move(sizes);
+  impl->strides = std::move(strides);
+  impl->offset = offset;
+  impl->dtype = src.dtype();
+  impl->device = src.device();
+  impl->is_inference = src.impl()->is_inference;
+  impl->base = src.impl()->base ? src.impl()->base : src.impl_ptr();
+  impl->refresh_geometry();
+  return Tensor(std::move(impl));
+}
+
+Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, DType dtype, Device device,
+                 Storage::FreeFn free_fn, void* ctx, size_t nbytes) {
+  auto st = std::make_shared<Storage>();
+  st->data = data;
+  st->nbytes = nbytes;
+  st->device = device;
+  st->free_fn = free_fn;
+  st->ctx = ctx;
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::move(st);
+  impl->sizes = sizes;
+  impl->strides = strides;
+  impl->dtype = dtype;
+  impl->device = device;
+  impl->refresh_geometry();
+  return Tensor(std::move(impl));
+}
+
+}  // namespace flow

@@ -1,0 +1,194 @@
+#include "dispatch.h"
+
+#include <algorithm>
+
+#include "../autograd/grad_mode.h"
+#include "../autograd/node.h"
+#include "../ops/functions.h"
+
+namespace flow::dispatch {
+
+static InterceptHook g_hook = nullptr;
+static thread_local int t_mode_depth = 0;
+static thread_local bool t_below_autograd = false;
+
+void set_intercept_hook(InterceptHook hook) { g_hook = hook; }
+int& mode_depth() { return t_mode_depth; }
+bool below_autograd() { return t_below_autograd; }
+BelowAutogradGuard::BelowAutogradGuard() : prev(t_below_autograd) { t_below_autograd = true; }
+BelowAutogradGuard::~BelowAutogradGuard() { t_below_autograd = prev; }
+
+AttrValue parse_default(const ArgDef& a) {
+  const std::string& t = a.default_text;
+  if (!a.has_default || t == "None") return std::monostate{};
+  switch (a.type) {
+    case ArgType::Bool:
+      return t == "True" || t == "true" || t == "1";
+    case ArgType::Int:
+      return static_cast<int64_t>(std::stoll(t));
+    case ArgType::Float:
+      return std::stod(t);
+    case ArgType::Scalar:
+      if (t == "True" || t == "False") return Scalar(t == "True");
+      if (t.find_first_of(".eEn") != std::string::npos) return Scalar(std::stod(t));
+      return Scalar(static_cast<int64_t>(std::stoll(t)));
+    case ArgType::Str:
+      if (t.size() >= 2 && (t[0] == '\'' || t[0] == '"')) return t.substr(1, t.size() - 2);
+      return t;
+    case ArgType::IntList: {
+      std::vector<int64_t> v;
+      std::string body = t;
+      if (!body.empty() && body[0] == '[') body = body.substr(1, body.size() - 2);
+      size_t pos = 0;
+      while (pos < body.size()) {
+        size_t c = body.find(',', pos);
+        std::string item = body.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+        if (item.find_first_not_of(" ") != std::string::npos) v.push_back(std::stoll(item));
+        if (c == std::string::npos) break;
+        pos = c + 1;
+      }
+      return v;
+    }
+    case ArgType::FloatList:
+      return std::vector<double>{};
+    default:
+      return std::monostate{};
+  }
+}
+
+void fill_defaults(const OpDef& op, Attrs& attrs) {
+  attrs.schema = &op.schema;
+  const auto& args = op.schema.attr_args;
+  for (size_t k = attrs.values.size(); k < args.size(); ++k) {
+    FLOW_TYPE_CHECK(args[k].has_default || args[k].optional, op.name, "() missing required argument '",
+                    args[k].name, "'");
+    attrs.values.push_back(parse_default(args[k]));
+  }
+}
+
+static bool any_handler(const TensorList& in) {
+  for (const Tensor& t : in)
+    if (t.defined() && t.impl()->py_handler) return true;
+  return false;
+}
+
+TensorList run_kernel(const OpDef& op, const TensorList& inputs, const Attrs& attrs, const TensorList* out) {
+  Device dev = common_device(inputs, op.name.c_str());
+  check_device_available(dev);
+  for (const Tensor& t : inputs)
+    FLOW_RUNTIME_CHECK(!t.defined() || t.has_storage(), op.name,
+                       ": an input has no storage (a wrapper tensor whose class handles no dispatch)");
+  int d = static_cast<int>(dev.type);
+  if (op.out_kernel[d]) {
+    if (out) {
+      op.out_kernel[d](inputs, *out, attrs);
+      return *out;
+    }
+    FLOW_RUNTIME_CHECK(static_cast<bool>(op.meta), op.name, ": has an out-kernel but no meta function");
+    std::vector<TensorMeta> metas = op.meta(inputs, attrs);
+    TensorList outs;
+    outs.reserve(metas.size());
+    for (auto& m : metas) outs.push_back(empty(m.sizes, m.dtype, dev));
+    op.out_kernel[d](inputs, outs, attrs);
+    return outs;
+  }
+  if (op.compute[d]) {
+    FLOW_RUNTIME_CHECK(out == nullptr, op.name, ": does not support writing into a given output");
+    return op.compute[d](inputs, attrs);
+  }
+  fail(ErrorKind::NotImplemented, op.name, ": not implemented for device '", dev.str(), "'");
+}
+
+TensorList call_below_autograd(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
+  if (g_hook && (t_mode_depth > 0 || any_handler(inputs))) return g_hook(op, inputs, attrs);
+  return run_kernel(op, inputs, attrs);
+}
+
+static bool can_cast(DType from, DType to) {
+  // PyTorch's canCast: no float -> integral, no non-bool -> bool
+  if (is_floating(from) && !is_floating(to)) return false;
+  if (from != DType::Bool && to == DType::Bool) return false;
+  return true;
+}
+
+static TensorList call_inplace(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
+  const OpDef& f = *op.functional;
+  FLOW_RUNTIME_CHECK(!inputs.empty() && inputs[0].defined(), op.name, ": expected a tensor to modify");
+  const Tensor& self = inputs[0];
+  bool need_grad = false;
+  if (f.backward && autograd::GradMode::is_enabled() && !t_below_autograd)
+    for (const Tensor& t : inputs)
+      if (t.defined() && t.requires_grad()) need_grad = true;
+  if (need_grad && self.is_leaf() && self.requires_grad())
+    fail(ErrorKind::Runtime, "a leaf Variable that requires grad is being used in an in-place operation.");
+
+  if (g_hook && (t_mode_depth > 0 || any_handler(inputs))) {
+    g_hook(op, inputs, attrs);
+  } else {
+    Device dev = common_device(inputs, op.name.c_str());
+    int d = static_cast<int>(dev.type);
+    std::vector<TensorMeta> metas;
+    if (f.meta) {
+      metas = f.meta(inputs, attrs);
+      FLOW_RUNTIME_CHECK(metas[0].sizes == self.sizes(), op.name, ": output with shape ", shape_str(self.sizes()),
+                         " doesn't match the broadcast shape ", shape_str(metas[0].sizes));
+      FLOW_RUNTIME_CHECK(can_cast(metas[0].dtype, self.dtype()), op.name, ": result type ",
+                         dtype_name(metas[0].dtype), " can't be cast to the desired output type ",
+                         dtype_name(self.dtype()));
+    }
+    TensorList saved_self;
+    bool saves_self = std::find(f.saved_inputs.begin(), f.saved_inputs.end(), 0) != f.saved_inputs.end();
+    if (need_grad && saves_self) saved_self.push_back(ops::clone(self));
+    if (f.out_kernel[d] && !metas.empty() && metas[0].dtype == self.dtype() && self.has_storage()) {
+      TensorList outs{self};
+      run_kernel(f, inputs, attrs, &outs);
+    } else {
+      TensorList r = run_kernel(f, inputs, attrs);
+      ops::copy_into(self, r[0]);
+    }
+    self.bump_version();
+    if (need_grad) {
+      TensorList outs{self};
+      autograd::record_op(f, inputs, attrs, outs, saved_self.empty() ? nullptr : &saved_self);
+    }
+    return {self};
+  }
+  self.bump_version();
+  if (need_grad) {
+    TensorList outs{self};
+    autograd::record_op(f, inputs, attrs, outs);
+  }
+  return {self};
+}
+
+TensorList call(const OpDef& op, const TensorList& inputs, const Attrs& attrs_in) {
+  const Attrs* attrs = &attrs_in;
+  Attrs filled;
+  if (attrs_in.schema == nullptr || attrs_in.values.size() < op.schema.attr_args.size()) {
+    filled = attrs_in;
+    fill_defaults(op.functional ? *op.functional : op, filled);
+    attrs = &filled;
+  }
+  if (op.functional) return call_inplace(op, inputs, *attrs);
+  bool need_grad = false;
+  if (op.backward && !t_below_autograd && autograd::GradMode::is_enabled())
+    for (const Tensor& t : inputs)
+      if (t.defined() && t.requires_grad()) {
+        need_grad = true;
+        break;
+      }
+  TensorList out = call_below_autograd(op, inputs, *attrs);
+  if (need_grad) autograd::record_op(op, inputs, *attrs, out);
+  else if (autograd::InferenceMode::is_enabled())
+    for (Tensor& t : out)
+      if (t.defined()) t.impl()->is_inference = true;
+  return out;
+}
+
+Tensor call1(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
+  TensorList r = call(op, inputs, attrs);
+  FLOW_RUNTIME_CHECK(!r.empty(), op.name, ": returned no outputs");
+  return r[0];
+}
+
+}  // namespace flow::dispatch

@@ -1,0 +1,38 @@
+// The call path of every op:
+//   call()  ->  autograd layer (records a node if an input requires grad)
+//           ->  interception (a Python handler, only when a mode is active or an input's class has one)
+//           ->  kernel (meta inference, output allocation, device kernel)
+// The fast path (local tensors, no mode) never leaves C++.
+#pragma once
+#include "../ops/registry.h"
+
+namespace flow::dispatch {
+
+// Full path. In-place variants (op.functional set) mutate and return input 0.
+TensorList call(const OpDef& op, const TensorList& inputs, const Attrs& attrs);
+Tensor call1(const OpDef& op, const TensorList& inputs, const Attrs& attrs);
+
+// Below autograd: interception, then kernel.
+TensorList call_below_autograd(const OpDef& op, const TensorList& inputs, const Attrs& attrs);
+// The bottom: meta + allocation + kernel on the inputs' device. `out` (optional) receives the results.
+TensorList run_kernel(const OpDef& op, const TensorList& inputs, const Attrs& attrs, const TensorList* out = nullptr);
+
+// Interception. The Python module installs `hook`; the core asks it when `mode_active()` or when an input
+// carries a handler class. The hook returns the op's outputs.
+using InterceptHook = TensorList (*)(const OpDef& op, const TensorList& inputs, const Attrs& attrs);
+void set_intercept_hook(InterceptHook hook);
+// Number of Python dispatch modes on this thread's stack (maintained by the Python module).
+int& mode_depth();
+// Set while a handler runs so that its own op calls skip autograd (it is below autograd).
+struct BelowAutogradGuard {
+  BelowAutogradGuard();
+  ~BelowAutogradGuard();
+  bool prev;
+};
+bool below_autograd();
+
+// Completes attrs from the schema's defaults (for C++ callers that pass fewer attributes).
+void fill_defaults(const OpDef& op, Attrs& attrs);
+AttrValue parse_default(const ArgDef& a);
+
+}  // namespace flow::dispatch

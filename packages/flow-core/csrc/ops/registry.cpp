@@ -1,0 +1,314 @@
+#include "registry.h"
+
+#include <cctype>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace flow {
+namespace {
+
+struct Registry {
+  std::map<std::string, std::unique_ptr<OpDef>> ops;
+  bool finalized = false;
+  std::once_flag once;
+};
+Registry& registry() {
+  static Registry* r = new Registry();
+  return *r;
+}
+
+std::string trim(const std::string& s) {
+  size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return s.substr(a, b - a);
+}
+
+// Split on commas that are not inside brackets.
+std::vector<std::string> split_args(const std::string& s) {
+  std::vector<std::string> out;
+  int depth = 0;
+  std::string cur;
+  for (char c : s) {
+    if (c == '[' || c == '(') ++depth;
+    if (c == ']' || c == ')') --depth;
+    if (c == ',' && depth == 0) {
+      out.push_back(trim(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!trim(cur).empty()) out.push_back(trim(cur));
+  return out;
+}
+
+void finalize() {
+  Registry& r = registry();
+  std::vector<OpDef*> want;
+  for (auto& kv : r.ops)
+    if (kv.second->want_inplace) want.push_back(kv.second.get());
+  for (OpDef* d : want) {
+    auto ip = std::make_unique<OpDef>(*d);
+    ip->name = d->name + "_";
+    ip->schema.name = ip->name;
+    ip->traits |= kInplace;
+    ip->functional = d;
+    ip->inplace = nullptr;
+    ip->want_inplace = false;
+    d->inplace = ip.get();
+    r.ops[ip->name] = std::move(ip);
+  }
+  r.finalized = true;
+}
+
+void ensure_final() {
+  Registry& r = registry();
+  std::call_once(r.once, finalize);
+}
+
+}  // namespace
+
+Schema parse_schema(const std::string& text) {
+  Schema s;
+  s.text = text;
+  auto lp = text.find('(');
+  auto arrow = text.rfind("->");
+  auto rp = text.rfind(')', arrow);
+  FLOW_RUNTIME_CHECK(lp != std::string::npos && rp != std::string::npos && arrow != std::string::npos,
+                     "bad schema: ", text);
+  s.name = trim(text.substr(0, lp));
+  std::string ret = trim(text.substr(arrow + 2));
+  if (ret == "Tensor[]") {
+    s.num_outputs = -1;
+  } else if (!ret.empty() && ret[0] == '(') {
+    s.num_outputs = static_cast<int>(split_args(ret.substr(1, ret.size() - 2)).size());
+  } else {
+    s.num_outputs = 1;
+  }
+  bool kwonly = false;
+  for (const std::string& a : split_args(text.substr(lp + 1, rp - lp - 1))) {
+    if (a == "*") {
+      kwonly = true;
+      continue;
+    }
+    ArgDef d;
+    d.kwarg_only = kwonly;
+    std::string decl = a;
+    auto eq = a.find('=');
+    if (eq != std::string::npos) {
+      d.has_default = true;
+      d.default_text = trim(a.substr(eq + 1));
+      decl = trim(a.substr(0, eq));
+    }
+    auto sp = decl.rfind(' ');
+    FLOW_RUNTIME_CHECK(sp != std::string::npos, "bad schema argument '", a, "' in ", text);
+    std::string type = trim(decl.substr(0, sp));
+    d.name = trim(decl.substr(sp + 1));
+    if (type.size() > 1 && type.back() == '?') {
+      d.optional = true;
+      type.pop_back();
+    }
+    if (type == "Tensor") d.type = ArgType::Tensor;
+    else if (type == "Tensor[]") d.type = ArgType::TensorList;
+    else if (type == "Tensor?[]") { d.type = ArgType::TensorList; d.list_elem_optional = true; }
+    else if (type == "int") d.type = ArgType::Int;
+    else if (type == "int[]" || type.rfind("int[", 0) == 0) d.type = ArgType::IntList;
+    else if (type == "float") d.type = ArgType::Float;
+    else if (type == "float[]") d.type = ArgType::FloatList;
+    else if (type == "bool") d.type = ArgType::Bool;
+    else if (type == "str") d.type = ArgType::Str;
+    else if (type == "Scalar") d.type = ArgType::Scalar;
+    else if (type == "ScalarType") d.type = ArgType::ScalarType;
+    else fail(ErrorKind::Runtime, "unknown type '", type, "' in schema ", text);
+    if (d.type == ArgType::Tensor || d.type == ArgType::TensorList) {
+      s.order.push_back({true, static_cast<int>(s.tensor_args.size())});
+      s.tensor_args.push_back(d);
+    } else {
+      s.order.push_back({false, static_cast<int>(s.attr_args.size())});
+      s.attr_args.push_back(d);
+    }
+  }
+  return s;
+}
+
+std::vector<std::string> trait_names(uint64_t t) {
+  static const std::pair<uint64_t, const char*> names[] = {
+      {kElementwise, "elementwise"}, {kBroadcastBinary, "broadcast_binary"}, {kReduction, "reduction"},
+      {kMatmulLike, "matmul_like"},  {kView, "view"},                       {kInplace, "inplace"},
+      {kRandom, "random"},           {kUnary, "unary"},                     {kNormalization, "normalization"},
+      {kLoss, "loss"},               {kIndexing, "indexing"},               {kShape, "shape"},
+      {kCreation, "creation"},       {kConvolution, "convolution"},         {kPooling, "pooling"},
+      {kComparison, "comparison"},   {kBackwardHelper, "backward_helper"},
+      {kDataDependentShape, "data_dependent_shape"}, {kNonDifferentiable, "non_differentiable"},
+      {kOptimizer, "optimizer"}};
+  std::vector<std::string> out;
+  for (auto& p : names)
+    if (t & p.first) out.push_back(p.second);
+  return out;
+}
+
+// ---- Attrs --------------------------------------------------------------------------------------------
+int Attrs::index(const char* name) const {
+  FLOW_RUNTIME_CHECK(schema != nullptr, "attribute '", name, "' looked up without a schema");
+  for (size_t k = 0; k < schema->attr_args.size(); ++k)
+    if (schema->attr_args[k].name == name) return static_cast<int>(k);
+  fail(ErrorKind::Runtime, schema->name, ": no attribute named '", name, "'");
+}
+const AttrValue& Attrs::at(int k) const {
+  FLOW_RUNTIME_CHECK(k >= 0 && k < static_cast<int>(values.size()), "attribute index ", k, " out of range (", values.size(), " attributes)");
+  return values[k];
+}
+int64_t Attrs::i(int k) const {
+  const AttrValue& v = at(k);
+  if (auto p = std::get_if<int64_t>(&v)) return *p;
+  if (auto p = std::get_if<bool>(&v)) return *p;
+  if (auto p = std::get_if<Scalar>(&v)) return p->to_int();
+  fail(ErrorKind::Type, "attribute ", k, ": expected an int");
+}
+double Attrs::f(int k) const {
+  const AttrValue& v = at(k);
+  if (auto p = std::get_if<double>(&v)) return *p;
+  if (auto p = std::get_if<int64_t>(&v)) return static_cast<double>(*p);
+  if (auto p = std::get_if<Scalar>(&v)) return p->to_double();
+  if (auto p = std::get_if<bool>(&v)) return *p;
+  fail(ErrorKind::Type, "attribute ", k, ": expected a float");
+}
+bool Attrs::b(int k) const {
+  const AttrValue& v = at(k);
+  if (auto p = std::get_if<bool>(&v)) return *p;
+  if (auto p = std::get_if<int64_t>(&v)) return *p != 0;
+  fail(ErrorKind::Type, "attribute ", k, ": expected a bool");
+}
+Scalar Attrs::s(int k) const {
+  const AttrValue& v = at(k);
+  if (auto p = std::get_if<Scalar>(&v)) return *p;
+  if (auto p = std::get_if<double>(&v)) return Scalar(*p);
+  if (auto p = std::get_if<int64_t>(&v)) return Scalar(*p);
+  if (auto p = std::get_if<bool>(&v)) return Scalar(*p);
+  fail(ErrorKind::Type, "attribute ", k, ": expected a number");
+}
+DType Attrs::dtype(int k) const {
+  if (auto p = std::get_if<DType>(&at(k))) return *p;
+  fail(ErrorKind::Type, "attribute ", k, ": expected a dtype");
+}
+const std::string& Attrs::str(int k) const {
+  if (auto p = std::get_if<std::string>(&at(k))) return *p;
+  fail(ErrorKind::Type, "attribute ", k, ": expected a string");
+}
+const std::vector<int64_t>& Attrs::ints(int k) const {
+  if (auto p = std::get_if<std::vector<int64_t>>(&at(k))) return *p;
+  fail(ErrorKind::Type, "attribute ", k, ": expected a list of ints");
+}
+const std::vector<double>& Attrs::floats(int k) const {
+  if (auto p = std::get_if<std::vector<double>>(&at(k))) return *p;
+  fail(ErrorKind::Type, "attribute ", k, ": expected a list of floats");
+}
+
+// ---- builder ------------------------------------------------------------------------------------------
+OpBuilder& OpBuilder::make(const char* name) {
+  Registry& r = registry();
+  FLOW_RUNTIME_CHECK(!r.finalized, "op '", name, "' registered after the registry was finalized");
+  FLOW_RUNTIME_CHECK(r.ops.find(name) == r.ops.end(), "op '", name, "' registered twice");
+  auto def = std::make_unique<OpDef>();
+  def->name = name;
+  OpDef* raw = def.get();
+  r.ops[name] = std::move(def);
+  static std::vector<std::unique_ptr<OpBuilder>>* builders = new std::vector<std::unique_ptr<OpBuilder>>();
+  builders->push_back(std::unique_ptr<OpBuilder>(new OpBuilder(raw)));
+  return *builders->back();
+}
+OpBuilder& OpBuilder::schema(const char* text) {
+  def_->schema = parse_schema(text);
+  FLOW_RUNTIME_CHECK(def_->schema.name == def_->name, "schema name '", def_->schema.name,
+                     "' does not match op '", def_->name, "'");
+  return *this;
+}
+OpBuilder& OpBuilder::traits(uint64_t t) { def_->traits |= t; return *this; }
+OpBuilder& OpBuilder::meta(MetaFn f) { def_->meta = std::move(f); return *this; }
+OpBuilder& OpBuilder::cpu(ComputeFn f) { return compute(DeviceType::CPU, std::move(f)); }
+OpBuilder& OpBuilder::cpu_out(OutKernelFn f) { return out_kernel(DeviceType::CPU, std::move(f)); }
+OpBuilder& OpBuilder::compute(DeviceType d, ComputeFn f) {
+  def_->compute[static_cast<int>(d)] = std::move(f);
+  return *this;
+}
+OpBuilder& OpBuilder::out_kernel(DeviceType d, OutKernelFn f) {
+  def_->out_kernel[static_cast<int>(d)] = std::move(f);
+  return *this;
+}
+OpBuilder& OpBuilder::backward(BackwardFn f) { def_->backward = std::move(f); return *this; }
+OpBuilder& OpBuilder::save_inputs(std::vector<int> idx) { def_->saved_inputs = std::move(idx); return *this; }
+OpBuilder& OpBuilder::save_outputs(std::vector<int> idx) { def_->saved_outputs = std::move(idx); return *this; }
+OpBuilder& OpBuilder::nondiff_outputs(std::vector<int> idx) { def_->nondiff_outputs = std::move(idx); return *this; }
+OpBuilder& OpBuilder::inplace_variant() { def_->want_inplace = true; return *this; }
+
+const OpDef* find_op(const std::string& name) {
+  ensure_final();
+  auto& ops = registry().ops;
+  auto it = ops.find(name);
+  return it == ops.end() ? nullptr : it->second.get();
+}
+const OpDef& get_op(const std::string& name) {
+  const OpDef* d = find_op(name);
+  FLOW_RUNTIME_CHECK(d != nullptr, "no op named '", name, "' is registered");
+  return *d;
+}
+std::vector<const OpDef*> all_ops() {
+  ensure_final();
+  std::vector<const OpDef*> out;
+  for (auto& kv : registry().ops) out.push_back(kv.second.get());
+  return out;
+}
+
+// ---- helpers ------------------------------------------------------------------------------------------
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      fail(ErrorKind::Runtime, op, ": The size of tensor a (", da, ") must match the size of tensor b (", db,
+           ") at non-singleton dimension ", i, " (shapes ", shape_str(a), " and ", shape_str(b), ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+DType result_type(const TensorList& in) {
+  // Three priority classes; a lower class only matters when it has a higher kind (bool < int < float).
+  auto kind = [](DType t) { return t == DType::Bool ? 0 : is_floating(t) ? 2 : 1; };
+  std::optional<DType> cls[3];
+  for (const Tensor& t : in) {
+    if (!t.defined()) continue;
+    int c = t.impl()->is_wrapped_number ? 2 : t.dim() == 0 ? 1 : 0;
+    DType d = t.dtype();
+    if (c == 2 && is_floating(d)) d = default_float_dtype();
+    cls[c] = cls[c] ? promote_types(*cls[c], d) : d;
+  }
+  std::optional<DType> r;
+  for (int c = 0; c < 3; ++c) {
+    if (!cls[c]) continue;
+    if (!r) {
+      r = cls[c];
+    } else if (kind(*cls[c]) > kind(*r)) {
+      r = promote_types(*r, *cls[c]);
+    }
+  }
+  return r ? *r : default_float_dtype();
+}
+
+Device common_device(const TensorList& in, const char* op) {
+  std::optional<Device> d;
+  for (const Tensor& t : in) {
+    if (!t.defined() || t.impl()->is_wrapped_number) continue;
+    if (!d) d = t.device();
+    else if (*d != t.device())
+      fail(ErrorKind::Runtime, op, ": Expected all tensors to be on the same device, but found at least two devices, ",
+           d->str(), " and ", t.device().str(), "!");
+  }
+  return d ? *d : Device{};
+}
+
+}  // namespace flow

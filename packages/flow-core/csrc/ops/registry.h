@@ -1,0 +1,200 @@
+// The op registry: every operation is defined once here, with its schema, meta inference, kernels per
+// device, backward formula and traits. Eager dispatch, autograd, interception, graph tracing and SBP
+// inference all read the same OpDef.
+//
+// Defining an op (in one file per family):
+//
+//   FLOW_OP(mul)
+//       .schema("mul(Tensor self, Tensor other) -> Tensor")
+//       .traits(kElementwise | kBroadcastBinary)
+//       .meta(meta_binary)
+//       .cpu_out(mul_kernel)                   // writes into preallocated outputs (enables in-place/out=)
+//       .save_inputs({0, 1})
+//       .inplace_variant()                     // also registers "mul_"
+//       .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+//         return {c.needs(0) ? ops::mul(g[0], c.input(1)) : Tensor(),
+//                 c.needs(1) ? ops::mul(g[0], c.input(0)) : Tensor()};
+//       });
+//
+// Schema types: Tensor, Tensor?, Tensor[], Tensor?[], int, int?, int[], int[]?, float, float?, float[],
+// bool, bool?, str, str?, Scalar, Scalar?, ScalarType, ScalarType?. Tensor params are inputs (at most one list
+// among them, the last tensor param); the rest are attributes. Inputs reach kernels flattened in schema order.
+#pragma once
+#include <functional>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "../core/scalar.h"
+#include "../core/tensor.h"
+
+namespace flow {
+
+// ---- traits -------------------------------------------------------------------------------------------
+enum OpTrait : uint64_t {
+  kElementwise = 1u << 0,
+  kBroadcastBinary = 1u << 1,
+  kReduction = 1u << 2,
+  kMatmulLike = 1u << 3,
+  kView = 1u << 4,
+  kInplace = 1u << 5,
+  kRandom = 1u << 6,
+  kUnary = 1u << 7,
+  kNormalization = 1u << 8,
+  kLoss = 1u << 9,
+  kIndexing = 1u << 10,
+  kShape = 1u << 11,
+  kCreation = 1u << 12,
+  kConvolution = 1u << 13,
+  kPooling = 1u << 14,
+  kComparison = 1u << 15,
+  kBackwardHelper = 1u << 16,  // exists to express another op's backward
+  kDataDependentShape = 1u << 17,
+  kNonDifferentiable = 1u << 18,
+  kOptimizer = 1u << 19,
+};
+std::vector<std::string> trait_names(uint64_t traits);
+
+// ---- schema -------------------------------------------------------------------------------------------
+enum class ArgType : int8_t {
+  Tensor, TensorList, Int, IntList, Float, FloatList, Bool, Str, Scalar, ScalarType
+};
+struct ArgDef {
+  std::string name;
+  ArgType type;
+  bool optional = false;       // "?": may be None
+  bool kwarg_only = false;     // after "*"
+  bool has_default = false;
+  std::string default_text;    // as written in the schema
+  bool list_elem_optional = false;  // Tensor?[]
+};
+struct Schema {
+  std::string name;
+  // Every parameter in written order: (is_tensor, index into tensor_args or attr_args).
+  std::vector<std::pair<bool, int>> order;
+  std::vector<ArgDef> tensor_args;  // in order
+  std::vector<ArgDef> attr_args;    // in order
+  int num_outputs = 1;              // -1: a variable number (Tensor[])
+  std::string text;
+};
+Schema parse_schema(const std::string& text);
+
+// ---- attributes ---------------------------------------------------------------------------------------
+using AttrValue = std::variant<std::monostate, bool, int64_t, double, std::vector<int64_t>, std::vector<double>,
+                               std::string, Scalar, DType>;
+
+struct Attrs {
+  std::vector<AttrValue> values;
+  const Schema* schema = nullptr;
+
+  Attrs() = default;
+  Attrs(std::initializer_list<AttrValue> v) : values(v) {}
+
+  int index(const char* name) const;  // position of attribute `name`; raises if unknown
+  const AttrValue& at(int k) const;
+  bool none(int k) const { return std::holds_alternative<std::monostate>(at(k)); }
+  int64_t i(int k) const;
+  double f(int k) const;  // accepts int and Scalar values too
+  bool b(int k) const;
+  Scalar s(int k) const;
+  DType dtype(int k) const;
+  const std::string& str(int k) const;
+  const std::vector<int64_t>& ints(int k) const;
+  const std::vector<double>& floats(int k) const;
+  std::optional<int64_t> opt_i(int k) const { return none(k) ? std::nullopt : std::optional<int64_t>(i(k)); }
+  std::optional<double> opt_f(int k) const { return none(k) ? std::nullopt : std::optional<double>(f(k)); }
+  std::optional<DType> opt_dtype(int k) const { return none(k) ? std::nullopt : std::optional<DType>(dtype(k)); }
+  // by name (a linear search over the schema; fine outside the hottest ops)
+  int64_t i(const char* n) const { return i(index(n)); }
+  double f(const char* n) const { return f(index(n)); }
+  bool b(const char* n) const { return b(index(n)); }
+  Scalar s(const char* n) const { return s(index(n)); }
+  bool none(const char* n) const { return none(index(n)); }
+  const std::vector<int64_t>& ints(const char* n) const { return ints(index(n)); }
+  const std::string& str(const char* n) const { return str(index(n)); }
+};
+
+// ---- op definition ------------------------------------------------------------------------------------
+struct TensorMeta {
+  Shape sizes;
+  DType dtype;
+  Device device;
+};
+
+struct OpDef;
+struct BackwardCtx;
+
+using MetaFn = std::function<std::vector<TensorMeta>(const TensorList& in, const Attrs& attrs)>;
+// Computes outputs, allocating them itself (views, data-dependent shapes, composite kernels).
+using ComputeFn = std::function<TensorList(const TensorList& in, const Attrs& attrs)>;
+// Writes into outputs the dispatcher allocated from meta (or the in-place target / out= tensor).
+using OutKernelFn = std::function<void(const TensorList& in, const TensorList& out, const Attrs& attrs)>;
+// Returns one gradient per input (undefined where none), written with registered ops.
+using BackwardFn = std::function<TensorList(BackwardCtx& ctx, const TensorList& grad_outputs)>;
+
+constexpr int kNumDeviceTypes = 3;
+
+struct OpDef {
+  std::string name;
+  Schema schema;
+  uint64_t traits = 0;
+  MetaFn meta;
+  ComputeFn compute[kNumDeviceTypes];
+  OutKernelFn out_kernel[kNumDeviceTypes];
+  BackwardFn backward;
+  std::vector<int> saved_inputs;   // indices of inputs the backward reads
+  std::vector<int> saved_outputs;  // indices of outputs the backward reads
+  const OpDef* inplace = nullptr;      // "name_" variant, if registered
+  const OpDef* functional = nullptr;   // for an in-place variant: the op it mutates with
+  std::vector<int> nondiff_outputs;    // e.g. indices returned by max(dim)
+  bool want_inplace = false;
+
+  bool has(uint64_t t) const { return (traits & t) != 0; }
+  bool differentiable() const { return static_cast<bool>(backward); }
+  size_t num_inputs_hint() const { return schema.tensor_args.size(); }
+};
+
+// Builder returned by FLOW_OP: each call fills the registered OpDef. In-place variants and schema checks
+// are derived once, the first time the registry is read.
+class OpBuilder {
+ public:
+  static OpBuilder& make(const char* name);
+  OpBuilder& schema(const char* text);
+  OpBuilder& traits(uint64_t t);
+  OpBuilder& meta(MetaFn f);
+  OpBuilder& cpu(ComputeFn f);
+  OpBuilder& cpu_out(OutKernelFn f);
+  OpBuilder& compute(DeviceType d, ComputeFn f);
+  OpBuilder& out_kernel(DeviceType d, OutKernelFn f);
+  OpBuilder& backward(BackwardFn f);
+  OpBuilder& save_inputs(std::vector<int> idx);
+  OpBuilder& save_outputs(std::vector<int> idx);
+  OpBuilder& nondiff_outputs(std::vector<int> idx);
+  OpBuilder& inplace_variant();
+
+ private:
+  explicit OpBuilder(OpDef* def) : def_(def) {}
+  OpDef* def_;
+};
+
+#define FLOW_OP_CONCAT2(a, b) a##b
+#define FLOW_OP_CONCAT(a, b) FLOW_OP_CONCAT2(a, b)
+#define FLOW_OP(name) \
+  [[maybe_unused]] static ::flow::OpBuilder& FLOW_OP_CONCAT(flow_op_builder_, __COUNTER__) = ::flow::OpBuilder::make(#name)
+
+// Lookup. `find_op` returns null when absent; `get_op` raises.
+const OpDef* find_op(const std::string& name);
+const OpDef& get_op(const std::string& name);
+std::vector<const OpDef*> all_ops();
+
+// ---- helpers for op authors ---------------------------------------------------------------------------
+// Broadcast two shapes (raises RuntimeError naming `op` on mismatch).
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+// PyTorch's result_type over tensor inputs (dimensioned > 0-dim > wrapped numbers, by category).
+DType result_type(const TensorList& in);
+// Check every defined input is on the same device, return it.
+Device common_device(const TensorList& in, const char* op);
+
+}  // namespace flow

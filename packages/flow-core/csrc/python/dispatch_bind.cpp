@@ -1,0 +1,57 @@
+// The interception layer's Python side: when a dispatch mode is active or an input's class defines
+// __flow_dispatch__, ops reach `oneflow._dispatch._handle(op, inputs, attrs)` below autograd.
+#include "../dispatch/dispatch.h"
+#include <nanobind/stl/string.h>
+
+#include "bind.h"
+
+namespace flow::py {
+
+nb::object make_op_handle(const OpDef* op);
+static nb::object g_handler;
+
+static TensorList python_intercept(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
+  FLOW_RUNTIME_CHECK(g_handler.is_valid(), "dispatch interception requested but no Python handler is installed");
+  nb::list ins;
+  for (const Tensor& t : inputs) ins.append(wrap(t));
+  nb::dict ad;
+  const Schema& s = op.functional ? op.functional->schema : op.schema;
+  for (size_t k = 0; k < s.attr_args.size() && k < attrs.values.size(); ++k)
+    ad[s.attr_args[k].name.c_str()] = attr_to_py(attrs.values[k]);
+  nb::object r;
+  {
+    dispatch::BelowAutogradGuard guard;
+    r = g_handler(make_op_handle(&op), ins, ad);
+  }
+  TensorList out;
+  if (is_tensor(r.ptr())) {
+    out.push_back(unwrap(r.ptr()));
+  } else {
+    for (nb::handle e : nb::borrow<nb::sequence>(r)) {
+      if (e.is_none()) out.emplace_back();
+      else {
+        FLOW_TYPE_CHECK(is_tensor(e.ptr()), op.name, ": dispatch handler returned a non-Tensor output");
+        out.push_back(unwrap(e.ptr()));
+      }
+    }
+  }
+  return out;
+}
+
+void init_dispatch(nb::module_& m) {
+  m.def("_set_dispatch_handler", [](nb::object fn) {
+    g_handler = std::move(fn);
+    dispatch::set_intercept_hook(&python_intercept);
+  });
+  m.def("_mode_depth", []() { return dispatch::mode_depth(); });
+  m.def("_set_mode_depth", [](int d) { dispatch::mode_depth() = d; });
+  m.def("_is_below_autograd", []() { return dispatch::below_autograd(); });
+  // Run `fn()` with autograd recording on or off for ops issued inside (handlers are below autograd).
+  m.def("_set_below_autograd", [](bool on) {
+    static thread_local std::vector<std::unique_ptr<dispatch::BelowAutogradGuard>> stack;
+    if (on) stack.push_back(std::make_unique<dispatch::BelowAutogradGuard>());
+    else if (!stack.empty()) stack.pop_back();
+  });
+}
+
+}  // namespace flow::py

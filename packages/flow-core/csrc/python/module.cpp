@@ -1,0 +1,56 @@
+// oneflow._C: the extension module.
+#include "../autograd/grad_mode.h"
+#include "../core/allocator.h"
+#include "../kernels/cpu/parallel.h"
+#include <nanobind/stl/string.h>
+
+#include "bind.h"
+
+namespace flow::py {
+
+static void release_py_class(void* cls) {
+  if (!Py_IsInitialized()) return;
+  nb::gil_scoped_acquire gil;
+  Py_DECREF(static_cast<PyObject*>(cls));
+}
+
+}  // namespace flow::py
+
+NB_MODULE(_C, m) {
+  using namespace flow;
+  using namespace flow::py;
+  g_release_py_class = &release_py_class;
+  nb::set_leak_warnings(false);  // module-level caches (dtype objects, op handles) live until exit
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const Error& e) {
+      PyObject* t = e.kind() == ErrorKind::Type ? PyExc_TypeError
+                    : e.kind() == ErrorKind::Value ? PyExc_ValueError
+                    : e.kind() == ErrorKind::Index ? PyExc_IndexError
+                    : e.kind() == ErrorKind::NotImplemented ? PyExc_NotImplementedError
+                                                             : PyExc_RuntimeError;
+      PyErr_SetString(t, e.what());
+    }
+  });
+  init_types(m);
+  init_tensor(m);
+  init_ops(m);
+  init_autograd(m);
+  init_dispatch(m);
+  init_interop(m);
+  m.def("get_num_threads", &get_num_threads);
+  m.def("set_num_threads", &set_num_threads);
+  m.def("cuda_is_built", &cuda_is_built);
+  m.def("_allocator_stats", []() {
+    auto s = cpu_allocator_stats();
+    nb::dict d;
+    d["allocated_bytes"] = s.allocated_bytes;
+    d["cached_bytes"] = s.cached_bytes;
+    d["peak_allocated_bytes"] = s.peak_allocated_bytes;
+    d["num_system_allocs"] = s.num_system_allocs;
+    return d;
+  });
+  m.def("_empty_cache", &cpu_empty_cache);
+  m.def("_reset_peak_stats", &cpu_reset_peak_stats);
+}

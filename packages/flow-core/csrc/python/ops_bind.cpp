@@ -1,0 +1,347 @@
+// Registry ops as Python callables: `_C.ops.<name>(*args, **kwargs)` parses arguments by the op's schema
+// and enters the dispatcher. OpHandle objects are also method descriptors, so `Tensor.sin = ops.sin` binds.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "../dispatch/dispatch.h"
+#include "../ops/functions.h"
+#include "bind.h"
+
+namespace flow::py {
+
+struct OpHandle {
+  const OpDef* op;
+};
+
+static const char* type_name(ArgType t) {
+  switch (t) {
+    case ArgType::Tensor: return "Tensor";
+    case ArgType::TensorList: return "tuple of Tensors";
+    case ArgType::Int: return "int";
+    case ArgType::IntList: return "tuple of ints";
+    case ArgType::Float: return "float";
+    case ArgType::FloatList: return "tuple of floats";
+    case ArgType::Bool: return "bool";
+    case ArgType::Str: return "str";
+    case ArgType::Scalar: return "Number";
+    case ArgType::ScalarType: return "dtype";
+  }
+  return "?";
+}
+
+[[noreturn]] static void bad_arg(const OpDef& op, const ArgDef& a, int pos, nb::handle v) {
+  std::string got = nb::str(nb::handle(v.type()).attr("__name__")).c_str();
+  if (pos >= 0)
+    fail(ErrorKind::Type, op.name, "(): argument '", a.name, "' (position ", pos + 1, ") must be ", type_name(a.type),
+         ", not ", got);
+  fail(ErrorKind::Type, op.name, "(): argument '", a.name, "' must be ", type_name(a.type), ", not ", got);
+}
+
+static bool to_int(PyObject* o, int64_t& out) {
+  if (PyBool_Check(o)) return false;
+  if (PyLong_Check(o)) {
+    out = PyLong_AsLongLong(o);
+    return true;
+  }
+  if (is_tensor(o)) {
+    const Tensor& t = unwrap(o);
+    if (t.numel() != 1 || is_floating(t.dtype()) || !t.has_storage()) return false;
+    Tensor c = ops::to_dtype(t, DType::Int64);
+    out = *c.data<int64_t>();
+    return true;
+  }
+  if (PyIndex_Check(o)) {
+    nb::object i = nb::steal(PyNumber_Index(o));
+    if (!i) {
+      PyErr_Clear();
+      return false;
+    }
+    out = PyLong_AsLongLong(i.ptr());
+    return true;
+  }
+  return false;
+}
+
+static AttrValue parse_attr(const OpDef& op, const ArgDef& a, int pos, nb::handle v) {
+  PyObject* o = v.ptr();
+  if (v.is_none()) {
+    if (a.optional) return std::monostate{};
+    bad_arg(op, a, pos, v);
+  }
+  switch (a.type) {
+    case ArgType::Int: {
+      int64_t i;
+      if (to_int(o, i)) return i;
+      if (PyBool_Check(o)) return static_cast<int64_t>(o == Py_True);
+      break;
+    }
+    case ArgType::IntList: {
+      int64_t i;
+      if (to_int(o, i)) return std::vector<int64_t>{i};
+      if (PySequence_Check(o) && !PyUnicode_Check(o) && !is_tensor(o)) {
+        std::vector<int64_t> out;
+        nb::sequence seq = nb::borrow<nb::sequence>(v);
+        for (nb::handle e : seq) {
+          int64_t x;
+          if (!to_int(e.ptr(), x)) bad_arg(op, a, pos, v);
+          out.push_back(x);
+        }
+        return out;
+      }
+      break;
+    }
+    case ArgType::Float: {
+      Scalar s;
+      if (to_scalar(o, s) && !s.is_bool()) return s.to_double();
+      if (is_tensor(o) && unwrap(o).numel() == 1) {
+        Tensor c = ops::to_dtype(unwrap(o), DType::Float64);
+        return *c.data<double>();
+      }
+      break;
+    }
+    case ArgType::FloatList: {
+      if (PySequence_Check(o) && !PyUnicode_Check(o)) {
+        std::vector<double> out;
+        for (nb::handle e : nb::borrow<nb::sequence>(v)) {
+          Scalar s;
+          if (!to_scalar(e.ptr(), s)) bad_arg(op, a, pos, v);
+          out.push_back(s.to_double());
+        }
+        return out;
+      }
+      Scalar s;
+      if (to_scalar(o, s)) return std::vector<double>{s.to_double()};
+      break;
+    }
+    case ArgType::Bool:
+      if (PyBool_Check(o)) return o == Py_True;
+      if (PyLong_Check(o)) return PyLong_AsLong(o) != 0;
+      break;
+    case ArgType::Str:
+      if (PyUnicode_Check(o)) return std::string(PyUnicode_AsUTF8(o));
+      break;
+    case ArgType::Scalar: {
+      Scalar s;
+      if (to_scalar(o, s)) return s;
+      if (is_tensor(o) && unwrap(o).numel() == 1 && unwrap(o).has_storage()) {
+        const Tensor& t = unwrap(o);
+        if (is_floating(t.dtype())) return Scalar(*ops::to_dtype(t, DType::Float64).data<double>());
+        if (t.dtype() == DType::Bool) return Scalar(*t.data<bool>());
+        return Scalar(*ops::to_dtype(t, DType::Int64).data<int64_t>());
+      }
+      break;
+    }
+    case ArgType::ScalarType: {
+      DType d;
+      if (to_dtype(o, d)) return d;
+      break;
+    }
+    default:
+      break;
+  }
+  bad_arg(op, a, pos, v);
+}
+
+static void parse_tensor_arg(const OpDef& op, const ArgDef& a, int pos, nb::handle v, TensorList& inputs) {
+  PyObject* o = v.ptr();
+  if (a.type == ArgType::Tensor) {
+    if (v.is_none()) {
+      if (!a.optional) bad_arg(op, a, pos, v);
+      inputs.emplace_back();
+      return;
+    }
+    Tensor t;
+    if (!to_tensor_or_scalar(o, t)) bad_arg(op, a, pos, v);
+    inputs.push_back(std::move(t));
+    return;
+  }
+  if (is_tensor(o) || !PySequence_Check(o) || PyUnicode_Check(o)) bad_arg(op, a, pos, v);
+  for (nb::handle e : nb::borrow<nb::sequence>(v)) {
+    if (e.is_none() && a.list_elem_optional) {
+      inputs.emplace_back();
+      continue;
+    }
+    Tensor t;
+    if (!to_tensor_or_scalar(e.ptr(), t)) bad_arg(op, a, pos, v);
+    inputs.push_back(std::move(t));
+  }
+}
+
+// Parse Python arguments into inputs and attrs by the schema.
+void parse_args(const OpDef& op, PyObject* const* args, size_t nargs, PyObject* kwnames, TensorList& inputs,
+                Attrs& attrs) {
+  const Schema& s = (op.functional ? op.functional->schema : op.schema);
+  const size_t nparams = s.order.size();
+  std::vector<PyObject*> given(nparams, nullptr);
+  FLOW_TYPE_CHECK(nargs <= nparams, op.name, "() takes ", nparams, " positional arguments but ", nargs, " were given");
+  for (size_t i = 0; i < nargs; ++i) {
+    auto [is_t, idx] = s.order[i];
+    const ArgDef& a = is_t ? s.tensor_args[idx] : s.attr_args[idx];
+    FLOW_TYPE_CHECK(!a.kwarg_only, op.name, "() takes ", i, " positional arguments but ", nargs, " were given");
+    given[i] = args[i];
+  }
+  if (kwnames) {
+    Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < nk; ++k) {
+      const char* name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+      size_t found = nparams;
+      for (size_t i = 0; i < nparams; ++i) {
+        auto [is_t, idx] = s.order[i];
+        const ArgDef& a = is_t ? s.tensor_args[idx] : s.attr_args[idx];
+        if (a.name == name || (i == 0 && std::string(name) == "input")) {
+          found = i;
+          break;
+        }
+      }
+      FLOW_TYPE_CHECK(found < nparams, op.name, "() got an unexpected keyword argument '", name, "'");
+      FLOW_TYPE_CHECK(given[found] == nullptr, op.name, "() got multiple values for argument '", name, "'");
+      given[found] = args[nargs + k];
+    }
+  }
+  attrs.values.resize(s.attr_args.size());
+  attrs.schema = &s;
+  inputs.reserve(s.tensor_args.size());
+  for (size_t i = 0; i < nparams; ++i) {
+    auto [is_t, idx] = s.order[i];
+    const ArgDef& a = is_t ? s.tensor_args[idx] : s.attr_args[idx];
+    int pos = i < nargs ? static_cast<int>(i) : -1;
+    if (!given[i]) {
+      if (is_t) {
+        FLOW_TYPE_CHECK(a.optional || a.has_default, op.name, "() missing required argument '", a.name, "'");
+        inputs.emplace_back();
+      } else {
+        FLOW_TYPE_CHECK(a.optional || a.has_default, op.name, "() missing required argument '", a.name, "'");
+        attrs.values[idx] = dispatch::parse_default(a);
+      }
+      continue;
+    }
+    if (is_t) parse_tensor_arg(op, a, pos, nb::handle(given[i]), inputs);
+    else attrs.values[idx] = parse_attr(op, a, pos, nb::handle(given[i]));
+  }
+}
+
+static nb::object results_to_py(const OpDef& op, TensorList&& r) {
+  const Schema& s = op.functional ? op.functional->schema : op.schema;
+  if (s.num_outputs == 1 && r.size() == 1) return wrap(std::move(r[0]));
+  return wrap_list(r, true);
+}
+
+static PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  try {
+    const OpDef& op = *nb::inst_ptr<OpHandle>(self)->op;
+    TensorList inputs;
+    Attrs attrs;
+    parse_args(op, args, PyVectorcall_NARGS(nargsf), kwnames, inputs, attrs);
+    return results_to_py(op, dispatch::call(op, inputs, attrs)).release().ptr();
+  } catch (const Error& e) {
+    PyObject* t = e.kind() == ErrorKind::Type ? PyExc_TypeError
+                  : e.kind() == ErrorKind::Value ? PyExc_ValueError
+                  : e.kind() == ErrorKind::Index ? PyExc_IndexError
+                  : e.kind() == ErrorKind::NotImplemented ? PyExc_NotImplementedError
+                                                           : PyExc_RuntimeError;
+    PyErr_SetString(t, e.what());
+  } catch (nb::python_error& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+static PyObject* op_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  // Slow path (tp_call): convert to vectorcall form.
+  Py_ssize_t n = PyTuple_GET_SIZE(args);
+  std::vector<PyObject*> flat;
+  for (Py_ssize_t i = 0; i < n; ++i) flat.push_back(PyTuple_GET_ITEM(args, i));
+  PyObject* kwnames = nullptr;
+  if (kwargs && PyDict_Size(kwargs) > 0) {
+    kwnames = PyTuple_New(PyDict_Size(kwargs));
+    Py_ssize_t pos = 0, k = 0;
+    PyObject *key, *val;
+    while (PyDict_Next(kwargs, &pos, &key, &val)) {
+      Py_INCREF(key);
+      PyTuple_SET_ITEM(kwnames, k++, key);
+      flat.push_back(val);
+    }
+  }
+  PyObject* r = op_vectorcall(self, flat.data(), static_cast<size_t>(n), kwnames);
+  Py_XDECREF(kwnames);
+  return r;
+}
+
+static PyObject* op_descr_get(PyObject* self, PyObject* obj, PyObject*) {
+  if (obj == nullptr || obj == Py_None) {
+    Py_INCREF(self);
+    return self;
+  }
+  return PyMethod_New(self, obj);
+}
+
+static PyType_Slot op_slots[] = {{Py_tp_call, (void*)op_call}, {Py_tp_descr_get, (void*)op_descr_get}, {0, nullptr}};
+
+nb::object make_op_handle(const OpDef* op);
+static nb::handle g_op_type;
+
+nb::object make_op_handle(const OpDef* op) {
+  nb::object o = nb::inst_alloc(g_op_type);
+  new (nb::inst_ptr<OpHandle>(o)) OpHandle{op};
+  nb::inst_mark_ready(o);
+  return o;
+}
+
+void init_ops(nb::module_& m) {
+  auto cls = nb::class_<OpHandle>(m, "OpHandle", nb::type_slots(op_slots))
+                 .def_prop_ro("name", [](const OpHandle& h) { return h.op->name; })
+                 .def_prop_ro("schema", [](const OpHandle& h) {
+                   return h.op->functional ? h.op->functional->schema.text : h.op->schema.text;
+                 })
+                 .def_prop_ro("traits", [](const OpHandle& h) { return trait_names(h.op->traits); })
+                 .def_prop_ro("differentiable", [](const OpHandle& h) { return h.op->differentiable(); })
+                 .def_prop_ro("is_inplace", [](const OpHandle& h) { return h.op->functional != nullptr; })
+                 .def_prop_ro("attr_names", [](const OpHandle& h) {
+                   std::vector<std::string> n;
+                   const Schema& s = h.op->functional ? h.op->functional->schema : h.op->schema;
+                   for (auto& a : s.attr_args) n.push_back(a.name);
+                   return n;
+                 })
+                 .def("redispatch", [](const OpHandle& h, nb::handle inputs, nb::dict attrs) {
+                   // Run the op on `inputs` with attributes given by name (what dispatch handlers receive).
+                   const OpDef& op = *h.op;
+                   const Schema& s = op.functional ? op.functional->schema : op.schema;
+                   TensorList in;
+                   for (nb::handle e : nb::borrow<nb::sequence>(inputs)) {
+                     if (e.is_none()) in.emplace_back();
+                     else in.push_back(to_tensor_arg(e, op.name.c_str(), "inputs"));
+                   }
+                   Attrs a;
+                   a.schema = &s;
+                   a.values.resize(s.attr_args.size());
+                   for (size_t k = 0; k < s.attr_args.size(); ++k) {
+                     const ArgDef& d = s.attr_args[k];
+                     if (attrs.contains(d.name.c_str())) a.values[k] = parse_attr(op, d, -1, attrs[d.name.c_str()]);
+                     else a.values[k] = dispatch::parse_default(d);
+                   }
+                   return results_to_py(op, dispatch::call(op, in, a));
+                 }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
+                 .def("__repr__", [](const OpHandle& h) { return "<oneflow op " + h.op->name + ">"; })
+                 .def("__eq__", [](const OpHandle& a, const OpHandle& b) { return a.op == b.op; })
+                 .def("__hash__", [](const OpHandle& h) { return reinterpret_cast<intptr_t>(h.op); });
+  g_op_type = cls;
+  nb::module_ ops = m.def_submodule("ops", "Every registered op, callable with its schema's arguments.");
+  for (const OpDef* op : all_ops()) ops.attr(op->name.c_str()) = make_op_handle(op);
+  m.def("list_ops", []() {
+    nb::list out;
+    for (const OpDef* op : all_ops()) {
+      nb::dict d;
+      d["name"] = op->name;
+      d["schema"] = op->functional ? op->functional->schema.text : op->schema.text;
+      d["traits"] = trait_names(op->traits);
+      d["differentiable"] = op->differentiable();
+      d["has_meta"] = static_cast<bool>((op->functional ? op->functional : op)->meta);
+      out.append(d);
+    }
+    return out;
+  });
+}
+
+}  // namespace flow::py

@@ -1,0 +1,64 @@
+"""OneFlow, rebuilt: a PyTorch-shaped deep-learning framework over a C++ core.
+
+``import oneflow as flow`` gives tensors, autograd and (in companion packages) static graphs, global
+tensors and sharded embeddings. Every op is defined once in the C++ registry; ``oneflow.list_ops()`` lists
+them with their traits.
+"""
+from . import _C
+from ._C import (  # noqa: F401
+    dtype,
+    device,
+    bool,
+    uint8,
+    int8,
+    int16,
+    int32,
+    int64,
+    float16,
+    bfloat16,
+    float32,
+    float64,
+    get_default_dtype,
+    set_default_dtype,
+    promote_types,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    get_num_threads,
+    set_num_threads,
+)
+
+# PyTorch's aliases
+float = float32
+double = float64
+half = float16
+long = int64
+int = int32
+short = int16
+
+from ._tensor import Tensor, Size, is_tensor  # noqa: E402,F401
+from . import _dispatch  # noqa: E402,F401
+from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
+from ._registry_api import export_ops as _export_ops  # noqa: E402
+
+_export_ops(globals())
+del _export_ops
+
+from . import _plugins  # noqa: E402
+from . import nn  # noqa: E402,F401
+from . import autograd  # noqa: E402,F401
+
+
+def list_ops():
+    """Every op in the registry: a list of dicts with ``name``, ``schema``, ``traits``, ``differentiable``."""
+    return _C.list_ops()
+
+
+def _dtype_from_name(name):
+    return getattr(_C, name)
+
+
+def __getattr__(name):
+    return _plugins.resolve("", name)
+
+
+__version__ = "0.1.0"

@@ -1,0 +1,166 @@
+"""Shape and view methods with PyTorch's varargs signatures (``x.view(2, 3)``, ``x.permute(1, 0)``)."""
+from .. import _C
+
+ops = _C.ops
+
+__all__ = ["reshape", "flatten", "unflatten", "narrow", "split", "chunk", "unbind", "squeeze", "t",
+           "movedim", "swapaxes", "swapdims", "transpose"]
+
+
+def _shape_args(args, name):
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return list(args[0])
+    if len(args) == 1 and hasattr(args[0], "__len__") and not isinstance(args[0], _C.TensorBase):
+        return list(args[0])
+    return list(args)
+
+
+def view(self, *shape):
+    """Returns a tensor with the same data and a new shape (no copy); see ``Tensor.reshape``."""
+    if len(shape) == 1 and isinstance(shape[0], _C.dtype):
+        raise NotImplementedError("view(dtype) reinterpretation is not supported")
+    return ops.view(self, _shape_args(shape, "view"))
+
+
+def reshape(input, *shape):
+    """Returns a tensor with ``input``'s data in ``shape``: a view when strides allow, else a copy."""
+    return ops.reshape(input, _shape_args(shape, "reshape"))
+
+
+def expand(self, *sizes):
+    return ops.expand(self, _shape_args(sizes, "expand"))
+
+
+def permute(self, *dims):
+    return ops.permute(self, _shape_args(dims, "permute"))
+
+
+def transpose(input, dim0, dim1):
+    return ops.transpose(input, dim0, dim1)
+
+
+def t(input):
+    """Transposes a tensor of at most 2 dims (0-D and 1-D are returned as is)."""
+    if input.dim() > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.dim()}D")
+    return input if input.dim() < 2 else ops.transpose(input, 0, 1)
+
+
+def squeeze(input, dim=None):
+    if dim is None:
+        return ops.squeeze(input)
+    if isinstance(dim, (tuple, list)):
+        return ops.squeeze(input, list(dim))
+    return ops.squeeze_dim(input, dim)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    """Flattens dims ``start_dim``..``end_dim`` into one."""
+    nd = input.dim()
+    if nd == 0:
+        return ops.reshape(input, [1])
+    s = start_dim + nd if start_dim < 0 else start_dim
+    e = end_dim + nd if end_dim < 0 else end_dim
+    if not (0 <= s < nd and 0 <= e < nd):
+        raise IndexError(f"flatten: Dimension out of range (expected to be in range of [{-nd}, {nd - 1}])")
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
+    shape = list(input.shape)
+    n = 1
+    for d in shape[s:e + 1]:
+        n *= d
+    return ops.reshape(input, shape[:s] + [n] + shape[e + 1:])
+
+
+def unflatten(input, dim, sizes):
+    nd = input.dim()
+    d = dim + nd if dim < 0 else dim
+    shape = list(input.shape)
+    return ops.reshape(input, shape[:d] + list(sizes) + shape[d + 1:])
+
+
+def narrow(input, dim, start, length):
+    """A view of ``length`` elements of ``dim`` from ``start``."""
+    size = input.shape[dim]
+    if isinstance(start, _C.TensorBase):
+        start = int(start.item())
+    if start < 0:
+        start += size
+    if not (0 <= start <= size) or length < 0 or start + length > size:
+        raise IndexError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return ops.slice(input, dim, start, start + length, 1)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Splits into chunks of ``split_size_or_sections`` (an int or a list of sizes) along ``dim``."""
+    size = tensor.shape[dim]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0 and size > 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+        if size == 0:
+            return (tensor,)
+        return tuple(ops.slice(tensor, dim, i, min(i + step, size), 1) for i in range(0, size, step))
+    sections = list(split_size_or_sections)
+    if sum(sections) != size:
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension "
+            f"{dim}), but got split_sizes={sections}")
+    out, start = [], 0
+    for s in sections:
+        out.append(ops.slice(tensor, dim, start, start + s, 1))
+        start += s
+    return tuple(out)
+
+
+def chunk(input, chunks, dim=0):
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0")
+    size = input.shape[dim]
+    step = max(1, -(-size // chunks))
+    return split(input, step, dim)
+
+
+def unbind(input, dim=0):
+    return tuple(ops.select(input, dim, i) for i in range(input.shape[dim]))
+
+
+def movedim(input, source, destination):
+    nd = input.dim()
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    src = [s + nd if s < 0 else s for s in src]
+    dst = [d + nd if d < 0 else d for d in dst]
+    perm = [-1] * nd
+    for s, d in zip(src, dst):
+        perm[d] = s
+    rest = iter(i for i in range(nd) if i not in src)
+    perm = [p if p != -1 else next(rest) for p in perm]
+    return ops.permute(input, perm)
+
+
+swapaxes = swapdims = transpose
+
+
+def view_as(self, other):
+    return ops.view(self, list(other.shape))
+
+
+def reshape_as(self, other):
+    return ops.reshape(self, list(other.shape))
+
+
+def expand_as(self, other):
+    return ops.expand(self, list(other.shape))
+
+
+TENSOR_METHODS = {
+    "view": view, "reshape": reshape, "expand": expand, "permute": permute, "transpose": transpose, "t": t,
+    "squeeze": squeeze, "flatten": flatten, "unflatten": unflatten, "narrow": narrow, "split": split,
+    "chunk": chunk, "unbind": unbind, "movedim": movedim, "swapaxes": swapaxes, "swapdims": swapdims,
+    "view_as": view_as, "reshape_as": reshape_as, "expand_as": expand_as,
+    "T": property(lambda self: ops.permute(self, list(range(self.dim() - 1, -1, -1)))),
+    "mT": property(lambda self: ops.transpose(self, -2, -1)),
+}

@@ -1,0 +1,41 @@
+"""Exposes registry ops as ``oneflow.<name>`` functions and ``Tensor.<name>`` methods.
+
+Op handles from ``_C.ops`` are callables that parse arguments by the op's schema and are method
+descriptors, so ``Tensor.sin = ops.sin`` binds ``self`` as the first argument. Family modules in
+``oneflow._ops`` then add Python-level wrappers where PyTorch's signature differs from the schema; their
+definitions win over the raw handles.
+"""
+import importlib
+import pkgutil
+
+from . import _C
+
+# Ops that exist to express other ops' backward or internal plumbing: not part of the public API.
+_PRIVATE_TRAITS = {"backward_helper"}
+
+
+def _public_ops():
+    for info in _C.list_ops():
+        if _PRIVATE_TRAITS.intersection(info["traits"]):
+            continue
+        yield info["name"], getattr(_C.ops, info["name"])
+
+
+def export_ops(namespace):
+    """Fill ``namespace`` (the oneflow module dict) and Tensor with ops, then with family overrides."""
+    from ._tensor import Tensor
+
+    for name, op in _public_ops():
+        if not hasattr(Tensor, name) or name.endswith("_"):
+            if name not in Tensor.__dict__:
+                setattr(Tensor, name, op)
+        if not name.endswith("_") and name not in namespace:
+            namespace[name] = op
+    from . import _ops
+
+    for mod_info in sorted(pkgutil.iter_modules(_ops.__path__), key=lambda m: m.name):
+        mod = importlib.import_module(f"{_ops.__name__}.{mod_info.name}")
+        for name in getattr(mod, "__all__", ()):
+            namespace[name] = getattr(mod, name)
+        for name, fn in getattr(mod, "TENSOR_METHODS", {}).items():
+            setattr(Tensor, name, fn)

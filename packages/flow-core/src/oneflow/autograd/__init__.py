@@ -1,0 +1,135 @@
+"""Automatic differentiation: ``backward``, ``grad``, grad-mode context managers and custom ``Function``s.
+
+The engine is C++ (``csrc/autograd``); this module is its Python face.
+"""
+import functools
+
+from .. import _C
+from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
+
+__all__ = ["backward", "grad", "Function", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+           "FunctionCtx", "once_differentiable"]
+
+
+def _as_list(x):
+    if x is None:
+        return None
+    if isinstance(x, _C.TensorBase):
+        return [x]
+    return list(x)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
+    """Accumulates gradients of ``tensors`` into the ``.grad`` of graph leaves."""
+    tensors = _as_list(tensors)
+    grads = _as_list(grad_tensors if grad_tensors is not None else grad_variables) or [None] * len(tensors)
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"got {len(tensors)} tensors and {len(grads)} gradients")
+    if retain_graph is None:
+        retain_graph = create_graph
+    if inputs is not None:
+        ins = _as_list(inputs)
+        gs = _C._run_backward(tensors, grads, retain_graph, create_graph, ins, True)
+        for t, g in zip(ins, gs):
+            if g is None:
+                continue
+            if t.grad is None:
+                t.grad = g if create_graph else g.detach()
+            else:
+                t.grad = t.grad + g
+        return
+    _C._run_backward(tensors, grads, retain_graph, create_graph, None, False)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Returns the gradients of ``outputs`` w.r.t. ``inputs`` without touching ``.grad``."""
+    outs = _as_list(outputs)
+    ins = _as_list(inputs)
+    gouts = _as_list(grad_outputs) or [None] * len(outs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    res = _C._run_backward(outs, gouts, retain_graph, create_graph, ins, allow_unused)
+    if materialize_grads:
+        res = tuple(_C.ops.mul(i.detach(), 0) if r is None else r for r, i in zip(res, ins))
+    return tuple(res)
+
+
+class _GradModeBase:
+    """Context manager and decorator that sets grad mode for its block."""
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__(*self._args):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+    _args = ()
+
+    def clone(self):
+        return self.__class__(*self._args)
+
+
+class no_grad(_GradModeBase):
+    """Disables gradient recording inside its block (context manager or decorator)."""
+
+    def __enter__(self):
+        self.prev = _C.is_grad_enabled()
+        _C._set_grad_enabled(False)
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.prev)
+        return False
+
+
+class enable_grad(_GradModeBase):
+    """Enables gradient recording inside its block (context manager or decorator)."""
+
+    def __enter__(self):
+        self.prev = _C.is_grad_enabled()
+        _C._set_grad_enabled(True)
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.prev)
+        return False
+
+
+class set_grad_enabled(_GradModeBase):
+    """Sets grad mode to ``mode``: immediately, and as a context manager restores it on exit."""
+
+    def __init__(self, mode):
+        self.prev = _C.is_grad_enabled()
+        self._args = (mode,)
+        _C._set_grad_enabled(bool(mode))
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.prev)
+        return False
+
+
+class inference_mode(_GradModeBase):
+    """Like ``no_grad``, and tensors made inside are marked as inference tensors."""
+
+    def __init__(self, mode=True):
+        self.mode = mode
+        self._args = (mode,)
+
+    def __enter__(self):
+        self.prev = (_C.is_grad_enabled(), _C.is_inference_mode_enabled())
+        if self.mode:
+            _C._set_grad_enabled(False)
+            _C._set_inference_mode(True)
+        else:
+            _C._set_inference_mode(False)
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.prev[0])
+        _C._set_inference_mode(self.prev[1])
+        return False

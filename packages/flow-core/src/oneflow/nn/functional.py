@@ -1,0 +1,1 @@
+"""Functional neural-network ops (``oneflow.nn.functional``), mirroring ``torch.nn.functional``."""
