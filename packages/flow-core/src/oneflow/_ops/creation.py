@@ -73,7 +73,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     arr = np.array(data, dtype=np_dtype)
     if arr.dtype == object:
         raise ValueError("expected sequence of equal-length sequences")
-    t = _C._from_numpy(np.ascontiguousarray(arr))
+    t = _C._from_numpy(np.array(arr, copy=True, order="C"))
     if t.dtype != target:
         t = _C.ops.to_dtype(t, target)
     return _finish(_to_device(t, device), requires_grad)
