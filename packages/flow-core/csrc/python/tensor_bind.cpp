@@ -335,6 +335,15 @@ void init_tensor(nb::module_& m) {
     return wrap(empty_strided(Shape(shape.begin(), shape.end()), Shape(stride.begin(), stride.end()), dtype_arg(dtype), device_arg(device)));
   }, nb::arg("shape"), nb::arg("stride"), nb::arg("dtype"), nb::arg("device").none() = nb::none());
   m.def("_wrapped_scalar", [](nb::handle v) { return wrap(to_tensor_arg(v, "scalar", "value")); });
+  m.def("_result_type", [](nb::handle seq) {
+    TensorList ts;
+    for (nb::handle e : nb::borrow<nb::sequence>(seq)) ts.push_back(to_tensor_arg(e, "result_type", "tensors"));
+    return dtype_object(result_type(ts));
+  });
+  m.def("_broadcast_shapes", [](std::vector<int64_t> a, std::vector<int64_t> b) {
+    Shape r = broadcast_shapes(Shape(a.begin(), a.end()), Shape(b.begin(), b.end()), "broadcast_shapes");
+    return std::vector<int64_t>(r.begin(), r.end());
+  });
   m.def("_copy_into", [](const Tensor& dst, const Tensor& src) { ops::copy_into(dst, src); });
 }
 
