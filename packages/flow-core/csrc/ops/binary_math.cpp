@@ -106,9 +106,16 @@ A int_pow(A base, A exp) {
   return static_cast<A>(r);
 }
 
+bool bool_pow_shortcut(const TensorList& in) {
+  if (!is_wrapped(in[1]) || !in[1].has_storage()) return false;
+  double e = scalar_value(in[1]).to_double();
+  return e == 0.0 || e == 1.0;
+}
+
 std::vector<TensorMeta> meta_pow(const TensorList& in, const Attrs& a) {
   auto m = meta_binary(in, a);
-  if (m[0].dtype == DType::Bool) not_implemented("pow", DType::Bool);
+  // bool ** 0 / bool ** 1 are defined (a fill and a copy), like PyTorch's scalar-exponent shortcuts
+  if (m[0].dtype == DType::Bool && !bool_pow_shortcut(in)) not_implemented("pow", DType::Bool);
   // Tensor ** python_int: PyTorch rejects negative exponents for integral results up front.
   if (is_integral(m[0].dtype) && is_wrapped(in[1]) && in[1].has_storage()) {
     Scalar e = scalar_value(in[1]);
@@ -119,6 +126,12 @@ std::vector<TensorMeta> meta_pow(const TensorList& in, const Attrs& a) {
 
 void pow_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
   DType ct = result_type(in);
+  if (ct == DType::Bool) {
+    FLOW_RUNTIME_CHECK(bool_pow_shortcut(in), "\"pow\" not implemented for 'Bool'");
+    if (scalar_value(in[1]).to_double() == 0.0) ops::copy_into(out[0], ops::scalar_tensor(Scalar(true), DType::Bool));
+    else ops::copy_into(out[0], in[0]);
+    return;
+  }
   with_compute_dtype(in, out[0], ct, ct, [&](const Tensor& o, const TensorList& c) {
     dispatch_numeric(ct, "pow", [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -250,7 +263,8 @@ FLOW_OP(floor_divide)
     .traits(kElementwise | kBroadcastBinary)
     .meta(meta_no_bool("div_floor_cpu"))
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
-      // div's kernel with rounding_mode='floor' (it raises ZeroDivisionError for integers)
+      // div's kernel with rounding_mode='floor'; integer zero divisors raise before anything is written
+      check_int_divisor(in, result_type(in));
       const OpDef& div = FLOW_OPDEF("div");
       Attrs a{AttrValue(std::string("floor"))};
       a.schema = &div.schema;
