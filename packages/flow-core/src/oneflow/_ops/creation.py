@@ -56,6 +56,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
         if dtype is not None and dtype != t.dtype:
             t = _C.ops.to_dtype(t, dtype)
         return _finish(_to_device(t, device), requires_grad)
+    if isinstance(data, np.generic):  # NumPy scalars keep their dtype, like torch.tensor(np.float64(1))
+        data = np.asarray(data)
     if isinstance(data, np.ndarray):
         arr = np.array(data, copy=True, order="C")
         if arr.dtype not in _NP_TO_FLOW:
