@@ -8,7 +8,9 @@
 namespace flow::py {
 
 nb::object make_op_handle(const OpDef* op);
-static nb::object g_handler;
+// Never destroyed: a static nb::object would decref the Python function in a C++ exit handler, after the
+// interpreter has finalized (a fatal error at exit).
+static nb::object& g_handler = *new nb::object();
 
 static TensorList python_intercept(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
   FLOW_RUNTIME_CHECK(g_handler.is_valid(), "dispatch interception requested but no Python handler is installed");

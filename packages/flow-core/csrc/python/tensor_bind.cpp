@@ -15,7 +15,7 @@ namespace flow::py {
 
 PyTypeObject* g_base_type = nullptr;
 PyTypeObject* g_tensor_type = nullptr;
-static nb::object g_size_class;  // oneflow.Size
+static nb::object& g_size_class = *new nb::object();  // oneflow.Size; never destroyed (see dispatch_bind.cpp)
 
 nb::object wrap(Tensor t) {
   if (!t.defined()) return nb::none();

@@ -69,29 +69,22 @@ class _Formatter:
             return
         vals = flat[np.isfinite(flat) & (flat != 0)].astype(np.float64)
         if vals.size == 0:
-            self._apply_sci_option()
             return
         absv = np.abs(vals)
         vmin, vmax = absv.min(), absv.max()
         p = PRINT_OPTS.precision
         self.int_mode = bool(np.all(vals == np.ceil(vals)))
-        if self.int_mode:
-            if vmax / vmin > 1000.0 or vmax > 1.0e8:
-                self.sci_mode = True
-                self.max_width = max(self.max_width, max(len(f"{v:.{p}e}") for v in vals.tolist()))
-            else:
-                self.max_width = max(self.max_width, max(len(f"{v:.0f}") + 1 for v in vals.tolist()))
+        if PRINT_OPTS.sci_mode is None:
+            self.sci_mode = bool(vmax / vmin > 1000.0 or vmax > 1.0e8 or vmin < 1.0e-4)
         else:
-            if vmax / vmin > 1000.0 or vmax > 1.0e8 or vmin < 1.0e-4:
-                self.sci_mode = True
-                self.max_width = max(self.max_width, max(len(f"{v:.{p}e}") for v in vals.tolist()))
-            else:
-                self.max_width = max(self.max_width, max(len(f"{v:.{p}f}") for v in vals.tolist()))
-        self._apply_sci_option()
-
-    def _apply_sci_option(self):
-        if PRINT_OPTS.sci_mode is not None:
             self.sci_mode = PRINT_OPTS.sci_mode
+        if self.sci_mode:
+            self.max_width = max(len(f"{v:.{p}e}") for v in vals.tolist())
+        elif self.int_mode:
+            # integer-valued floats print as "3." : one more character
+            self.max_width = max(len(f"{v:.0f}") + 1 for v in vals.tolist())
+        else:
+            self.max_width = max(len(f"{v:.{p}f}") for v in vals.tolist())
 
     def width(self):
         return self.max_width
