@@ -79,7 +79,8 @@ struct Loss {
       dt = w * (-x + (pw - A(1)) * sp);
     } else if constexpr (K == Kind::KlDiv) {
       dx = -t;
-      dt = t > A(0) ? std::log(t) + A(1) - x : A(0);
+      // as torch's xlogy(t, t) - t * x decomposition: 0/0 = nan at t == 0
+      dt = (t != A(0) ? std::log(t) : A(0)) + t / t - x;
     } else {
       A e = std::exp(t);
       dx = -e, dt = e * (t - x + A(1));

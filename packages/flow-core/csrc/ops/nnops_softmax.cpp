@@ -43,8 +43,8 @@ void softmax_fwd(const T* x, T* y, const Geometry& g) {
         A sum = 0;
         if constexpr (Log) {
           for (int64_t i = 0; i < D; ++i) sum += std::exp(static_cast<A>(xr[i]) - mx);
-          A lse = std::log(sum) + mx;
-          for (int64_t i = 0; i < D; ++i) yr[i] = static_cast<T>(static_cast<A>(xr[i]) - lse);
+          A ls = std::log(sum);  // (x - max) - log(sum): keeps precision for large inputs
+          for (int64_t i = 0; i < D; ++i) yr[i] = static_cast<T>((static_cast<A>(xr[i]) - mx) - ls);
         } else {
           for (int64_t i = 0; i < D; ++i) {
             A v = std::exp(static_cast<A>(xr[i]) - mx);
@@ -78,9 +78,10 @@ void softmax_fwd(const T* x, T* y, const Geometry& g) {
       for (int64_t i = 0; i < D; ++i)
         for (int64_t j = 0; j < n; ++j) sum[j] += std::exp(static_cast<A>(xb[i * inner + j]) - mx[j]);
       if constexpr (Log) {
-        for (int64_t j = 0; j < n; ++j) sum[j] = std::log(sum[j]) + mx[j];
+        for (int64_t j = 0; j < n; ++j) sum[j] = std::log(sum[j]);
         for (int64_t i = 0; i < D; ++i)
-          for (int64_t j = 0; j < n; ++j) yb[i * inner + j] = static_cast<T>(static_cast<A>(xb[i * inner + j]) - sum[j]);
+          for (int64_t j = 0; j < n; ++j)
+            yb[i * inner + j] = static_cast<T>((static_cast<A>(xb[i * inner + j]) - mx[j]) - sum[j]);
       } else {
         for (int64_t i = 0; i < D; ++i)
           for (int64_t j = 0; j < n; ++j)
