@@ -606,3 +606,20 @@ def test_matmul_dunders():
     check_vs_torch(lambda x, y: x @ y, lambda x, y: x @ y, [a, b])
     fa, ta = flow_and_torch(a)
     assert_close(fa.__rmatmul__(flow.tensor(b.T)), ta.__rmatmul__(torch.tensor(b.T)))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("scale", [1e7, 1.0, 1e-3])
+def test_float_remainder_fmod_exact_on_hard_values(dt, scale):
+    """The fma fast paths must agree bit for bit with PyTorch (large quotients, signed zeros, inf/NaN)."""
+    r = np.random.default_rng(3)
+    x = (r.standard_normal(5000) * scale).astype(dt)
+    y = (r.standard_normal(5000) * 3).astype(dt)
+    x[:12] = [0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 4, -4, 3, 5, -1e-10]
+    y[:12] = [2, 2, 2, 2, 2, 1, 1, 2, 2, 0, np.inf, 1]
+    for name in ["remainder", "fmod"]:
+        got = getattr(flow, name)(flow.tensor(x), flow.tensor(y)).numpy()
+        exp = getattr(torch, name)(torch.tensor(x), torch.tensor(y)).numpy()
+        assert np.array_equal(got, exp, equal_nan=True)
+        ok = ~np.isnan(exp)
+        assert np.array_equal(np.signbit(got[ok]), np.signbit(exp[ok]))

@@ -44,7 +44,7 @@ void float_binary_kernel(const char* name, const TensorList& in, const Tensor& o
   with_compute_dtype(in, out, ct, ct, [&](const Tensor& o, const TensorList& c) {
     dispatch_floating(ct, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      binary_loop<T, T>(o, c[0], c[1], make_f(tag));
+      binary::binary_loop_simd<T, T>(o, c[0], c[1], make_f(tag));
     });
   });
 }
@@ -52,6 +52,40 @@ void float_binary_kernel(const char* name, const TensorList& in, const Tensor& o
 // Integer remainder/fmod/division: the divisor is scanned first so that a zero raises before any write.
 void check_int_divisor(const TensorList& in, DType ct) {
   if (is_integral(ct, true)) FLOW_RUNTIME_CHECK(!any_zero(cast_for_kernel(in[1], ct)), "ZeroDivisionError");
+}
+
+// C's fmod without glibc's slow exact loop: x - trunc(x/y)*y in one fma is exact when the quotient is right.
+// A rounded division off by one near an integer shows as a remainder out of range; those, inf/NaN and huge
+// quotients take std::fmod. Without hardware fma (portable builds) std::fmod is used throughout.
+template <typename A>
+inline A fmod_fast(A x, A y) {
+#ifdef __FMA__
+  constexpr A kMaxQ = std::is_same_v<A, float> ? A(1 << 22) : A(int64_t(1) << 50);
+  A q = std::trunc(x / y);
+  if (std::abs(q) < kMaxQ && std::isfinite(y)) {
+    A r = std::fma(-q, y, x);
+    if (r == A(0)) return std::copysign(A(0), x);
+    if ((r < 0) == (x < 0) && std::abs(r) < std::abs(y)) return r;
+  }
+#endif
+  return std::fmod(x, y);
+}
+
+// Python's float %: x - floor(x/y)*y in one fma rounds the exact remainder once, as PyTorch's fmod-then-add
+// does; out-of-range results (a quotient off by one) and special values take that reference path.
+template <typename A>
+inline A remainder_fast(A x, A y) {
+#ifdef __FMA__
+  constexpr A kMaxQ = std::is_same_v<A, float> ? A(1 << 22) : A(int64_t(1) << 50);
+  A q = std::floor(x / y);
+  if (std::abs(q) < kMaxQ && std::isfinite(y)) {
+    A r = std::fma(-q, y, x);
+    if (r == A(0)) return std::copysign(A(0), x);
+    if (y > 0 ? (r > 0 && r < y) : (r < 0 && r > y)) return r;
+  }
+#endif
+  A m = std::fmod(x, y);
+  return (m != 0 && ((y < 0) != (m < 0))) ? m + y : m;
 }
 
 // Python's % (the result takes the divisor's sign) and C's fmod, for integers and floats.
@@ -74,11 +108,9 @@ void mod_kernel(const char* name, const TensorList& in, const Tensor& out) {
           return r;
         });
       } else {
-        binary_loop<T, T>(o, c[0], c[1], [](A x, A y) -> A {
-          A m = std::fmod(x, y);
-          if constexpr (Python)
-            if (m != 0 && ((y < 0) != (m < 0))) m += y;
-          return m;
+        binary::binary_loop_simd<T, T>(o, c[0], c[1], [](A x, A y) -> A {
+          if constexpr (Python) return remainder_fast(x, y);
+          else return fmod_fast(x, y);
         });
       }
     });
@@ -187,24 +219,23 @@ TensorList pow_backward(BackwardCtx& c, const TensorList& g) {
   return {ga, gb};
 }
 
-// maximum/minimum propagate NaN; fmax/fmin ignore it.
+// maximum/minimum propagate NaN; fmax/fmin ignore it. Written as selects so that the loop vectorises.
 template <bool Max, bool IgnoreNan>
 void minmax_kernel(const char* name, const TensorList& in, const Tensor& out) {
-  binary_arith_kernel(name, in, out, [](DType t, const char* n, auto&& f) { dispatch_all(t, n, f); }, [](auto tag) {
-    using A = acc_t<typename decltype(tag)::type>;
-    return [](A x, A y) -> A {
-      if constexpr (std::is_floating_point_v<A>) {
-        if constexpr (IgnoreNan) {
-          if (std::isnan(x)) return y;
-          if (std::isnan(y)) return x;
-        } else {
-          if (std::isnan(x)) return x;
-          if (std::isnan(y)) return y;
+  DType ct = result_type(in);
+  with_compute_dtype(in, out, ct, ct, [&](const Tensor& o, const TensorList& c) {
+    dispatch_all(ct, name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using A = acc_t<T>;
+      binary::binary_loop_simd<T, T>(o, c[0], c[1], [](A x, A y) -> A {
+        A m = Max ? (x > y ? x : y) : (x < y ? x : y);  // a NaN x gives y; a NaN y gives y
+        if constexpr (std::is_floating_point_v<A>) {
+          if constexpr (IgnoreNan) return y != y ? x : m;
+          else return x != x ? x : m;
         }
-      }
-      if constexpr (Max) return x > y ? x : y;
-      else return x < y ? x : y;
-    };
+        return m;
+      });
+    });
   });
 }
 

@@ -29,16 +29,17 @@ void compare_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
     dispatch_all(ct, "comparison", [&](auto tag) {
       using T = typename decltype(tag)::type;
       using A = acc_t<T>;
-      binary_loop<bool, T>(o, c[0], c[1], [](A x, A y) { return cmp<C, A>(x, y); });
+      binary::binary_loop_simd<bool, T>(o, c[0], c[1], [](A x, A y) { return cmp<C, A>(x, y); });
     });
   });
 }
 
-// Logical ops: every input is read as bool (non-zero, NaN included, is true).
+// Logical ops: every input is read as bool (non-zero, NaN included, is true). Bool storage holds 0/1, so
+// the loop runs on bytes with bitwise operators, which vectorise.
 template <typename F>
 void logical_kernel(const TensorList& in, const TensorList& out, F f) {
   with_compute_dtype(in, out[0], DType::Bool, DType::Bool, [&](const Tensor& o, const TensorList& c) {
-    binary_loop<bool, bool>(o, c[0], c[1], f);
+    binary::binary_loop_simd<uint8_t, uint8_t>(o, c[0], c[1], f);
   });
 }
 
@@ -58,9 +59,9 @@ void bitwise_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
   with_compute_dtype(in, out[0], ct, ct, [&](const Tensor& o, const TensorList& c) {
     dispatch_integral(ct, "bitwise", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (B == Bit::And) binary_loop<T, T>(o, c[0], c[1], [](T x, T y) { return static_cast<T>(x & y); });
-      else if constexpr (B == Bit::Or) binary_loop<T, T>(o, c[0], c[1], [](T x, T y) { return static_cast<T>(x | y); });
-      else if constexpr (B == Bit::Xor) binary_loop<T, T>(o, c[0], c[1], [](T x, T y) { return static_cast<T>(x ^ y); });
+      if constexpr (B == Bit::And) binary::binary_loop_simd<T, T>(o, c[0], c[1], [](T x, T y) { return static_cast<T>(x & y); });
+      else if constexpr (B == Bit::Or) binary::binary_loop_simd<T, T>(o, c[0], c[1], [](T x, T y) { return static_cast<T>(x | y); });
+      else if constexpr (B == Bit::Xor) binary::binary_loop_simd<T, T>(o, c[0], c[1], [](T x, T y) { return static_cast<T>(x ^ y); });
       else if constexpr (std::is_same_v<T, bool>) fail(ErrorKind::NotImplemented, "shift: not implemented for 'Bool'");
       else if constexpr (B == Bit::Lshift) {
         // PyTorch: shifts by a negative amount or by >= the bit width give 0
@@ -151,7 +152,7 @@ FLOW_OP(logical_and)
     .traits(kElementwise | kBroadcastBinary | kNonDifferentiable)
     .meta(meta_compare)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
-      logical_kernel(in, out, [](bool x, bool y) { return x && y; });
+      logical_kernel(in, out, [](uint8_t x, uint8_t y) { return static_cast<uint8_t>(x & y); });
     })
     .inplace_variant();
 
@@ -160,7 +161,7 @@ FLOW_OP(logical_or)
     .traits(kElementwise | kBroadcastBinary | kNonDifferentiable)
     .meta(meta_compare)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
-      logical_kernel(in, out, [](bool x, bool y) { return x || y; });
+      logical_kernel(in, out, [](uint8_t x, uint8_t y) { return static_cast<uint8_t>(x | y); });
     })
     .inplace_variant();
 
@@ -169,7 +170,7 @@ FLOW_OP(logical_xor)
     .traits(kElementwise | kBroadcastBinary | kNonDifferentiable)
     .meta(meta_compare)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
-      logical_kernel(in, out, [](bool x, bool y) { return x != y; });
+      logical_kernel(in, out, [](uint8_t x, uint8_t y) { return static_cast<uint8_t>(x ^ y); });
     })
     .inplace_variant();
 

@@ -31,8 +31,10 @@ void ternary_same(const Tensor& out, const Tensor& a, const Tensor& b, const Ten
       const T* w = reinterpret_cast<const T*>(p[3]);
       if (s[3] == 0) {
         const A wv = static_cast<A>(*w);
+#pragma omp simd
         for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(f(static_cast<A>(x[i]), static_cast<A>(y[i]), wv));
       } else {
+#pragma omp simd
         for (int64_t i = 0; i < n; ++i)
           o[i] = static_cast<T>(f(static_cast<A>(x[i]), static_cast<A>(y[i]), static_cast<A>(w[i])));
       }
@@ -75,6 +77,7 @@ void where_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
         const bool* c = reinterpret_cast<const bool*>(p[1]);
         const T* xp = reinterpret_cast<const T*>(p[2]);
         const T* yp = reinterpret_cast<const T*>(p[3]);
+#pragma omp simd
         for (int64_t i = 0; i < n; ++i) op[i] = c[i] ? xp[i] : yp[i];
         return;
       }
@@ -107,10 +110,17 @@ void lerp_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
     dispatch_floating(ct, "lerp", [&](auto tag) {
       using T = typename decltype(tag)::type;
       using A = acc_t<T>;
-      // PyTorch's two-sided formula: exact at weight 0 and 1
-      ternary_same<T>(o, c[0], c[1], c[2], [](A s, A e, A w) -> A {
-        return std::abs(w) < A(0.5) ? s + w * (e - s) : e - (e - s) * (A(1) - w);
-      });
+      // PyTorch's two-sided formula: exact at weight 0 and 1; a scalar weight picks its side once
+      auto lo = [](A s, A e, A w) -> A { return s + w * (e - s); };
+      auto hi = [](A s, A e, A w) -> A { return e - (e - s) * (A(1) - w); };
+      if (c[2].numel() == 1) {
+        if (std::abs(static_cast<A>(*c[2].data<T>())) < A(0.5)) ternary_same<T>(o, c[0], c[1], c[2], lo);
+        else ternary_same<T>(o, c[0], c[1], c[2], hi);
+      } else {
+        ternary_same<T>(o, c[0], c[1], c[2], [lo, hi](A s, A e, A w) -> A {
+          return std::abs(w) < A(0.5) ? lo(s, e, w) : hi(s, e, w);
+        });
+      }
     });
   });
 }
