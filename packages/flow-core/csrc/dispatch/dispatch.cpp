@@ -205,6 +205,13 @@ TensorList call(const OpDef& op, const TensorList& inputs, const Attrs& attrs_in
     attrs = &filled;
   }
   if (op.functional) return call_inplace(op, inputs, *attrs);
+  if (op.has(kComposite)) {
+    Device dev = common_device(inputs, op.name.c_str());
+    check_device_available(dev);
+    const ComputeFn& fn = op.compute[static_cast<int>(dev.type)];
+    FLOW_RUNTIME_CHECK(static_cast<bool>(fn), op.name, ": not implemented for device '", dev.str(), "'");
+    return fn(inputs, *attrs);
+  }
   bool need_grad = false;
   if (op.backward && !t_below_autograd && autograd::GradMode::is_enabled())
     for (const Tensor& t : inputs)

@@ -46,6 +46,11 @@ std::vector<std::string> split_args(const std::string& s) {
 
 void finalize() {
   Registry& r = registry();
+  for (auto& kv : r.ops) {
+    const OpDef& d = *kv.second;
+    if (d.has(kComposite))
+      FLOW_RUNTIME_CHECK(!d.backward && d.compute[0], "composite op '", d.name, "' needs a compute function and no backward");
+  }
   std::vector<OpDef*> want;
   for (auto& kv : r.ops)
     if (kv.second->want_inplace) want.push_back(kv.second.get());
@@ -142,7 +147,7 @@ std::vector<std::string> trait_names(uint64_t t) {
       {kCreation, "creation"},       {kConvolution, "convolution"},         {kPooling, "pooling"},
       {kComparison, "comparison"},   {kBackwardHelper, "backward_helper"},
       {kDataDependentShape, "data_dependent_shape"}, {kNonDifferentiable, "non_differentiable"},
-      {kOptimizer, "optimizer"}};
+      {kOptimizer, "optimizer"}, {kComposite, "composite"}};
   std::vector<std::string> out;
   for (auto& p : names)
     if (t & p.first) out.push_back(p.second);

@@ -54,6 +54,9 @@ enum OpTrait : uint64_t {
   kDataDependentShape = 1u << 17,
   kNonDifferentiable = 1u << 18,
   kOptimizer = 1u << 19,
+  // Defined by other ops: runs above autograd and interception, so its parts are recorded and seen one
+  // by one (PyTorch's CompositeImplicitAutograd). Needs a compute function and no backward.
+  kComposite = 1u << 20,
 };
 std::vector<std::string> trait_names(uint64_t traits);
 
