@@ -36,6 +36,18 @@ std::vector<TensorMeta> meta_no_bool(const TensorList& in, const char* msg) {
   return {{in[0].sizes(), in[0].dtype(), in[0].device()}};
 }
 
+// PyTorch refuses Scalar arguments that overflow an integer tensor's dtype.
+void check_fits(const Scalar& s, DType t) {
+  if (!is_integral(t)) return;
+  dispatch_integral(t, "threshold", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    double v = s.to_double();
+    FLOW_RUNTIME_CHECK(v >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
+                           v <= static_cast<double>(std::numeric_limits<T>::max()),
+                       "value cannot be converted to type ", dtype_name(t), " without overflow");
+  });
+}
+
 // clamp(x, lo, hi) that propagates NaN.
 template <typename A>
 A clamp_nan(A x, A lo, A hi) {
@@ -109,7 +121,11 @@ FLOW_OP(hardtanh)
 FLOW_OP(threshold)
     .schema("threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor")
     .traits(kAct)
-    .meta([](const TensorList& in, const Attrs&) { return meta_numeric_only(in, "threshold_cpu"); })
+    .meta([](const TensorList& in, const Attrs& a) {
+      check_fits(a.s(0), in[0].dtype());
+      check_fits(a.s(1), in[0].dtype());
+      return meta_numeric_only(in, "threshold_cpu");
+    })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       double th = a.f(0), v = a.f(1);
       bool int_args = a.s(0).is_int() && a.s(1).is_int();

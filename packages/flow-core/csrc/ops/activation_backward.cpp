@@ -236,7 +236,7 @@ FLOW_OP(softplus_backward)
       return {c.needs(0) ? ops::call1("softplus_backward", {gg, x}, c.attrs.values) : Tensor(), gx};
     });
 
-// hardswish'(x) = 0 below -3, x/3 + 1/2 on [-3, 3], 1 above; its derivative is 1/3 strictly inside.
+// hardswish'(x) = 0 up to -3, x/3 + 1/2 on (-3, 3), 1 from 3 (PyTorch's boundary choice); its derivative is 1/3 strictly inside.
 FLOW_OP(hardswish_backward)
     .schema("hardswish_backward(Tensor grad_output, Tensor self) -> Tensor")
     .traits(kHelper)
@@ -245,7 +245,7 @@ FLOW_OP(hardswish_backward)
       grad_kernel("hardswish_backward", in, out[0], [](auto tag) {
         using A = acc_t<typename decltype(tag)::type>;
         return [](A g, A x) -> A {
-          return x < A(-3) ? A(0) : (x <= A(3) ? g * (x / A(3) + A(0.5)) : g);
+          return x <= A(-3) ? A(0) : (x < A(3) ? g * (x / A(3) + A(0.5)) : g);
         };
       });
     })
