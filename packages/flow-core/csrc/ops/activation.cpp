@@ -1,6 +1,10 @@
 // Activation functions (forward). Backward formulas call the fused helpers in activation_backward.cpp.
 // Float32 uses the vectorisable exp/tanh of unary_vec.h; dtype rules (which ops accept integers) follow
 // PyTorch's CPU kernels.
+// Ternaries on floats block vectorisation while FP-exception flags must be preserved (GCC's default
+// -ftrapping-math; clang defaults to off); we never read those flags. O2: the extension is built with -Os
+// (nanobind's default), whose inlining limits keep the functors below out of the vectorised loops.
+#pragma GCC optimize("O2", "no-trapping-math")
 #include "activation.h"
 
 namespace flow {
@@ -160,7 +164,7 @@ FLOW_OP(hardshrink)
     .traits(kAct)
     .meta(float_only("hardshrink_cpu"))
     .cpu_out(FLOW_FLOAT_ACT_KERNEL("hardshrink", const A l = static_cast<A>(a.f(0));
-                                   return [l](A x) -> A { return (x >= -l && x <= l) ? A(0) : x; };))
+                                   return [l](A x) -> A { return ((x >= -l) & (x <= l)) ? A(0) : x; };))
     .save_inputs({0})
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
@@ -257,7 +261,7 @@ FLOW_OP(gelu)
       } else {
         unary_float_kernel("gelu", in[0], out[0], [](auto tag) {
           using A = acc_t<typename decltype(tag)::type>;
-          return [](A x) -> A { return x * A(0.5) * (A(1) + std::erf(x * A(kSqrt1_2))); };
+          return [](A x) -> A { return x * A(0.5) * (A(1) + verf_abs<A>(x * A(kSqrt1_2))); };
         });
       }
     })
