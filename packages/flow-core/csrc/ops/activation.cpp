@@ -1,6 +1,10 @@
 // Activation functions (forward). Backward formulas call the fused helpers in activation_backward.cpp.
 // Float32 uses the vectorisable exp/tanh of unary_vec.h; dtype rules (which ops accept integers) follow
 // PyTorch's CPU kernels.
+// Ternaries on floats block vectorisation while FP-exception flags must be preserved (GCC's default
+// -ftrapping-math; clang defaults to off); we never read those flags. O2: the extension is built with -Os
+// (nanobind's default), whose inlining limits keep the functors below out of the vectorised loops.
+#pragma GCC optimize("O2", "no-trapping-math")
 #include "activation.h"
 
 namespace flow {
@@ -34,6 +38,18 @@ MetaFn float_only(const char* kernel) {
 std::vector<TensorMeta> meta_no_bool(const TensorList& in, const char* msg) {
   if (in[0].dtype() == DType::Bool) fail(ErrorKind::Runtime, msg);
   return {{in[0].sizes(), in[0].dtype(), in[0].device()}};
+}
+
+// PyTorch refuses Scalar arguments that overflow an integer tensor's dtype.
+void check_fits(const Scalar& s, DType t) {
+  if (!is_integral(t)) return;
+  dispatch_integral(t, "threshold", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    double v = s.to_double();
+    FLOW_RUNTIME_CHECK(v >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
+                           v <= static_cast<double>(std::numeric_limits<T>::max()),
+                       "value cannot be converted to type ", dtype_name(t), " without overflow");
+  });
 }
 
 // clamp(x, lo, hi) that propagates NaN.
@@ -109,7 +125,11 @@ FLOW_OP(hardtanh)
 FLOW_OP(threshold)
     .schema("threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor")
     .traits(kAct)
-    .meta([](const TensorList& in, const Attrs&) { return meta_numeric_only(in, "threshold_cpu"); })
+    .meta([](const TensorList& in, const Attrs& a) {
+      check_fits(a.s(0), in[0].dtype());
+      check_fits(a.s(1), in[0].dtype());
+      return meta_numeric_only(in, "threshold_cpu");
+    })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       double th = a.f(0), v = a.f(1);
       bool int_args = a.s(0).is_int() && a.s(1).is_int();
@@ -144,7 +164,7 @@ FLOW_OP(hardshrink)
     .traits(kAct)
     .meta(float_only("hardshrink_cpu"))
     .cpu_out(FLOW_FLOAT_ACT_KERNEL("hardshrink", const A l = static_cast<A>(a.f(0));
-                                   return [l](A x) -> A { return (x >= -l && x <= l) ? A(0) : x; };))
+                                   return [l](A x) -> A { return ((x >= -l) & (x <= l)) ? A(0) : x; };))
     .save_inputs({0})
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
@@ -241,7 +261,7 @@ FLOW_OP(gelu)
       } else {
         unary_float_kernel("gelu", in[0], out[0], [](auto tag) {
           using A = acc_t<typename decltype(tag)::type>;
-          return [](A x) -> A { return x * A(0.5) * (A(1) + std::erf(x * A(kSqrt1_2))); };
+          return [](A x) -> A { return x * A(0.5) * (A(1) + verf_abs<A>(x * A(kSqrt1_2))); };
         });
       }
     })

@@ -1,6 +1,10 @@
 // Fused backward ops of the activations (trait kBackwardHelper, hidden from Python): one kernel computes
 // grad * f'(x) so that training runs one pass per activation. Each has a backward of its own (written with
 // registered ops), so double backward works. Comparisons follow PyTorch's kernels, NaN handling included.
+// Ternaries on floats block vectorisation while FP-exception flags must be preserved (GCC's default
+// -ftrapping-math; clang defaults to off); we never read those flags. O2: the extension is built with -Os
+// (nanobind's default), whose inlining limits keep the functors below out of the vectorised loops.
+#pragma GCC optimize("O2", "no-trapping-math")
 #include "activation.h"
 
 namespace flow {
@@ -45,12 +49,12 @@ FLOW_MASK_HELPER(hardtanh_backward,
                  "hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor",
                  const A lo = bound<A>(a, 0, 0.0);
                  const A hi = bound<A>(a, 1, 0.0);
-                 return [lo, hi](A g, A x) -> A { return (x <= lo || x >= hi) ? A(0) : g; };)
+                 return [lo, hi](A g, A x) -> A { return ((x <= lo) | (x >= hi)) ? A(0) : g; };)
 // clamp: grad where min <= x <= max (a missing bound is unbounded; NaN gets 0).
 FLOW_MASK_HELPER(clamp_backward, "clamp_backward(Tensor grad_output, Tensor self, Scalar? min, Scalar? max) -> Tensor",
                  const A lo = bound<A>(a, 0, -std::numeric_limits<double>::infinity());
                  const A hi = bound<A>(a, 1, std::numeric_limits<double>::infinity());
-                 return [lo, hi](A g, A x) -> A { return (x >= lo && x <= hi) ? g : A(0); };)
+                 return [lo, hi](A g, A x) -> A { return ((x >= lo) & (x <= hi)) ? g : A(0); };)
 FLOW_MASK_HELPER(leaky_relu_backward,
                  "leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor",
                  const A s = bound<A>(a, 0, 0.0);
@@ -58,10 +62,10 @@ FLOW_MASK_HELPER(leaky_relu_backward,
 // hardshrink and softshrink: zero on [-lambd, lambd].
 FLOW_MASK_HELPER(hardshrink_backward, "hardshrink_backward(Tensor grad_out, Tensor self, Scalar lambd) -> Tensor",
                  const A l = bound<A>(a, 0, 0.0);
-                 return [l](A g, A x) -> A { return (x >= -l && x <= l) ? A(0) : g; };)
+                 return [l](A g, A x) -> A { return ((x >= -l) & (x <= l)) ? A(0) : g; };)
 FLOW_MASK_HELPER(hardsigmoid_backward, "hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor",
                  (void)a;
-                 return [](A g, A x) -> A { return (x > A(-3) && x < A(3)) ? g / A(6) : A(0); };)
+                 return [](A g, A x) -> A { return ((x > A(-3)) & (x < A(3))) ? g / A(6) : A(0); };)
 
 // grad * y * (1 - y) with y = sigmoid(x).
 FLOW_OP(sigmoid_backward)
@@ -144,20 +148,26 @@ FLOW_OP(gelu_backward)
     .meta(meta_grad_helper)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       bool tanh_mode = gelu_tanh(a.str(0));
-      grad_kernel("gelu_backward", in, out[0], [tanh_mode](auto tag) {
-        using A = acc_t<typename decltype(tag)::type>;
-        return [tanh_mode](A g, A x) -> A {
-          if (tanh_mode) {
+      if (tanh_mode) {
+        grad_kernel("gelu_backward", in, out[0], [](auto tag) {
+          using A = acc_t<typename decltype(tag)::type>;
+          return [](A g, A x) -> A {
             A x2 = x * x;
             A t = vtanh<A>(A(kGeluBeta) * (x + A(kGeluKappa) * x2 * x));
             A right = A(0.5) * x * (A(1) - t * t) * A(kGeluBeta) * (A(1) + A(3 * kGeluKappa) * x2);
             return g * (A(0.5) * (A(1) + t) + right);
-          }
-          A cdf = A(0.5) * (A(1) + std::erf(x * A(kSqrt1_2)));
-          A pdf = A(kInvSqrt2Pi) * vexp<A>(A(-0.5) * x * x);
-          return g * (cdf + x * pdf);
-        };
-      });
+          };
+        });
+      } else {
+        grad_kernel("gelu_backward", in, out[0], [](auto tag) {
+          using A = acc_t<typename decltype(tag)::type>;
+          return [](A g, A x) -> A {
+            A cdf = A(0.5) * (A(1) + verf_abs<A>(x * A(kSqrt1_2)));
+            A pdf = A(kInvSqrt2Pi) * vexp<A>(A(-0.5) * x * x);
+            return g * (cdf + x * pdf);
+          };
+        });
+      }
     })
     .save_inputs({0, 1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
@@ -236,7 +246,7 @@ FLOW_OP(softplus_backward)
       return {c.needs(0) ? ops::call1("softplus_backward", {gg, x}, c.attrs.values) : Tensor(), gx};
     });
 
-// hardswish'(x) = 0 below -3, x/3 + 1/2 on [-3, 3], 1 above; its derivative is 1/3 strictly inside.
+// hardswish'(x) = 0 up to -3, x/3 + 1/2 on (-3, 3), 1 from 3 (PyTorch's boundary choice); its derivative is 1/3 strictly inside.
 FLOW_OP(hardswish_backward)
     .schema("hardswish_backward(Tensor grad_output, Tensor self) -> Tensor")
     .traits(kHelper)
@@ -245,7 +255,7 @@ FLOW_OP(hardswish_backward)
       grad_kernel("hardswish_backward", in, out[0], [](auto tag) {
         using A = acc_t<typename decltype(tag)::type>;
         return [](A g, A x) -> A {
-          return x < A(-3) ? A(0) : (x <= A(3) ? g * (x / A(3) + A(0.5)) : g);
+          return x <= A(-3) ? A(0) : (x < A(3) ? g * (x / A(3) + A(0.5)) : g);
         };
       });
     })

@@ -1,6 +1,10 @@
 // Elementwise unary math. Each op: one functor for the forward, its backward written with registered ops
 // (so double backward works). Integer inputs promote to the default float dtype for the transcendental
 // ops; abs/sign/floor/ceil/round/trunc/square/neg keep integer dtypes, as in PyTorch.
+// Ternaries on floats block vectorisation while FP-exception flags must be preserved (GCC's default
+// -ftrapping-math; clang defaults to off); we never read those flags. O2: the extension is built with -Os
+// (nanobind's default), whose inlining limits keep the functors below out of the vectorised loops.
+#pragma GCC optimize("O2", "no-trapping-math")
 #include <cmath>
 
 #include "unary_vec.h"

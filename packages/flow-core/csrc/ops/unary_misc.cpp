@@ -1,5 +1,9 @@
 // Scalar-bounded clamp (clamp/clamp_min/clamp_max/clip), nan_to_num, the float-class predicates
 // (isnan, isinf, ...) and logical_not / bitwise_not.
+// Ternaries on floats block vectorisation while FP-exception flags must be preserved (GCC's default
+// -ftrapping-math; clang defaults to off); we never read those flags. O2: the extension is built with -Os
+// (nanobind's default), whose inlining limits keep the functors below out of the vectorised loops.
+#pragma GCC optimize("O2", "no-trapping-math")
 #include "unary_common.h"
 
 namespace flow {

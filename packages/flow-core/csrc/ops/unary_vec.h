@@ -7,9 +7,11 @@
 
 #include "unary_common.h"
 
+#define FLOW_VEC_INLINE inline __attribute__((always_inline))
+
 namespace flow::vec {
 
-inline float pow2i(int32_t n) {  // 2^n for n in [-126, 127]
+FLOW_VEC_INLINE float pow2i(int32_t n) {  // 2^n for n in [-126, 127]
   int32_t bits = (n + 127) << 23;
   float f;
   std::memcpy(&f, &bits, 4);
@@ -17,7 +19,7 @@ inline float pow2i(int32_t n) {  // 2^n for n in [-126, 127]
 }
 
 // Cephes expf: exp(x) = 2^n * exp(r), |r| <= ln2/2, with a degree-6 polynomial for exp(r).
-inline float exp_f32(float x) {
+FLOW_VEC_INLINE float exp_f32(float x) {
   float xc = x < -104.0f ? -104.0f : x;
   xc = xc > 88.8f ? 88.8f : xc;
   const float shift = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
@@ -38,7 +40,7 @@ inline float exp_f32(float x) {
 }
 
 // Cephes tanhf: odd polynomial near 0 (keeps relative accuracy), 1 - 2/(exp(2|x|)+1) elsewhere.
-inline float tanh_f32(float x) {
+FLOW_VEC_INLINE float tanh_f32(float x) {
   float ax = x < 0 ? -x : x;
   float z = x * x;
   float p = -5.70498872745e-3f;
@@ -53,24 +55,43 @@ inline float tanh_f32(float x) {
   return ax < 0.625f ? small : big;
 }
 
-inline float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+// Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7), as PyTorch's vectorised erf; for gelu only,
+// where the absolute error is what matters (the erf op itself keeps libm's relative accuracy).
+FLOW_VEC_INLINE float erf_abs_f32(float x) {
+  float ax = x < 0 ? -x : x;
+  float t = 1.0f / (1.0f + 0.3275911f * ax);
+  float p = 1.061405429f;
+  p = p * t - 1.453152027f;
+  p = p * t + 1.421413741f;
+  p = p * t - 0.284496736f;
+  p = p * t + 0.254829592f;
+  float r = 1.0f - p * t * exp_f32(-x * x);
+  return x < 0 ? -r : r;
+}
+
+FLOW_VEC_INLINE float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
 
 }  // namespace flow::vec
 
 namespace flow {
 // exp/tanh/sigmoid picking the vectorisable float32 routine and libm for double.
 template <typename A>
-inline A vexp(A x) {
+FLOW_VEC_INLINE A vexp(A x) {
   if constexpr (std::is_same_v<A, float>) return vec::exp_f32(x);
   else return std::exp(x);
 }
 template <typename A>
-inline A vtanh(A x) {
+FLOW_VEC_INLINE A vtanh(A x) {
   if constexpr (std::is_same_v<A, float>) return vec::tanh_f32(x);
   else return std::tanh(x);
 }
 template <typename A>
-inline A vsigmoid(A x) {
+FLOW_VEC_INLINE A verf_abs(A x) {
+  if constexpr (std::is_same_v<A, float>) return vec::erf_abs_f32(x);
+  else return std::erf(x);
+}
+template <typename A>
+FLOW_VEC_INLINE A vsigmoid(A x) {
   return A(1) / (A(1) + vexp<A>(-x));
 }
 }  // namespace flow

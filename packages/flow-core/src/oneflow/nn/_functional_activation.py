@@ -105,6 +105,9 @@ def softsign(input):
 
 def tanhshrink(input):
     """x - tanh(x)."""
+    if input.dtype == _C.bool:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                           "to invert a mask, use the `~` or `logical_not()` operator instead.")
     return input - ops.tanh(input)
 
 
@@ -145,5 +148,6 @@ def glu(input, dim=-1):
     size = input.shape[d]
     if size % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {size}")
-    a, b = input.chunk(2, d)
+    h = size // 2
+    a, b = input.narrow(d, 0, h), input.narrow(d, h, h)
     return a * ops.sigmoid(b)
