@@ -20,6 +20,9 @@ ops = _C.ops
 _TensorBase = _C.TensorBase
 _INT_DTYPES = (_C.int64, _C.int32, _C.int16, _C.int8)
 _MASK_DTYPES = (_C.bool, _C.uint8)
+_TORCH_NAMES = {_C.bool: "Bool", _C.uint8: "Byte", _C.int8: "Char", _C.int16: "Short", _C.int32: "Int",
+                _C.int64: "Long", _C.float16: "Half", _C.bfloat16: "BFloat16", _C.float32: "Float",
+                _C.float64: "Double"}
 
 
 def _index_tensor(obj):
@@ -58,6 +61,9 @@ def _as_int(v, what="slice indices"):
 
 def _classify(index):
     """Normalised index items: ('int', i) ('slice', s) ('none',) ('ell',) ('bool', b) ('adv', t) ('mask', t)."""
+    if isinstance(index, list) and len(index) < 32 and any(
+            isinstance(i, (list, tuple, slice, _TensorBase, np.ndarray)) or i is None or i is Ellipsis for i in index):
+        index = tuple(index)  # PyTorch's (deprecated) treatSequenceAsTuple rule
     if not isinstance(index, tuple):
         index = (index,)
     items = []
@@ -111,6 +117,9 @@ def _plan(self, index):
     index list for the resulting view (None = keep the dim), or None when there are no advanced indices."""
     items, consumed = _classify(index)
     nd = self.dim()
+    if nd == 0 and any(k == "int" for k, _ in items):
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
+                         "in C++ to convert a 0-dim tensor to a number")
     if consumed > nd:
         raise IndexError(f"too many indices for tensor of dimension {nd}")
     shape = list(self.shape)
@@ -118,16 +127,15 @@ def _plan(self, index):
     adv = []
     has_adv = False
     dim = 0
+    orig = 0  # the dim of `self` the next item indexes (for error messages)
     for kind, val in items:
         if kind == "int":
-            if nd == 0:
-                raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
-                                 "in C++ to convert a 0-dim tensor to a number")
             size = shape[dim]
             if not -size <= val < size:
-                raise IndexError(f"index {val} is out of bounds for dimension {dim} with size {size}")
+                raise IndexError(f"index {val} is out of bounds for dimension {orig} with size {size}")
             spec.append((0, dim, val, 0, 0))
             del shape[dim]
+            orig += 1
         elif kind == "slice":
             start, stop, step = _as_int(val.start), _as_int(val.stop), _as_int(val.step)
             if step is None:
@@ -143,6 +151,7 @@ def _plan(self, index):
                 shape[dim] = len(range(start, stop, step))
             adv.append(None)
             dim += 1
+            orig += 1
         elif kind == "none":
             spec.append((2, dim, 0, 0, 0))
             shape.insert(dim, 1)
@@ -152,6 +161,7 @@ def _plan(self, index):
             n = nd - consumed
             adv.extend([None] * n)
             dim += n
+            orig += n
         elif kind == "bool":
             spec.append((2, dim, 0, 0, 0))
             shape.insert(dim, 1)
@@ -162,6 +172,7 @@ def _plan(self, index):
             adv.append(val)
             has_adv = True
             dim += 1
+            orig += 1
         else:  # mask
             for j in range(val.dim()):
                 if dim + j >= len(shape) or val.shape[j] != shape[dim + j]:
@@ -170,6 +181,7 @@ def _plan(self, index):
             adv.append(val)
             has_adv = True
             dim += val.dim()
+            orig += val.dim()
     if has_adv:
         while adv and adv[-1] is None:
             adv.pop()
@@ -221,16 +233,16 @@ def __setitem__(self, index, value):
     spec, adv = _plan(self, index)
     is_tensor = isinstance(value, _TensorBase)
     grad = _C.is_grad_enabled() and (self.requires_grad or (is_tensor and value.requires_grad))
+    if adv is not None and is_tensor and value.dtype != self.dtype:
+        raise RuntimeError("Index put requires the source and destination dtypes match, got "
+                           f"{_TORCH_NAMES[self.dtype]} for the destination and {_TORCH_NAMES[value.dtype]} for the source.")
     if grad:
         flat = [x for g in spec for x in g]
         ops._setitem_(self, _value_tensor(self, value), adv or [], flat)
         return
     view = _apply_spec(self, spec)
     if adv is not None:
-        v = _value_tensor(self, value)
-        if v.dtype != self.dtype:
-            v = ops.to_dtype(v, self.dtype)
-        ops.index_put_(view, v, adv, False)
+        ops.index_put_(view, _value_tensor(self, value), adv, False)
     elif not is_tensor and isinstance(value, (int, float, bool, np.number, np.bool_)):
         ops.fill_(view, value)
     else:
