@@ -257,8 +257,10 @@ void along_dim(const Tensor& t, int64_t dim, const Tensor& ix, const Shape& size
 
 void index_reduce_into(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, Reduce r) {
   Tensor o = as1d(out), s = as1d(src), ix0 = vector_index(index, "index_add");
+  bool copy = r == Reduce::Assign;
+  Tensor ix = idx::wrapped_index(ix0, o.sizes()[dim], dim, copy ? ErrorKind::Index : ErrorKind::Runtime, nullptr, false,
+                                 copy ? "index_copy_(): " : "");
   if (s.numel() == 0) return;
-  Tensor ix = idx::wrapped_index(ix0, o.sizes()[dim], dim, ErrorKind::Runtime);
   Tensor o_r, ix_r;
   along_dim(o, dim, ix, s.sizes(), o_r, ix_r);
   idx::offset_scatter(o_r, s, ix_r, o.strides()[dim], r, s.sizes());
@@ -377,7 +379,7 @@ FLOW_OP(take)
       for (int64_t i = 0; i < ix.numel(); ++i)
         FLOW_INDEX_CHECK(p[i] >= -n && p[i] < n, "out of range: tried to access index ", p[i], " on a tensor of ", n,
                          " elements.");
-      Tensor w = idx::wrapped_index(ix, n, 0, ErrorKind::Index);
+      Tensor w = idx::wrapped_index(ix, n, 0, ErrorKind::Index, nullptr, true);
       if (out[0].numel() == 0) return;
       Tensor flat = ops::contiguous(in[0]);
       flat = make_view(flat, {n}, {1}, flat.offset());
