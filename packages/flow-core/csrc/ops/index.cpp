@@ -391,7 +391,8 @@ FLOW_OP(take)
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Shape& s = c.input_meta(0).sizes;
       Tensor z = ops::zeros({shape_numel(s)}, g[0].dtype(), g[0].device());
-      Tensor ix = ops::reshape(c.input(1), {c.input(1).numel()});
+      Tensor ix = idx::wrapped_index(c.input(1), shape_numel(s), 0, ErrorKind::Index, nullptr, true);
+      ix = ops::reshape(ix, {ix.numel()});
       Tensor r = ops::call1("index_add", {z, ix, ops::reshape(g[0], {g[0].numel()})}, {int64_t(0)});
       return {ops::reshape(r, s), Tensor()};
     });
