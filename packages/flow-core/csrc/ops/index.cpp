@@ -299,6 +299,23 @@ FLOW_OP(index_select)
       Tensor ix = idx::wrapped_index(vector_index(in[1], "index_select"), self.sizes()[d], d, ErrorKind::Index,
                                      "index out of range in self");
       if (o.numel() == 0) return;
+      if (self.is_contiguous() && o.is_contiguous()) {
+        // rows of `inner` contiguous elements: one memcpy each
+        int64_t outer = 1, inner = self.itemsize();
+        for (int64_t j = 0; j < d; ++j) outer *= self.sizes()[j];
+        for (int64_t j = d + 1; j < self.dim(); ++j) inner *= self.sizes()[j];
+        int64_t n = ix.numel(), size = self.sizes()[d];
+        const int64_t* ip = ix.data<int64_t>();
+        const char* sp = static_cast<const char*>(self.raw_data());
+        char* op = static_cast<char*>(o.raw_data());
+        parallel_for(outer * n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(inner, 1)), [&](int64_t b, int64_t e) {
+          for (int64_t r = b; r < e; ++r) {
+            int64_t oo = r / n, k = r % n;
+            std::memcpy(op + r * inner, sp + (oo * size + ip[k]) * inner, inner);
+          }
+        });
+        return;
+      }
       Tensor s_r, ix_r;
       along_dim(self, d, ix, o.sizes(), s_r, ix_r);
       idx::offset_gather(o, s_r, ix_r, self.strides()[d]);
