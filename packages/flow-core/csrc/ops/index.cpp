@@ -257,8 +257,10 @@ void along_dim(const Tensor& t, int64_t dim, const Tensor& ix, const Shape& size
 
 void index_reduce_into(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, Reduce r) {
   Tensor o = as1d(out), s = as1d(src), ix0 = vector_index(index, "index_add");
+  bool copy = r == Reduce::Assign;
+  Tensor ix = idx::wrapped_index(ix0, o.sizes()[dim], dim, copy ? ErrorKind::Index : ErrorKind::Runtime, nullptr, false,
+                                 copy ? "index_copy_(): " : "");
   if (s.numel() == 0) return;
-  Tensor ix = idx::wrapped_index(ix0, o.sizes()[dim], dim, ErrorKind::Runtime);
   Tensor o_r, ix_r;
   along_dim(o, dim, ix, s.sizes(), o_r, ix_r);
   idx::offset_scatter(o_r, s, ix_r, o.strides()[dim], r, s.sizes());
@@ -297,6 +299,23 @@ FLOW_OP(index_select)
       Tensor ix = idx::wrapped_index(vector_index(in[1], "index_select"), self.sizes()[d], d, ErrorKind::Index,
                                      "index out of range in self");
       if (o.numel() == 0) return;
+      if (self.is_contiguous() && o.is_contiguous()) {
+        // rows of `inner` contiguous elements: one memcpy each
+        int64_t outer = 1, inner = self.itemsize();
+        for (int64_t j = 0; j < d; ++j) outer *= self.sizes()[j];
+        for (int64_t j = d + 1; j < self.dim(); ++j) inner *= self.sizes()[j];
+        int64_t n = ix.numel(), size = self.sizes()[d];
+        const int64_t* ip = ix.data<int64_t>();
+        const char* sp = static_cast<const char*>(self.raw_data());
+        char* op = static_cast<char*>(o.raw_data());
+        parallel_for(outer * n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(inner, 1)), [&](int64_t b, int64_t e) {
+          for (int64_t r = b; r < e; ++r) {
+            int64_t oo = r / n, k = r % n;
+            std::memcpy(op + r * inner, sp + (oo * size + ip[k]) * inner, inner);
+          }
+        });
+        return;
+      }
       Tensor s_r, ix_r;
       along_dim(self, d, ix, o.sizes(), s_r, ix_r);
       idx::offset_gather(o, s_r, ix_r, self.strides()[d]);
@@ -377,7 +396,7 @@ FLOW_OP(take)
       for (int64_t i = 0; i < ix.numel(); ++i)
         FLOW_INDEX_CHECK(p[i] >= -n && p[i] < n, "out of range: tried to access index ", p[i], " on a tensor of ", n,
                          " elements.");
-      Tensor w = idx::wrapped_index(ix, n, 0, ErrorKind::Index);
+      Tensor w = idx::wrapped_index(ix, n, 0, ErrorKind::Index, nullptr, true);
       if (out[0].numel() == 0) return;
       Tensor flat = ops::contiguous(in[0]);
       flat = make_view(flat, {n}, {1}, flat.offset());
@@ -389,7 +408,8 @@ FLOW_OP(take)
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Shape& s = c.input_meta(0).sizes;
       Tensor z = ops::zeros({shape_numel(s)}, g[0].dtype(), g[0].device());
-      Tensor ix = ops::reshape(c.input(1), {c.input(1).numel()});
+      Tensor ix = idx::wrapped_index(c.input(1), shape_numel(s), 0, ErrorKind::Index, nullptr, true);
+      ix = ops::reshape(ix, {ix.numel()});
       Tensor r = ops::call1("index_add", {z, ix, ops::reshape(g[0], {g[0].numel()})}, {int64_t(0)});
       return {ops::reshape(r, s), Tensor()};
     });

@@ -23,25 +23,27 @@ bool isnan_v(T v) {
 }
 }  // namespace
 
-bool check_range(const Tensor& ix, int64_t size, int64_t dim, ErrorKind kind, const char* custom_msg) {
+bool check_range(const Tensor& ix, int64_t size, int64_t dim, ErrorKind kind, const char* custom_msg,
+                 bool allow_negative, const char* prefix) {
   Tensor c = ops::contiguous(to_long(ix));
   const int64_t* p = c.data<int64_t>();
   int64_t n = c.numel();
   bool neg = false;
   for (int64_t i = 0; i < n; ++i) {
     int64_t v = p[i];
-    if (v < -size || v >= size) {
+    if (v < (allow_negative ? -size : 0) || v >= size) {
       if (custom_msg) fail(kind, custom_msg);
-      fail(kind, "index ", v, " is out of bounds for dimension ", dim, " with size ", size);
+      fail(kind, prefix, "index ", v, " is out of bounds for dimension ", dim, " with size ", size);
     }
     neg |= v < 0;
   }
   return neg;
 }
 
-Tensor wrapped_index(const Tensor& ix, int64_t size, int64_t dim, ErrorKind kind, const char* custom_msg) {
+Tensor wrapped_index(const Tensor& ix, int64_t size, int64_t dim, ErrorKind kind, const char* custom_msg,
+                     bool allow_negative, const char* prefix) {
   Tensor c = ops::contiguous(to_long(ix));
-  if (!check_range(c, size, dim, kind, custom_msg)) return c;
+  if (!check_range(c, size, dim, kind, custom_msg, allow_negative, prefix)) return c;
   Tensor w = empty(c.sizes(), DType::Int64, c.device());
   const int64_t* p = c.data<int64_t>();
   int64_t* q = w.data<int64_t>();

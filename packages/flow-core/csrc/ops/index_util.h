@@ -23,11 +23,13 @@ inline Tensor zero_strides_except(const Tensor& t, const Shape& sizes, int64_t k
 // An int64 copy (or `t` itself) of an index tensor; int32 and int64 are accepted (checked by callers).
 inline Tensor to_long(const Tensor& t) { return cast_for_kernel(t, DType::Int64); }
 
-// Raises `kind` with PyTorch's wording if any value of the int64 tensor `ix` is outside [-size, size).
-// Returns true if negative values are present (callers then wrap them).
-bool check_range(const Tensor& ix, int64_t size, int64_t dim, ErrorKind kind, const char* custom_msg = nullptr);
-// A contiguous int64 copy of `ix` with negative values wrapped (after check_range).
-Tensor wrapped_index(const Tensor& ix, int64_t size, int64_t dim, ErrorKind kind, const char* custom_msg = nullptr);
+// Raises `kind` with PyTorch's wording if any value of the int64 tensor `ix` is outside [0, size) (or
+// [-size, size) when negatives wrap, as in take). Returns true if negative values are present.
+bool check_range(const Tensor& ix, int64_t size, int64_t dim, ErrorKind kind, const char* custom_msg = nullptr,
+                 bool allow_negative = false, const char* prefix = "");
+// A contiguous int64 copy of `ix` (negative values wrapped when allowed), after check_range.
+Tensor wrapped_index(const Tensor& ix, int64_t size, int64_t dim, ErrorKind kind, const char* custom_msg = nullptr,
+                     bool allow_negative = false, const char* prefix = "");
 
 // dst[e] = *(src_r[e] + off_r[e] * stride) for every element e of dst (src_r, off_r restrided to dst's shape;
 // off_r is int64). Copies raw bytes: dst and src have the same dtype.

@@ -69,16 +69,18 @@ void along_last(const Tensor& self, int64_t dim, int64_t k, const Tensor& vals, 
 template <typename T>
 struct RowSorter {
   bool descending;
-  void operator()(const T* x, int64_t n, T* v, int64_t* ix, int64_t k, std::vector<int64_t>& idx) const {
+  // Sorts (value, index) pairs, not indices into the row: far fewer cache misses on long rows.
+  void operator()(const T* x, int64_t n, T* v, int64_t* ix, int64_t k, std::vector<int64_t>&) const {
     using A = acc_t<T>;
-    std::iota(idx.begin(), idx.end(), int64_t(0));
+    std::vector<std::pair<A, int64_t>> p(n);
+    for (int64_t i = 0; i < n; ++i) p[i] = {A(x[i]), i};
     if (descending)
-      std::stable_sort(idx.begin(), idx.end(), [x](int64_t a, int64_t b) { return less_nan<A>(A(x[b]), A(x[a])); });
+      std::stable_sort(p.begin(), p.end(), [](const auto& a, const auto& b) { return less_nan<A>(b.first, a.first); });
     else
-      std::stable_sort(idx.begin(), idx.end(), [x](int64_t a, int64_t b) { return less_nan<A>(A(x[a]), A(x[b])); });
+      std::stable_sort(p.begin(), p.end(), [](const auto& a, const auto& b) { return less_nan<A>(a.first, b.first); });
     for (int64_t i = 0; i < k; ++i) {
-      ix[i] = idx[i];
-      v[i] = x[idx[i]];
+      ix[i] = p[i].second;
+      v[i] = static_cast<T>(p[i].first);
     }
   }
 };
@@ -136,20 +138,22 @@ FLOW_OP(topk)
       along_last(in[0], d, k, out[0], out[1], [largest](auto tag) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
-        return [largest](const T* x, int64_t n, T* v, int64_t* ix, int64_t kk, std::vector<int64_t>& idx) {
-                     std::iota(idx.begin(), idx.end(), int64_t(0));
-                     auto cmp_l = [x](int64_t a, int64_t b) {
-                       return less_nan<A>(A(x[b]), A(x[a])) || (!less_nan<A>(A(x[a]), A(x[b])) && a < b);
-                     };
-                     auto cmp_s = [x](int64_t a, int64_t b) {
-                       return less_nan<A>(A(x[a]), A(x[b])) || (!less_nan<A>(A(x[b]), A(x[a])) && a < b);
-                     };
-                     if (largest) std::partial_sort(idx.begin(), idx.begin() + kk, idx.end(), cmp_l);
-                     else std::partial_sort(idx.begin(), idx.begin() + kk, idx.end(), cmp_s);
-                     for (int64_t i = 0; i < kk; ++i) {
-                       ix[i] = idx[i];
-                       v[i] = x[idx[i]];
-                     }
+        return [largest](const T* x, int64_t n, T* v, int64_t* ix, int64_t kk, std::vector<int64_t>&) {
+          std::vector<std::pair<A, int64_t>> p(n);
+          for (int64_t i = 0; i < n; ++i) p[i] = {A(x[i]), i};
+          // ties keep the lower index first
+          auto cmp_l = [](const auto& a, const auto& b) {
+            return less_nan<A>(b.first, a.first) || (!less_nan<A>(a.first, b.first) && a.second < b.second);
+          };
+          auto cmp_s = [](const auto& a, const auto& b) {
+            return less_nan<A>(a.first, b.first) || (!less_nan<A>(b.first, a.first) && a.second < b.second);
+          };
+          if (largest) std::partial_sort(p.begin(), p.begin() + kk, p.end(), cmp_l);
+          else std::partial_sort(p.begin(), p.begin() + kk, p.end(), cmp_s);
+          for (int64_t i = 0; i < kk; ++i) {
+            ix[i] = p[i].second;
+            v[i] = static_cast<T>(p[i].first);
+          }
         };
       });
     })

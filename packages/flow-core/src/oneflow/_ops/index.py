@@ -1,0 +1,291 @@
+"""Shape and indexing ops with PyTorch's Python signatures: stack and friends, cat aliases, nonzero(as_tuple),
+sort/topk named tuples, unique, repeat/tile, flip/roll, scatter with ``value=``, index_put in PyTorch's order."""
+import collections
+
+import numpy as np
+
+from .. import _C
+
+ops = _C.ops
+_TensorBase = _C.TensorBase
+
+__all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "nonzero",
+           "argwhere", "sort", "argsort", "msort", "topk", "unique", "unique_consecutive", "tile", "flip", "fliplr",
+           "flipud", "roll", "repeat_interleave", "scatter", "index_put", "index_put_", "take_along_dim"]
+
+sort_return = collections.namedtuple("sort", ["values", "indices"])
+topk_return = collections.namedtuple("topk", ["values", "indices"])
+
+
+def _ints(args, name):
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return [int(a) for a in args[0]]
+    if len(args) == 1 and isinstance(args[0], _TensorBase):
+        return [int(a) for a in args[0].tolist()]
+    return [int(a) for a in args]
+
+
+def cat(tensors, dim=0, *, out=None):
+    """Concatenates ``tensors`` along ``dim`` (type promotion across inputs; 1-D empty tensors are skipped)."""
+    if isinstance(tensors, _TensorBase):
+        raise TypeError("cat(): argument 'tensors' must be tuple of Tensors, not Tensor")
+    if len(tensors) == 0:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    r = ops.cat(list(tensors), dim)
+    if out is not None:
+        ops.copy_(out, r) if tuple(out.shape) == tuple(r.shape) else out._assign(r)
+        return out
+    return r
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0, *, out=None):
+    """Stacks equally shaped tensors along a new dimension ``dim``."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    s0 = list(tensors[0].shape)
+    for i, t in enumerate(tensors[1:], 1):
+        if list(t.shape) != s0:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {s0} at entry 0 and "
+                               f"{list(t.shape)} at entry {i}")
+    nd = len(s0) + 1
+    if not -nd <= dim < nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})")
+    d = dim + nd if dim < 0 else dim
+    return cat([ops.unsqueeze(t, d) for t in tensors], d, out=out)
+
+
+def _atleast(t, n):
+    s = list(t.shape)
+    if len(s) >= n:
+        return t
+    if n == 1:
+        return ops.reshape(t, [1])
+    if n == 2:
+        return ops.reshape(t, [1] + s if s else [1, 1])
+    return ops.reshape(t, [1, 1, 1] if not s else ([1] + s + [1] if len(s) == 1 else s + [1]))
+
+
+def hstack(tensors, *, out=None):
+    """Stacks horizontally (along dim 1, or dim 0 for 1-D tensors)."""
+    ts = [_atleast(t, 1) for t in tensors]
+    return cat(ts, 0 if ts[0].dim() == 1 else 1, out=out)
+
+
+def vstack(tensors, *, out=None):
+    """Stacks vertically (row-wise) after making inputs at least 2-D."""
+    return cat([_atleast(t, 2) for t in tensors], 0, out=out)
+
+
+def dstack(tensors, *, out=None):
+    """Stacks depth-wise (along dim 2) after making inputs at least 3-D."""
+    return cat([_atleast(t, 3) for t in tensors], 2, out=out)
+
+
+def column_stack(tensors, *, out=None):
+    """Stacks 1-D tensors as columns of a 2-D tensor (others as in hstack)."""
+    ts = [ops.reshape(t, [t.numel(), 1]) if t.dim() <= 1 else t for t in tensors]
+    return cat(ts, 1, out=out)
+
+
+def nonzero(input, *, out=None, as_tuple=False):
+    """Indices of the non-zero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dim (as_tuple)."""
+    if not as_tuple:
+        return ops.nonzero(input)
+    x = ops.reshape(input, [1]) if input.dim() == 0 else input
+    r = ops.nonzero(x)
+    return tuple(ops.select(r, 1, i) for i in range(x.dim()))
+
+
+def argwhere(input):
+    return ops.nonzero(input)
+
+
+def sort(input, dim=-1, descending=False, stable=False, *, out=None):
+    """Sorts along ``dim``; returns ``(values, indices)``. Always stable; NaN sorts above every number."""
+    v, i = ops.sort(input, dim, descending, stable=bool(stable))
+    return sort_return(v, i)
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    """Indices that sort ``input`` along ``dim``."""
+    return ops.sort(input, dim, descending, stable=bool(stable))[1]
+
+
+def msort(input):
+    return ops.sort(input, 0)[0]
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+    """The ``k`` largest (or smallest) elements along ``dim``: ``(values, indices)``."""
+    v, i = ops.topk(input, k, dim, largest, sorted)
+    return topk_return(v, i)
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """Unique elements (or slices along ``dim``), sorted; optionally the inverse indices and the counts."""
+    v, inv, cnt = ops.unique(input, sorted, return_inverse, return_counts, dim)
+    if not return_inverse and not return_counts:
+        return v
+    r = (v,)
+    if return_inverse:
+        r += (inv,)
+    if return_counts:
+        r += (cnt,)
+    return r
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """Collapses runs of equal consecutive elements (or slices along ``dim``)."""
+    v, inv, cnt = ops.unique_consecutive(input, return_inverse, return_counts, dim)
+    if not return_inverse and not return_counts:
+        return v
+    r = (v,)
+    if return_inverse:
+        r += (inv,)
+    if return_counts:
+        r += (cnt,)
+    return r
+
+
+def repeat(self, *sizes):
+    """Repeats the tensor along each dim ``sizes[i]`` times (extra leading sizes add dims)."""
+    reps = _ints(sizes, "repeat")
+    if len(reps) < self.dim():
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    if any(r < 0 for r in reps):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: {reps}")
+    shape = [1] * (len(reps) - self.dim()) + list(self.shape)
+    x = ops.reshape(self, shape)
+    inter, exp, final = [], [], []
+    for r, s in zip(reps, shape):
+        inter += [1, s]
+        exp += [r, s]
+        final.append(r * s)
+    return ops.reshape(ops.expand(ops.reshape(x, inter), exp), final)
+
+
+def tile(input, *dims):
+    """Like ``repeat``, but fewer ``dims`` than the tensor has are padded with leading 1s."""
+    reps = _ints(dims, "tile")
+    if len(reps) < input.dim():
+        reps = [1] * (input.dim() - len(reps)) + reps
+    return repeat(input, reps)
+
+
+def flip(input, *dims):
+    """Reverses the order of elements along ``dims`` (a copy)."""
+    return ops.flip(input, _ints(dims, "flip"))
+
+
+def fliplr(input):
+    if input.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return ops.flip(input, [1])
+
+
+def flipud(input):
+    if input.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return ops.flip(input, [0])
+
+
+def roll(input, shifts, dims=None):
+    """Rolls elements along ``dims`` by ``shifts`` (the flattened tensor when ``dims`` is None)."""
+    shifts = [int(shifts)] if not isinstance(shifts, (tuple, list)) else [int(s) for s in shifts]
+    dims = [] if dims is None else ([int(dims)] if not isinstance(dims, (tuple, list)) else [int(d) for d in dims])
+    return ops.roll(input, shifts, dims)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeats each element (or slice along ``dim``) ``repeats`` times."""
+    from .creation import tensor
+
+    if repeats is None:  # torch.repeat_interleave(repeats): arange(len) repeated
+        reps = input
+        idx = np.repeat(np.arange(reps.shape[0]), reps.numpy())
+        return tensor(idx, dtype=_C.int64)
+    x = input
+    if dim is None:
+        x = ops.reshape(x, [-1])
+        dim = 0
+    nd = max(x.dim(), 1)
+    d = dim + nd if dim < 0 else dim
+    if isinstance(repeats, int) or (isinstance(repeats, _TensorBase) and repeats.numel() == 1 and repeats.dim() <= 1
+                                    and x.shape[d] != 1):
+        r = int(repeats) if isinstance(repeats, int) else int(repeats.item())
+        if r < 0:
+            raise RuntimeError("repeats can not be negative")
+        shape = list(x.shape)
+        u = ops.unsqueeze(x, d + 1)
+        exp = shape[:d + 1] + [r] + shape[d + 1:]
+        return ops.reshape(ops.expand(u, exp), shape[:d] + [shape[d] * r] + shape[d + 1:])
+    reps = repeats.numpy() if isinstance(repeats, _TensorBase) else np.asarray(repeats)
+    if reps.ndim != 1 or reps.shape[0] != x.shape[d]:
+        raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+                           f"{reps.shape[0] if reps.ndim else 1} and input.size({d}) = {x.shape[d]}")
+    if (reps < 0).any():
+        raise RuntimeError("repeats can not be negative")
+    idx = tensor(np.repeat(np.arange(x.shape[d]), reps), dtype=_C.int64)
+    return ops.index_select(x, d, idx)
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    """Writes ``src`` (a tensor) or ``value`` (a number) into ``input`` at ``index`` along ``dim``."""
+    if src is None:
+        src = value
+    if src is None:
+        raise TypeError("scatter() missing required argument 'src' or 'value'")
+    return ops.scatter(input, dim, index, src, reduce=reduce)
+
+
+def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+    if src is None:
+        src = value
+    return ops.scatter_(self, dim, index, src, reduce=reduce)
+
+
+def index_put(input, indices, values, accumulate=False):
+    """A copy of ``input`` with ``values`` written at the advanced ``indices`` (a tuple of tensors/None)."""
+    return ops.index_put(input, values, list(indices), accumulate)
+
+
+def index_put_(input, indices, values, accumulate=False):
+    """In-place ``index_put``."""
+    return ops.index_put_(input, values, list(indices), accumulate)
+
+
+def take_along_dim(input, indices, dim=None):
+    """Picks values of ``input`` at ``indices`` along ``dim`` (the flattened input when ``dim`` is None)."""
+    if dim is None:
+        return ops.take(input, ops.reshape(indices, [-1]))
+    nd = input.dim()
+    d = dim + nd if dim < 0 else dim
+    si, ii = list(input.shape), list(indices.shape)
+    bi = [max(a, b) for a, b in zip(si, ii)]
+    bi_in, bi_ix = list(bi), list(bi)
+    bi_in[d], bi_ix[d] = si[d], ii[d]
+    return ops.gather(ops.expand(input, bi_in), d, ops.expand(indices, bi_ix))
+
+
+def _index_fill(self, dim, index, value):
+    idx = index if index.dim() == 1 else ops.reshape(index, [-1])
+    shape = list(self.shape) if self.dim() > 0 else [1]
+    d = dim + len(shape) if dim < 0 else dim
+    shape[d] = idx.numel()
+    from .creation import full
+
+    src = full(shape, value.item() if isinstance(value, _TensorBase) else value, dtype=self.dtype)
+    return ops.index_copy(self, dim, idx, src if self.dim() > 0 else ops.reshape(src, []))
+
+
+TENSOR_METHODS = {
+    "repeat": repeat, "tile": tile, "flip": flip, "fliplr": fliplr, "flipud": flipud, "roll": roll,
+    "nonzero": nonzero, "argwhere": argwhere, "sort": sort, "argsort": argsort, "msort": msort, "topk": topk,
+    "unique": unique, "unique_consecutive": unique_consecutive, "repeat_interleave": repeat_interleave,
+    "scatter": scatter, "scatter_": scatter_, "index_put": index_put, "index_put_": index_put_,
+    "take_along_dim": take_along_dim, "index_fill": _index_fill,
+}

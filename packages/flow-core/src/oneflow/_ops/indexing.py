@@ -1,0 +1,252 @@
+"""``Tensor.__getitem__`` / ``Tensor.__setitem__`` with PyTorch's semantics.
+
+Basic indices (ints, slices with positive steps, ``None``, ``...``, Python bools) are applied as views with
+the registry's ``select``/``slice``/``unsqueeze``, so results share storage; integer/bool tensors, lists and
+arrays are advanced indices, applied afterwards with the ``index`` op on the view (like PyTorch, whose ints
+are selects *before* advanced indexing, which decides where advanced dims land).
+
+``__setitem__`` writes through the view with ``copy_``/``fill_`` (advanced: ``index_put_``). When autograd
+records the write (the target or the value requires grad), it is done instead by one in-place op on the
+target itself (``_setitem_``), so that the target's graph sees the write: an in-place op on a view would
+only be recorded on the view.
+"""
+import operator
+
+import numpy as np
+
+from .. import _C
+
+ops = _C.ops
+_TensorBase = _C.TensorBase
+_INT_DTYPES = (_C.int64, _C.int32, _C.int16, _C.int8)
+_MASK_DTYPES = (_C.bool, _C.uint8)
+_TORCH_NAMES = {_C.bool: "Bool", _C.uint8: "Byte", _C.int8: "Char", _C.int16: "Short", _C.int32: "Int",
+                _C.int64: "Long", _C.float16: "Half", _C.bfloat16: "BFloat16", _C.float32: "Float",
+                _C.float64: "Double"}
+
+
+def _index_tensor(obj):
+    """A list/tuple/ndarray used as an index, as a tensor (empty -> int64)."""
+    from .creation import tensor
+
+    arr = np.asarray(obj)
+    if arr.dtype == object:
+        raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
+                         "indices")
+    if arr.size == 0:
+        arr = arr.astype(np.int64)
+    if arr.dtype.kind not in "biu":
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    return tensor(arr)
+
+
+def _long(data):
+    from .creation import tensor
+
+    return tensor(data, dtype=_C.int64)
+
+
+def _as_int(v, what="slice indices"):
+    if v is None or isinstance(v, int):
+        return v
+    if isinstance(v, _TensorBase):
+        if v.dtype not in _INT_DTYPES or v.numel() != 1:
+            raise TypeError(f"{what} must be integers or None or have an __index__ method")
+        return int(v.item())
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{what} must be integers or None or have an __index__ method") from None
+
+
+def _classify(index):
+    """Normalised index items: ('int', i) ('slice', s) ('none',) ('ell',) ('bool', b) ('adv', t) ('mask', t)."""
+    if isinstance(index, list) and len(index) < 32 and any(
+            isinstance(i, (list, tuple, slice, _TensorBase, np.ndarray)) or i is None or i is Ellipsis for i in index):
+        index = tuple(index)  # PyTorch's (deprecated) treatSequenceAsTuple rule
+    if not isinstance(index, tuple):
+        index = (index,)
+    items = []
+    consumed = 0
+    seen_ellipsis = False
+    for it in index:
+        if it is None:
+            items.append(("none", None))
+        elif it is Ellipsis:
+            if seen_ellipsis:
+                raise IndexError("an index can only have a single ellipsis ('...')")
+            seen_ellipsis = True
+            items.append(("ell", None))
+        elif isinstance(it, (bool, np.bool_)):
+            items.append(("bool", bool(it)))
+        elif isinstance(it, slice):
+            items.append(("slice", it))
+            consumed += 1
+        elif isinstance(it, int) or isinstance(it, np.integer):
+            items.append(("int", int(it)))
+            consumed += 1
+        else:
+            if isinstance(it, (list, np.ndarray)):
+                it = _index_tensor(it)
+            if isinstance(it, _TensorBase):
+                if it.dtype in _MASK_DTYPES:
+                    if it.dim() == 0:
+                        items.append(("bool", bool(it.item())))
+                    else:
+                        items.append(("mask", it))
+                        consumed += it.dim()
+                elif it.dtype in _INT_DTYPES:
+                    if it.dim() == 0:  # like PyTorch: a 0-dim integer tensor selects (a view)
+                        items.append(("int", int(it.item())))
+                    else:
+                        items.append(("adv", it))
+                    consumed += 1
+                else:
+                    raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            elif hasattr(it, "__index__"):
+                items.append(("int", operator.index(it)))
+                consumed += 1
+            else:
+                raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+                                 f"valid indices (got {type(it).__name__})")
+    return items, consumed
+
+
+def _plan(self, index):
+    """Basic-index chain (groups of (kind, dim, a, b, c): 0 select, 1 slice, 2 unsqueeze) and the advanced
+    index list for the resulting view (None = keep the dim), or None when there are no advanced indices."""
+    items, consumed = _classify(index)
+    nd = self.dim()
+    if nd == 0 and any(k == "int" for k, _ in items):
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
+                         "in C++ to convert a 0-dim tensor to a number")
+    if consumed > nd:
+        raise IndexError(f"too many indices for tensor of dimension {nd}")
+    shape = list(self.shape)
+    spec = []
+    adv = []
+    has_adv = False
+    dim = 0
+    orig = 0  # the dim of `self` the next item indexes (for error messages)
+    for kind, val in items:
+        if kind == "int":
+            size = shape[dim]
+            if not -size <= val < size:
+                raise IndexError(f"index {val} is out of bounds for dimension {orig} with size {size}")
+            spec.append((0, dim, val, 0, 0))
+            del shape[dim]
+            orig += 1
+        elif kind == "slice":
+            start, stop, step = _as_int(val.start), _as_int(val.stop), _as_int(val.step)
+            if step is None:
+                step = 1
+            if step == 0:
+                raise ValueError("slice step cannot be zero")
+            if step < 0:
+                raise ValueError("step must be greater than zero")
+            size = shape[dim]
+            start, stop, _ = slice(start, stop, step).indices(size)
+            if (start, stop, step) != (0, size, 1):
+                spec.append((1, dim, start, stop, step))
+                shape[dim] = len(range(start, stop, step))
+            adv.append(None)
+            dim += 1
+            orig += 1
+        elif kind == "none":
+            spec.append((2, dim, 0, 0, 0))
+            shape.insert(dim, 1)
+            adv.append(None)
+            dim += 1
+        elif kind == "ell":
+            n = nd - consumed
+            adv.extend([None] * n)
+            dim += n
+            orig += n
+        elif kind == "bool":
+            spec.append((2, dim, 0, 0, 0))
+            shape.insert(dim, 1)
+            adv.append(_long([0] if val else []))
+            has_adv = True
+            dim += 1
+        elif kind == "adv":
+            adv.append(val)
+            has_adv = True
+            dim += 1
+            orig += 1
+        else:  # mask
+            for j in range(val.dim()):
+                if dim + j >= len(shape) or val.shape[j] != shape[dim + j]:
+                    raise IndexError(f"The shape of the mask {list(val.shape)} at index {j} does not match the shape "
+                                     f"of the indexed tensor {shape} at index {dim + j}")
+            adv.append(val)
+            has_adv = True
+            dim += val.dim()
+            orig += val.dim()
+    if has_adv:
+        while adv and adv[-1] is None:
+            adv.pop()
+    return spec, (adv if has_adv else None)
+
+
+def _apply_spec(t, spec):
+    for kind, d, a, b, c in spec:
+        if kind == 0:
+            t = ops.select(t, d, a)
+        elif kind == 1:
+            t = ops.slice(t, d, a, b, c)
+        else:
+            t = ops.unsqueeze(t, d)
+    return t
+
+
+def __getitem__(self, index):
+    # fast paths for the commonest forms
+    if type(index) is int and self.dim() > 0:
+        size = self.shape[0]
+        if not -size <= index < size:
+            raise IndexError(f"index {index} is out of bounds for dimension 0 with size {size}")
+        return ops.select(self, 0, index)
+    spec, adv = _plan(self, index)
+    t = _apply_spec(self, spec)
+    if adv is not None:
+        return ops.index(t, adv)
+    if not spec:
+        return ops.view(self, list(self.shape))  # a new view even for x[...] / x[:]
+    return t
+
+
+def _value_tensor(self, value):
+    from .creation import tensor
+
+    if isinstance(value, _TensorBase):
+        return value
+    return tensor(value, dtype=self.dtype)
+
+
+def _strip_leading_ones(v, ndim):
+    while v.dim() > ndim and v.shape[0] == 1:
+        v = ops.select(v, 0, 0)
+    return v
+
+
+def __setitem__(self, index, value):
+    spec, adv = _plan(self, index)
+    is_tensor = isinstance(value, _TensorBase)
+    grad = _C.is_grad_enabled() and (self.requires_grad or (is_tensor and value.requires_grad))
+    if adv is not None and is_tensor and value.dtype != self.dtype:
+        raise RuntimeError("Index put requires the source and destination dtypes match, got "
+                           f"{_TORCH_NAMES[self.dtype]} for the destination and {_TORCH_NAMES[value.dtype]} for the source.")
+    if grad:
+        flat = [x for g in spec for x in g]
+        ops._setitem_(self, _value_tensor(self, value), adv or [], flat)
+        return
+    view = _apply_spec(self, spec)
+    if adv is not None:
+        ops.index_put_(view, _value_tensor(self, value), adv, False)
+    elif not is_tensor and isinstance(value, (int, float, bool, np.number, np.bool_)):
+        ops.fill_(view, value)
+    else:
+        ops.copy_(view, _strip_leading_ones(_value_tensor(self, value), view.dim()))
+
+
+TENSOR_METHODS = {"__getitem__": __getitem__, "__setitem__": __setitem__}
