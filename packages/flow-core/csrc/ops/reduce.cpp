@@ -1,63 +1,289 @@
-// Reductions over dims: sum (more join this file per family).
-#include "../kernels/cpu/reduce.h"
-#include "elementwise.h"
+// Sum-like reductions: sum, nansum, mean, nanmean, prod (and prod's backward helper).
+#include "reduce.h"
+
+#include <cmath>
 
 namespace flow {
+
+std::vector<bool> mask_for_sizes(const Shape& sizes, const std::vector<int64_t>& dims, const char* op) {
+  const int64_t nd = static_cast<int64_t>(sizes.size());
+  std::vector<bool> m(nd, dims.empty());
+  for (int64_t d : dims) {
+    int64_t w = wrap_dim(d, nd, op);
+    if (nd > 0) m[w] = true;
+  }
+  return m;
+}
+
+Tensor restore_reduced(const Tensor& g, const Shape& in_sizes, const std::vector<bool>& mask, bool keepdim,
+                       bool expand) {
+  Tensor r = g;
+  if (!keepdim && static_cast<int64_t>(in_sizes.size()) != g.dim()) r = ops::reshape(g, reduced_sizes(in_sizes, mask, true));
+  return expand && r.sizes() != in_sizes ? ops::expand(r, in_sizes) : r;
+}
+
+int64_t reduced_count(const Shape& sizes, const std::vector<bool>& mask) {
+  int64_t n = 1;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (mask[i]) n *= sizes[i];
+  return n;
+}
+
 namespace {
 
-std::vector<int64_t> dims_attr(const Attrs& a, size_t k) { return a.none(k) ? std::vector<int64_t>{} : a.ints(k); }
-
 // Sum's dtype: integral (and bool) inputs accumulate in int64 unless a dtype is given.
-DType sum_dtype(const Tensor& t, const Attrs& a, size_t dtype_idx) {
+DType sum_dtype(const Tensor& t, const Attrs& a, int dtype_idx) {
   if (!a.none(dtype_idx)) return a.dtype(dtype_idx);
   return is_floating(t.dtype()) ? t.dtype() : DType::Int64;
 }
 
-}  // namespace
-
-std::vector<TensorMeta> meta_reduce(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim, DType dt,
-                                    const char* op) {
-  auto m = reduce_mask(t, dims, op);
-  Shape s;
-  for (int64_t i = 0; i < t.dim(); ++i) {
-    if (!m[i]) s.push_back(t.sizes()[i]);
-    else if (keepdim) s.push_back(1);
+DType mean_dtype(const Tensor& t, const Attrs& a, int dtype_idx, const char* op) {
+  DType d = a.none(dtype_idx) ? t.dtype() : a.dtype(dtype_idx);
+  if (std::string(op) == "nanmean") {
+    FLOW_RUNTIME_CHECK(is_floating(d), "nanmean(): expected input to have floating point or complex dtype but got ",
+                       dtype_name(d));
+  } else {
+    FLOW_RUNTIME_CHECK(is_floating(d), op, "(): could not infer output dtype. ",
+                       a.none(dtype_idx) ? "Input" : "Optional", " dtype must be either a floating point or complex "
+                       "dtype. Got: ", dtype_name(d));
   }
-  return {{s, dt, t.device()}};
+  return d;
 }
+
+// Writes the reduction into `out` through a contiguous temporary of dtype `dt` when needed.
+template <typename Body>
+void with_out(const Tensor& out, DType dt, Body&& body) {
+  Tensor o = out.is_contiguous() && out.dtype() == dt ? out : empty(out.sizes(), dt, out.device());
+  body(o);
+  if (!o.is_same(out)) ops::copy_into(out, o);
+}
+
+enum class SumKind { Sum, NanSum, Mean, NanMean };
+
+void sum_like_kernel(const Tensor& in, const Tensor& out, const std::vector<int64_t>& dims, DType dt, SumKind kind,
+                     const char* op) {
+  Tensor src = cast_for_kernel(in, dt);
+  ReducePlan p = plan_reduction(src, reduce_mask(src, dims, op));
+  with_out(out, dt, [&](const Tensor& o) {
+    dispatch_all(dt, op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using A = std::conditional_t<std::is_same_v<T, bool>, int64_t, acc_t<T>>;
+      using E = acc_t<T>;
+      T* y = o.data<T>();
+      if constexpr (std::is_floating_point_v<A>) {
+        if (kind == SumKind::NanMean) {
+          struct SN {
+            A s;
+            int64_t n;
+          };
+          reduce_plan<T, SN>(
+              p, y, SN{A(0), 0}, [](SN a, E x) { return x != x ? a : SN{a.s + static_cast<A>(x), a.n + 1}; },
+              [](SN a, SN b) { return SN{a.s + b.s, a.n + b.n}; },
+              [](SN a, int64_t) { return static_cast<A>(a.s / static_cast<A>(a.n)); });
+          return;
+        }
+        auto add = [](A a, A b) { return a + b; };
+        auto nanadd = [](A a, E x) { return x != x ? a : a + static_cast<A>(x); };
+        auto fin = [](A a, int64_t) { return a; };
+        auto mean_fin = [](A a, int64_t r) { return a / static_cast<A>(r); };
+        if (kind == SumKind::Sum) reduce_plan<T, A>(p, y, A(0), add, add, fin);
+        else if (kind == SumKind::NanSum) reduce_plan<T, A>(p, y, A(0), nanadd, add, fin);
+        else reduce_plan<T, A>(p, y, A(0), add, add, mean_fin);
+      } else {
+        auto add = [](A a, A b) { return static_cast<A>(a + b); };
+        reduce_plan<T, A>(p, y, A(0), add, add, [](A a, int64_t) { return a; });
+      }
+    });
+  });
+}
+
+// Gradient of a sum over `dims` (shared by sum and nansum's unmasked part).
+Tensor sum_backward(BackwardCtx& c, const Tensor& g, const char* op) {
+  const Shape& in_sizes = c.input_meta(0).sizes;
+  return restore_reduced(g, in_sizes, mask_for_sizes(in_sizes, dims_attr(c.attrs, 0), op), c.attrs.b(1));
+}
+
+std::vector<TensorMeta> sum_meta(const TensorList& in, const Attrs& a, DType dt, const char* op) {
+  return meta_reduce(in[0], dims_attr(a, 0), a.b(1), dt, op);
+}
+
+// 1 where x is not NaN, else 0, in x's dtype (no gradient: used as a constant factor).
+Tensor not_nan_mask(const Tensor& x) { return ops::call1("_reduce_not_nan", {x}); }
+
+}  // namespace
 
 FLOW_OP(sum)
     .schema("sum(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
     .traits(kReduction)
-    .meta([](const TensorList& in, const Attrs& a) {
-      return meta_reduce(in[0], dims_attr(a, 0), a.b(1), sum_dtype(in[0], a, 2), "sum");
-    })
+    .meta([](const TensorList& in, const Attrs& a) { return sum_meta(in, a, sum_dtype(in[0], a, 2), "sum"); })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      DType dt = sum_dtype(in[0], a, 2);
-      Tensor src = cast_for_kernel(in[0], dt);
-      ReducePlan p = plan_reduction(src, reduce_mask(src, dims_attr(a, 0), "sum"));
-      Tensor o = out[0].is_contiguous() && out[0].dtype() == dt ? out[0] : empty(out[0].sizes(), dt, out[0].device());
-      dispatch_all(dt, "sum", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        using A = std::conditional_t<std::is_same_v<T, bool>, int64_t, acc_t<T>>;
-        reduce_plan<T, A>(p, o.data<T>(), A(0), [](A x, A y) { return static_cast<A>(x + y); },
-                          [](A x, int64_t) { return x; });
-      });
-      if (!o.is_same(out[0])) ops::copy_into(out[0], o);
+      sum_like_kernel(in[0], out[0], dims_attr(a, 0), sum_dtype(in[0], a, 2), SumKind::Sum, "sum");
+    })
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList { return {sum_backward(c, g[0], "sum")}; });
+
+FLOW_OP(nansum)
+    .schema("nansum(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
+    .traits(kReduction)
+    .meta([](const TensorList& in, const Attrs& a) { return sum_meta(in, a, sum_dtype(in[0], a, 2), "nansum"); })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      sum_like_kernel(in[0], out[0], dims_attr(a, 0), sum_dtype(in[0], a, 2), SumKind::NanSum, "nansum");
+    })
+    .save_inputs({0})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {ops::mul(sum_backward(c, g[0], "nansum"), not_nan_mask(c.input(0)))};
+    });
+
+FLOW_OP(mean)
+    .schema("mean(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
+    .traits(kReduction)
+    .meta([](const TensorList& in, const Attrs& a) { return sum_meta(in, a, mean_dtype(in[0], a, 2, "mean"), "mean"); })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      sum_like_kernel(in[0], out[0], dims_attr(a, 0), mean_dtype(in[0], a, 2, "mean"), SumKind::Mean, "mean");
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      const Shape& in_sizes = c.input_meta(0).sizes;
-      Tensor gr = g[0];
-      if (!c.attrs.b(1) && static_cast<int64_t>(in_sizes.size()) != gr.dim()) {
-        // re-insert reduced dims
-        auto dims = dims_attr(c.attrs, 0);
-        std::vector<bool> m(in_sizes.size(), dims.empty());
-        for (int64_t d : dims) m[wrap_dim(d, in_sizes.size(), "sum")] = true;
-        Shape ks;
-        for (size_t i = 0; i < in_sizes.size(); ++i) ks.push_back(m[i] ? 1 : in_sizes[i]);
-        gr = ops::reshape(gr, ks);
-      }
-      return {ops::expand(gr, in_sizes)};
+      const Shape& s = c.input_meta(0).sizes;
+      int64_t n = reduced_count(s, mask_for_sizes(s, dims_attr(c.attrs, 0), "mean"));
+      return {ops::div(sum_backward(c, g[0], "mean"), ops::wrapped_scalar(Scalar(static_cast<double>(n))))};
     });
+
+FLOW_OP(nanmean)
+    .schema("nanmean(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
+    .traits(kReduction)
+    .meta([](const TensorList& in, const Attrs& a) {
+      return sum_meta(in, a, mean_dtype(in[0], a, 2, "nanmean"), "nanmean");
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      sum_like_kernel(in[0], out[0], dims_attr(a, 0), mean_dtype(in[0], a, 2, "nanmean"), SumKind::NanMean, "nanmean");
+    })
+    .save_inputs({0})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      // nanmean = nansum(x) / count(!isnan(x)), as in PyTorch
+      Tensor mask = not_nan_mask(c.input(0));
+      Tensor count = ops::sum(mask, dims_attr(c.attrs, 0), true);
+      const Shape& s = c.input_meta(0).sizes;
+      Tensor gk = restore_reduced(g[0], s, mask_for_sizes(s, dims_attr(c.attrs, 0), "nanmean"), c.attrs.b(1), false);
+      return {ops::mul(ops::div(gk, count), mask)};
+    });
+
+FLOW_OP(_reduce_not_nan)
+    .schema("_reduce_not_nan(Tensor self) -> Tensor")
+    .traits(kBackwardHelper | kElementwise | kNonDifferentiable)
+    .meta(meta_unary_same)
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
+      dispatch_all(in[0].dtype(), "_reduce_not_nan", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        unary_loop<T, T>(out[0], in[0], [](acc_t<T> x) { return static_cast<acc_t<T>>(x == x); });
+      });
+    });
+
+// ---- prod ---------------------------------------------------------------------------------------------
+namespace {
+
+DType prod_dtype(const Tensor& t, const Attrs& a) { return sum_dtype(t, a, 2); }
+
+std::vector<int64_t> prod_dims(const Attrs& a) {
+  return a.none(0) ? std::vector<int64_t>{} : std::vector<int64_t>{a.i(0)};
+}
+
+bool has_zero(const Tensor& t) {
+  Tensor c = contiguous_copy(t);
+  bool z = false;
+  dispatch_all(c.dtype(), "prod", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = c.data<T>();
+    for (int64_t i = 0; i < c.numel() && !z; ++i) z = static_cast<acc_t<T>>(x[i]) == acc_t<T>(0);
+  });
+  return z;
+}
+
+}  // namespace
+
+FLOW_OP(prod)
+    .schema("prod(Tensor self, int? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
+    .traits(kReduction)
+    .meta([](const TensorList& in, const Attrs& a) {
+      return meta_reduce(in[0], prod_dims(a), a.b(1), prod_dtype(in[0], a), "prod");
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      DType dt = prod_dtype(in[0], a);
+      Tensor src = cast_for_kernel(in[0], dt);
+      ReducePlan p = plan_reduction(src, reduce_mask(src, prod_dims(a), "prod"));
+      with_out(out[0], dt, [&](const Tensor& o) {
+        dispatch_all(dt, "prod", [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          using A = std::conditional_t<std::is_same_v<T, bool>, int64_t, acc_t<T>>;
+          auto mul = [](A x, A y) { return static_cast<A>(x * y); };
+          reduce_plan<T, A>(p, o.data<T>(), A(1), mul, mul, [](A x, int64_t) { return x; });
+        });
+      });
+    })
+    .save_inputs({0})
+    .save_outputs({0})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      Tensor x = c.input(0);
+      const Shape& s = x.sizes();
+      bool keepdim = c.attrs.b(1);
+      if (x.numel() == 0) return {ops::zeros_like(x)};
+      if (c.attrs.none(0)) {
+        // full product: as a product over dim 0 of the flattened input
+        Tensor gk = ops::reshape(g[0], {1});
+        if (!has_zero(x)) return {ops::mul(ops::expand(gk, {x.numel()}), ops::div(ops::reshape(c.output(0), {1}), ops::reshape(x, {x.numel()})))};
+        Tensor flat = ops::reshape(x, {x.numel()});
+        return {ops::reshape(ops::call1("_prod_backward", {gk, flat}, {int64_t(0)}), s)};
+      }
+      int64_t dim = wrap_dim(c.attrs.i(0), x.dim(), "prod");
+      std::vector<bool> mask = mask_for_sizes(s, {dim}, "prod");
+      Tensor gk = restore_reduced(g[0], s, mask, keepdim, false);
+      if (!has_zero(x)) {
+        Tensor r = restore_reduced(c.output(0), s, mask, keepdim, false);
+        return {ops::mul(gk, ops::div(r, x))};
+      }
+      return {ops::call1("_prod_backward", {gk, x}, {dim})};
+    });
+
+// grad * (product of the other elements of each line along dim), exact with zeros: prefix * suffix products.
+FLOW_OP(_prod_backward)
+    .schema("_prod_backward(Tensor grad, Tensor self, int dim) -> Tensor")
+    .traits(kBackwardHelper)
+    .meta([](const TensorList& in, const Attrs&) {
+      return std::vector<TensorMeta>{{in[1].sizes(), in[1].dtype(), in[1].device()}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      const Tensor& x = in[1];
+      int64_t dim = x.dim() == 0 ? 0 : wrap_dim(a.i(0), x.dim(), "prod");
+      dispatch_floating(x.dtype(), "prod backward", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using A = acc_t<T>;
+        for_each_line<T>(x, in[0], out[0], dim, [](const T* xs, const T* gs, T* y, int64_t n) {
+          A pre = 1;
+          for (int64_t i = 0; i < n; ++i) {
+            y[i] = static_cast<T>(pre);
+            pre *= static_cast<A>(xs[i]);
+          }
+          A suf = 1;
+          for (int64_t i = n - 1; i >= 0; --i) {
+            y[i] = static_cast<T>(static_cast<A>(y[i]) * suf * static_cast<A>(gs[i]));
+            suf *= static_cast<A>(xs[i]);
+          }
+        });
+      });
+    })
+    .save_inputs({0, 1})
+    .backward([](BackwardCtx& c, const TensorList& gg) -> TensorList {
+      // linear in grad: d/dgrad = sum over the line of gg * (product of the others)
+      FLOW_CHECK(!c.needs(1), NotImplemented,
+                 "prod: double backward with respect to an input that contains zeros is not supported");
+      Tensor x = c.input(1);
+      int64_t dim = x.dim() == 0 ? 0 : wrap_dim(c.attrs.i(0), x.dim(), "prod");
+      Tensor others = ops::call1("_prod_backward", {ops::ones_like(c.input(0)), x}, {dim});
+      return {ops::sum(ops::mul(gg[0], others), {dim}, true), Tensor()};
+    });
+
+// ---- C++ entry points ---------------------------------------------------------------------------------
+namespace ops {
+Tensor mean(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim) {
+  return call1("mean", {t}, {dims, keepdim});
+}
+}  // namespace ops
 
 }  // namespace flow

@@ -48,6 +48,7 @@ struct ExternalOwner {
 };
 
 static void free_external(void*, void* ctx, size_t) {
+  if (!Py_IsInitialized() || _Py_IsFinalizing()) return;  // the interpreter frees the memory itself
   nb::gil_scoped_acquire gil;
   delete static_cast<ExternalOwner*>(ctx);
 }

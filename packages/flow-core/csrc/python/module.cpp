@@ -9,7 +9,7 @@
 namespace flow::py {
 
 static void release_py_class(void* cls) {
-  if (!Py_IsInitialized()) return;
+  if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
   nb::gil_scoped_acquire gil;
   Py_DECREF(static_cast<PyObject*>(cls));
 }

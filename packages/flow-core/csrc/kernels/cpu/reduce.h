@@ -1,7 +1,13 @@
-// Reduction plumbing shared by every reduction op: the input is arranged so that each output element
-// reduces either one contiguous row (`rows` layout) or one strided column of a contiguous block
-// (`columns` layout, when only leading dims are reduced), without a copy in the common cases.
+// Reduction plumbing shared by every reduction op. The input is arranged (without a copy in the common
+// cases) as a contiguous [blocks, R, inner] array: output element (b, j) reduces the R elements
+// src[b, :, j]. Two layouts fall out of it:
+//   rows    (inner == 1): each output reduces one contiguous row (trailing dims reduced);
+//   columns (inner  > 1): each output reduces one strided column (leading or middle dims reduced).
+// `reduce_plan` runs a fold over the plan with several independent accumulators per row (so the
+// compiler can vectorise it and float sums lose less precision), and splits R across threads when there
+// are too few outputs to keep every thread busy (a full reduction of a large tensor uses all threads).
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "../../ops/functions.h"
@@ -10,45 +16,165 @@
 namespace flow {
 
 struct ReducePlan {
-  Tensor src;         // contiguous data in the layout below
-  int64_t outer = 1;  // number of output elements
-  int64_t R = 1;      // elements reduced into each output
-  bool columns = false;  // src is [R, outer] (reduce down columns) instead of [outer, R]
+  Tensor src;            // contiguous data in the layout below
+  int64_t outer = 1;     // number of output elements (blocks * inner)
+  int64_t R = 1;         // elements reduced into each output
+  int64_t blocks = 1;    // leading kept extent (columns layout only; 1 for rows)
+  int64_t inner = 1;     // trailing kept extent (1: rows layout)
+  bool columns = false;  // inner > 1: src is [blocks, R, inner] (reduce down columns) instead of [outer, R]
   Shape out_sizes;       // with keepdim
   Shape out_sizes_squeezed;
 };
 
-// dims empty => all dims. Raises IndexError for bad dims (naming `op`).
+// dims empty => all dims. Raises IndexError for bad dims and RuntimeError for repeated ones (naming `op`).
 std::vector<bool> reduce_mask(const Tensor& t, const std::vector<int64_t>& dims, const char* op);
 ReducePlan plan_reduction(const Tensor& t, const std::vector<bool>& mask);
+// keep_order: the R index must follow the logical row-major order of the reduced dims (index-returning
+// reductions over several dims); otherwise a permuted dense input is read in memory order.
+ReducePlan plan_reduction(const Tensor& t, const std::vector<bool>& mask, bool keep_order);
 // Output meta of a reduction over `dims` (empty: all).
 std::vector<TensorMeta> meta_reduce(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim, DType dt,
                                     const char* op);
+// Kernel-level helpers (no autograd): a permuted view, and a contiguous copy unless already contiguous.
+Tensor permute_view(const Tensor& t, const std::vector<int64_t>& perm);
+Tensor contiguous_copy(const Tensor& t);
+// Output sizes of a reduction described by `mask`.
+Shape reduced_sizes(const Shape& sizes, const std::vector<bool>& mask, bool keepdim);
 
-// out[j] = finish(fold(init, x over the j-th group), R); T is the element type, A the accumulator.
-template <typename T, typename A, typename Fold, typename Finish, typename O>
-void reduce_plan(const ReducePlan& p, O* out, A init, Fold fold, Finish finish) {
-  const T* x = p.src.template data<T>();
+namespace reduce_detail {
+
+// Elements reach `fold` as acc_t<T> (float for half/bfloat16).
+template <typename T>
+inline acc_t<T> load(const T& v) {
+  return static_cast<acc_t<T>>(v);
+}
+
+// fold over x[0..n) with K independent accumulators (vectorisable), combined pairwise at the end.
+template <typename T, typename A, typename Fold, typename Combine>
+inline A fold_lanes(const T* x, int64_t n, A init, const Fold& fold, const Combine& combine) {
+  constexpr int K = sizeof(A) <= 4 ? 16 : 8;
+  if (n < 2 * K) {
+    A acc = init;
+    for (int64_t i = 0; i < n; ++i) acc = fold(acc, load<T>(x[i]));
+    return acc;
+  }
+  A a[K];
+  for (int k = 0; k < K; ++k) a[k] = init;
+  int64_t i = 0;
+  for (; i + K <= n; i += K) {
+#pragma GCC unroll 16
+    for (int k = 0; k < K; ++k) a[k] = fold(a[k], load<T>(x[i + k]));
+  }
+  for (; i < n; ++i) a[0] = fold(a[0], load<T>(x[i]));
+  for (int w = K / 2; w >= 1; w /= 2)
+    for (int k = 0; k < w; ++k) a[k] = combine(a[k], a[k + w]);
+  return a[0];
+}
+
+// A row in blocks (two-level summation keeps float sums of long rows accurate).
+template <typename T, typename A, typename Fold, typename Combine>
+inline A fold_row(const T* x, int64_t n, A init, const Fold& fold, const Combine& combine) {
+  constexpr int64_t kBlock = 8192;
+  if (n <= kBlock) return fold_lanes<T, A>(x, n, init, fold, combine);
+  A acc = fold_lanes<T, A>(x, kBlock, init, fold, combine);
+  for (int64_t s = kBlock; s < n; s += kBlock)
+    acc = combine(acc, fold_lanes<T, A>(x + s, std::min(kBlock, n - s), init, fold, combine));
+  return acc;
+}
+
+// acc[j] = fold(acc[j], x[j]) for j in [0, n): the column layout's inner loop (vectorises as is).
+template <typename T, typename A, typename Fold>
+inline void fold_cols(A* acc, const T* x, int64_t n, const Fold& fold) {
+  for (int64_t j = 0; j < n; ++j) acc[j] = fold(acc[j], load<T>(x[j]));
+}
+
+}  // namespace reduce_detail
+
+// out[j] = finish(fold(init, x over the j-th group), R); T is the element type, A the accumulator;
+// fold(A, acc_t<T>) -> A.
+// `combine(A, A)` merges two partial accumulators (it must agree with `fold`; init must be its identity).
+template <typename T, typename A, typename Fold, typename Combine, typename Finish, typename O>
+void reduce_plan(const ReducePlan& p, O* out, A init, Fold fold, Combine combine, Finish finish) {
+  using namespace reduce_detail;
   const int64_t outer = p.outer, R = p.R;
+  if (outer == 0) return;
+  if (R == 0) {
+    for (int64_t j = 0; j < outer; ++j) out[j] = static_cast<O>(finish(init, R));
+    return;
+  }
+  const T* x = p.src.template data<T>();
+  const int nt = get_num_threads();
+  const int64_t total = outer * R;
   if (!p.columns) {
-    parallel_for(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(R, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t j = b; j < e; ++j) {
-        const T* row = x + j * R;
-        A acc = init;
-        for (int64_t i = 0; i < R; ++i) acc = fold(acc, static_cast<A>(static_cast<acc_t<T>>(row[i])));
+    if (nt > 1 && outer < 2 * nt && total > kParallelGrain) {
+      // few long rows: split each row into chunks, reduce chunks in parallel, combine serially
+      int64_t nc = std::max<int64_t>(1, std::min<int64_t>((2 * nt + outer - 1) / outer, R / (kParallelGrain / 4)));
+      int64_t len = (R + nc - 1) / nc;
+      nc = (R + len - 1) / len;
+      std::unique_ptr<A[]> part(new A[outer * nc]);  // (not vector: vector<bool> has no data())
+      parallel_for(outer * nc, 1, [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c) {
+          int64_t j = c / nc, k = c % nc;
+          int64_t s = k * len, n = std::min(R, s + len) - s;
+          part[c] = fold_row<T, A>(x + j * R + s, n, init, fold, combine);
+        }
+      });
+      for (int64_t j = 0; j < outer; ++j) {
+        A acc = part[j * nc];
+        for (int64_t k = 1; k < nc; ++k) acc = combine(acc, part[j * nc + k]);
         out[j] = static_cast<O>(finish(acc, R));
       }
+      return;
+    }
+    parallel_for(outer, std::max<int64_t>(1, kParallelGrain / R), [&](int64_t b, int64_t e) {
+      for (int64_t j = b; j < e; ++j) out[j] = static_cast<O>(finish(fold_row<T, A>(x + j * R, R, init, fold, combine), R));
     });
-  } else {
-    parallel_for(outer, std::max<int64_t>(16, kParallelGrain / std::max<int64_t>(R, 1)), [&](int64_t b, int64_t e) {
-      std::vector<A> acc(e - b, init);
-      for (int64_t i = 0; i < R; ++i) {
-        const T* row = x + i * outer;
-        for (int64_t j = b; j < e; ++j) acc[j - b] = fold(acc[j - b], static_cast<A>(static_cast<acc_t<T>>(row[j])));
-      }
-      for (int64_t j = b; j < e; ++j) out[j] = static_cast<O>(finish(acc[j - b], R));
-    });
+    return;
   }
+  const int64_t inner = p.inner, blocks = p.blocks;
+  if (nt > 1 && blocks == 1 && inner < 2 * kParallelGrain && total > kParallelGrain && R >= 2 * nt) {
+    // a few columns with many rows each: split the rows, one partial accumulator row per chunk
+    int64_t nc = std::min<int64_t>(nt, std::max<int64_t>(1, total / kParallelGrain));
+    int64_t len = (R + nc - 1) / nc;
+    nc = (R + len - 1) / len;
+    std::unique_ptr<A[]> part(new A[nc * inner]);
+    std::fill(part.get(), part.get() + nc * inner, init);
+    parallel_for(nc, 1, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        A* acc = part.get() + c * inner;
+        for (int64_t i = c * len; i < std::min(R, (c + 1) * len); ++i) fold_cols<T, A>(acc, x + i * inner, inner, fold);
+      }
+    });
+    for (int64_t j = 0; j < inner; ++j) {
+      A acc = part[j];
+      for (int64_t c = 1; c < nc; ++c) acc = combine(acc, part[c * inner + j]);
+      out[j] = static_cast<O>(finish(acc, R));
+    }
+    return;
+  }
+  // parallel over (block, column range) tiles; each tile walks down its rows
+  constexpr int64_t kTile = 1024;
+  const int64_t tiles_per_block = (inner + kTile - 1) / kTile;
+  const int64_t ntiles = blocks * tiles_per_block;
+  parallel_for(ntiles, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, R * std::min(inner, kTile))),
+               [&](int64_t b, int64_t e) {
+    std::unique_ptr<A[]> acc(new A[std::min(inner, kTile)]);
+    for (int64_t t = b; t < e; ++t) {
+      int64_t blk = t / tiles_per_block, j0 = (t % tiles_per_block) * kTile;
+      int64_t n = std::min(inner, j0 + kTile) - j0;
+      std::fill(acc.get(), acc.get() + n, init);
+      const T* base = x + blk * R * inner + j0;
+      for (int64_t i = 0; i < R; ++i) fold_cols<T, A>(acc.get(), base + i * inner, n, fold);
+      O* o = out + blk * inner + j0;
+      for (int64_t j = 0; j < n; ++j) o[j] = static_cast<O>(finish(acc[j], R));
+    }
+  });
+}
+
+// The common case where combining two accumulators is the fold itself (sum, prod, max, all, ...).
+template <typename T, typename A, typename Fold, typename Finish, typename O>
+void reduce_plan(const ReducePlan& p, O* out, A init, Fold fold, Finish finish) {
+  reduce_plan<T, A>(p, out, init, fold, fold, finish);
 }
 
 }  // namespace flow
