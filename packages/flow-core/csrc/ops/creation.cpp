@@ -127,7 +127,8 @@ FLOW_OP(logspace)
         }
         using A = std::conditional_t<std::is_integral_v<T>, double, acc_t<T>>;
         const A start = static_cast<A>(a.s(0).template to<T>()), end = static_cast<A>(a.s(1).template to<T>());
-        const A b = static_cast<A>(static_cast<T>(base));
+        // PyTorch keeps an integral result's base in double, a floating one's in the result type
+        const A b = std::is_integral_v<T> ? static_cast<A>(base) : static_cast<A>(static_cast<T>(base));
         const A step = (end - start) / static_cast<A>(steps - 1);
         const int64_t half = steps / 2;
         generate<T>(out[0], [&](int64_t i) {

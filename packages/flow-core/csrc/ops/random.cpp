@@ -13,6 +13,9 @@
 
 #include <cmath>
 #include <limits>
+#ifdef __SSE__
+#include <immintrin.h>
+#endif
 
 namespace flow {
 namespace {
@@ -75,6 +78,25 @@ void uniform_kernel(const Tensor& out, double from, double to, Generator& gen) {
   });
 }
 
+// sqrt of a value known to be >= 0 without the errno path (std::sqrt calls libm's sqrtf for it).
+inline float sqrt_nonneg(float v) {
+#ifdef __SSE__
+  return _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(v)));
+#else
+  return std::sqrt(v);
+#endif
+}
+
+// Four standard normals from one block (two Box-Muller pairs).
+inline void box_muller4(const PhiloxBlock& r, float* z) {
+  for (int k = 0; k < 2; ++k) {
+    float u1 = 1.0f - u01_float(r[2 * k], 24), u2 = u01_float(r[2 * k + 1], 24);
+    float rad = sqrt_nonneg(-2.0f * std::log(u1)), th = static_cast<float>(kTwoPi) * u2;
+    z[2 * k] = rad * std::cos(th);
+    z[2 * k + 1] = rad * std::sin(th);
+  }
+}
+
 // Box-Muller: each pair of uniforms gives two normals.
 void normal_kernel(const Tensor& out, double mean, double std, Generator& gen) {
   FLOW_RUNTIME_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
@@ -98,12 +120,7 @@ void normal_kernel(const Tensor& out, double mean, double std, Generator& gen) {
         PhiloxStream s = gen.reserve(ceil_div(n, 4));
         for_each_philox_block(s, n, 4, [&](const PhiloxBlock& r, int64_t i, int c) {
           float z[4];
-          for (int k = 0; k < 2; ++k) {
-            float u1 = 1.0f - u01_float(r[2 * k], 24), u2 = u01_float(r[2 * k + 1], 24);
-            float rad = std::sqrt(-2.0f * std::log(u1)), th = static_cast<float>(kTwoPi) * u2;
-            z[2 * k] = rad * std::cos(th);
-            z[2 * k + 1] = rad * std::sin(th);
-          }
+          box_muller4(r, z);
           for (int j = 0; j < c; ++j) p[i + j] = static_cast<T>(z[j] * sd + m);
         });
       }

@@ -189,7 +189,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         if isinstance(v, _C.TensorBase) and not v.dtype.is_floating_point:
             raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{v.dtype}' ({name})")
     if st:
-        if std.numel() > 0 and builtins.bool((std < 0).any()):
+        if std.numel() > 0 and (_C._to_numpy(_C.ops.to_dtype(std.detach(), _C.float64)) < 0).any():
             raise RuntimeError("normal expects all elements of std >= 0.0")
     elif std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
@@ -234,11 +234,12 @@ def _random_(self, *args, generator=None, **kw):
     """``random_()``: integers over the dtype's range; ``random_(to)``: [0, to); ``random_(from, to)``."""
     if len(args) > 2:
         raise TypeError("random_() takes at most 2 positional arguments")
+    to_given = "to" in kw
     frm = kw.pop("from", None)
     to = kw.pop("to", None)
     _reject(kw, "random_")
     if len(args) == 1:
-        if frm is None and "to" not in kw:
+        if frm is None and not to_given:
             frm, to = 0, args[0]
         else:
             frm = args[0]
