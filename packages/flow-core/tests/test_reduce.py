@@ -548,3 +548,12 @@ def test_large_reductions_match_numpy(shape, dim):
             np.testing.assert_array_equal(to_np(flow.argmax(f, dim)), np.argmax(a, axis=dim))
     finally:
         flow.set_num_threads(old)
+
+
+def test_second_order_through_zeros_is_a_clear_error():
+    a = np.array([[1.0, 0.0, 2.0], [3.0, 4.0, 5.0]])
+    for fn in [lambda t: flow.prod(t, 1), lambda t: flow.cumprod(t, 1)]:
+        f = ft(a, True)
+        g, = flow.autograd.grad(fn(f).sum(), [f], create_graph=True)
+        with pytest.raises(NotImplementedError, match="double backward with respect to an input that contains zeros"):
+            flow.autograd.grad(g.sum(), [f])
