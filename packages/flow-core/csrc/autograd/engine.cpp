@@ -154,6 +154,8 @@ TensorList run_backward(const TensorList& roots, const TensorList& grad_roots, b
         Tensor r = h(grads[k]);
         if (r.defined()) grads[k] = r;
       }
+    for (size_t k = 0; k < n->retain_hooks.size() && k < grads.size(); ++k)
+      if (n->retain_hooks[k] && grads[k].defined()) n->retain_hooks[k](grads[k]);
     auto* acc = dynamic_cast<AccumulateGrad*>(n);
     if (acc && acc->variable && acc->variable->autograd) {
       for (auto& h : acc->variable->autograd->leaf_hooks) {

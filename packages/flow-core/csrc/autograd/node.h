@@ -45,6 +45,7 @@ struct Node : std::enable_shared_from_this<Node> {
   std::vector<InputMeta> input_meta;          // one per forward input
   uint32_t num_outputs = 1;                    // forward outputs (grads this node receives)
   std::vector<std::vector<TensorHook>> pre_hooks;  // per forward output
+  std::vector<TensorHook> retain_hooks;            // per forward output; run after pre_hooks (retain_grad)
 
   virtual ~Node() = default;
   virtual TensorList apply(TensorList&& grad_outputs) = 0;

@@ -11,6 +11,7 @@ void (*g_release_py_class)(void*) = nullptr;
 
 TensorImpl::TensorImpl() = default;
 TensorImpl::~TensorImpl() {
+  if (py_dict && g_release_py_class) g_release_py_class(py_dict);
   if (py_class && g_release_py_class) g_release_py_class(py_class);
 }
 

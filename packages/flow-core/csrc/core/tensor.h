@@ -37,6 +37,7 @@ struct TensorImpl {
   // (kept so that a recreated Python object has the right class, and for dispatch handlers).
   void* pyobj = nullptr;
   void* py_class = nullptr;
+  void* py_dict = nullptr;  // owned: the __dict__ of subclass instances, so attributes survive re-wrapping
   bool py_handler = false;  // py_class defines __flow_dispatch__
 
   TensorImpl();

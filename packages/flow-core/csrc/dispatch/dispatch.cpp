@@ -104,11 +104,45 @@ TensorList call_below_autograd(const OpDef& op, const TensorList& inputs, const 
   return run_kernel(op, inputs, attrs);
 }
 
+TensorList call(const OpDef& op, const TensorList& inputs, const Attrs& attrs_in);
+
 static bool can_cast(DType from, DType to) {
   // PyTorch's canCast: no float -> integral, no non-bool -> bool
   if (is_floating(from) && !is_floating(to)) return false;
   if (from != DType::Bool && to == DType::Bool) return false;
   return true;
+}
+
+// An in-place op on a view of a tensor that takes part in autograd (PyTorch's CopySlices): compute the
+// result out of place (recording its node), write it through the view, then give the base a new history
+// "old base with the view's region replaced by the result", and the view the history "that region of
+// the new base". Gradients of the old base then flow both around the region and through the op.
+static TensorList inplace_on_view(const OpDef& f, const TensorList& inputs, const Attrs& attrs) {
+  const Tensor& self = inputs[0];
+  Tensor base(self.impl()->base);
+  if (base.is_leaf() && base.requires_grad())
+    fail(ErrorKind::Runtime, "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+  FLOW_RUNTIME_CHECK(base.is_contiguous(), f.name, "_: in-place on a view of a non-contiguous tensor that requires grad is not supported");
+  Tensor r = call(f, inputs, attrs)[0];
+  if (r.dtype() != self.dtype()) r = ops::to_dtype(r, self.dtype());
+  ops::copy_into(self, r);
+  self.bump_version();
+  std::vector<int64_t> sz(self.sizes().begin(), self.sizes().end()), st(self.strides().begin(), self.strides().end());
+  {
+    const OpDef& vs = FLOW_OPDEF("view_scatter");
+    Attrs a{sz, st, self.offset() - base.offset()};
+    fill_defaults(vs, a);
+    TensorList outs{base};
+    autograd::record_op(vs, {base, r}, a, outs);
+  }
+  {
+    const OpDef& as = FLOW_OPDEF("as_strided");
+    Attrs a{sz, st, self.offset()};
+    fill_defaults(as, a);
+    TensorList outs{self};
+    autograd::record_op(as, {base}, a, outs);
+  }
+  return {self};
 }
 
 static TensorList call_inplace(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
@@ -136,6 +170,7 @@ static TensorList call_inplace(const OpDef& op, const TensorList& inputs, const 
                          dtype_name(metas[0].dtype), " can't be cast to the desired output type ",
                          dtype_name(self.dtype()));
     }
+    if (need_grad && self.impl()->base) return inplace_on_view(f, inputs, attrs);
     TensorList saved_self;
     bool saves_self = std::find(f.saved_inputs.begin(), f.saved_inputs.end(), 0) != f.saved_inputs.end();
     if (need_grad && saves_self) saved_self.push_back(ops::clone(self));

@@ -3,7 +3,7 @@
 #include <atomic>
 #include <cmath>
 
-#include "elementwise.h"
+#include "binary_util.h"
 
 namespace flow {
 namespace {
@@ -123,7 +123,8 @@ FLOW_OP(div)
           if constexpr (std::is_same_v<T, bool>) {
             fail(ErrorKind::Runtime, "div: not supported for bool");
           } else if constexpr (std::is_integral_v<A>) {
-            // integer division by zero is an error, not UB
+            // integer division by zero is an error, not UB; checked first so that in-place calls write nothing
+            FLOW_RUNTIME_CHECK(!binary::any_zero(c[1]), "ZeroDivisionError");
             bool trunc = mode == "trunc";
             std::atomic<bool> zero{false};
             binary_loop<T, T>(o, c[0], c[1], [trunc, &zero](A x, A y) -> A {

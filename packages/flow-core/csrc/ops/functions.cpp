@@ -47,9 +47,10 @@ Tensor full(const Shape& sizes, Scalar v, DType dtype, Device device) {
   return t;
 }
 Tensor zeros(const Shape& sizes, DType dtype, Device device) { return full(sizes, Scalar(int64_t(0)), dtype, device); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.dtype(), t.device()); }
-Tensor ones_like(const Tensor& t) { return full(t.sizes(), Scalar(int64_t(1)), t.dtype(), t.device()); }
-Tensor full_like(const Tensor& t, Scalar v) { return full(t.sizes(), v, t.dtype(), t.device()); }
+// Through the dispatcher (the `fill` op), so that subclass handlers and modes see these tensors made.
+Tensor zeros_like(const Tensor& t) { return full_like(t, Scalar(int64_t(0))); }
+Tensor ones_like(const Tensor& t) { return full_like(t, Scalar(int64_t(1))); }
+Tensor full_like(const Tensor& t, Scalar v) { return c1(FLOW_OPDEF("fill"), {t}, {v}); }
 
 Tensor scalar_tensor(Scalar v, DType dtype, Device device) {
   Tensor t = empty({}, device.is_cpu() ? dtype : dtype, Device{});

@@ -450,4 +450,34 @@ FLOW_OP(as_strided_backward)
       return {ops::view(z, inp.sizes())};
     });
 
+// view_scatter(base, src, size, stride, offset): a copy of the contiguous `base` whose strided region
+// (offset relative to base's first element) holds `src`. The functional form of writing through a view.
+FLOW_OP(view_scatter)
+    .schema("view_scatter(Tensor base, Tensor src, int[] size, int[] stride, int offset) -> Tensor")
+    .traits(kBackwardHelper | kIndexing)
+    .meta([](const TensorList& in, const Attrs&) { return meta_of(in[0].sizes(), in[0]); })
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      Tensor out = empty(in[0].sizes(), in[0].dtype(), in[0].device());
+      ops::copy_into(out, in[0]);
+      Shape s(a.ints(0).begin(), a.ints(0).end()), st(a.ints(1).begin(), a.ints(1).end());
+      int64_t max_el = a.i(2);
+      for (size_t i = 0; i < s.size(); ++i) max_el += s[i] > 0 ? (s[i] - 1) * st[i] : 0;
+      FLOW_INDEX_CHECK(a.i(2) >= 0 && max_el < std::max<int64_t>(out.numel(), 1), "view_scatter: region out of bounds");
+      ops::copy_into(make_view(out, s, st, out.offset() + a.i(2)), in[1]);
+      return {out};
+    })
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      Tensor gc = ops::contiguous(g[0]);
+      const auto& s = c.attrs.ints(0);
+      Tensor gb, gs;
+      if (c.needs(0)) {
+        Tensor z = ops::zeros(Shape(s.begin(), s.end()), g[0].dtype(), g[0].device());
+        gb = ops::call1("view_scatter", {gc, z}, {c.attrs.at(0), c.attrs.at(1), c.attrs.at(2)});
+      }
+      if (c.needs(1))
+        gs = ops::as_strided(gc, Shape(s.begin(), s.end()), Shape(c.attrs.ints(1).begin(), c.attrs.ints(1).end()),
+                             gc.offset() + c.attrs.i(2));
+      return {gb, gs};
+    });
+
 }  // namespace flow

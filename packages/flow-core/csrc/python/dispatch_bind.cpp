@@ -8,10 +8,10 @@
 namespace flow::py {
 
 nb::object make_op_handle(const OpDef* op);
-static nb::object g_handler;
+static nb::handle g_handler;  // owned, never released (outlives the interpreter)
 
 static TensorList python_intercept(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
-  FLOW_RUNTIME_CHECK(g_handler.is_valid(), "dispatch interception requested but no Python handler is installed");
+  FLOW_RUNTIME_CHECK(g_handler.ptr() != nullptr, "dispatch interception requested but no Python handler is installed");
   nb::list ins;
   for (const Tensor& t : inputs) ins.append(wrap(t));
   nb::dict ad;
@@ -40,7 +40,7 @@ static TensorList python_intercept(const OpDef& op, const TensorList& inputs, co
 
 void init_dispatch(nb::module_& m) {
   m.def("_set_dispatch_handler", [](nb::object fn) {
-    g_handler = std::move(fn);
+    g_handler = fn.release();
     dispatch::set_intercept_hook(&python_intercept);
   });
   m.def("_mode_depth", []() { return dispatch::mode_depth(); });

@@ -48,6 +48,7 @@ struct ExternalOwner {
 };
 
 static void free_external(void*, void* ctx, size_t) {
+  if (!Py_IsInitialized() || _Py_IsFinalizing()) return;  // the interpreter frees the memory itself
   nb::gil_scoped_acquire gil;
   delete static_cast<ExternalOwner*>(ctx);
 }
@@ -109,7 +110,9 @@ void init_interop(nb::module_& m) {
     FLOW_TYPE_CHECK(nb::try_cast<nb::ndarray<>>(obj, arr), "from_dlpack: object does not support the DLPack protocol");
     return wrap(tensor_from_ndarray(arr, "from_dlpack"));
   });
-  m.def("_to_dlpack_array", [](const Tensor& t) { return to_ndarray(t).cast(); });
+  // An object with __dlpack__/__dlpack_device__ (versioned capsules on request); a bare ndarray<> would cast to a
+  // legacy capsule, which NumPy imports read-only.
+  m.def("_to_dlpack_array", [](const Tensor& t) { return nb::ndarray<nb::array_api>(to_ndarray(t)).cast(); });
 }
 
 }  // namespace flow::py

@@ -9,7 +9,7 @@
 namespace flow::py {
 
 static void release_py_class(void* cls) {
-  if (!Py_IsInitialized()) return;
+  if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
   nb::gil_scoped_acquire gil;
   Py_DECREF(static_cast<PyObject*>(cls));
 }
@@ -39,6 +39,7 @@ NB_MODULE(_C, m) {
   init_autograd(m);
   init_dispatch(m);
   init_interop(m);
+  init_random(m);
   m.def("get_num_threads", &get_num_threads);
   m.def("set_num_threads", &set_num_threads);
   m.def("cuda_is_built", &cuda_is_built);

@@ -15,7 +15,22 @@ namespace flow::py {
 
 PyTypeObject* g_base_type = nullptr;
 PyTypeObject* g_tensor_type = nullptr;
-static nb::object g_size_class;  // oneflow.Size
+static nb::handle g_size_class;  // oneflow.Size; owned, never released
+
+// Subclass instances keep their attributes in a dict owned by the TensorImpl: when the Python object dies
+// while C++ still holds the tensor (e.g. in the autograd graph), a new object gets the same attributes.
+static void share_dict(nb::handle o, TensorImpl* impl) {
+  if (impl->py_dict) {
+    if (PyObject_SetAttrString(o.ptr(), "__dict__", static_cast<PyObject*>(impl->py_dict)) != 0) PyErr_Clear();
+    return;
+  }
+  PyObject* d = PyObject_GetAttrString(o.ptr(), "__dict__");
+  if (!d) {
+    PyErr_Clear();
+    return;
+  }
+  impl->py_dict = d;  // new reference, released in ~TensorImpl
+}
 
 nb::object wrap(Tensor t) {
   if (!t.defined()) return nb::none();
@@ -28,6 +43,7 @@ nb::object wrap(Tensor t) {
   p->self = o.ptr();
   nb::inst_mark_ready(o);
   impl->pyobj = o.ptr();
+  if (impl->py_class) share_dict(o, impl);
   return o;
 }
 
@@ -66,7 +82,7 @@ Tensor to_tensor_arg(nb::handle o, const char* op, const char* arg) {
 static nb::object size_object(const Shape& s) {
   nb::object tup = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(s.size())));
   for (size_t i = 0; i < s.size(); ++i) PyTuple_SET_ITEM(tup.ptr(), i, PyLong_FromLongLong(s[i]));
-  return g_size_class ? g_size_class(tup) : tup;
+  return g_size_class.ptr() ? g_size_class(tup) : tup;
 }
 
 static const Tensor& self_t(nb::handle h) {
@@ -129,6 +145,8 @@ void init_tensor(nb::module_& m) {
         if (tp != g_tensor_type && tp != g_base_type && !other.impl()->py_class) {
           Py_INCREF(tp);
           other.impl()->py_class = tp;
+          other.impl()->py_handler = nb::hasattr(nb::handle(reinterpret_cast<PyObject*>(tp)), "__flow_dispatch__");
+          share_dict(self, other.impl());
         }
       })
       .def_prop_ro("shape", [](nb::handle h) { return size_object(self_t(h).sizes()); })
@@ -253,7 +271,9 @@ void init_tensor(nb::module_& m) {
         if (m.retains_grad) return;
         m.retains_grad = true;
         std::weak_ptr<TensorImpl> weak = t.impl_ptr();
-        m.grad_fn->add_pre_hook(m.output_nr, [weak](const Tensor& g) -> Tensor {
+        auto& rh = m.grad_fn->retain_hooks;
+        if (rh.size() <= m.output_nr) rh.resize(m.output_nr + 1);
+        rh[m.output_nr] = [weak](const Tensor& g) -> Tensor {
           if (auto impl = weak.lock()) {
             Tensor self(impl);
             auto& mm = self.autograd_meta();
@@ -261,7 +281,7 @@ void init_tensor(nb::module_& m) {
             else mm.grad = ops::add(mm.grad, g);
           }
           return Tensor();
-        });
+        };
       })
       .def_prop_ro("retains_grad", [](nb::handle h) {
         const Tensor& t = self_t(h);
@@ -286,7 +306,7 @@ void init_tensor(nb::module_& m) {
     Py_INCREF(tp.ptr());
     g_tensor_type = reinterpret_cast<PyTypeObject*>(tp.ptr());
   });
-  m.def("_set_size_class", [](nb::handle c) { g_size_class = nb::borrow(c); });
+  m.def("_set_size_class", [](nb::handle c) { g_size_class = c.inc_ref(); });
   // A tensor of class `cls` sharing `t`'s memory (Parameter and plain subclasses).
   m.def("_make_subclass", [](nb::handle cls, const Tensor& t, bool requires_grad) {
     Tensor d = detach(t);
@@ -315,6 +335,15 @@ void init_tensor(nb::module_& m) {
     return wrap(empty_strided(Shape(shape.begin(), shape.end()), Shape(stride.begin(), stride.end()), dtype_arg(dtype), device_arg(device)));
   }, nb::arg("shape"), nb::arg("stride"), nb::arg("dtype"), nb::arg("device").none() = nb::none());
   m.def("_wrapped_scalar", [](nb::handle v) { return wrap(to_tensor_arg(v, "scalar", "value")); });
+  m.def("_result_type", [](nb::handle seq) {
+    TensorList ts;
+    for (nb::handle e : nb::borrow<nb::sequence>(seq)) ts.push_back(to_tensor_arg(e, "result_type", "tensors"));
+    return dtype_object(result_type(ts));
+  });
+  m.def("_broadcast_shapes", [](std::vector<int64_t> a, std::vector<int64_t> b) {
+    Shape r = broadcast_shapes(Shape(a.begin(), a.end()), Shape(b.begin(), b.end()), "broadcast_shapes");
+    return std::vector<int64_t>(r.begin(), r.end());
+  });
   m.def("_copy_into", [](const Tensor& dst, const Tensor& src) { ops::copy_into(dst, src); });
 }
 

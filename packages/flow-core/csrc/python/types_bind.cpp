@@ -14,9 +14,9 @@ struct PyDevice {
   Device d;
 };
 
-static std::array<nb::object, kNumDTypes> g_dtypes;
+static std::array<nb::handle, kNumDTypes> g_dtypes;  // owned, never released
 
-nb::object dtype_object(DType d) { return g_dtypes[static_cast<int>(d)]; }
+nb::object dtype_object(DType d) { return nb::borrow(g_dtypes[static_cast<int>(d)]); }
 
 bool to_dtype(PyObject* o, DType& out) {
   if (!nb::inst_check(o)) return false;
@@ -126,7 +126,7 @@ void init_types(nb::module_& m) {
       .def("__hash__", [](const PyDType& d) { return static_cast<int>(d.d) + 1000; })
       .def("__reduce__", [](const PyDType& d) { return nb::make_tuple(nb::module_::import_("oneflow").attr("_dtype_from_name"), nb::make_tuple(std::string(dtype_name(d.d)))); });
   for (int i = 0; i < kNumDTypes; ++i) {
-    g_dtypes[i] = nb::cast(PyDType{static_cast<DType>(i)});
+    g_dtypes[i] = nb::cast(PyDType{static_cast<DType>(i)}).release();
     m.attr(dtype_name(static_cast<DType>(i))) = g_dtypes[i];
   }
   m.def("get_default_dtype", []() { return dtype_object(default_float_dtype()); });

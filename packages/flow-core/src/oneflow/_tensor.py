@@ -81,7 +81,8 @@ class Tensor(_C.TensorBase):
         return _C._to_numpy(t).tolist()
 
     def __dlpack__(self, stream=None, **kwargs):
-        return _C._to_dlpack_array(self.detach()).__dlpack__(**({"stream": stream} if stream is not None else {}))
+        """A DLPack capsule sharing this tensor's memory (``max_version``, ``dl_device``, ``copy`` as the standard)."""
+        return _C._to_dlpack_array(self.detach()).__dlpack__(stream=stream, **kwargs)
 
     def __dlpack_device__(self):
         return (1, 0)

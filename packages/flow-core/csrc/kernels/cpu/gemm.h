@@ -1,0 +1,23 @@
+// Dense matrix products on CPU. One entry point, `batched_gemm`, multiplies strided operands without
+// copying them where the strides describe a row- or column-major matrix (a transposed view costs nothing):
+//   C[b] = alpha * A[b] @ B[b] + beta * C[b]      (A: M x K, B: K x N, C: M x N)
+// float32 goes to oneDNN's sgemm, float64 to an own blocked OpenMP kernel, 16-bit floats through float32,
+// integers to simple loops.
+#pragma once
+#include <cstdint>
+
+#include "../../core/tensor.h"
+
+namespace flow {
+
+// A (batch x M x K), B (batch x K x N) of any strides (batch stride 0 = broadcast), C contiguous
+// (batch x M x N) of the same dtype. When beta == 0, C's previous contents are ignored (NaN included).
+void batched_gemm(const Tensor& A, const Tensor& B, const Tensor& C, double alpha, double beta);
+
+// Row-major single-precision GEMM entry (used by the convolution's im2col path as well).
+void sgemm_rowmajor(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                    const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+void dgemm_rowmajor(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
+                    const double* B, int64_t ldb, double beta, double* C, int64_t ldc);
+
+}  // namespace flow

@@ -1,0 +1,213 @@
+// float32 convolution through oneDNN. Our tensors are plain (ncw/nchw/ncdhw); the primitive picks its own
+// (blocked) layouts, and reorders move data in and out. Primitive creation takes milliseconds, so each
+// (direction, shapes, geometry) builds its primitive and reorders once and caches them.
+#include <memory>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
+#include <sstream>
+#include <unordered_map>
+
+#include "conv.h"
+
+namespace flow {
+namespace {
+
+using namespace dnnl;
+using dt = memory::data_type;
+
+engine& cpu_engine() {
+  static engine e(engine::kind::cpu, 0);
+  return e;
+}
+
+memory::format_tag plain_tag(size_t nd) {
+  switch (nd) {
+    case 3: return memory::format_tag::ncw;
+    case 4: return memory::format_tag::nchw;
+    default: return memory::format_tag::ncdhw;
+  }
+}
+memory::format_tag weight_tag(size_t nd, bool grouped) {
+  if (grouped) {
+    switch (nd) {
+      case 4: return memory::format_tag::goiw;
+      case 5: return memory::format_tag::goihw;
+      default: return memory::format_tag::goidhw;
+    }
+  }
+  return plain_tag(nd);  // oiw/oihw/oidhw share the tags' layouts
+}
+
+struct Geometry {
+  memory::dims src, wei, dst, stride, dil, pad_l, pad_r;
+  bool grouped = false;
+};
+
+// src: input sizes (N, C, spatial...), dst: output sizes; weight (O, I/g, k...) split into groups.
+Geometry geometry(const Shape& src, const Shape& wei, const Shape& dst, const ConvGeom& g) {
+  Geometry r;
+  r.src.assign(src.begin(), src.end());
+  r.dst.assign(dst.begin(), dst.end());
+  r.grouped = g.groups > 1;
+  if (r.grouped) {
+    r.wei.push_back(g.groups);
+    r.wei.push_back(wei[0] / g.groups);
+    r.wei.insert(r.wei.end(), wei.begin() + 1, wei.end());
+  } else {
+    r.wei.assign(wei.begin(), wei.end());
+  }
+  size_t ns = src.size() - 2;
+  for (size_t i = 0; i < ns; ++i) {
+    int64_t k = wei[2 + i];
+    r.stride.push_back(g.stride[i]);
+    r.dil.push_back(g.dilation[i] - 1);  // oneDNN counts the gaps
+    r.pad_l.push_back(g.padding[i]);
+    r.pad_r.push_back((dst[2 + i] - 1) * g.stride[i] + (k - 1) * g.dilation[i] + 1 - src[2 + i] - g.padding[i]);
+  }
+  return r;
+}
+
+// A primitive plus the reorders between our plain buffers and its chosen layouts (one per argument).
+struct Cached {
+  primitive prim;
+  struct Arg {
+    int id;
+    memory::desc user, inner;
+    std::optional<reorder> to_inner, to_user;  // input args use to_inner, the output arg to_user
+  };
+  std::vector<Arg> args;  // inputs first, then the output (last)
+};
+
+std::mutex g_mu;
+std::unordered_map<std::string, std::shared_ptr<Cached>> g_cache;
+
+std::string key_of(int kind, const Geometry& g, bool bias) {
+  std::ostringstream os;
+  os << kind << '|' << bias;
+  for (auto* v : {&g.src, &g.wei, &g.dst, &g.stride, &g.dil, &g.pad_l, &g.pad_r}) {
+    os << '|';
+    for (auto x : *v) os << x << ',';
+  }
+  return os.str();
+}
+
+Cached::Arg make_arg(int id, const memory::desc& user, const memory::desc& inner, bool is_output) {
+  Cached::Arg a{id, user, inner, std::nullopt, std::nullopt};
+  if (user != inner) {
+    engine& e = cpu_engine();
+    if (is_output) a.to_user = reorder(reorder::primitive_desc(e, inner, e, user));
+    else a.to_inner = reorder(reorder::primitive_desc(e, user, e, inner));
+  }
+  return a;
+}
+
+template <typename Build>
+std::shared_ptr<Cached> get_or_build(const std::string& key, Build&& build) {
+  {
+    std::lock_guard<std::mutex> l(g_mu);
+    auto it = g_cache.find(key);
+    if (it != g_cache.end()) return it->second;
+  }
+  std::shared_ptr<Cached> c = build();
+  std::lock_guard<std::mutex> l(g_mu);
+  if (g_cache.size() > 512) g_cache.clear();  // bound memory on shape-churning workloads
+  g_cache.emplace(key, c);
+  return c;
+}
+
+// Run `c` on user buffers (aligned with c->args), reordering where layouts differ.
+void execute(const Cached& c, const std::vector<void*>& bufs) {
+  engine& e = cpu_engine();
+  stream s(e);
+  std::unordered_map<int, memory> exec_args;
+  std::vector<std::pair<const Cached::Arg*, std::pair<memory, memory>>> outs;
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    const auto& a = c.args[i];
+    memory user(a.user, e, bufs[i]);
+    if (a.to_inner) {
+      memory inner(a.inner, e);
+      a.to_inner->execute(s, user, inner);
+      exec_args.emplace(a.id, inner);
+    } else if (a.to_user) {
+      memory inner(a.inner, e);
+      exec_args.emplace(a.id, inner);
+      outs.push_back({&a, {inner, user}});
+    } else {
+      exec_args.emplace(a.id, user);
+    }
+  }
+  c.prim.execute(s, exec_args);
+  for (auto& [a, mems] : outs) a->to_user->execute(s, mems.first, mems.second);
+  s.wait();
+}
+
+memory::desc any_md(const memory::dims& d) { return memory::desc(d, dt::f32, memory::format_tag::any); }
+memory::desc plain_md(const memory::dims& d) { return memory::desc(d, dt::f32, plain_tag(d.size())); }
+memory::desc wei_md(const Geometry& g) { return memory::desc(g.wei, dt::f32, weight_tag(g.wei.size(), g.grouped)); }
+
+convolution_forward::primitive_desc fwd_pd(const Geometry& g, bool bias, prop_kind pk) {
+  engine& e = cpu_engine();
+  memory::desc bmd = bias ? memory::desc({g.dst[1]}, dt::f32, memory::format_tag::x) : memory::desc();
+  return convolution_forward::primitive_desc(e, pk, algorithm::convolution_direct, any_md(g.src), any_md(g.wei),
+                                             bmd, any_md(g.dst), g.stride, g.dil, g.pad_l, g.pad_r);
+}
+
+}  // namespace
+
+void onednn_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const ConvGeom& cg) {
+  Geometry g = geometry(x.sizes(), w.sizes(), y.sizes(), cg);
+  bool bias = b.defined();
+  auto c = get_or_build(key_of(0, g, bias), [&] {
+    auto pd = fwd_pd(g, bias, prop_kind::forward_inference);
+    auto r = std::make_shared<Cached>();
+    r->prim = convolution_forward(pd);
+    r->args.push_back(make_arg(DNNL_ARG_SRC, plain_md(g.src), pd.src_desc(), false));
+    r->args.push_back(make_arg(DNNL_ARG_WEIGHTS, wei_md(g), pd.weights_desc(), false));
+    if (bias) r->args.push_back(make_arg(DNNL_ARG_BIAS, pd.bias_desc(), pd.bias_desc(), false));
+    r->args.push_back(make_arg(DNNL_ARG_DST, plain_md(g.dst), pd.dst_desc(), true));
+    return r;
+  });
+  std::vector<void*> bufs{x.raw_data(), w.raw_data()};
+  if (bias) bufs.push_back(b.raw_data());
+  bufs.push_back(y.raw_data());
+  execute(*c, bufs);
+}
+
+void onednn_conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvGeom& cg) {
+  Geometry g = geometry(gx.sizes(), w.sizes(), gy.sizes(), cg);
+  auto c = get_or_build(key_of(1, g, false), [&] {
+    engine& e = cpu_engine();
+    auto hint = fwd_pd(g, false, prop_kind::forward_training);
+    auto pd = convolution_backward_data::primitive_desc(e, algorithm::convolution_direct, any_md(g.src),
+                                                        any_md(g.wei), any_md(g.dst), g.stride, g.dil, g.pad_l,
+                                                        g.pad_r, hint);
+    auto r = std::make_shared<Cached>();
+    r->prim = convolution_backward_data(pd);
+    r->args.push_back(make_arg(DNNL_ARG_DIFF_DST, plain_md(g.dst), pd.diff_dst_desc(), false));
+    r->args.push_back(make_arg(DNNL_ARG_WEIGHTS, wei_md(g), pd.weights_desc(), false));
+    r->args.push_back(make_arg(DNNL_ARG_DIFF_SRC, plain_md(g.src), pd.diff_src_desc(), true));
+    return r;
+  });
+  execute(*c, {gy.raw_data(), w.raw_data(), gx.raw_data()});
+}
+
+void onednn_conv_backward_weight(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvGeom& cg) {
+  Geometry g = geometry(x.sizes(), gw.sizes(), gy.sizes(), cg);
+  auto c = get_or_build(key_of(2, g, false), [&] {
+    engine& e = cpu_engine();
+    auto hint = fwd_pd(g, false, prop_kind::forward_training);
+    auto pd = convolution_backward_weights::primitive_desc(e, algorithm::convolution_direct, any_md(g.src),
+                                                           any_md(g.wei), any_md(g.dst), g.stride, g.dil,
+                                                           g.pad_l, g.pad_r, hint);
+    auto r = std::make_shared<Cached>();
+    r->prim = convolution_backward_weights(pd);
+    r->args.push_back(make_arg(DNNL_ARG_DIFF_DST, plain_md(g.dst), pd.diff_dst_desc(), false));
+    r->args.push_back(make_arg(DNNL_ARG_SRC, plain_md(g.src), pd.src_desc(), false));
+    r->args.push_back(make_arg(DNNL_ARG_DIFF_WEIGHTS, wei_md(g), pd.diff_weights_desc(), true));
+    return r;
+  });
+  execute(*c, {gy.raw_data(), x.raw_data(), gw.raw_data()});
+}
+
+}  // namespace flow

@@ -1,0 +1,107 @@
+// Helpers shared by the binary family's files (binary_math.cpp, compare.cpp, ternary.cpp): PyTorch-style
+// dtype errors, reading wrapped Python numbers, the integer zero-division flag, and small op wrappers used by
+// backward formulas.
+#pragma once
+#include <atomic>
+
+#include "elementwise.h"
+
+namespace flow::binary {
+
+// PyTorch's names for dtypes in "not implemented for 'Long'" messages.
+inline const char* torch_type_name(DType t) {
+  switch (t) {
+    case DType::Bool: return "Bool";
+    case DType::UInt8: return "Byte";
+    case DType::Int8: return "Char";
+    case DType::Int16: return "Short";
+    case DType::Int32: return "Int";
+    case DType::Int64: return "Long";
+    case DType::Float16: return "Half";
+    case DType::BFloat16: return "BFloat16";
+    case DType::Float32: return "Float";
+    case DType::Float64: return "Double";
+  }
+  return "?";
+}
+
+[[noreturn]] inline void not_implemented(const char* kernel, DType t) {
+  fail(ErrorKind::NotImplemented, "\"", kernel, "\" not implemented for '", torch_type_name(t), "'");
+}
+
+inline bool is_wrapped(const Tensor& t) { return t.defined() && t.impl()->is_wrapped_number; }
+
+// The value of a one-element tensor as a Scalar (bool, int or float kept apart).
+inline Scalar scalar_value(const Tensor& t) {
+  FLOW_RUNTIME_CHECK(t.numel() == 1, "expected a one-element tensor");
+  return dispatch_all(t.dtype(), "scalar_value", [&](auto tag) -> Scalar {
+    using T = typename decltype(tag)::type;
+    T v = *t.data<T>();
+    if constexpr (std::is_same_v<T, bool>) return Scalar(v);
+    else if constexpr (std::is_integral_v<T>) return Scalar(static_cast<int64_t>(v));
+    else return Scalar(static_cast<double>(static_cast<acc_t<T>>(v)));
+  });
+}
+
+// result_type, lifted to the default float dtype for integral/bool results (atan2, xlogy, ...).
+inline DType float_result_type(const TensorList& in) {
+  DType d = result_type(in);
+  return is_floating(d) ? d : default_float_dtype();
+}
+
+// binary_loop (loops.h) with `omp simd` on the contiguous and scalar-broadcast runs: our -O2 build only
+// vectorises loops the cheap cost model accepts, and selects/NaN checks (maximum, comparisons) miss it.
+template <typename Out, typename In, typename F>
+void binary_loop_simd(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+  using A = acc_t<In>;
+  for_each_element<3>({&out, &a, &b}, out.sizes(), [f](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t n) {
+    Out* o = reinterpret_cast<Out*>(p[0]);
+    const In* x = reinterpret_cast<const In*>(p[1]);
+    const In* y = reinterpret_cast<const In*>(p[2]);
+    constexpr int64_t zo = sizeof(Out), zi = sizeof(In);
+    if (s[0] == zo && s[1] == zi && s[2] == zi) {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Out>(f(static_cast<A>(x[i]), static_cast<A>(y[i])));
+    } else if (s[0] == zo && s[1] == zi && s[2] == 0) {
+      const A yv = static_cast<A>(*y);
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Out>(f(static_cast<A>(x[i]), yv));
+    } else if (s[0] == zo && s[1] == 0 && s[2] == zi) {
+      const A xv = static_cast<A>(*x);
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Out>(f(xv, static_cast<A>(y[i])));
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<Out*>(p[0] + i * s[0]) =
+            static_cast<Out>(f(static_cast<A>(*reinterpret_cast<const In*>(p[1] + i * s[1])),
+                               static_cast<A>(*reinterpret_cast<const In*>(p[2] + i * s[2]))));
+    }
+  });
+}
+
+// Whether an integral tensor holds a zero (checked before integer division so that nothing is written when
+// the op raises, in-place variants included).
+inline bool any_zero(const Tensor& b) {
+  if (!is_integral(b.dtype(), true)) return false;
+  return dispatch_integral(b.dtype(), "any_zero", [&](auto tag) -> bool {
+    using T = typename decltype(tag)::type;
+    std::atomic<bool> z{false};
+    for_each_element<1>({&b}, b.sizes(), [&z](std::array<char*, 1> p, std::array<int64_t, 1> s, int64_t n) {
+      for (int64_t i = 0; i < n; ++i)
+        if (*reinterpret_cast<const T*>(p[0] + i * s[0]) == T(0)) {
+          z.store(true, std::memory_order_relaxed);
+          return;
+        }
+    });
+    return z.load();
+  });
+}
+
+// ---- wrappers for backward formulas (all differentiable, through the dispatcher) ----------------------
+inline Tensor call2(const char* op, const Tensor& a, const Tensor& b) { return ops::call1(op, {a, b}); }
+// A 0-dim zero of g's dtype (not a wrapped number, so it never changes the result dtype of a where).
+inline Tensor zero_of(const Tensor& g) { return ops::scalar_tensor(Scalar(int64_t(0)), g.dtype(), g.device()); }
+inline Tensor where0(const Tensor& cond, const Tensor& g) { return ops::where(cond, g, zero_of(g)); }
+inline Tensor where0_else(const Tensor& cond, const Tensor& g) { return ops::where(cond, zero_of(g), g); }
+
+}  // namespace flow::binary

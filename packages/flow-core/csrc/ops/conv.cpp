@@ -1,0 +1,205 @@
+// Convolution (1-D/2-D/3-D, grouped, transposed) and its two gradient ops. Transposed convolution is the
+// input-gradient of a convolution, so three kernels (forward, backward-data, backward-weight) serve all,
+// and the gradient ops' own backwards are again those three (double backward works).
+#include "../kernels/cpu/conv.h"
+
+#include "functions.h"
+
+namespace flow {
+namespace {
+
+std::vector<int64_t> expand_param(const std::vector<int64_t>& v, size_t ns, const char* name) {
+  if (v.size() == ns) return v;
+  FLOW_RUNTIME_CHECK(v.size() == 1, "expected ", name, " to be a single integer value or a list of ", ns,
+                     " values to match the convolution dimensions, but got ", name, "=", shape_str(v));
+  return std::vector<int64_t>(ns, v[0]);
+}
+
+// attrs from position k: stride, padding, dilation; groups at position kg
+ConvGeom geom_from(const Attrs& a, size_t ns, int ks, int kg) {
+  ConvGeom g;
+  g.stride = expand_param(a.ints(ks), ns, "stride");
+  g.padding = expand_param(a.ints(ks + 1), ns, "padding");
+  g.dilation = expand_param(a.ints(ks + 2), ns, "dilation");
+  g.groups = a.i(kg);
+  for (size_t i = 0; i < ns; ++i) {
+    FLOW_RUNTIME_CHECK(g.stride[i] > 0, "non-positive stride is not supported");
+    FLOW_RUNTIME_CHECK(g.padding[i] >= 0, "negative padding is not supported");
+    FLOW_RUNTIME_CHECK(g.dilation[i] > 0, "dilation should be greater than zero");
+  }
+  FLOW_RUNTIME_CHECK(g.groups > 0, "non-positive groups is not supported");
+  return g;
+}
+
+std::vector<int64_t> to_vec(const Shape& s) { return std::vector<int64_t>(s.begin(), s.end()); }
+
+// convolution(input, weight, bias?, stride, padding, dilation, transposed, output_padding, groups)
+struct ConvArgs {
+  ConvGeom g;
+  bool transposed;
+  std::vector<int64_t> output_padding;
+  Shape out;
+};
+
+ConvArgs check_conv(const TensorList& in, const Attrs& a) {
+  const Tensor &x = in[0], &w = in[1], &b = in[2];
+  FLOW_RUNTIME_CHECK(w.dim() >= 3 && w.dim() <= 5, "convolution: weight should have 3 to 5 dimensions, got ", w.dim());
+  FLOW_RUNTIME_CHECK(x.dim() == w.dim(), "Expected ", w.dim(), "-dimensional input for ", w.dim(),
+                     "-dimensional weight ", shape_str(w.sizes()), ", but got ", x.dim(), "-dimensional input of size ",
+                     shape_str(x.sizes()), " instead");
+  size_t ns = static_cast<size_t>(w.dim() - 2);
+  ConvArgs r;
+  r.g = geom_from(a, ns, 0, 5);
+  r.transposed = a.b(3);
+  r.output_padding = expand_param(a.ints(4), ns, "output_padding");
+  FLOW_RUNTIME_CHECK(x.dtype() == w.dtype(), "Input type (", dtype_name(x.dtype()), ") and weight type (",
+                     dtype_name(w.dtype()), ") should be the same");
+  FLOW_RUNTIME_CHECK(!b.defined() || b.dtype() == w.dtype(), "Input type (", dtype_name(x.dtype()),
+                     ") and bias type (", dtype_name(b.dtype()), ") should be the same");
+  int64_t G = r.g.groups;
+  int64_t out_ch;
+  if (!r.transposed) {
+    FLOW_RUNTIME_CHECK(w.size(0) % G == 0, "Given groups=", G, ", expected weight to be divisible by ", G,
+                       " at dimension 0, but got weight of size ", shape_str(w.sizes()), " instead");
+    FLOW_RUNTIME_CHECK(x.size(1) == w.size(1) * G, "Given groups=", G, ", weight of size ", shape_str(w.sizes()),
+                       ", expected input", shape_str(x.sizes()), " to have ", w.size(1) * G,
+                       " channels, but got ", x.size(1), " channels instead");
+    out_ch = w.size(0);
+  } else {
+    FLOW_RUNTIME_CHECK(x.size(1) == w.size(0), "Given transposed=1, weight of size ", shape_str(w.sizes()),
+                       ", expected input", shape_str(x.sizes()), " to have ", w.size(0), " channels, but got ",
+                       x.size(1), " channels instead");
+    FLOW_RUNTIME_CHECK(w.size(0) % G == 0, "Given groups=", G, ", expected weight to be divisible by ", G,
+                       " at dimension 0, but got weight of size ", shape_str(w.sizes()), " instead");
+    out_ch = w.size(1) * G;
+  }
+  FLOW_RUNTIME_CHECK(!b.defined() || (b.dim() == 1 && b.size(0) == out_ch), "Given weight of size ",
+                     shape_str(w.sizes()), ", expected bias to be 1-dimensional with ", out_ch,
+                     " elements, but got bias of size ", shape_str(b.sizes()), " instead");
+  r.out = {x.size(0), out_ch};
+  Shape in_sp, out_sp;
+  bool ok = true;
+  for (size_t i = 0; i < ns; ++i) {
+    int64_t k = w.size(2 + i), s = r.g.stride[i], p = r.g.padding[i], d = r.g.dilation[i], n = x.size(2 + i);
+    int64_t o;
+    if (!r.transposed) {
+      int64_t eff = d * (k - 1) + 1;
+      FLOW_RUNTIME_CHECK(n + 2 * p >= eff, "Calculated padded input size per channel: (", n + 2 * p,
+                         "). Kernel size: (", eff, "). Kernel size can't be greater than actual input size");
+      o = (n + 2 * p - eff) / s + 1;
+    } else {
+      int64_t op = r.output_padding[i];
+      FLOW_RUNTIME_CHECK(op < s || op < d, "output padding must be smaller than either stride or dilation, but got "
+                         "output_padding=", op, " stride=", s, " dilation=", d);
+      o = (n - 1) * s - 2 * p + d * (k - 1) + op + 1;
+    }
+    ok = ok && o > 0;
+    in_sp.push_back(n);
+    out_sp.push_back(o);
+    r.out.push_back(o);
+  }
+  FLOW_RUNTIME_CHECK(ok, "Given input size per channel: ", shape_str(in_sp), ". Calculated output size per channel: ",
+                     shape_str(out_sp), ". Output size is too small");
+  return r;
+}
+
+void add_bias(const Tensor& y, const Tensor& b) {
+  Shape st(y.dim(), 0);
+  st[1] = b.stride(0);
+  Tensor bv = make_view(b, y.sizes(), st, b.offset());
+  ops::copy_into(y, ops::call1("add", {y, bv}));
+}
+
+std::vector<int64_t> bias_dims(int64_t nd) {
+  std::vector<int64_t> d{0};
+  for (int64_t i = 2; i < nd; ++i) d.push_back(i);
+  return d;
+}
+
+// Attribute lists for the gradient ops: (sizes, stride, padding, dilation, groups)
+std::vector<AttrValue> grad_attrs(const Shape& sizes, const ConvGeom& g) {
+  return {to_vec(sizes), g.stride, g.padding, g.dilation, g.groups};
+}
+Tensor conv_plain(const Tensor& x, const Tensor& w, const ConvGeom& g) {
+  return ops::call1("convolution", {x, w, Tensor()},
+                    {g.stride, g.padding, g.dilation, false, std::vector<int64_t>{0}, g.groups});
+}
+Tensor grad_input(const Tensor& gy, const Tensor& w, const Shape& in_sizes, const ConvGeom& g) {
+  return ops::call1("convolution_backward_input", {gy, w}, grad_attrs(in_sizes, g));
+}
+Tensor grad_weight(const Tensor& gy, const Tensor& x, const Shape& w_sizes, const ConvGeom& g) {
+  return ops::call1("convolution_backward_weight", {gy, x}, grad_attrs(w_sizes, g));
+}
+
+ConvGeom helper_geom(const Attrs& a, size_t ns) { return geom_from(a, ns, 1, 4); }
+
+}  // namespace
+
+FLOW_OP(convolution)
+    .schema("convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, "
+            "bool transposed, int[] output_padding, int groups) -> Tensor")
+    .traits(kConvolution)
+    .meta([](const TensorList& in, const Attrs& a) {
+      ConvArgs r = check_conv(in, a);
+      return std::vector<TensorMeta>{{r.out, in[0].dtype(), common_device(in, "convolution")}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      ConvArgs r = check_conv(in, a);
+      if (!r.transposed) {
+        conv_forward(in[0], in[1], in[2], out[0], r.g);
+      } else {
+        conv_backward_data(in[0], in[1], out[0], r.g);
+        if (in[2].defined() && out[0].numel() > 0) add_bias(out[0], in[2]);
+      }
+    })
+    .save_inputs({0, 1})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      ConvArgs r = check_conv({c.input(0), c.input(1), Tensor()}, c.attrs);
+      const Tensor &x = c.input(0), &w = c.input(1), &gy = g[0];
+      Tensor gx, gw, gb;
+      if (!r.transposed) {
+        if (c.needs(0)) gx = grad_input(gy, w, x.sizes(), r.g);
+        if (c.needs(1)) gw = grad_weight(gy, x, w.sizes(), r.g);
+      } else {
+        if (c.needs(0)) gx = conv_plain(gy, w, r.g);
+        if (c.needs(1)) gw = grad_weight(x, gy, w.sizes(), r.g);
+      }
+      if (c.needs(2)) gb = ops::sum(gy, bias_dims(gy.dim()));
+      return {gx, gw, gb};
+    });
+
+FLOW_OP(convolution_backward_input)
+    .schema("convolution_backward_input(Tensor grad, Tensor weight, int[] input_sizes, int[] stride, int[] padding, "
+            "int[] dilation, int groups) -> Tensor")
+    .traits(kConvolution | kBackwardHelper)
+    .meta([](const TensorList& in, const Attrs& a) {
+      return std::vector<TensorMeta>{{Shape(a.ints(0).begin(), a.ints(0).end()), in[0].dtype(), in[0].device()}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      conv_backward_data(in[0], in[1], out[0], helper_geom(a, in[1].dim() - 2));
+    })
+    .save_inputs({0, 1})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      ConvGeom geo = helper_geom(c.attrs, c.input(1).dim() - 2);
+      return {c.needs(0) ? conv_plain(g[0], c.input(1), geo) : Tensor(),
+              c.needs(1) ? grad_weight(c.input(0), g[0], c.input(1).sizes(), geo) : Tensor()};
+    });
+
+FLOW_OP(convolution_backward_weight)
+    .schema("convolution_backward_weight(Tensor grad, Tensor input, int[] weight_sizes, int[] stride, int[] padding, "
+            "int[] dilation, int groups) -> Tensor")
+    .traits(kConvolution | kBackwardHelper)
+    .meta([](const TensorList& in, const Attrs& a) {
+      return std::vector<TensorMeta>{{Shape(a.ints(0).begin(), a.ints(0).end()), in[0].dtype(), in[0].device()}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      conv_backward_weight(in[0], in[1], out[0], helper_geom(a, in[1].dim() - 2));
+    })
+    .save_inputs({0, 1})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      ConvGeom geo = helper_geom(c.attrs, c.input(1).dim() - 2);
+      return {c.needs(0) ? conv_plain(c.input(1), g[0], geo) : Tensor(),
+              c.needs(1) ? grad_input(c.input(0), g[0], c.input(1).sizes(), geo) : Tensor()};
+    });
+
+}  // namespace flow

@@ -1,0 +1,161 @@
+// Range-like creation ops computed in C++ (trait kCreation): arange, linspace, logspace, eye. Values follow
+// PyTorch's CPU kernels (accumulate type, the two-sided linspace formula) so results match element for element
+// where the arithmetic allows. Filled tensors (zeros/ones/full) are empty + fill_ (copy.cpp).
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "../kernels/cpu/parallel.h"
+#include "functions.h"
+
+namespace flow {
+namespace {
+
+// arange's dtype without dtype=: default float if any bound or the step is a float, else int64.
+DType arange_dtype(const Attrs& a) {
+  if (auto d = a.opt_dtype(3)) return *d;
+  return (a.s(0).is_float() || a.s(1).is_float() || a.s(2).is_float()) ? default_float_dtype() : DType::Int64;
+}
+
+// The checks and the length of arange in PyTorch's arithmetic: int64 results use integer bounds, others double.
+int64_t arange_size(const Attrs& a, DType dt) {
+  Scalar start = a.s(0), end = a.s(1), step = a.s(2);
+  double size_d;
+  if (is_floating(dt)) {
+    double xs = start.to_double(), xe = end.to_double(), st = step.to_double();
+    FLOW_RUNTIME_CHECK(st != 0.0 && !std::isnan(st), "arange: step must be nonzero");
+    FLOW_RUNTIME_CHECK(std::isfinite(xs) && std::isfinite(xe), "arange: unsupported range: ", xs, " -> ", xe);
+    FLOW_RUNTIME_CHECK((st > 0 && xe >= xs) || (st < 0 && xe <= xs),
+                       "arange: upper bound and lower bound inconsistent with step sign");
+    size_d = std::ceil((xe - xs) / st);
+  } else {
+    FLOW_RUNTIME_CHECK(std::isfinite(start.to_double()) && std::isfinite(end.to_double()),
+                       "arange: unsupported range: ", start.to_double(), " -> ", end.to_double());
+    int64_t xs = start.to_int(), xe = end.to_int(), st = step.to_int();
+    FLOW_RUNTIME_CHECK(st != 0, "arange: step must be nonzero");
+    FLOW_RUNTIME_CHECK((st > 0 && xe >= xs) || (st < 0 && xe <= xs),
+                       "arange: upper bound and lower bound inconsistent with step sign");
+    if (dt == DType::Int64) size_d = std::ceil(static_cast<double>(xe - xs) / static_cast<double>(st));
+    else size_d = std::ceil((end.to_double() - start.to_double()) / step.to_double());
+  }
+  FLOW_RUNTIME_CHECK(size_d >= 0 && size_d <= static_cast<double>(std::numeric_limits<int64_t>::max()),
+                     "arange: invalid size, possible overflow?");
+  return static_cast<int64_t>(size_d);
+}
+
+DType float_or(const Attrs& a, int k) { return a.opt_dtype(k).value_or(default_float_dtype()); }
+
+int64_t check_steps(int64_t steps, const char* op) {
+  FLOW_RUNTIME_CHECK(steps >= 0, op, ": number of steps must be non-negative");
+  return steps;
+}
+
+// f(i) for i in [0, n), written to a contiguous T output in parallel.
+template <typename T, typename F>
+void generate(const Tensor& out, F&& f) {
+  T* p = out.data<T>();
+  parallel_for(out.numel(), kParallelGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) p[i] = f(i);
+  });
+}
+
+}  // namespace
+
+FLOW_OP(arange)
+    .schema("arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None) -> Tensor")
+    .traits(kCreation | kNonDifferentiable)
+    .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
+      DType dt = arange_dtype(a);
+      FLOW_RUNTIME_CHECK(dt != DType::Bool, "arange: not implemented for 'bool'");
+      return {{Shape{arange_size(a, dt)}, dt, Device{}}};
+    })
+    .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
+      dispatch_numeric(out[0].dtype(), "arange", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_integral_v<T>) {
+          int64_t s = a.s(0).to_int(), st = a.s(2).to_int();
+          generate<T>(out[0], [&](int64_t i) { return static_cast<T>(s + st * i); });
+        } else {
+          using A = std::conditional_t<std::is_same_v<acc_t<T>, float> && !std::is_same_v<T, float>, float, double>;
+          A s = static_cast<A>(a.s(0).to_double()), st = static_cast<A>(a.s(2).to_double());
+          generate<T>(out[0], [&](int64_t i) { return static_cast<T>(s + st * static_cast<A>(i)); });
+        }
+      });
+    });
+
+FLOW_OP(linspace)
+    .schema("linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None) -> Tensor")
+    .traits(kCreation | kNonDifferentiable)
+    .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
+      return {{Shape{check_steps(a.i(2), "linspace")}, float_or(a, 3), Device{}}};
+    })
+    .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
+      const int64_t steps = a.i(2);
+      if (steps == 0) return;
+      dispatch_numeric(out[0].dtype(), "linspace", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using A = std::conditional_t<std::is_integral_v<T>, double, acc_t<T>>;  // PyTorch's step type
+        const A start = static_cast<A>(a.s(0).template to<T>()), end = static_cast<A>(a.s(1).template to<T>());
+        if (steps == 1) {
+          out[0].data<T>()[0] = static_cast<T>(start);
+          return;
+        }
+        const A step = (end - start) / static_cast<A>(steps - 1);
+        const int64_t half = steps / 2;
+        generate<T>(out[0], [&](int64_t i) {
+          return static_cast<T>(i < half ? start + step * static_cast<A>(i)
+                                         : end - step * static_cast<A>(steps - i - 1));
+        });
+      });
+    });
+
+FLOW_OP(logspace)
+    .schema("logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None) -> Tensor")
+    .traits(kCreation | kNonDifferentiable)
+    .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
+      return {{Shape{check_steps(a.i(2), "logspace")}, float_or(a, 4), Device{}}};
+    })
+    .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
+      const int64_t steps = a.i(2);
+      const double base = a.f(3);
+      if (steps == 0) return;
+      dispatch_numeric(out[0].dtype(), "logspace", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if (steps == 1) {
+          out[0].data<T>()[0] = static_cast<T>(std::pow(base, a.s(0).to_double()));
+          return;
+        }
+        using A = std::conditional_t<std::is_integral_v<T>, double, acc_t<T>>;
+        const A start = static_cast<A>(a.s(0).template to<T>()), end = static_cast<A>(a.s(1).template to<T>());
+        const A b = static_cast<A>(static_cast<T>(base));
+        const A step = (end - start) / static_cast<A>(steps - 1);
+        const int64_t half = steps / 2;
+        generate<T>(out[0], [&](int64_t i) {
+          return static_cast<T>(std::pow(b, i < half ? start + step * static_cast<A>(i)
+                                                     : end - step * static_cast<A>(steps - i - 1)));
+        });
+      });
+    });
+
+FLOW_OP(eye)
+    .schema("eye(int n, int? m=None, *, ScalarType? dtype=None) -> Tensor")
+    .traits(kCreation | kNonDifferentiable)
+    .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
+      int64_t n = a.i(0), m = a.opt_i(1).value_or(n);
+      FLOW_RUNTIME_CHECK(n >= 0, "eye: n must be greater or equal to 0, got ", n);
+      FLOW_RUNTIME_CHECK(m >= 0, "eye: m must be greater or equal to 0, got ", m);
+      return {{Shape{n, m}, float_or(a, 2), Device{}}};
+    })
+    .cpu_out([](const TensorList&, const TensorList& out, const Attrs&) {
+      const Tensor& o = out[0];
+      if (o.numel() == 0) return;
+      std::memset(o.raw_data(), 0, o.numel() * o.itemsize());
+      const int64_t n = o.size(0), m = o.size(1), k = std::min(n, m);
+      dispatch_all(o.dtype(), "eye", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T* p = o.data<T>();
+        for (int64_t i = 0; i < k; ++i) p[i * (m + 1)] = static_cast<T>(1);
+      });
+    });
+
+}  // namespace flow

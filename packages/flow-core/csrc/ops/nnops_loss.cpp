@@ -1,0 +1,278 @@
+// Pointwise losses (mse, l1, smooth_l1, huber, binary_cross_entropy[_with_logits], kl_div): one fused
+// forward kernel per loss (elementwise loss + reduction accumulated in double) and one shared fused
+// backward helper producing the gradients for input and target together.
+#include <cmath>
+
+#include "../kernels/cpu/loops.h"
+#include "nnops_util.h"
+
+namespace flow {
+namespace {
+
+using nn::Reduction;
+
+enum class Kind { Mse, L1, SmoothL1, Huber, Bce, BceLogits, KlDiv, KlDivLog };
+
+Kind kind_of(const std::string& s) {
+  if (s == "mse") return Kind::Mse;
+  if (s == "l1") return Kind::L1;
+  if (s == "smooth_l1") return Kind::SmoothL1;
+  if (s == "huber") return Kind::Huber;
+  if (s == "bce") return Kind::Bce;
+  if (s == "bce_logits") return Kind::BceLogits;
+  if (s == "kl_div") return Kind::KlDiv;
+  if (s == "kl_div_log") return Kind::KlDivLog;
+  fail(ErrorKind::Value, "unknown pointwise loss '", s, "'");
+}
+
+template <typename A>
+A sgn(A v) { return static_cast<A>((v > A(0)) - (v < A(0))); }
+
+// Elementwise loss and its partials d/dx, d/dt (w: weight, pw: pos_weight, p: beta/delta).
+template <Kind K, typename A>
+struct Loss {
+  static A value(A x, A t, A w, A pw, A p) {
+    if constexpr (K == Kind::Mse) return (x - t) * (x - t);
+    else if constexpr (K == Kind::L1) return std::abs(x - t);
+    else if constexpr (K == Kind::SmoothL1) {
+      A z = std::abs(x - t);
+      return z < p ? A(0.5) * z * z / p : z - A(0.5) * p;
+    } else if constexpr (K == Kind::Huber) {
+      A z = std::abs(x - t);
+      return z < p ? A(0.5) * z * z : p * (z - A(0.5) * p);
+    } else if constexpr (K == Kind::Bce) {
+      A lx = std::max(std::log(x), A(-100)), l1x = std::max(std::log1p(-x), A(-100));
+      return -w * (t * lx + (A(1) - t) * l1x);
+    } else if constexpr (K == Kind::BceLogits) {
+      A mx = std::max(-x, A(0));
+      A lw = (pw - A(1)) * t + A(1);
+      return w * ((A(1) - t) * x + lw * (std::log(std::exp(-mx) + std::exp(-x - mx)) + mx));
+    } else if constexpr (K == Kind::KlDiv) {
+      A xlogy = t == A(0) ? A(0) : t * std::log(t);
+      return xlogy - t * x;
+    } else {
+      return std::exp(t) * (t - x);
+    }
+  }
+  static void grads(A x, A t, A w, A pw, A p, A& dx, A& dt) {
+    if constexpr (K == Kind::Mse) {
+      dx = A(2) * (x - t), dt = -dx;
+    } else if constexpr (K == Kind::L1) {
+      dx = sgn(x - t), dt = -dx;
+    } else if constexpr (K == Kind::SmoothL1) {
+      A z = x - t;
+      dx = z < -p ? A(-1) : z > p ? A(1) : z / p;
+      dt = -dx;
+    } else if constexpr (K == Kind::Huber) {
+      A z = x - t;
+      dx = z <= -p ? -p : z >= p ? p : z;
+      dt = -dx;
+    } else if constexpr (K == Kind::Bce) {
+      dx = w * (x - t) / std::max((A(1) - x) * x, A(1e-12));
+      dt = w * (std::max(std::log1p(-x), A(-100)) - std::max(std::log(x), A(-100)));
+    } else if constexpr (K == Kind::BceLogits) {
+      A sig = A(1) / (A(1) + std::exp(-x));
+      A pt = pw * t;
+      dx = w * ((pt + A(1) - t) * sig - pt);
+      A mx = std::max(-x, A(0));
+      A sp = std::log(std::exp(-mx) + std::exp(-x - mx)) + mx;  // softplus(-x)
+      dt = w * (-x + (pw - A(1)) * sp);
+    } else if constexpr (K == Kind::KlDiv) {
+      dx = -t;
+      // as torch's xlogy(t, t) - t * x decomposition: 0/0 = nan at t == 0
+      dt = (t != A(0) ? std::log(t) : A(0)) + t / t - x;
+    } else {
+      A e = std::exp(t);
+      dx = -e, dt = e * (t - x + A(1));
+    }
+  }
+};
+
+template <typename F>
+void dispatch_kind(Kind k, F&& f) {
+  switch (k) {
+    case Kind::Mse: return f(std::integral_constant<Kind, Kind::Mse>{});
+    case Kind::L1: return f(std::integral_constant<Kind, Kind::L1>{});
+    case Kind::SmoothL1: return f(std::integral_constant<Kind, Kind::SmoothL1>{});
+    case Kind::Huber: return f(std::integral_constant<Kind, Kind::Huber>{});
+    case Kind::Bce: return f(std::integral_constant<Kind, Kind::Bce>{});
+    case Kind::BceLogits: return f(std::integral_constant<Kind, Kind::BceLogits>{});
+    case Kind::KlDiv: return f(std::integral_constant<Kind, Kind::KlDiv>{});
+    case Kind::KlDivLog: return f(std::integral_constant<Kind, Kind::KlDivLog>{});
+  }
+}
+
+// inputs (self, target, weight?, pos_weight?) -> broadcast shape and compute dtype
+struct LossGeom {
+  Shape shape;
+  DType dtype;
+};
+LossGeom loss_geom(const Tensor& x, const Tensor& t, const Tensor& w, const Tensor& pw, const char* op) {
+  Shape s = broadcast_shapes(x.sizes(), t.sizes(), op);
+  DType d = promote_types(x.dtype(), t.dtype());
+  for (const Tensor* o : {&w, &pw})
+    if (o->defined()) {
+      s = broadcast_shapes(s, o->sizes(), op);
+      d = promote_types(d, o->dtype());
+    }
+  FLOW_RUNTIME_CHECK(is_floating(d), op, ": expected floating point input and target, got ", dtype_name(x.dtype()),
+                     " and ", dtype_name(t.dtype()));
+  return {s, d};
+}
+
+Tensor one_or(const Tensor& t, DType d) { return t.defined() ? nn::contig_as(t, d) : ops::scalar_tensor(Scalar(1.0), d); }
+
+struct LossSpec {
+  Kind kind;
+  Reduction red;
+  double param;
+};
+
+void loss_forward(const TensorList& in, const Tensor& out, const LossSpec& s, const char* op) {
+  LossGeom g = loss_geom(in[0], in[1], in[2], in[3], op);
+  DType d = g.dtype;
+  Tensor x = nn::contig_as(in[0], d), t = nn::contig_as(in[1], d), w = one_or(in[2], d), pw = one_or(in[3], d);
+  if (s.kind == Kind::Bce) {
+    bool ok = true;
+    dispatch_floating(d, op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* p = x.data<T>();
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        acc_t<T> v = static_cast<acc_t<T>>(p[i]);
+        if (!(v >= 0 && v <= 1)) ok = false;
+      }
+    });
+    FLOW_RUNTIME_CHECK(ok, "all elements of input should be between 0 and 1");
+  }
+  Tensor elem = s.red == Reduction::None && out.dtype() == d && out.is_contiguous() ? out : empty(g.shape, d);
+  dispatch_floating(d, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = acc_t<T>;
+    A p = static_cast<A>(s.param);
+    dispatch_kind(s.kind, [&](auto kc) {
+      using L = Loss<decltype(kc)::value, A>;
+      for_each_element<5>({&elem, &x, &t, &w, &pw}, g.shape,
+                          [p](std::array<char*, 5> ptr, std::array<int64_t, 5> st, int64_t n) {
+        for (int64_t i = 0; i < n; ++i)
+          *reinterpret_cast<T*>(ptr[0] + i * st[0]) = static_cast<T>(L::value(
+              static_cast<A>(*reinterpret_cast<const T*>(ptr[1] + i * st[1])),
+              static_cast<A>(*reinterpret_cast<const T*>(ptr[2] + i * st[2])),
+              static_cast<A>(*reinterpret_cast<const T*>(ptr[3] + i * st[3])),
+              static_cast<A>(*reinterpret_cast<const T*>(ptr[4] + i * st[4])), p));
+      });
+    });
+    if (s.red != Reduction::None) {
+      double total = 0;
+      const T* e = elem.data<T>();
+      for (int64_t i = 0, n = elem.numel(); i < n; ++i) total += static_cast<double>(e[i]);
+      if (s.red == Reduction::Mean) total /= static_cast<double>(elem.numel());
+      Tensor r = ops::scalar_tensor(Scalar(total), d);
+      ops::copy_into(out, r);
+    }
+  });
+  if (s.red == Reduction::None && !elem.is_same(out)) ops::copy_into(out, elem);
+}
+
+std::vector<TensorMeta> loss_meta(const TensorList& in, Reduction red, const char* op) {
+  LossGeom g = loss_geom(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), in.size() > 3 ? in[3] : Tensor(), op);
+  return {{red == Reduction::None ? g.shape : Shape{}, g.dtype, in[0].device()}};
+}
+
+TensorList loss_backward(BackwardCtx& c, const TensorList& g, const char* kind, const std::string& red, double param) {
+  TensorList in;
+  for (size_t i = 0; i < 4; ++i) in.push_back(i < c.num_inputs() ? c.input(static_cast<int>(i)) : Tensor());
+  TensorList r = ops::call("_pointwise_loss_backward", {g[0], in[0], in[1], in[2], in[3]},
+                           {std::string(kind), red, param});
+  TensorList res{c.needs(0) ? r[0] : Tensor(), c.needs(1) ? r[1] : Tensor()};
+  for (size_t i = 2; i < c.num_inputs(); ++i) res.push_back(Tensor());
+  return res;
+}
+
+// Registers a loss op whose schema is "<name>(Tensor self, Tensor target, ...)"; `spec` reads the attrs.
+#define FLOW_POINTWISE_LOSS(NAME, SCHEMA, KIND_EXPR, RED_IDX, PARAM_EXPR, NSAVE)                              \
+  FLOW_OP(NAME)                                                                                            \
+      .schema(SCHEMA)                                                                                      \
+      .traits(kLoss)                                                                                       \
+      .meta([](const TensorList& in, const Attrs& a) {                                                     \
+        return loss_meta(in, nn::parse_reduction(a.str(RED_IDX), #NAME), #NAME);                           \
+      })                                                                                                   \
+      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                          \
+        TensorList full = in;                                                                              \
+        full.resize(4);                                                                                    \
+        loss_forward(full, out[0], LossSpec{kind_of(KIND_EXPR), nn::parse_reduction(a.str(RED_IDX), #NAME), \
+                                            PARAM_EXPR}, #NAME);                                          \
+      })                                                                                                   \
+      .save_inputs(NSAVE)                                                                                  \
+      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                                   \
+        const Attrs& a = c.attrs;                                                                          \
+        return loss_backward(c, g, KIND_EXPR, a.str(RED_IDX), PARAM_EXPR);                                 \
+      });
+
+}  // namespace
+
+FLOW_POINTWISE_LOSS(mse_loss, "mse_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor", "mse", 0, 0.0,
+                    (std::vector<int>{0, 1}))
+FLOW_POINTWISE_LOSS(l1_loss, "l1_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor", "l1", 0, 0.0,
+                    (std::vector<int>{0, 1}))
+FLOW_POINTWISE_LOSS(smooth_l1_loss,
+                    "smooth_l1_loss(Tensor self, Tensor target, str reduction='mean', float beta=1.0) -> Tensor",
+                    (a.f(1) == 0.0 ? "l1" : "smooth_l1"), 0, a.f(1), (std::vector<int>{0, 1}))
+FLOW_POINTWISE_LOSS(huber_loss,
+                    "huber_loss(Tensor self, Tensor target, str reduction='mean', float delta=1.0) -> Tensor",
+                    "huber", 0, a.f(1), (std::vector<int>{0, 1}))
+FLOW_POINTWISE_LOSS(binary_cross_entropy,
+                    "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') -> Tensor",
+                    "bce", 0, 0.0, (std::vector<int>{0, 1, 2}))
+FLOW_POINTWISE_LOSS(binary_cross_entropy_with_logits,
+                    "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction='mean') -> Tensor",
+                    "bce_logits", 0, 0.0, (std::vector<int>{0, 1, 2, 3}))
+FLOW_POINTWISE_LOSS(kl_div,
+                    "kl_div(Tensor self, Tensor target, str reduction='mean', *, bool log_target=False) -> Tensor",
+                    (a.b(1) ? "kl_div_log" : "kl_div"), 0, 0.0, (std::vector<int>{0, 1}))
+
+// grad_self, grad_target of every pointwise loss (both of the broadcast shape; the engine sums them down).
+FLOW_OP(_pointwise_loss_backward)
+    .schema("_pointwise_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, Tensor? pos_weight, str kind, str reduction, float param) -> (Tensor, Tensor)")
+    .traits(kLoss | kBackwardHelper)
+    .meta([](const TensorList& in, const Attrs&) {
+      LossGeom g = loss_geom(in[1], in[2], in[3], in[4], "loss backward");
+      return std::vector<TensorMeta>{{g.shape, g.dtype, in[1].device()}, {g.shape, g.dtype, in[1].device()}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      LossGeom g = loss_geom(in[1], in[2], in[3], in[4], "loss backward");
+      DType d = g.dtype;
+      Kind kind = kind_of(a.str(0));
+      Reduction red = nn::parse_reduction(a.str(1), "loss backward");
+      Tensor gr = nn::contig_as(in[0], d), x = nn::contig_as(in[1], d), t = nn::contig_as(in[2], d);
+      Tensor w = one_or(in[3], d), pw = one_or(in[4], d);
+      Tensor gx = out[0].is_contiguous() && out[0].dtype() == d ? out[0] : empty(g.shape, d);
+      Tensor gt = out[1].is_contiguous() && out[1].dtype() == d ? out[1] : empty(g.shape, d);
+      double scale = red == Reduction::Mean ? 1.0 / static_cast<double>(shape_numel(g.shape)) : 1.0;
+      dispatch_floating(d, "loss backward", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using A = acc_t<T>;
+        A p = static_cast<A>(a.f(2)), sc = static_cast<A>(scale);
+        dispatch_kind(kind, [&](auto kc) {
+          using L = Loss<decltype(kc)::value, A>;
+          for_each_element<7>({&gx, &gt, &gr, &x, &t, &w, &pw}, g.shape,
+                              [p, sc](std::array<char*, 7> ptr, std::array<int64_t, 7> st, int64_t n) {
+            auto ld = [&](int k, int64_t i) { return static_cast<A>(*reinterpret_cast<const T*>(ptr[k] + i * st[k])); };
+            for (int64_t i = 0; i < n; ++i) {
+              A dx, dt;
+              L::grads(ld(3, i), ld(4, i), ld(5, i), ld(6, i), p, dx, dt);
+              A gv = ld(2, i) * sc;
+              *reinterpret_cast<T*>(ptr[0] + i * st[0]) = static_cast<T>(gv * dx);
+              *reinterpret_cast<T*>(ptr[1] + i * st[1]) = static_cast<T>(gv * dt);
+            }
+          });
+        });
+      });
+      if (!gx.is_same(out[0])) ops::copy_into(out[0], gx);
+      if (!gt.is_same(out[1])) ops::copy_into(out[1], gt);
+    })
+    .backward([](BackwardCtx&, const TensorList&) -> TensorList {
+      fail(ErrorKind::NotImplemented, "pointwise loss: double backward (differentiating the gradient again) is not "
+           "supported");
+    });
+
+}  // namespace flow

@@ -1,0 +1,448 @@
+// Pooling over the trailing 1-3 spatial dims (leading dims are independent planes, so batched and
+// unbatched inputs share one op): max_pool (with indices), avg_pool, adaptive_avg_pool, adaptive_max_pool.
+// Spatial dims are padded to 3 from the left; loops run OpenMP over planes. Gradients are helper ops whose
+// own gradients close the loop (max: scatter <-> gather by indices; avg: pool <-> its adjoint).
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "../kernels/cpu/parallel.h"
+#include "functions.h"
+
+namespace flow {
+namespace {
+
+struct Win {  // one spatial dim's geometry
+  int64_t in = 1, out = 1, k = 1, s = 1, p = 0, d = 1;
+};
+struct PoolPlan {
+  int64_t planes = 1;
+  Win w[3];
+  int64_t in_plane() const { return w[0].in * w[1].in * w[2].in; }
+  int64_t out_plane() const { return w[0].out * w[1].out * w[2].out; }
+};
+
+std::vector<int64_t> expand_list(const std::vector<int64_t>& v, size_t ns, const char* name, const char* op) {
+  if (v.size() == ns) return v;
+  FLOW_RUNTIME_CHECK(v.size() == 1, op, ": ", name, " must either be a single int, or a tuple of ", ns, " ints");
+  return std::vector<int64_t>(ns, v[0]);
+}
+
+int64_t pool_out_size(int64_t in, int64_t k, int64_t p, int64_t s, int64_t d, bool ceil) {
+  int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil ? s - 1 : 0);
+  int64_t o = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+  if (ceil && (o - 1) * s >= in + p) --o;
+  return o;
+}
+
+std::string sizes_x(const std::vector<int64_t>& v) {
+  std::string r;
+  for (size_t i = 0; i < v.size(); ++i) r += (i ? "x" : "") + std::to_string(v[i]);
+  return r;
+}
+
+// Plan for a windowed pool; `dil` empty for avg_pool (no dilation).
+PoolPlan window_plan(const Tensor& x, const Attrs& a, bool has_dil, const char* op, Shape* out_sizes) {
+  size_t ns = a.ints(0).size();
+  FLOW_RUNTIME_CHECK(ns >= 1 && ns <= 3, op, ": kernel_size must have 1 to 3 elements");
+  FLOW_RUNTIME_CHECK(x.dim() == static_cast<int64_t>(ns) + 1 || x.dim() == static_cast<int64_t>(ns) + 2, op,
+                     ": Expected ", ns + 1, "D or ", ns + 2, "D input tensor, but got ", shape_str(x.sizes()));
+  auto k = a.ints(0);
+  auto s = a.ints(1).empty() ? k : expand_list(a.ints(1), ns, "stride", op);
+  auto p = expand_list(a.ints(2), ns, "padding", op);
+  std::vector<int64_t> d(ns, 1);
+  if (has_dil) d = expand_list(a.ints(3), ns, "dilation", op);
+  bool ceil = a.b(has_dil ? 4 : 3);
+  PoolPlan pl;
+  int64_t lead = x.dim() - static_cast<int64_t>(ns);
+  for (int64_t i = 0; i < lead; ++i) pl.planes *= x.size(i);
+  for (int64_t i = 1; i < lead; ++i)
+    FLOW_RUNTIME_CHECK(x.size(i) > 0, op, ": Expected input's non-batch dimensions to have positive length, but input has "
+                       "a shape of ", shape_str(x.sizes()));
+  std::vector<int64_t> ins, outs;
+  for (size_t i = 0; i < ns; ++i) {
+    FLOW_RUNTIME_CHECK(k[i] > 0, op, ": kernel_size should be greater than zero, but got kernel_size=", k[i]);
+    FLOW_RUNTIME_CHECK(s[i] > 0, op, ": stride should not be zero");
+    FLOW_RUNTIME_CHECK(d[i] > 0, op, ": dilation should be greater than zero, but got dilation=", d[i]);
+    FLOW_RUNTIME_CHECK(p[i] >= 0 && p[i] <= ((k[i] - 1) * d[i] + 1) / 2,
+                       "pad should be at most half of effective kernel size, but got pad=", p[i],
+                       ", kernel_size=", k[i], " and dilation=", d[i]);
+    int64_t in = x.size(lead + i);
+    Win& w = pl.w[3 - ns + i];
+    w = {in, pool_out_size(in, k[i], p[i], s[i], d[i], ceil), k[i], s[i], p[i], d[i]};
+    ins.push_back(in);
+    outs.push_back(w.out);
+  }
+  bool ok = true;
+  for (int64_t o : outs) ok = ok && o > 0;
+  std::vector<int64_t> in_c(ins), out_c(outs);
+  if (lead >= 1) {
+    in_c.insert(in_c.begin(), x.size(lead - 1));
+    out_c.insert(out_c.begin(), x.size(lead - 1));
+  }
+  FLOW_RUNTIME_CHECK(ok, "Given input size: (", sizes_x(in_c), "). Calculated output size: (", sizes_x(out_c),
+                     "). Output size is too small");
+  if (out_sizes) {
+    *out_sizes = Shape(x.sizes().begin(), x.sizes().begin() + lead);
+    out_sizes->insert(out_sizes->end(), outs.begin(), outs.end());
+  }
+  return pl;
+}
+
+PoolPlan adaptive_plan(const Tensor& x, const std::vector<int64_t>& osz, const char* op, Shape* out_sizes) {
+  size_t ns = osz.size();
+  FLOW_RUNTIME_CHECK(ns >= 1 && ns <= 3, op, ": output_size must have 1 to 3 elements");
+  FLOW_RUNTIME_CHECK(x.dim() == static_cast<int64_t>(ns) + 1 || x.dim() == static_cast<int64_t>(ns) + 2, op,
+                     ": Expected ", ns + 1, "D or ", ns + 2, "D tensor, but got ", shape_str(x.sizes()));
+  PoolPlan pl;
+  int64_t lead = x.dim() - static_cast<int64_t>(ns);
+  for (int64_t i = 0; i < lead; ++i) pl.planes *= x.size(i);
+  for (size_t i = 0; i < ns; ++i) {
+    FLOW_RUNTIME_CHECK(osz[i] >= 0, op, ": elements of output_size must be greater than or equal to 0 but received {",
+                       osz[i], "}");
+    int64_t in = x.size(lead + i);
+    FLOW_RUNTIME_CHECK(in > 0 || osz[i] == 0, op, ": Expected input to have non-zero size for non-batch dimensions, but "
+                       "input has sizes ", shape_str(x.sizes()), " with dimension ", lead + i, " being empty");
+    pl.w[3 - ns + i].in = in;
+    pl.w[3 - ns + i].out = osz[i];
+  }
+  if (out_sizes) {
+    *out_sizes = Shape(x.sizes().begin(), x.sizes().begin() + lead);
+    out_sizes->insert(out_sizes->end(), osz.begin(), osz.end());
+  }
+  return pl;
+}
+
+inline int64_t astart(int64_t o, int64_t out, int64_t in) { return (o * in) / out; }
+inline int64_t aend(int64_t o, int64_t out, int64_t in) { return ((o + 1) * in + out - 1) / out; }
+
+Tensor contig_as(const Tensor& t, DType d) {
+  if (t.is_contiguous() && t.dtype() == d) return t;
+  Tensor r = empty(t.sizes(), d, t.device());
+  ops::copy_into(r, t);
+  return r;
+}
+
+// Runs body<T>(contiguous input, contiguous output of compute type) for float/double, 16-bit via float.
+template <typename Body>
+void float_kernel(const char* op, const Tensor& x, const Tensor& out, Body&& body) {
+  DType dt = x.dtype();
+  FLOW_CHECK(is_floating(dt), NotImplemented, "\"", op, "\" not implemented for '", dtype_name(dt), "'");
+  DType ct = dt == DType::Float64 ? DType::Float64 : DType::Float32;
+  Tensor xc = contig_as(x, ct);
+  Tensor o = out.dtype() == ct && out.is_contiguous() ? out : empty(out.sizes(), ct, out.device());
+  if (ct == DType::Float64) body(TypeTag<double>{}, xc, o);
+  else body(TypeTag<float>{}, xc, o);
+  if (!o.is_same(out)) ops::copy_into(out, o);
+}
+
+// Max over windows; `adaptive` uses adaptive bounds instead of (k, s, p, d).
+template <typename T>
+void max_pool_loop(const PoolPlan& pl, const T* x, T* y, int64_t* idx, bool adaptive) {
+  int64_t ip = pl.in_plane(), op = pl.out_plane();
+  const Win &W0 = pl.w[0], &W1 = pl.w[1], &W2 = pl.w[2];
+  parallel_for(pl.planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, op * 4)), [&](int64_t b, int64_t e) {
+    for (int64_t pi = b; pi < e; ++pi) {
+      const T* xp = x + pi * ip;
+      T* yp = y + pi * op;
+      int64_t* ix = idx + pi * op;
+      for (int64_t o0 = 0; o0 < W0.out; ++o0)
+        for (int64_t o1 = 0; o1 < W1.out; ++o1)
+          for (int64_t o2 = 0; o2 < W2.out; ++o2) {
+            int64_t s0, e0, d0, s1, e1, d1, s2, e2, d2;
+            auto bounds = [&](const Win& w, int64_t o, int64_t& s, int64_t& en, int64_t& d) {
+              if (adaptive) {
+                s = astart(o, w.out, w.in);
+                en = aend(o, w.out, w.in);
+                d = 1;
+              } else {
+                s = o * w.s - w.p;
+                en = std::min(s + (w.k - 1) * w.d + 1, w.in);
+                d = w.d;
+                while (s < 0) s += d;
+              }
+            };
+            bounds(W0, o0, s0, e0, d0);
+            bounds(W1, o1, s1, e1, d1);
+            bounds(W2, o2, s2, e2, d2);
+            T best = -std::numeric_limits<T>::infinity();
+            int64_t bi = (s0 * W1.in + s1) * W2.in + s2;
+            for (int64_t i0 = s0; i0 < e0; i0 += d0)
+              for (int64_t i1 = s1; i1 < e1; i1 += d1)
+                for (int64_t i2 = s2; i2 < e2; i2 += d2) {
+                  int64_t li = (i0 * W1.in + i1) * W2.in + i2;
+                  T v = xp[li];
+                  if (v > best || std::isnan(v)) {
+                    best = v;
+                    bi = li;
+                    if (std::isnan(v)) goto done;
+                  }
+                }
+          done:
+            int64_t oi = (o0 * W1.out + o1) * W2.out + o2;
+            yp[oi] = best;
+            ix[oi] = bi;
+          }
+    }
+  });
+}
+
+TensorList max_pool_run(const Tensor& x, const PoolPlan& pl, const Shape& osz, bool adaptive, const char* op) {
+  Tensor y = empty(osz, x.dtype(), x.device());
+  Tensor idx = empty(osz, DType::Int64, x.device());
+  if (y.numel() == 0) return {y, idx};
+  float_kernel(op, x, y, [&](auto tag, const Tensor& xc, const Tensor& o) {
+    using T = typename decltype(tag)::type;
+    max_pool_loop<T>(pl, xc.data<T>(), o.data<T>(), idx.data<int64_t>(), adaptive);
+  });
+  return {y, idx};
+}
+
+// Average over windows (PyTorch's divisor rules) or adaptive bins. `adjoint` scatters g back instead.
+template <typename T>
+void avg_pool_loop(const PoolPlan& pl, T* x, T* y, bool adaptive, bool count_pad, int64_t divisor, bool adjoint) {
+  int64_t ip = pl.in_plane(), op = pl.out_plane();
+  const Win &W0 = pl.w[0], &W1 = pl.w[1], &W2 = pl.w[2];
+  parallel_for(pl.planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, op * 4)), [&](int64_t b, int64_t e) {
+    for (int64_t pi = b; pi < e; ++pi) {
+      T* xp = x + pi * ip;
+      T* yp = y + pi * op;
+      for (int64_t o0 = 0; o0 < W0.out; ++o0)
+        for (int64_t o1 = 0; o1 < W1.out; ++o1)
+          for (int64_t o2 = 0; o2 < W2.out; ++o2) {
+            int64_t s[3], en[3], pool = 1;
+            const int64_t oo[3] = {o0, o1, o2};
+            for (int j = 0; j < 3; ++j) {
+              const Win& w = pl.w[j];
+              if (adaptive) {
+                s[j] = astart(oo[j], w.out, w.in);
+                en[j] = aend(oo[j], w.out, w.in);
+              } else {
+                s[j] = oo[j] * w.s - w.p;
+                en[j] = std::min(s[j] + w.k, w.in + w.p);
+                pool *= en[j] - s[j];
+                s[j] = std::max<int64_t>(s[j], 0);
+                en[j] = std::min(en[j], w.in);
+              }
+            }
+            int64_t cnt = (en[0] - s[0]) * (en[1] - s[1]) * (en[2] - s[2]);
+            T div = static_cast<T>(adaptive ? cnt : divisor > 0 ? divisor : count_pad ? pool : cnt);
+            int64_t oi = (o0 * W1.out + o1) * W2.out + o2;
+            if (!adjoint) {
+              T acc = 0;
+              for (int64_t i0 = s[0]; i0 < en[0]; ++i0)
+                for (int64_t i1 = s[1]; i1 < en[1]; ++i1)
+                  for (int64_t i2 = s[2]; i2 < en[2]; ++i2) acc += xp[(i0 * W1.in + i1) * W2.in + i2];
+              yp[oi] = cnt == 0 ? T(0) : acc / div;
+            } else {
+              T g = yp[oi] / div;
+              for (int64_t i0 = s[0]; i0 < en[0]; ++i0)
+                for (int64_t i1 = s[1]; i1 < en[1]; ++i1)
+                  for (int64_t i2 = s[2]; i2 < en[2]; ++i2) xp[(i0 * W1.in + i1) * W2.in + i2] += g;
+            }
+          }
+    }
+  });
+}
+
+// Forward (x -> y of osz) or adjoint (gy -> gx of in_sizes) of an average pool.
+Tensor avg_run(const Tensor& src, const PoolPlan& pl, const Shape& dst_sizes, bool adaptive, bool count_pad,
+               int64_t divisor, bool adjoint, const char* op) {
+  Tensor dst = empty(dst_sizes, src.dtype(), src.device());
+  if (dst.numel() == 0) return dst;
+  if (src.numel() == 0) {
+    ops::copy_into(dst, ops::zeros({}, dst.dtype()));
+    return dst;
+  }
+  float_kernel(op, src, dst, [&](auto tag, const Tensor& sc, const Tensor& o) {
+    using T = typename decltype(tag)::type;
+    if (!adjoint) {
+      avg_pool_loop<T>(pl, const_cast<T*>(sc.data<T>()), o.data<T>(), adaptive, count_pad, divisor, false);
+    } else {
+      std::memset(o.data<T>(), 0, sizeof(T) * o.numel());
+      avg_pool_loop<T>(pl, o.data<T>(), const_cast<T*>(sc.data<T>()), adaptive, count_pad, divisor, true);
+    }
+  });
+  return dst;
+}
+
+int64_t divisor_of(const Attrs& a, int k) {
+  if (a.none(k)) return 0;
+  int64_t d = a.i(k);
+  FLOW_RUNTIME_CHECK(d != 0, "divisor must be not zero");
+  return d;
+}
+
+std::vector<int64_t> vec(const Shape& s) { return std::vector<int64_t>(s.begin(), s.end()); }
+
+// Scatter-add g (planes x out) into zeros (planes x in) at `indices` (flat within a plane), or gather
+// (the adjoint: planes x in -> planes x out).
+Tensor index_pool(const Tensor& src, const Tensor& indices, const Shape& dst_sizes, int64_t in_plane, bool scatter) {
+  Tensor dst = empty(dst_sizes, src.dtype(), src.device());
+  int64_t big = scatter ? dst.numel() : src.numel();
+  if (dst.numel() == 0 || src.numel() == 0 || in_plane == 0) {
+    if (dst.numel() > 0) ops::copy_into(dst, ops::zeros({}, dst.dtype()));
+    return dst;
+  }
+  int64_t np = big / in_plane, op = indices.numel() / np;
+  Tensor ic = contig_as(indices, DType::Int64);
+  float_kernel("max_pool_backward", src, dst, [&](auto tag, const Tensor& sc, const Tensor& o) {
+    using T = typename decltype(tag)::type;
+    const T* s = sc.data<T>();
+    T* d = o.data<T>();
+    const int64_t* ix = ic.data<int64_t>();
+    if (scatter) std::memset(d, 0, sizeof(T) * o.numel());
+    bool bad = false;
+    parallel_for(np, 16, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p)
+        for (int64_t j = 0; j < op; ++j) {
+          int64_t t = ix[p * op + j];
+          if (t < 0 || t >= in_plane) {
+            bad = true;
+            continue;
+          }
+          if (scatter) d[p * in_plane + t] += s[p * op + j];
+          else d[p * op + j] = s[p * in_plane + t];
+        }
+    });
+    FLOW_INDEX_CHECK(!bad, "max_pool_backward: an index is out of range for the input's spatial size ", in_plane);
+  });
+  return dst;
+}
+
+int64_t trailing_numel(const Shape& s, size_t ns) {
+  int64_t n = 1;
+  for (size_t i = s.size() - ns; i < s.size(); ++i) n *= s[i];
+  return n;
+}
+
+Tensor max_pool_grad(const Tensor& g, const Tensor& indices, const Shape& in_sizes, size_t ns) {
+  return ops::call1("max_pool_backward", {g, indices}, {vec(in_sizes), static_cast<int64_t>(ns)});
+}
+
+}  // namespace
+
+FLOW_OP(max_pool)
+    .schema("max_pool(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, int[] dilation=1, "
+            "bool ceil_mode=False) -> (Tensor, Tensor)")
+    .traits(kPooling)
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      Shape osz;
+      PoolPlan pl = window_plan(in[0], a, true, "max_pool", &osz);
+      return max_pool_run(in[0], pl, osz, false, "max_pool");
+    })
+    .save_outputs({1})
+    .nondiff_outputs({1})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {max_pool_grad(g[0], c.output(1), c.input_meta(0).sizes, c.attrs.ints(0).size())};
+    });
+
+FLOW_OP(adaptive_max_pool)
+    .schema("adaptive_max_pool(Tensor self, int[] output_size) -> (Tensor, Tensor)")
+    .traits(kPooling)
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      Shape osz;
+      PoolPlan pl = adaptive_plan(in[0], a.ints(0), "adaptive_max_pool", &osz);
+      return max_pool_run(in[0], pl, osz, true, "adaptive_max_pool");
+    })
+    .save_outputs({1})
+    .nondiff_outputs({1})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {max_pool_grad(g[0], c.output(1), c.input_meta(0).sizes, c.attrs.ints(0).size())};
+    });
+
+// grad (leading..., out spatial) scattered into zeros(input_sizes) at indices (flat within each plane).
+FLOW_OP(max_pool_backward)
+    .schema("max_pool_backward(Tensor grad, Tensor indices, int[] input_sizes, int spatial_dims) -> Tensor")
+    .traits(kPooling | kBackwardHelper)
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      Shape is(a.ints(0).begin(), a.ints(0).end());
+      FLOW_RUNTIME_CHECK(in[0].sizes() == in[1].sizes(), "max_pool_backward: grad and indices shapes differ");
+      return {index_pool(in[0], in[1], is, trailing_numel(is, a.i(1)), true)};
+    })
+    .save_inputs({1})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {c.needs(0) ? ops::call1("max_pool_gather", {g[0], c.input(1)}, {c.attrs.i(1)}) : Tensor(), Tensor()};
+    });
+
+// out[p, j] = src[p, indices[p, j]]: the adjoint of max_pool_backward.
+FLOW_OP(max_pool_gather)
+    .schema("max_pool_gather(Tensor self, Tensor indices, int spatial_dims) -> Tensor")
+    .traits(kPooling | kBackwardHelper)
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      return {index_pool(in[0], in[1], in[1].sizes(), trailing_numel(in[0].sizes(), a.i(0)), false)};
+    })
+    .save_inputs({1})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {c.needs(0) ? max_pool_grad(g[0], c.input(1), c.input_meta(0).sizes, c.attrs.i(0)) : Tensor(), Tensor()};
+    });
+
+FLOW_OP(avg_pool)
+    .schema("avg_pool(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, bool ceil_mode=False, "
+            "bool count_include_pad=True, int? divisor_override=None) -> Tensor")
+    .traits(kPooling)
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      Shape osz;
+      PoolPlan pl = window_plan(in[0], a, false, "avg_pool", &osz);
+      return {avg_run(in[0], pl, osz, false, a.b(4), divisor_of(a, 5), false, "avg_pool")};
+    })
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      const Attrs& a = c.attrs;
+      std::vector<AttrValue> av{vec(c.input_meta(0).sizes), a.ints(0), a.ints(1), a.ints(2), a.b(3), a.b(4), a.at(5)};
+      return {ops::call1("avg_pool_backward", {g[0]}, av)};
+    });
+
+FLOW_OP(avg_pool_backward)
+    .schema("avg_pool_backward(Tensor grad, int[] input_sizes, int[] kernel_size, int[] stride, int[] padding, "
+            "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor")
+    .traits(kPooling | kBackwardHelper)
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      Shape is(a.ints(0).begin(), a.ints(0).end());
+      Attrs fa{a.ints(1), a.ints(2), a.ints(3), a.b(4), a.b(5), a.at(6)};
+      Shape osz;
+      PoolPlan pl = window_plan(empty_meta(is, in[0].dtype(), in[0].device()), fa, false, "avg_pool", &osz);
+      FLOW_RUNTIME_CHECK(osz == in[0].sizes(), "avg_pool_backward: grad of shape ", shape_str(in[0].sizes()),
+                         " does not match the pooled shape ", shape_str(osz));
+      return {avg_run(in[0], pl, is, false, a.b(5), divisor_of(a, 6), true, "avg_pool_backward")};
+    })
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      const Attrs& a = c.attrs;
+      return {ops::call1("avg_pool", {g[0]}, {a.ints(1), a.ints(2), a.ints(3), a.b(4), a.b(5), a.at(6)})};
+    });
+
+FLOW_OP(adaptive_avg_pool)
+    .schema("adaptive_avg_pool(Tensor self, int[] output_size) -> Tensor")
+    .traits(kPooling)
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      Shape osz;
+      PoolPlan pl = adaptive_plan(in[0], a.ints(0), "adaptive_avg_pool", &osz);
+      return {avg_run(in[0], pl, osz, true, false, 0, false, "adaptive_avg_pool")};
+    })
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {ops::call1("adaptive_avg_pool_backward", {g[0]},
+                         {vec(c.input_meta(0).sizes), static_cast<int64_t>(c.attrs.ints(0).size())})};
+    });
+
+FLOW_OP(adaptive_avg_pool_backward)
+    .schema("adaptive_avg_pool_backward(Tensor grad, int[] input_sizes, int spatial_dims) -> Tensor")
+    .traits(kPooling | kBackwardHelper)
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      Shape is(a.ints(0).begin(), a.ints(0).end());
+      size_t ns = static_cast<size_t>(a.i(1));
+      FLOW_RUNTIME_CHECK(ns >= 1 && ns <= 3 && ns <= is.size() && ns <= static_cast<size_t>(in[0].dim()),
+                         "adaptive_avg_pool_backward: bad spatial_dims");
+      // the pooled sizes are the grad's trailing dims
+      std::vector<int64_t> osz(in[0].sizes().end() - static_cast<int64_t>(ns), in[0].sizes().end());
+      Shape check;
+      PoolPlan pl = adaptive_plan(empty_meta(is, in[0].dtype(), in[0].device()), osz, "adaptive_avg_pool", &check);
+      FLOW_RUNTIME_CHECK(check == in[0].sizes(), "adaptive_avg_pool_backward: grad shape mismatch");
+      return {avg_run(in[0], pl, is, true, false, 0, true, "adaptive_avg_pool_backward")};
+    })
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      const Shape& gs = c.input_meta(0).sizes;
+      size_t ns = static_cast<size_t>(c.attrs.i(1));
+      std::vector<int64_t> osz(gs.end() - static_cast<int64_t>(ns), gs.end());
+      return {ops::call1("adaptive_avg_pool", {g[0]}, {osz})};
+    });
+
+}  // namespace flow

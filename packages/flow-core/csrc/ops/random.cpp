@@ -1,0 +1,363 @@
+// Random ops (trait kRandom): uniform_, normal_, exponential_, random_, bernoulli (+ bernoulli_), randperm.
+//
+// Generators reach kernels as a number. Schemas have no Generator type, so every random op takes a keyword
+// attribute `int? generator=None`: None means the default CPU generator, otherwise the handle of a live
+// flow::Generator (Generator::handle(); the Python wrappers pass `Generator._handle`). A handle is a plain
+// attribute, so it passes unchanged through dispatch interception and graph tracing, and a kernel never depends
+// on hidden thread-local state. An unknown handle raises RuntimeError.
+//
+// Every kernel draws Philox blocks through for_each_philox_block: element i depends only on (seed, offset, i),
+// so results are identical for any number of threads. Non-contiguous outputs are generated contiguously and
+// copied, so a strided view gets the same numbers, in logical order, as a contiguous tensor of its shape.
+#include "random.h"
+
+#include <cmath>
+#include <limits>
+
+namespace flow {
+namespace {
+
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+int64_t ceil_div(int64_t n, int64_t d) { return (n + d - 1) / d; }
+
+// Run `fill(contiguous tensor)` on `out` directly, or on a contiguous temporary copied into `out`.
+template <typename F>
+void fill_contiguous(const Tensor& out, F&& fill) {
+  if (out.numel() == 0) return;
+  if (out.is_contiguous()) {
+    fill(out);
+    return;
+  }
+  Tensor tmp = empty(out.sizes(), out.dtype(), out.device());
+  fill(tmp);
+  ops::copy_into(out, tmp);
+}
+
+std::vector<TensorMeta> same_meta(const TensorList& in, const Attrs&) {
+  return {{in[0].sizes(), in[0].dtype(), in[0].device()}};
+}
+
+// Random ops have zero gradient w.r.t. the tensor they take their shape from (as in PyTorch).
+TensorList zero_grad(BackwardCtx& c, const TensorList& g) {
+  return {c.needs(0) ? ops::zeros_like(g[0]) : Tensor()};
+}
+
+void uniform_kernel(const Tensor& out, double from, double to, Generator& gen) {
+  FLOW_RUNTIME_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
+                     " > to=", to);
+  fill_contiguous(out, [&](const Tensor& o) {
+    const int64_t n = o.numel();
+    FLOW_CHECK(is_floating(o.dtype()), NotImplemented, "\"uniform_\" not implemented for '", dtype_name(o.dtype()), "'");
+    dispatch_floating(o.dtype(), "uniform_", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* p = o.data<T>();
+      if constexpr (std::is_same_v<T, double>) {
+        const double range = to - from;
+        FLOW_RUNTIME_CHECK(std::isfinite(range), "uniform_ expects to-from to be finite, but found to=", to,
+                           " and from=", from);
+        PhiloxStream s = gen.reserve(ceil_div(n, 2));
+        for_each_philox_block(s, n, 2, [&](const PhiloxBlock& r, int64_t i, int c) {
+          for (int j = 0; j < c; ++j) p[i + j] = u01_double(r[2 * j], r[2 * j + 1]) * range + from;
+        });
+      } else {
+        const float range = static_cast<float>(to - from), lo = static_cast<float>(from);
+        FLOW_RUNTIME_CHECK(std::isfinite(range), "uniform_ expects to-from <= std::numeric_limits<",
+                           dtype_name(o.dtype()), ">::max(), but found to=", to, " and from=", from,
+                           " which result in to-from to exceed the limit");
+        constexpr int bits = uniform_bits<T>();
+        PhiloxStream s = gen.reserve(ceil_div(n, 4));
+        for_each_philox_block(s, n, 4, [&](const PhiloxBlock& r, int64_t i, int c) {
+          for (int j = 0; j < c; ++j) p[i + j] = static_cast<T>(u01_float(r[j], bits) * range + lo);
+        });
+      }
+    });
+  });
+}
+
+// Box-Muller: each pair of uniforms gives two normals.
+void normal_kernel(const Tensor& out, double mean, double std, Generator& gen) {
+  FLOW_RUNTIME_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  fill_contiguous(out, [&](const Tensor& o) {
+    const int64_t n = o.numel();
+    FLOW_CHECK(is_floating(o.dtype()), NotImplemented, "\"normal_\" not implemented for '", dtype_name(o.dtype()), "'");
+    dispatch_floating(o.dtype(), "normal_", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* p = o.data<T>();
+      if constexpr (std::is_same_v<T, double>) {
+        PhiloxStream s = gen.reserve(ceil_div(n, 2));
+        for_each_philox_block(s, n, 2, [&](const PhiloxBlock& r, int64_t i, int c) {
+          double u1 = 1.0 - u01_double(r[0], r[1]);  // (0, 1]: log stays finite
+          double u2 = u01_double(r[2], r[3]);
+          double rad = std::sqrt(-2.0 * std::log(u1)), th = kTwoPi * u2;
+          p[i] = rad * std::cos(th) * std + mean;
+          if (c > 1) p[i + 1] = rad * std::sin(th) * std + mean;
+        });
+      } else {
+        const float m = static_cast<float>(mean), sd = static_cast<float>(std);
+        PhiloxStream s = gen.reserve(ceil_div(n, 4));
+        for_each_philox_block(s, n, 4, [&](const PhiloxBlock& r, int64_t i, int c) {
+          float z[4];
+          for (int k = 0; k < 2; ++k) {
+            float u1 = 1.0f - u01_float(r[2 * k], 24), u2 = u01_float(r[2 * k + 1], 24);
+            float rad = std::sqrt(-2.0f * std::log(u1)), th = static_cast<float>(kTwoPi) * u2;
+            z[2 * k] = rad * std::cos(th);
+            z[2 * k + 1] = rad * std::sin(th);
+          }
+          for (int j = 0; j < c; ++j) p[i + j] = static_cast<T>(z[j] * sd + m);
+        });
+      }
+    });
+  });
+}
+
+void exponential_kernel(const Tensor& out, double lambd, Generator& gen) {
+  FLOW_RUNTIME_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
+  fill_contiguous(out, [&](const Tensor& o) {
+    const int64_t n = o.numel();
+    FLOW_CHECK(is_floating(o.dtype()), NotImplemented, "\"exponential_\" not implemented for '", dtype_name(o.dtype()), "'");
+    dispatch_floating(o.dtype(), "exponential_", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* p = o.data<T>();
+      if constexpr (std::is_same_v<T, double>) {
+        PhiloxStream s = gen.reserve(ceil_div(n, 2));
+        for_each_philox_block(s, n, 2, [&](const PhiloxBlock& r, int64_t i, int c) {
+          for (int j = 0; j < c; ++j) p[i + j] = -std::log1p(-u01_double(r[2 * j], r[2 * j + 1])) / lambd;
+        });
+      } else {
+        const float inv = static_cast<float>(1.0 / lambd);
+        PhiloxStream s = gen.reserve(ceil_div(n, 4));
+        for_each_philox_block(s, n, 4, [&](const PhiloxBlock& r, int64_t i, int c) {
+          for (int j = 0; j < c; ++j) p[i + j] = static_cast<T>(-std::log1p(-u01_float(r[j], 24)) * inv);
+        });
+      }
+    });
+  });
+}
+
+// Largest integer random_ may produce for a dtype (PyTorch: 2^digits for floats, the type's max for integers).
+int64_t random_max(DType d) {
+  switch (d) {
+    case DType::Bool: return 1;
+    case DType::UInt8: return 255;
+    case DType::Int8: return 127;
+    case DType::Int16: return 32767;
+    case DType::Int32: return 2147483647;
+    case DType::Int64: return std::numeric_limits<int64_t>::max();
+    case DType::Float16: return int64_t(1) << 11;
+    case DType::BFloat16: return int64_t(1) << 8;
+    case DType::Float32: return int64_t(1) << 24;
+    default: return int64_t(1) << 53;
+  }
+}
+int64_t random_min(DType d) {
+  switch (d) {
+    case DType::Bool: case DType::UInt8: return 0;
+    case DType::Int8: return -128;
+    case DType::Int16: return -32768;
+    case DType::Int32: return -2147483648LL;
+    case DType::Int64: return std::numeric_limits<int64_t>::min();
+    default: return -random_max(d);
+  }
+}
+
+// Integers uniformly in [from, to_inclusive].
+void random_kernel(const Tensor& out, std::optional<int64_t> from_opt, std::optional<int64_t> to_opt, Generator& gen) {
+  const DType dt = out.dtype();
+  int64_t from = from_opt.value_or(0);
+  int64_t to_incl;
+  if (to_opt) {
+    FLOW_RUNTIME_CHECK(from < *to_opt, "random_ expects 'from' to be less than 'to', but got from=", from,
+                       " >= to=", *to_opt);
+    to_incl = *to_opt - 1;
+  } else {
+    to_incl = random_max(dt);
+    FLOW_RUNTIME_CHECK(from <= to_incl, "random_ expects 'from' casted to dtype to be less than or equal to "
+                       "'to_inc' casted to dtype, but got from=", from, " > to_inc=", to_incl);
+  }
+  FLOW_RUNTIME_CHECK(from >= random_min(dt) && from <= random_max(dt), "random_: from is out of bounds for ",
+                     dtype_name(dt));
+  FLOW_RUNTIME_CHECK(to_incl >= random_min(dt) && to_incl <= random_max(dt), "random_: to - 1 is out of bounds for ",
+                     dtype_name(dt));
+  // range == 0 encodes the full 2^64 range
+  const uint64_t range = static_cast<uint64_t>(to_incl) - static_cast<uint64_t>(from) + 1;
+  fill_contiguous(out, [&](const Tensor& o) {
+    const int64_t n = o.numel();
+    dispatch_all(o.dtype(), "random_", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* p = o.data<T>();
+      auto put = [&](int64_t i, uint64_t x) {
+        int64_t v = static_cast<int64_t>(static_cast<uint64_t>(from) + x);
+        if constexpr (std::is_same_v<T, bool>) p[i] = v != 0;
+        else p[i] = static_cast<T>(v);
+      };
+      if (range != 0 && range <= (uint64_t(1) << 32)) {
+        PhiloxStream s = gen.reserve(ceil_div(n, 4));
+        for_each_philox_block(s, n, 4, [&](const PhiloxBlock& r, int64_t i, int c) {
+          for (int j = 0; j < c; ++j) put(i + j, r[j] % range);
+        });
+      } else {
+        PhiloxStream s = gen.reserve(ceil_div(n, 2));
+        for_each_philox_block(s, n, 2, [&](const PhiloxBlock& r, int64_t i, int c) {
+          for (int j = 0; j < c; ++j) {
+            uint64_t x = (uint64_t(r[2 * j]) << 32) | r[2 * j + 1];
+            put(i + j, range == 0 ? x : x % range);
+          }
+        });
+      }
+    });
+  });
+}
+
+// out[i] = (u_i < prob(i)), with prob(i) either the constant p or probs[i] (contiguous float64).
+void bernoulli_kernel(const Tensor& out, const double* probs, double p, Generator& gen) {
+  fill_contiguous(out, [&](const Tensor& o) {
+    const int64_t n = o.numel();
+    dispatch_all(o.dtype(), "bernoulli", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* dst = o.data<T>();
+      PhiloxStream s = gen.reserve(ceil_div(n, 4));
+      for_each_philox_block(s, n, 4, [&](const PhiloxBlock& r, int64_t i, int c) {
+        for (int j = 0; j < c; ++j) {
+          double u = static_cast<double>(r[j]) * (1.0 / 4294967296.0);
+          bool hit = u < (probs ? probs[i + j] : p);
+          if constexpr (std::is_same_v<T, bool>) dst[i + j] = hit;
+          else dst[i + j] = static_cast<T>(hit ? 1 : 0);
+        }
+      });
+    });
+  });
+}
+
+void bernoulli_op_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
+  auto gen = generator_attr(a, 1);
+  if (!a.none(0)) {
+    double p = a.f(0);
+    FLOW_RUNTIME_CHECK(p >= 0.0 && p <= 1.0, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+    bernoulli_kernel(out[0], nullptr, p, *gen);
+    return;
+  }
+  const Tensor& self = in[0];
+  FLOW_RUNTIME_CHECK(is_floating(self.dtype()), "bernoulli: expected a floating point tensor of probabilities, got ",
+                     dtype_name(self.dtype()));
+  // Probabilities as contiguous float64 (kernel-level copy: no autograd), read before `out` (maybe self) is written.
+  Tensor probs = empty(self.sizes(), DType::Float64, self.device());
+  ops::copy_into(probs, self);
+  const double* pp = probs.data<double>();
+  for (int64_t i = 0; i < probs.numel(); ++i)
+    FLOW_RUNTIME_CHECK(pp[i] >= 0.0 && pp[i] <= 1.0,
+                       "bernoulli: Expected p_in >= 0 && p_in <= 1 to be true, but got false.");
+  bernoulli_kernel(out[0], pp, 0.0, *gen);
+}
+
+// Fisher-Yates, as PyTorch's CPU randperm: for i, swap r[i] with r[i + rand % (n - i)].
+void randperm_kernel(const Tensor& out, int64_t n, Generator& gen) {
+  if (n == 0) return;
+  std::vector<int64_t> perm(n);
+  for (int64_t i = 0; i < n; ++i) perm[i] = i;
+  std::vector<uint64_t> draws(std::max<int64_t>(n - 1, 0));
+  PhiloxStream s = gen.reserve(ceil_div(n - 1, 2));
+  for_each_philox_block(s, n - 1, 2, [&](const PhiloxBlock& r, int64_t i, int c) {
+    for (int j = 0; j < c; ++j) draws[i + j] = (uint64_t(r[2 * j]) << 32) | r[2 * j + 1];
+  });
+  for (int64_t i = 0; i + 1 < n; ++i) std::swap(perm[i], perm[i + static_cast<int64_t>(draws[i] % uint64_t(n - i))]);
+  dispatch_numeric(out.dtype(), "randperm", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = out.data<T>();
+    const int64_t st = out.stride(0);
+    for (int64_t i = 0; i < n; ++i) p[i * st] = static_cast<T>(perm[i]);
+  });
+}
+
+}  // namespace
+
+FLOW_OP(uniform)
+    .schema("uniform(Tensor self, float from=0, float to=1, *, int? generator=None) -> Tensor")
+    .traits(kRandom)
+    .meta(same_meta)
+    .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
+      uniform_kernel(out[0], a.f(0), a.f(1), *generator_attr(a, 2));
+    })
+    .inplace_variant()
+    .backward(zero_grad);
+
+FLOW_OP(normal)
+    .schema("normal(Tensor self, float mean=0, float std=1, *, int? generator=None) -> Tensor")
+    .traits(kRandom)
+    .meta(same_meta)
+    .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
+      normal_kernel(out[0], a.f(0), a.f(1), *generator_attr(a, 2));
+    })
+    .inplace_variant()
+    .backward(zero_grad);
+
+FLOW_OP(exponential)
+    .schema("exponential(Tensor self, float lambd=1, *, int? generator=None) -> Tensor")
+    .traits(kRandom)
+    .meta(same_meta)
+    .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
+      exponential_kernel(out[0], a.f(0), *generator_attr(a, 1));
+    })
+    .inplace_variant()
+    .backward(zero_grad);
+
+// random(self, from=None, to=None): integers in [from, to), or up to the dtype's limit when `to` is None.
+FLOW_OP(random)
+    .schema("random(Tensor self, int? from=None, int? to=None, *, int? generator=None) -> Tensor")
+    .traits(kRandom)
+    .meta(same_meta)
+    .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
+      random_kernel(out[0], a.opt_i(0), a.opt_i(1), *generator_attr(a, 2));
+    })
+    .inplace_variant()
+    .backward(zero_grad);
+
+// bernoulli(self): 0/1 draws with probabilities self; bernoulli(self, p): with probability p, shaped like self.
+FLOW_OP(bernoulli)
+    .schema("bernoulli(Tensor self, float? p=None, *, int? generator=None) -> Tensor")
+    .traits(kRandom)
+    .meta(same_meta)
+    .cpu_out(bernoulli_op_kernel)
+    .inplace_variant()
+    .backward(zero_grad);
+
+FLOW_OP(randperm)
+    .schema("randperm(int n, *, ScalarType? dtype=None, int? generator=None) -> Tensor")
+    .traits(kRandom | kCreation | kNonDifferentiable)
+    .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
+      int64_t n = a.i(0);
+      FLOW_RUNTIME_CHECK(n >= 0, "randperm: n must be non-negative, got", n);
+      DType dt = a.opt_dtype(1).value_or(DType::Int64);
+      FLOW_RUNTIME_CHECK(dt != DType::Bool, "randperm: not implemented for 'bool'");
+      if (is_floating(dt)) {
+        int64_t lim = random_max(dt) + 1;
+        FLOW_RUNTIME_CHECK(n <= lim, "randperm: n cannot be greater than ", lim, " for ", dtype_name(dt), " type.");
+      } else {
+        FLOW_RUNTIME_CHECK(n - 1 <= random_max(dt), "randperm: n is too large for result tensor type: '",
+                           dtype_name(dt), "'");
+      }
+      return {{Shape{n}, dt, Device{}}};
+    })
+    .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
+      randperm_kernel(out[0], a.i(0), *generator_attr(a, 2));
+    });
+
+namespace ops {
+static std::vector<AttrValue> gen_attr(std::optional<int64_t> g) {
+  return {g ? AttrValue(*g) : AttrValue(std::monostate{})};
+}
+Tensor uniform_(const Tensor& self, double from, double to, std::optional<int64_t> generator) {
+  return call1("uniform_", {self}, {from, to, gen_attr(generator)[0]});
+}
+Tensor normal_(const Tensor& self, double mean, double std, std::optional<int64_t> generator) {
+  return call1("normal_", {self}, {mean, std, gen_attr(generator)[0]});
+}
+Tensor bernoulli(const Tensor& p, std::optional<int64_t> generator) {
+  return call1("bernoulli", {p}, {std::monostate{}, gen_attr(generator)[0]});
+}
+Tensor bernoulli(const Tensor& self, double p, std::optional<int64_t> generator) {
+  return call1("bernoulli", {self}, {p, gen_attr(generator)[0]});
+}
+}  // namespace ops
+
+}  // namespace flow

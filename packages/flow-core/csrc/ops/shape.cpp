@@ -1,0 +1,279 @@
+// Shape ops that copy: cat, flip, roll, tril/triu, one_hot.
+#include "index_util.h"
+
+namespace flow {
+namespace {
+
+// PyTorch skips legacy empty tensors (1-D with 0 elements) in cat whatever the other shapes are.
+bool legacy_empty(const Tensor& t) { return t.dim() == 1 && t.numel() == 0; }
+
+// Checks the inputs; returns the output shape and the index of the reference tensor (-1: all skipped).
+Shape cat_shape(const TensorList& in, int64_t dim_attr, int64_t* dim_out, DType* dt) {
+  FLOW_VALUE_CHECK(!in.empty(), "torch.cat(): expected a non-empty list of Tensors");
+  DType d = in[0].dtype();
+  for (size_t i = 0; i < in.size(); ++i) {
+    FLOW_RUNTIME_CHECK(in[i].defined(), "cat(): expected a list of Tensors");
+    FLOW_RUNTIME_CHECK(in[i].dim() > 0, "zero-dimensional tensor (at position ", i, ") cannot be concatenated");
+    d = promote_types(d, in[i].dtype());
+  }
+  *dt = d;
+  int64_t ref = -1;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!legacy_empty(in[i])) {
+      ref = static_cast<int64_t>(i);
+      break;
+    }
+  if (ref < 0) {
+    *dim_out = 0;
+    return {0};
+  }
+  const Tensor& r = in[ref];
+  int64_t dim = wrap_dim(dim_attr, r.dim(), "cat");
+  Shape out = r.sizes();
+  out[dim] = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Tensor& t = in[i];
+    if (legacy_empty(t)) continue;
+    FLOW_RUNTIME_CHECK(t.dim() == r.dim(), "Tensors must have same number of dimensions: got ", r.dim(), " and ", t.dim());
+    for (int64_t j = 0; j < r.dim(); ++j)
+      if (j != dim)
+        FLOW_RUNTIME_CHECK(t.sizes()[j] == r.sizes()[j], "Sizes of tensors must match except in dimension ", dim,
+                           ". Expected size ", r.sizes()[j], " but got size ", t.sizes()[j], " for tensor number ", i,
+                           " in the list.");
+    out[dim] += t.sizes()[dim];
+  }
+  *dim_out = dim;
+  return out;
+}
+
+Tensor narrow_raw(const Tensor& t, int64_t dim, int64_t start, int64_t len) {
+  Shape s = t.sizes();
+  s[dim] = len;
+  return make_view(t, s, t.strides(), t.offset() + (len > 0 ? start * t.strides()[dim] : 0));
+}
+
+void cat_kernel(const TensorList& in, const Tensor& out, int64_t dim) {
+  if (out.numel() == 0) return;
+  bool fast = out.is_contiguous();
+  for (const Tensor& t : in)
+    if (!legacy_empty(t) && (!t.is_contiguous() || t.dtype() != out.dtype())) fast = false;
+  if (fast) {
+    int64_t outer = 1, inner = out.itemsize();
+    for (int64_t j = 0; j < dim; ++j) outer *= out.sizes()[j];
+    for (int64_t j = dim + 1; j < out.dim(); ++j) inner *= out.sizes()[j];
+    int64_t row = out.sizes()[dim] * inner;
+    char* o = static_cast<char*>(out.raw_data());
+    std::vector<std::pair<const char*, int64_t>> parts;
+    for (const Tensor& t : in)
+      if (!legacy_empty(t) && t.numel() > 0) parts.push_back({static_cast<const char*>(t.raw_data()), t.sizes()[dim] * inner});
+    parallel_for(outer, std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(row, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        char* dst = o + k * row;
+        for (auto& p : parts) {
+          std::memcpy(dst, p.first + k * p.second, p.second);
+          dst += p.second;
+        }
+      }
+    });
+    return;
+  }
+  int64_t off = 0;
+  for (const Tensor& t : in) {
+    if (legacy_empty(t)) continue;
+    int64_t n = t.sizes()[dim];
+    ops::copy_into(narrow_raw(out, dim, off, n), t);
+    off += n;
+  }
+}
+
+std::vector<int64_t> wrap_dims_unique(const std::vector<int64_t>& dims, int64_t nd, const char* op) {
+  std::vector<int64_t> r;
+  std::vector<bool> seen(std::max<int64_t>(nd, 1), false);
+  for (int64_t d : dims) {
+    int64_t w = wrap_dim(d, std::max<int64_t>(nd, 1), op);
+    FLOW_RUNTIME_CHECK(!seen[w], "dim ", w, " appears multiple times in the list of dims");
+    seen[w] = true;
+    r.push_back(w);
+  }
+  return r;
+}
+
+std::vector<TensorMeta> same_meta(const TensorList& in, const Attrs&) {
+  return {{in[0].sizes(), in[0].dtype(), in[0].device()}};
+}
+
+// Zero the elements of the last two dims outside the kept triangle, in place (any strides).
+void zero_triangle(const Tensor& t, int64_t k, bool lower) {
+  int64_t nd = t.dim(), R = t.sizes()[nd - 2], C = t.sizes()[nd - 1];
+  if (t.numel() == 0) return;
+  int64_t rs = t.strides()[nd - 2] * t.itemsize(), cs = t.strides()[nd - 1] * t.itemsize(), isz = t.itemsize();
+  int64_t batches = t.numel() / (R * C);
+  char* base = static_cast<char*>(t.raw_data());
+  parallel_for(batches, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      int64_t rem = b, off = 0;
+      for (int64_t d = nd - 3; d >= 0; --d) {
+        off += (rem % t.sizes()[d]) * t.strides()[d] * isz;
+        rem /= t.sizes()[d];
+      }
+      for (int64_t i = 0; i < R; ++i) {
+        // lower keeps j <= i + k; upper keeps j >= i + k
+        int64_t j0 = lower ? std::max<int64_t>(i + k + 1, 0) : 0;
+        int64_t j1 = lower ? C : std::min<int64_t>(std::max<int64_t>(i + k, 0), C);
+        for (int64_t j = j0; j < j1; ++j) std::memset(base + off + i * rs + j * cs, 0, isz);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+FLOW_OP(cat)
+    .schema("cat(Tensor[] tensors, int dim=0) -> Tensor")
+    .traits(kShape)
+    .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
+      int64_t d;
+      DType dt;
+      Shape s = cat_shape(in, a.i(0), &d, &dt);
+      return {{s, dt, common_device(in, "cat")}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      int64_t d;
+      DType dt;
+      cat_shape(in, a.i(0), &d, &dt);
+      cat_kernel(in, out[0], d);
+    })
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      TensorList grads(c.num_inputs());
+      int64_t dim = -1;
+      for (size_t i = 0; i < c.num_inputs(); ++i) {
+        const Shape& s = c.input_meta(i).sizes;
+        if (s.size() == 1 && s[0] == 0) continue;
+        dim = wrap_dim(c.attrs.i(0), static_cast<int64_t>(s.size()), "cat");
+        break;
+      }
+      int64_t off = 0;
+      for (size_t i = 0; i < c.num_inputs(); ++i) {
+        const Shape& s = c.input_meta(i).sizes;
+        if (s.size() == 1 && s[0] == 0) continue;
+        if (c.needs(static_cast<int>(i))) grads[i] = ops::slice(g[0], dim, off, off + s[dim]);
+        off += s[dim];
+      }
+      return grads;
+    });
+
+FLOW_OP(flip)
+    .schema("flip(Tensor self, int[] dims) -> Tensor")
+    .traits(kShape)
+    .meta(same_meta)
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      const Tensor& t = in[0];
+      auto dims = wrap_dims_unique(a.ints(0), t.dim(), "flip");
+      if (t.dim() == 0 || t.numel() == 0) {
+        ops::copy_into(out[0], t);
+        return;
+      }
+      Shape st = t.strides();
+      int64_t off = t.offset();
+      for (int64_t d : dims) {
+        off += (t.sizes()[d] - 1) * st[d];
+        st[d] = -st[d];
+      }
+      ops::copy_into(out[0], make_view(t, t.sizes(), st, off));
+    })
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {ops::call1("flip", {g[0]}, {c.attrs.at(0)})};
+    });
+
+FLOW_OP(roll)
+    .schema("roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor")
+    .traits(kShape)
+    .meta([](const TensorList& in, const Attrs& a) {
+      const auto& sh = a.ints(0);
+      const auto& dims = a.ints(1);
+      FLOW_RUNTIME_CHECK(!sh.empty(), "`shifts` required");
+      if (dims.empty()) FLOW_RUNTIME_CHECK(sh.size() == 1, "shifts and dimensions must align. shifts: ", sh.size(), ", dims:0");
+      else FLOW_RUNTIME_CHECK(sh.size() == dims.size(), "shifts and dimensions must align. shifts: ", sh.size(), ", dims:", dims.size());
+      for (int64_t d : dims) wrap_dim(d, std::max<int64_t>(in[0].dim(), 1), "roll");
+      return same_meta(in, a);
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      const auto& sh = a.ints(0);
+      std::vector<int64_t> dims = a.ints(1);
+      Tensor src = in[0], dst_final = out[0];
+      if (dims.empty() || src.dim() == 0) {
+        // roll the flattened tensor
+        src = ops::contiguous(src);
+        src = make_view(src, {src.numel()}, {1}, src.offset());
+        dst_final = make_view(out[0], {out[0].numel()}, {1}, out[0].offset());
+        dims = {0};
+      }
+      if (src.numel() == 0) return;
+      for (size_t k = 0; k < dims.size(); ++k) {
+        int64_t d = wrap_dim(dims[k], src.dim(), "roll");
+        int64_t n = src.sizes()[d];
+        int64_t s = ((sh[k] % n) + n) % n;
+        Tensor dst = k + 1 == dims.size() ? dst_final : empty(src.sizes(), src.dtype(), src.device());
+        ops::copy_into(narrow_raw(dst, d, s, n - s), narrow_raw(src, d, 0, n - s));
+        if (s > 0) ops::copy_into(narrow_raw(dst, d, 0, s), narrow_raw(src, d, n - s, s));
+        src = dst;
+      }
+    })
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      std::vector<int64_t> sh = c.attrs.ints(0);
+      for (auto& v : sh) v = -v;
+      return {ops::call1("roll", {g[0]}, {sh, c.attrs.at(1)})};
+    });
+
+#define FLOW_TRI_OP(NAME, LOWER)                                                                             \
+  FLOW_OP(NAME)                                                                                              \
+      .schema(#NAME "(Tensor self, int diagonal=0) -> Tensor")                                               \
+      .traits(kShape)                                                                                        \
+      .meta([](const TensorList& in, const Attrs& a) {                                                       \
+        FLOW_RUNTIME_CHECK(in[0].dim() >= 2, #NAME ": input tensor must have at least 2 dimensions");        \
+        return same_meta(in, a);                                                                             \
+      })                                                                                                     \
+      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                            \
+        if (!out[0].is_same(in[0])) ops::copy_into(out[0], in[0]);                                           \
+        zero_triangle(out[0], a.i(0), LOWER);                                                                \
+      })                                                                                                     \
+      .inplace_variant()                                                                                     \
+      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                                      \
+        return {ops::call1(#NAME, {g[0]}, {c.attrs.i(0)})};                                                  \
+      });
+FLOW_TRI_OP(tril, true)
+FLOW_TRI_OP(triu, false)
+#undef FLOW_TRI_OP
+
+FLOW_OP(one_hot)
+    .schema("one_hot(Tensor self, int num_classes=-1) -> Tensor")
+    .traits(kIndexing | kNonDifferentiable)
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      const Tensor& t = in[0];
+      FLOW_RUNTIME_CHECK(t.dtype() == DType::Int64, "one_hot is only applicable to index tensor of type LongTensor.");
+      int64_t nc = a.i(0);
+      Tensor c = ops::contiguous(t);
+      const int64_t* p = c.data<int64_t>();
+      int64_t n = c.numel();
+      if (n == 0) {
+        FLOW_RUNTIME_CHECK(nc > 0, "Can not infer total number of classes from empty tensor.");
+      } else {
+        int64_t mn = p[0], mx = p[0];
+        for (int64_t i = 1; i < n; ++i) {
+          mn = std::min(mn, p[i]);
+          mx = std::max(mx, p[i]);
+        }
+        FLOW_RUNTIME_CHECK(mn >= 0, "Class values must be non-negative.");
+        if (nc == -1) nc = mx + 1;
+        else FLOW_RUNTIME_CHECK(mx < nc, "Class values must be smaller than num_classes.");
+      }
+      FLOW_RUNTIME_CHECK(nc >= 0, "one_hot: num_classes should be -1 or a non-negative number");
+      Shape s = t.sizes();
+      s.push_back(nc);
+      Tensor out = ops::zeros(s, DType::Int64, t.device());
+      int64_t* q = out.data<int64_t>();
+      for (int64_t i = 0; i < n; ++i) q[i * nc + p[i]] = 1;
+      return {out};
+    });
+
+}  // namespace flow

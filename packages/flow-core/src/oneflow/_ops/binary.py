@@ -1,0 +1,137 @@
+"""Binary-family Python API: the Tensor operator dunders not bound in C++, PyTorch's aliases (``greater``,
+``true_divide``, ...), ``where`` with its one-argument form, ``rsub``, and ``equal``/``allclose`` returning
+Python bools. The ops themselves live in the C++ registry (binary.cpp, binary_math.cpp, compare.cpp,
+ternary.cpp)."""
+import numbers
+
+from .. import _C
+
+ops = _C.ops
+
+__all__ = ["where", "equal", "allclose", "rsub", "true_divide", "greater", "greater_equal", "less", "less_equal",
+           "not_equal", "subtract", "multiply", "divide", "arctan2"]
+
+
+def _operand(o):
+    """Whether ``o`` can be the other side of a tensor operator (else the dunder returns NotImplemented)."""
+    return isinstance(o, (_C.TensorBase, numbers.Number))
+
+
+def where(condition, input=None, other=None):
+    """``where(condition, input, other)``: elements of ``input`` where ``condition`` holds, else of ``other``
+    (broadcast; either may be a Python number). ``where(condition)`` is ``nonzero(condition, as_tuple=True)``."""
+    if input is None and other is None:
+        import oneflow
+
+        return oneflow.nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where() expects either 1 argument (condition) or 3 arguments (condition, input, other)")
+    return ops.where(condition, input, other)
+
+
+def _tensor_where(self, condition, y):
+    """``x.where(condition, y)`` is ``where(condition, x, y)``."""
+    return ops.where(condition, self, y)
+
+
+def equal(input, other):
+    """True if both tensors have the same size and elements."""
+    return ops.equal(input, other).item()
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True if ``|input - other| <= atol + rtol * |other|`` holds elementwise (see ``isclose``)."""
+    return ops.allclose(input, other, rtol, atol, equal_nan).item()
+
+
+def rsub(input, other, *, alpha=1):
+    """``other - alpha * input``."""
+    return ops.sub(other, input, alpha=alpha)
+
+
+# PyTorch's aliases
+true_divide = ops.div
+greater = ops.gt
+greater_equal = ops.ge
+less = ops.lt
+less_equal = ops.le
+not_equal = ops.ne
+subtract = ops.sub
+multiply = ops.mul
+divide = ops.div
+arctan2 = ops.atan2
+
+
+def _binop(name, reverse=False):
+    def method(self, other):
+        if not _operand(other):
+            return NotImplemented
+        op = getattr(ops, name)
+        return op(other, self) if reverse else op(self, other)
+
+    method.__name__ = name
+    return method
+
+
+def _invert(self):
+    if self.dtype == _C.bool:
+        return ops.logical_not(self)
+    if self.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return ops.bitwise_not(self)
+
+
+def _pos(self):
+    if self.dtype == _C.bool:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return self
+
+
+def _abs(self):
+    return ops.abs(self)
+
+
+def _matmul(self, other):
+    if not isinstance(other, _C.TensorBase):
+        return NotImplemented
+    import oneflow
+
+    return oneflow.matmul(self, other)
+
+
+def _rmatmul(self, other):
+    if not isinstance(other, _C.TensorBase):
+        return NotImplemented
+    import oneflow
+
+    return oneflow.matmul(other, self)
+
+
+TENSOR_METHODS = {
+    "__pow__": _binop("pow"), "__rpow__": _binop("pow", True), "__ipow__": _binop("pow_"),
+    "__mod__": _binop("remainder"), "__rmod__": _binop("remainder", True), "__imod__": _binop("remainder_"),
+    "__floordiv__": _binop("floor_divide"), "__rfloordiv__": _binop("floor_divide", True),
+    "__ifloordiv__": _binop("floor_divide_"),
+    "__eq__": _binop("eq"), "__ne__": _binop("ne"), "__lt__": _binop("lt"), "__le__": _binop("le"),
+    "__gt__": _binop("gt"), "__ge__": _binop("ge"),
+    "__and__": _binop("bitwise_and"), "__rand__": _binop("bitwise_and", True), "__iand__": _binop("bitwise_and_"),
+    "__or__": _binop("bitwise_or"), "__ror__": _binop("bitwise_or", True), "__ior__": _binop("bitwise_or_"),
+    "__xor__": _binop("bitwise_xor"), "__rxor__": _binop("bitwise_xor", True), "__ixor__": _binop("bitwise_xor_"),
+    "__lshift__": _binop("bitwise_left_shift"), "__rlshift__": _binop("bitwise_left_shift", True),
+    "__ilshift__": _binop("bitwise_left_shift_"),
+    "__rshift__": _binop("bitwise_right_shift"), "__rrshift__": _binop("bitwise_right_shift", True),
+    "__irshift__": _binop("bitwise_right_shift_"),
+    "__invert__": _invert, "__pos__": _pos, "__abs__": _abs,
+    "__matmul__": _matmul, "__rmatmul__": _rmatmul,
+    # defining __eq__ must not make tensors unhashable (they are dict keys in optimizers and hooks)
+    "__hash__": object.__hash__,
+    "where": _tensor_where,
+    "equal": equal,
+    "allclose": allclose,
+    "true_divide": ops.div, "true_divide_": ops.div_,
+    "greater": ops.gt, "greater_": ops.gt_, "greater_equal": ops.ge, "greater_equal_": ops.ge_,
+    "less": ops.lt, "less_": ops.lt_, "less_equal": ops.le, "less_equal_": ops.le_,
+    "not_equal": ops.ne, "not_equal_": ops.ne_,
+    "subtract": ops.sub, "subtract_": ops.sub_, "multiply": ops.mul, "multiply_": ops.mul_,
+    "divide": ops.div, "divide_": ops.div_, "arctan2": ops.atan2, "arctan2_": ops.atan2_,
+}

@@ -1,0 +1,263 @@
+"""Random creation ops and in-place random fills (kernels in ops/random.cpp).
+
+Every function takes ``generator=`` (a ``oneflow.Generator``; the default generator when None). The C++ ops
+receive the generator as its integer handle (``Generator._handle``) in their ``generator`` attribute.
+"""
+import builtins
+import importlib
+
+from .. import _C
+from ..autograd.function import Function
+from .creation import _device, _finish, _kw_size, _reject, _shape
+
+_random = importlib.import_module("oneflow.random")  # sets oneflow.random to the module, over the "random" op
+manual_seed = _random.manual_seed
+seed = _random.seed
+initial_seed = _random.initial_seed
+get_rng_state = _random.get_rng_state
+set_rng_state = _random.set_rng_state
+Generator = _C.Generator
+default_generator = _C.default_generator
+random = _random
+
+__all__ = ["rand", "randn", "randint", "randperm", "normal", "bernoulli", "rand_like", "randn_like",
+           "randint_like", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "Generator",
+           "default_generator", "random"]
+
+
+def _gen(generator, op):
+    """The generator's handle for the op's `generator` attribute (None: the default generator)."""
+    if generator is None:
+        return None
+    if not isinstance(generator, _C.Generator):
+        raise TypeError(f"{op}(): argument 'generator' must be oneflow.Generator, not {type(generator).__name__}")
+    return generator._handle
+
+
+def _float_dtype(dtype, op):
+    return dtype or _C.get_default_dtype()
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+         pin_memory=False, **kw):
+    """Uniform samples from [0, 1) of the given size (default float dtype)."""
+    shape = _kw_size(size, kw.pop("size", None), "rand")
+    _reject(kw, "rand")
+    _device(device)
+    t = _C._empty(shape, _float_dtype(dtype, "rand"), None)
+    _C.ops.uniform_(t, 0.0, 1.0, generator=_gen(generator, "rand"))
+    return _finish(t, requires_grad, out)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+          pin_memory=False, **kw):
+    """Standard normal samples of the given size (default float dtype)."""
+    shape = _kw_size(size, kw.pop("size", None), "randn")
+    _reject(kw, "randn")
+    _device(device)
+    t = _C._empty(shape, _float_dtype(dtype, "randn"), None)
+    _C.ops.normal_(t, 0.0, 1.0, generator=_gen(generator, "randn"))
+    return _finish(t, requires_grad, out)
+
+
+def _int(v, op, name):
+    if isinstance(v, _C.TensorBase):
+        v = v.item()
+    if isinstance(v, builtins.float):
+        if v != int(v):
+            raise TypeError(f"{op}(): argument '{name}' must be int, not float")
+        v = int(v)
+    return v.__index__()
+
+
+def randint(*args, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+            pin_memory=False, **kw):
+    """Integers uniformly from [low, high): ``randint(high, size)`` or ``randint(low, high, size)`` (int64)."""
+    low = kw.pop("low", None)
+    high = kw.pop("high", None)
+    size = kw.pop("size", None)
+    _reject(kw, "randint")
+    args = list(args)
+    if size is None and args and isinstance(args[-1], (tuple, list)):
+        size = args.pop()
+    if len(args) == 2:
+        low, high = args
+    elif len(args) == 1:
+        if high is None:
+            high = args[0]
+        else:
+            low = args[0]
+    elif len(args) > 2:
+        raise TypeError("randint() received an invalid combination of arguments: expected (low, high, size) or "
+                        "(high, size)")
+    if high is None or size is None:
+        raise TypeError("randint() missing required arguments: expected randint(low=0, high, size)")
+    low = 0 if low is None else _int(low, "randint", "low")
+    high = _int(high, "randint", "high")
+    _device(device)
+    t = _C._empty(_shape((size,), "randint"), dtype or _C.int64, None)
+    _C.ops.random_(t, low, high, generator=_gen(generator, "randint"))
+    return _finish(t, requires_grad, out)
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+             pin_memory=False):
+    """A random permutation of 0..n-1 (int64 unless ``dtype``)."""
+    _device(device)
+    t = _C.ops.randperm(n, dtype=dtype, generator=_gen(generator, "randperm"))
+    return _finish(t, requires_grad, out)
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
+              generator=None):
+    """Uniform [0, 1) samples shaped like ``input``."""
+    return rand(list(input.shape), dtype=dtype or input.dtype, device=device, requires_grad=requires_grad,
+                generator=generator)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
+               generator=None):
+    """Standard normal samples shaped like ``input``."""
+    return randn(list(input.shape), dtype=dtype or input.dtype, device=device, requires_grad=requires_grad,
+                 generator=generator)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+                 layout=None, generator=None):
+    """Integers from [low, high) shaped like ``input`` (its dtype unless ``dtype``); ``randint_like(input, high)``."""
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, list(input.shape), dtype=dtype or input.dtype, device=device,
+                   requires_grad=requires_grad, generator=generator)
+
+
+def _zeros(shape, dtype):
+    t = _C._empty(shape, dtype, None)
+    _C.ops.fill_(t, 0)
+    return t
+
+
+class _Normal(Function):
+    """normal with tensor mean and/or std. As in PyTorch the gradients w.r.t. mean and std are zero (sampling
+    is not reparameterised; write ``mean + std * randn_like(mean)`` for that)."""
+
+    @staticmethod
+    def forward(ctx, mean, std, mean_value, std_value, shape, dtype, handle):
+        ctx.shapes = (None if mean is None else list(mean.shape), None if std is None else list(std.shape),
+                      dtype)
+        out = _C._empty(shape, dtype, None)
+        _C.ops.normal_(out, 0.0, 1.0, generator=handle)
+        out = out * (std if std is not None else std_value)
+        return _C.ops.to_dtype(out + (mean if mean is not None else mean_value), dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ms, ss, dt = ctx.shapes
+        return (None if ms is None else _zeros(ms, dt), None if ss is None else _zeros(ss, dt),
+                None, None, None, None, None)
+
+
+def _broadcast(a, b):
+    n = max(len(a), len(b))
+    a, b = [1] * (n - len(a)) + a, [1] * (n - len(b)) + b
+    out = []
+    for x, y in zip(a, b):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"normal: the size of mean {a} must match the size of std {b} (or broadcast)")
+        out.append(y if x == 1 else x)
+    return out
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None,
+           requires_grad=False, layout=None, pin_memory=False):
+    """Normal samples: ``normal(mean_tensor, std_tensor)``, ``normal(mean_tensor, std=1.0)``,
+    ``normal(mean, std_tensor)`` (shape of the broadcast tensors) or ``normal(mean, std, size)``."""
+    handle = _gen(generator, "normal")
+    mt, st = isinstance(mean, _C.TensorBase), isinstance(std, _C.TensorBase)
+    if not mt and not st:
+        if size is None:
+            raise TypeError("normal() received an invalid combination of arguments: with float mean and std, "
+                            "size is required")
+        _device(device)
+        t = _C._empty(_shape((size,), "normal"), dtype or _C.get_default_dtype(), None)
+        _C.ops.normal_(t, builtins.float(mean), builtins.float(std), generator=handle)
+        return _finish(t, requires_grad, out)
+    if size is not None:
+        raise TypeError("normal() received an invalid combination of arguments: size is only allowed with float "
+                        "mean and std")
+    for name, v in (("mean", mean), ("std", std)):
+        if isinstance(v, _C.TensorBase) and not v.dtype.is_floating_point:
+            raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{v.dtype}' ({name})")
+    if st:
+        if std.numel() > 0 and builtins.bool((std < 0).any()):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if mt and st:
+        shape, dtype = _broadcast(list(mean.shape), list(std.shape)), mean.dtype
+    else:
+        shape, dtype = list((mean if mt else std).shape), (mean if mt else std).dtype
+    r = _Normal.apply(mean if mt else None, std if st else None, None if mt else builtins.float(mean),
+                      None if st else builtins.float(std), shape, dtype, handle)
+    return _finish(r, False, out)
+
+
+def bernoulli(input, p=None, *, generator=None, out=None):
+    """0/1 samples with probabilities ``input`` (or ``p`` when given), same dtype and shape as ``input``."""
+    if isinstance(p, _C.TensorBase):
+        return _finish(_C.ops.bernoulli(p.expand(list(input.shape)), generator=_gen(generator, "bernoulli")),
+                       False, out)
+    r = _C.ops.bernoulli(input, p, generator=_gen(generator, "bernoulli"))
+    return _finish(r, False, out)
+
+
+# ---- in-place fills on tensors ---------------------------------------------------------------------------
+def _uniform_(self, *args, generator=None, **kw):
+    """Fills with uniform samples from [from, to) (defaults 0, 1)."""
+    frm = kw.pop("from", args[0] if len(args) > 0 else 0.0)
+    to = kw.pop("to", args[1] if len(args) > 1 else 1.0)
+    _reject(kw, "uniform_")
+    return _C.ops.uniform_(self, frm, to, generator=_gen(generator, "uniform_"))
+
+
+def _normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Fills with normal samples N(mean, std^2)."""
+    return _C.ops.normal_(self, mean, std, generator=_gen(generator, "normal_"))
+
+
+def _exponential_(self, lambd=1.0, *, generator=None):
+    """Fills with exponential samples of rate ``lambd``."""
+    return _C.ops.exponential_(self, lambd, generator=_gen(generator, "exponential_"))
+
+
+def _random_(self, *args, generator=None, **kw):
+    """``random_()``: integers over the dtype's range; ``random_(to)``: [0, to); ``random_(from, to)``."""
+    if len(args) > 2:
+        raise TypeError("random_() takes at most 2 positional arguments")
+    frm = kw.pop("from", None)
+    to = kw.pop("to", None)
+    _reject(kw, "random_")
+    if len(args) == 1:
+        if frm is None and "to" not in kw:
+            frm, to = 0, args[0]
+        else:
+            frm = args[0]
+    elif len(args) == 2:
+        frm, to = args
+    return _C.ops.random_(self, frm, to, generator=_gen(generator, "random_"))
+
+
+def _bernoulli_(self, p=0.5, *, generator=None):
+    """Fills with 0/1 samples of probability ``p`` (a float or a tensor broadcastable to self)."""
+    h = _gen(generator, "bernoulli_")
+    if isinstance(p, _C.TensorBase):
+        return _C.ops.copy_(self, _C.ops.bernoulli(p.expand(list(self.shape)), generator=h))
+    return _C.ops.bernoulli_(self, builtins.float(p), generator=h)
+
+
+def _bernoulli(self, p=None, *, generator=None):
+    return bernoulli(self, p, generator=generator)
+
+
+TENSOR_METHODS = {"uniform_": _uniform_, "normal_": _normal_, "exponential_": _exponential_, "random_": _random_,
+                  "bernoulli_": _bernoulli_, "bernoulli": _bernoulli}

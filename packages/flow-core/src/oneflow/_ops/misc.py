@@ -1,0 +1,114 @@
+"""Small tensor utilities from PyTorch's API: new_* constructors, zero_, broadcasting helpers, type queries."""
+import builtins
+
+from .. import _C
+from . import creation
+
+__all__ = ["numel", "result_type", "can_cast", "broadcast_shapes", "broadcast_tensors", "broadcast_to",
+           "is_floating_point", "is_nonzero", "clone", "detach", "atleast_1d", "atleast_2d", "atleast_3d",
+           "is_same_size", "zero_"]
+
+
+def numel(input):
+    """Number of elements of ``input``."""
+    return input.numel()
+
+
+def result_type(tensor1, tensor2):
+    """The dtype PyTorch's promotion rules give an op on ``tensor1`` and ``tensor2`` (tensors or numbers)."""
+    return _C._result_type([tensor1, tensor2])
+
+
+def can_cast(from_, to):
+    """Whether a value of dtype ``from_`` may be cast to ``to`` by an in-place op (PyTorch's casting rule)."""
+    if from_.is_floating_point and not to.is_floating_point:
+        return False
+    if from_ != _C.bool and to == _C.bool:
+        return False
+    return True
+
+
+def broadcast_shapes(*shapes):
+    """The shape ``shapes`` broadcast to; raises RuntimeError if they cannot be."""
+    out = []
+    for s in shapes:
+        s = [s] if isinstance(s, builtins.int) else list(s)
+        out = _C._broadcast_shapes(out, s)
+    from .._tensor import Size
+
+    return Size(out)
+
+
+def broadcast_to(input, shape):
+    return _C.ops.expand(input, list(shape))
+
+
+def broadcast_tensors(*tensors):
+    """Views of ``tensors`` expanded to their common broadcast shape."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = broadcast_shapes(*[t.shape for t in tensors])
+    return tuple(_C.ops.expand(t, list(shape)) for t in tensors)
+
+
+def is_floating_point(input):
+    return input.dtype.is_floating_point
+
+
+def is_nonzero(input):
+    if input.numel() != 1:
+        raise RuntimeError(f"Boolean value of Tensor with {'no values' if input.numel() == 0 else 'more than one value'} is ambiguous")
+    return builtins.bool(input.item())
+
+
+def is_same_size(a, b):
+    return tuple(a.shape) == tuple(b.shape)
+
+
+def clone(input, *, memory_format=None):
+    return _C.ops.clone(input)
+
+
+def detach(input):
+    return input.detach()
+
+
+def zero_(input):
+    """Fills ``input`` with zeros in place."""
+    return _C.ops.fill_(input, 0)
+
+
+def _atleast(n):
+    def f(*tensors):
+        ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+        out = []
+        for t in ts:
+            while t.dim() < n:
+                t = _C.ops.unsqueeze(t, 0 if t.dim() == 0 or n == 2 or t.dim() == 2 else -1) if t.dim() != 1 or n != 3 \
+                    else _C.ops.unsqueeze(_C.ops.unsqueeze(t, 0), -1)
+            out.append(t)
+        return out[0] if len(out) == 1 else tuple(out)
+    return f
+
+
+atleast_1d, atleast_2d, atleast_3d = _atleast(1), _atleast(2), _atleast(3)
+
+
+def _new(kind):
+    def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+        dt = dtype or self.dtype
+        if kind == "full":
+            shape, value = size[0], size[1] if len(size) > 1 else kw.pop("fill_value")
+            return creation.full(list(shape), value, dtype=dt, requires_grad=requires_grad)
+        fn = {"zeros": creation.zeros, "ones": creation.ones, "empty": creation.empty}[kind]
+        return fn(*size, dtype=dt, requires_grad=requires_grad)
+    method.__name__ = f"new_{kind}"
+    method.__doc__ = f"A new tensor of ``size`` like ``torch.Tensor.new_{kind}`` (dtype defaults to self's)."
+    return method
+
+
+TENSOR_METHODS = {
+    "new_zeros": _new("zeros"), "new_ones": _new("ones"), "new_empty": _new("empty"), "new_full": _new("full"),
+    "zero_": zero_, "is_nonzero": is_nonzero, "is_same_size": is_same_size,
+    "broadcast_to": broadcast_to, "dim_order": lambda self: tuple(sorted(range(self.dim()), key=lambda d: -self.stride(d))),
+}

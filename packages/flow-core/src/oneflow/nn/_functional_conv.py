@@ -1,0 +1,200 @@
+"""Convolution, pooling and linear functions of ``oneflow.nn.functional`` (torch.nn.functional signatures)."""
+from .. import _C
+
+ops = _C.ops
+
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+           "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+           "adaptive_max_pool2d", "adaptive_max_pool3d", "linear", "bilinear"]
+
+
+def _tuple(v, n, name="argument"):
+    if isinstance(v, (list, tuple)):
+        if len(v) == 1:
+            return [int(v[0])] * n
+        if len(v) != n:
+            raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values, got {list(v)}")
+        return [int(x) for x in v]
+    return [int(v)] * n
+
+
+def _batchify(input, nd, fname):
+    """(input with batch dim, was_unbatched); raises like torch for wrong ranks."""
+    if input.dim() == nd + 1:
+        return ops.unsqueeze(input, 0), True
+    if input.dim() == nd + 2:
+        return input, False
+    raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {fname}, but got input of "
+                       f"size: {list(input.shape)}")
+
+
+def _conv(input, weight, bias, stride, padding, dilation, groups, nd, fname):
+    x, unbatched = _batchify(input, nd, fname)
+    stride, dilation = _tuple(stride, nd, "stride"), _tuple(dilation, nd, "dilation")
+    trim = None
+    if isinstance(padding, str):
+        if padding == "valid":
+            pad = [0] * nd
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            pad, trim = [], []
+            for i in range(nd):
+                total = dilation[i] * (weight.shape[2 + i] - 1)
+                left = total // 2
+                pad.append(total - left)  # symmetric by the larger side, then drop the extra leading outputs
+                trim.append((total - left) - left)
+        else:
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of ('valid', 'same')")
+    else:
+        pad = _tuple(padding, nd, "padding")
+    out = ops.convolution(x, weight, bias, stride, pad, dilation, False, [0] * nd, groups)
+    if trim is not None and any(trim):
+        for i, t in enumerate(trim):
+            if t:
+                out = ops.slice(out, 2 + i, t, out.shape[2 + i], 1)
+    return ops.squeeze_dim(out, 0) if unbatched else out
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D convolution over an input of shape (N, C_in, L) or (C_in, L)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution over an input of shape (N, C_in, H, W) or (C_in, H, W)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution over an input of shape (N, C_in, D, H, W) or (C_in, D, H, W)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+
+
+def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, nd, fname):
+    x, unbatched = _batchify(input, nd, fname)
+    out = ops.convolution(x, weight, bias, _tuple(stride, nd, "stride"), _tuple(padding, nd, "padding"),
+                          _tuple(dilation, nd, "dilation"), True, _tuple(output_padding, nd, "output_padding"),
+                          groups)
+    return ops.squeeze_dim(out, 0) if unbatched else out
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """1-D transposed convolution ("deconvolution")."""
+    return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 1, "conv_transpose1d")
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """2-D transposed convolution ("deconvolution")."""
+    return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 2, "conv_transpose2d")
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """3-D transposed convolution ("deconvolution")."""
+    return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 3, "conv_transpose3d")
+
+
+def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd):
+    k = _tuple(kernel_size, nd, "kernel_size")
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tuple(stride, nd, "stride")
+    out, idx = ops.max_pool(input, k, s, _tuple(padding, nd, "padding"), _tuple(dilation, nd, "dilation"),
+                            bool(ceil_mode))
+    return (out, idx) if return_indices else out
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """1-D max pooling; with ``return_indices`` also the argmax positions."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """2-D max pooling; with ``return_indices`` also the argmax positions (flat within each plane)."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """3-D max pooling; with ``return_indices`` also the argmax positions."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
+
+
+def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd):
+    k = _tuple(kernel_size, nd, "kernel_size")
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tuple(stride, nd, "stride")
+    return ops.avg_pool(input, k, s, _tuple(padding, nd, "padding"), bool(ceil_mode), bool(count_include_pad),
+                        divisor_override)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """1-D average pooling."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """2-D average pooling."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """3-D average pooling."""
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3)
+
+
+def _out_size(input, output_size, nd):
+    sizes = _tuple(output_size, nd, "output_size") if not isinstance(output_size, (list, tuple)) else list(output_size)
+    if len(sizes) == 1 and nd > 1:
+        sizes = sizes * nd
+    # None keeps the input's size
+    return [input.shape[input.dim() - nd + i] if v is None else int(v) for i, v in enumerate(sizes)]
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """1-D adaptive average pooling to ``output_size``."""
+    return ops.adaptive_avg_pool(input, _out_size(input, output_size, 1))
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """2-D adaptive average pooling to ``output_size`` (None entries keep the input size)."""
+    return ops.adaptive_avg_pool(input, _out_size(input, output_size, 2))
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """3-D adaptive average pooling to ``output_size``."""
+    return ops.adaptive_avg_pool(input, _out_size(input, output_size, 3))
+
+
+def _adaptive_max(input, output_size, return_indices, nd):
+    out, idx = ops.adaptive_max_pool(input, _out_size(input, output_size, nd))
+    return (out, idx) if return_indices else out
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """1-D adaptive max pooling."""
+    return _adaptive_max(input, output_size, return_indices, 1)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """2-D adaptive max pooling."""
+    return _adaptive_max(input, output_size, return_indices, 2)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """3-D adaptive max pooling."""
+    return _adaptive_max(input, output_size, return_indices, 3)
+
+
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias``."""
+    wt = ops.transpose(weight, 0, 1) if weight.dim() == 2 else weight
+    if bias is not None and input.dim() == 2 and weight.dim() == 2:
+        return ops.addmm(bias, input, wt)
+    out = ops.matmul(input, wt)
+    return out + bias if bias is not None else out
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y = x1^T A x2 + b`` for each output feature (weight of shape (out, in1, in2))."""
+    out = ops.einsum("...i,oij,...j->...o", [input1, weight, input2])
+    return out + bias if bias is not None else out

@@ -1,0 +1,454 @@
+"""``oneflow.nn.functional`` for the nnops family: softmax, normalisation, dropout, embedding, losses,
+interpolation, padding and scaled dot-product attention, with ``torch.nn.functional``'s signatures."""
+import math
+import warnings
+
+import numpy as _np
+
+from .. import _C
+
+ops = _C.ops
+
+__all__ = [
+    "softmax", "log_softmax", "softmin", "batch_norm", "layer_norm", "group_norm", "instance_norm", "dropout",
+    "dropout1d", "dropout2d", "dropout3d", "embedding", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
+    "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+    "interpolate", "upsample", "pad", "scaled_dot_product_attention", "normalize",
+]
+
+
+def _flow():
+    import oneflow
+
+    return oneflow
+
+
+# ---- softmax ------------------------------------------------------------------------------------------
+def _implicit_dim(ndim):
+    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X "
+                  "as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """Softmax along ``dim``: ``exp(x) / sum(exp(x))``, optionally computed in ``dtype``."""
+    if dim is None:
+        dim = _implicit_dim(input.dim())
+    return ops.softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """Log of softmax along ``dim``, computed stably in one pass."""
+    if dim is None:
+        dim = _implicit_dim(input.dim())
+    return ops.log_softmax(input, dim, dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """Softmax of ``-input`` along ``dim``."""
+    if dim is None:
+        dim = _implicit_dim(input.dim())
+    if dtype is not None:
+        input = input.to(dtype)
+    return ops.softmax(ops.neg(input), dim, None)
+
+
+# ---- normalisation ------------------------------------------------------------------------------------
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05):
+    """Batch normalisation over (N, *spatial) per channel; in training mode updates running stats in place."""
+    if training:
+        size = list(input.shape)
+        n = size[0]
+        for s in size[2:]:
+            n *= s
+        if n == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+    if momentum is None:
+        momentum = 0.0
+    return ops.native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)[0]
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
+    """Normalises over the trailing ``normalized_shape`` dims, then applies the elementwise affine."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    return ops.native_layer_norm(input, list(normalized_shape), weight, bias, eps)[0]
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
+    """Normalises each of ``num_groups`` channel groups per sample, then applies a per-channel affine."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    return ops.native_group_norm(input, weight, bias, num_groups, eps)[0]
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-05):
+    """Normalises each (sample, channel) over its spatial dims; running stats (if given) track their mean."""
+    if input.dim() < 3:
+        raise ValueError(f"Expected 3D or more input (N, C, *), got {input.dim()}D input")
+    if use_input_stats:
+        size = list(input.shape)
+        n = 1
+        for s in size[2:]:
+            n *= s
+        if n == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size {size}")
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+        return ops.native_batch_norm(input, weight, bias, running_mean, running_var, False, momentum, eps)[0]
+    if running_mean is None and running_var is None:
+        return ops.native_group_norm(input, weight, bias, input.shape[1], eps)[0]
+    # batch norm over (1, N*C, *): per-instance statistics, running stats updated per instance then averaged
+    flow = _flow()
+    N, C = input.shape[0], input.shape[1]
+    x = ops.reshape(input, [1, N * C] + list(input.shape[2:]))
+    w = None if weight is None else ops.reshape(ops.expand(ops.unsqueeze(weight, 0), [N, C]), [N * C])
+    b = None if bias is None else ops.reshape(ops.expand(ops.unsqueeze(bias, 0), [N, C]), [N * C])
+    with flow.no_grad():
+        rm = None if running_mean is None else ops.clone(ops.reshape(ops.expand(ops.unsqueeze(running_mean, 0), [N, C]), [N * C]))
+        rv = None if running_var is None else ops.clone(ops.reshape(ops.expand(ops.unsqueeze(running_var, 0), [N, C]), [N * C]))
+    out = ops.native_batch_norm(x, w, b, rm, rv, True, momentum, eps)[0]
+    with flow.no_grad():
+        if running_mean is not None:
+            running_mean.copy_(ops.mul(ops.sum(ops.view(rm, [N, C]), [0]), 1.0 / N))
+        if running_var is not None:
+            running_var.copy_(ops.mul(ops.sum(ops.view(rv, [N, C]), [0]), 1.0 / N))
+    return ops.reshape(out, list(input.shape))
+
+
+# ---- dropout ------------------------------------------------------------------------------------------
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _maybe_inplace(input, out, inplace):
+    if inplace and out is not input:
+        input.copy_(out)
+        return input
+    return out
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zeroes elements with probability ``p`` (during training) and scales the rest by ``1 / (1 - p)``."""
+    _check_p(p)
+    return _maybe_inplace(input, ops.dropout(input, p, training), inplace)
+
+
+def _feature_dropout(input, p, training, inplace, batched_dim, name):
+    _check_p(p)
+    nd = input.dim()
+    if nd not in (batched_dim - 1, batched_dim):
+        raise RuntimeError(f"{name}: Expected {batched_dim - 1}D or {batched_dim}D input, but received a {nd}D input")
+    return _maybe_inplace(input, ops.feature_dropout(input, p, training, nd == batched_dim), inplace)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, L) / (C, L) inputs."""
+    return _feature_dropout(input, p, training, inplace, 3, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, H, W) inputs (a 3-D input is treated as (N, C, L), like torch)."""
+    _check_p(p)
+    nd = input.dim()
+    if nd not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated.", stacklevel=2)
+    if nd < 2:
+        raise RuntimeError(f"dropout2d: Expected 3D or 4D input, but received a {nd}D input")
+    return _maybe_inplace(input, ops.feature_dropout(input, p, training, True), inplace)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, D, H, W) / (C, D, H, W) inputs."""
+    _check_p(p)
+    nd = input.dim()
+    if nd not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {nd}-D input to dropout3d, which is deprecated.", stacklevel=2)
+    if nd < 2:
+        raise RuntimeError(f"dropout3d: Expected 4D or 5D input, but received a {nd}D input")
+    return _maybe_inplace(input, ops.feature_dropout(input, p, training, nd != 4), inplace)
+
+
+# ---- embedding ----------------------------------------------------------------------------------------
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    """Looks up rows of ``weight`` by the indices in ``input``; ``padding_idx``'s row gets no gradient."""
+    if padding_idx is not None:
+        n = weight.shape[0]
+        if padding_idx > 0:
+            assert padding_idx < n, "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -n, "Padding_idx must be within num_embeddings"
+            padding_idx = n + padding_idx
+    else:
+        padding_idx = -1
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported")
+    if max_norm is not None:
+        with _flow().no_grad():
+            ops.embedding_renorm_(weight, input, float(max_norm), float(norm_type))
+    return ops.embedding(weight, input, padding_idx, scale_grad_by_freq, False)
+
+
+# ---- losses -------------------------------------------------------------------------------------------
+def _legacy_reduction(size_average, reduce, reduction):
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if size_average and reduce:
+        return "mean"
+    return "sum" if reduce else "none"
+
+
+def _check_reduction(reduction):
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """Negative log-likelihood of log-probabilities ``input`` (N, C, ...) at class indices ``target``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    return ops.nll_loss(input, target, weight, reduction, ignore_index)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    """log_softmax over the class dim followed by nll_loss (class indices) or the soft-target cross entropy
+    (class probabilities), with optional label smoothing."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if input.dim() == 1 else 1
+    logp = ops.log_softmax(input, class_dim, None)
+    if not target.dtype.is_floating_point:
+        if label_smoothing > 0.0:
+            return ops._nll_loss_smoothed(logp, target, weight, reduction, ignore_index, float(label_smoothing))
+        return ops.nll_loss(logp, target, weight, reduction, ignore_index)
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)} (class-probability "
+                           "targets must have the input's shape)")
+    n_classes = input.shape[class_dim]
+    if label_smoothing > 0.0:
+        target = ops.add(ops.mul(target, 1.0 - label_smoothing), label_smoothing / n_classes)
+    prod = ops.mul(logp, target)
+    if weight is not None:
+        shape = [1] * input.dim()
+        shape[class_dim] = n_classes
+        prod = ops.mul(prod, ops.reshape(weight, shape))
+    loss = ops.neg(ops.sum(prod, [class_dim]))
+    if reduction == "none":
+        return loss
+    total = ops.sum(loss)
+    if reduction == "sum":
+        return total
+    n = input.numel() // n_classes if n_classes else 0
+    return ops.mul(total, 1.0 / n) if n else ops.mul(total, float("nan"))
+
+
+def _weighted(loss_none, weight, reduction):
+    out = ops.mul(loss_none, weight)
+    if reduction == "none":
+        return out
+    if reduction == "sum":
+        return ops.sum(out)
+    return ops.div(ops.sum(out), ops.sum(weight))
+
+
+def _check_weight(weight, input):
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+
+
+def _warn_size(input, target):
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({list(target.shape)}) that is different to the input size "
+                      f"({list(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
+                      "Please ensure they have the same size.", stacklevel=3)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean squared error ``(input - target)^2``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    _warn_size(input, target)
+    if weight is not None:
+        _check_weight(weight, input)
+        return _weighted(ops.mse_loss(input, target, "none"), weight, reduction)
+    return ops.mse_loss(input, target, reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean absolute error ``|input - target|``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    _warn_size(input, target)
+    if weight is not None:
+        _check_weight(weight, input)
+        return _weighted(ops.l1_loss(input, target, "none"), weight, reduction)
+    return ops.l1_loss(input, target, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """Quadratic below ``beta`` (``0.5 z^2 / beta``), linear above (``|z| - 0.5 beta``)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _warn_size(input, target)
+    return ops.smooth_l1_loss(input, target, reduction, float(beta))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """Quadratic below ``delta`` (``0.5 z^2``), linear above (``delta (|z| - 0.5 delta)``)."""
+    _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _warn_size(input, target)
+    if weight is not None:
+        _check_weight(weight, input)
+        return _weighted(ops.huber_loss(input, target, "none", float(delta)), weight, reduction)
+    return ops.huber_loss(input, target, reduction, float(delta))
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """``-w (t log x + (1 - t) log(1 - x))`` with the logs clamped at -100."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({list(target.shape)}) that is different to the input size "
+                         f"({list(input.shape)}) is deprecated. Please ensure they have the same size.")
+    return ops.binary_cross_entropy(input, target, weight, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    """Sigmoid + binary cross entropy in one numerically stable expression."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size ({list(input.shape)})")
+    return ops.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Kullback-Leibler divergence ``target * (log target - input)`` (``input`` holds log-probabilities)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      stacklevel=2)
+    if reduction == "batchmean":
+        total = ops.kl_div(input, target, "sum", log_target=log_target)
+        return ops.mul(total, 1.0 / input.shape[0]) if input.dim() != 0 else total
+    _check_reduction(reduction)
+    return ops.kl_div(input, target, reduction, log_target=log_target)
+
+
+# ---- interpolate / pad --------------------------------------------------------------------------------
+_LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3}
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resizes the spatial dims of (N, C, *spatial) ``input`` to ``size`` or by ``scale_factor``."""
+    k = input.dim() - 2
+    if k < 1 or k > 3:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) "
+                                  f"for the modes: nearest | linear | bilinear | trilinear (got {mode})")
+    if mode in ("nearest", "area", "nearest-exact") or mode not in _LINEAR_MODES:
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    if mode not in ("nearest",) and mode not in _LINEAR_MODES:
+        raise NotImplementedError(f"interpolate: mode '{mode}' is not supported")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias is not supported")
+    if mode in _LINEAR_MODES and _LINEAR_MODES[mode] != k:
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {_LINEAR_MODES[mode] + 2}D input")
+    if align_corners is None:
+        align_corners = False
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined" if size is not None
+                         else "either size or scale_factor should be defined")
+    spatial = list(input.shape[2:])
+    scales = None
+    if size is not None:
+        out = list(size) if isinstance(size, (list, tuple)) else [size] * k
+        if len(out) != k:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with "
+                             f"spatial dimensions of {spatial} and output size of {out}. Please provide input tensor "
+                             "in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) format.")
+        out = [int(o) for o in out]
+    else:
+        sf = list(scale_factor) if isinstance(scale_factor, (list, tuple)) else [scale_factor] * k
+        if len(sf) != k:
+            raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
+                             f"with spatial dimensions of {spatial} and scale_factor of shape {sf}. Please provide "
+                             "input tensor in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) "
+                             "format.")
+        out = [int(math.floor(float(s) * float(f))) for s, f in zip(spatial, sf)]
+        scales = None if recompute_scale_factor else [float(f) for f in sf]
+    if mode == "nearest":
+        return ops.upsample_nearest(input, out, scales)
+    return ops.upsample_linear(input, out, bool(align_corners), scales)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of :func:`interpolate`."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pads the last ``len(pad) // 2`` dims: ``pad = (left_last, right_last, left_prev, right_prev, ...)``."""
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if mode != "constant" and value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument.')
+    return ops.pad(input, [int(p) for p in pad], mode, None if value is None else float(value))
+
+
+# ---- attention / normalize ----------------------------------------------------------------------------
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """``softmax(q k^T * scale + mask) v`` with optional causal masking and attention dropout."""
+    flow = _flow()
+    L, S = query.shape[-2], key.shape[-2]
+    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if enable_gqa and query.dim() >= 3 and query.shape[-3] != key.shape[-3]:
+        rep = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(rep, dim=-3)
+        value = value.repeat_interleave(rep, dim=-3)
+    attn = ops.mul(flow.matmul(query, ops.transpose(key, -2, -1)), scale_factor)
+    bias = None
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
+        m = _np.where(_np.tril(_np.ones((L, S), dtype=bool)), 0.0, -_np.inf)
+        bias = flow.tensor(m, dtype=attn.dtype)
+    elif attn_mask is not None:
+        if attn_mask.dtype == flow.bool:
+            bias = flow.tensor(_np.where(attn_mask.numpy(), 0.0, -_np.inf), dtype=attn.dtype)
+        else:
+            bias = attn_mask
+    if bias is not None:
+        attn = ops.add(attn, bias)
+    attn = ops.softmax(attn, -1, None)
+    if dropout_p > 0.0:
+        attn = ops.dropout(attn, dropout_p, True)
+    return flow.matmul(attn, value)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``input / max(||input||_p, eps)`` along ``dim``."""
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    if out is None:
+        return ops.div(input, denom)
+    return out.copy_(ops.div(input, denom))

@@ -1,0 +1,236 @@
+"""The C++ autograd engine through the Python API, against PyTorch's documented behaviour."""
+import numpy as np
+import pytest
+
+import oneflow as flow
+from helpers import assert_close, torch
+
+
+def both(data, **kw):
+    return flow.tensor(data, **kw), torch.tensor(data, **kw)
+
+
+def test_leaf_accumulation_and_gradient_argument():
+    for lib in (flow, torch):
+        pass
+    fx, tx = both([1.0, 2.0, 3.0], requires_grad=True)
+    for x, lib in ((fx, flow), (tx, torch)):
+        y = x * x
+        y.backward(lib.tensor([1.0, 0.5, 2.0]))
+        y2 = (x * 3).sum()
+        y2.backward()
+    assert_close(fx.grad, tx.grad)
+    assert fx.is_leaf and fx.grad_fn is None
+    assert not (fx * 2).is_leaf
+
+
+def test_nonscalar_backward_needs_gradient():
+    x = flow.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="implicitly created only for scalar outputs"):
+        (x * 2).backward()
+
+
+def test_backward_without_grad_raises():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        flow.ones(2).sum().backward()
+
+
+def test_retain_graph():
+    x = flow.ones(2, requires_grad=True)
+    y = (x * x).exp().sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    assert_close(x.grad, np.full(2, 4 * np.e, dtype=np.float32), rtol=1e-5)
+    z = (x * x).exp().sum()
+    z.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        z.backward()
+
+
+def test_autograd_grad_and_double_backward():
+    fx, tx = both([0.5, -1.0, 2.0], requires_grad=True)
+    res = []
+    for x, lib in ((fx, flow), (tx, torch)):
+        y = (x * x * x).sum()
+        (g,) = lib.autograd.grad(y, x, create_graph=True)
+        (gg,) = lib.autograd.grad(g.sum(), x)
+        res.append((g, gg))
+        assert x.grad is None
+    assert_close(res[0][0], res[1][0])
+    assert_close(res[0][1], res[1][1])
+
+
+def test_grad_allow_unused():
+    x = flow.ones(2, requires_grad=True)
+    z = flow.ones(2, requires_grad=True)
+    y = (x * 2).sum()
+    with pytest.raises(RuntimeError, match="not have been used in the graph"):
+        flow.autograd.grad(y, [x, z], retain_graph=True)
+    gx, gz = flow.autograd.grad(y, [x, z], allow_unused=True)
+    assert gz is None and gx.tolist() == [2.0, 2.0]
+
+
+def test_grad_modes():
+    x = flow.ones(2, requires_grad=True)
+    with flow.no_grad():
+        y = x * 2
+        with flow.enable_grad():
+            w = x * 2
+    assert not y.requires_grad and w.requires_grad
+    with flow.set_grad_enabled(False):
+        assert not flow.is_grad_enabled()
+    assert flow.is_grad_enabled()
+
+    @flow.no_grad()
+    def f(t):
+        return t * 3
+
+    assert not f(x).requires_grad
+    with flow.inference_mode():
+        z = x * 2
+    assert not z.requires_grad and z.is_inference()
+
+
+def test_hooks_and_retain_grad():
+    x = flow.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    h = x.register_hook(lambda g: seen.append(g.tolist()) or g * 10)
+    y = x * 3
+    y.retain_grad()
+    y.register_hook(lambda g: g + 1)
+    y.sum().backward()
+    assert seen == [[6.0, 6.0]]
+    assert x.grad.tolist() == [60.0, 60.0]
+    assert y.grad.tolist() == [2.0, 2.0]  # retain_grad sees the hook's result, like torch
+    h.remove()
+    x.grad = None
+    (x * 3).sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0]
+
+
+def test_retain_grad_matches_torch_ordering():
+    fx, tx = both([1.0, 2.0], requires_grad=True)
+    out = []
+    for x in (fx, tx):
+        y = x * 3
+        y.retain_grad()
+        y.register_hook(lambda g: g + 1)
+        y.sum().backward()
+        out.append(y.grad)
+    assert_close(out[0], out[1])
+
+
+def test_detach_and_requires_grad_rules():
+    x = flow.ones(2, requires_grad=True)
+    d = x.detach()
+    assert not d.requires_grad
+    d.add_(1)
+    assert x.tolist() == [2.0, 2.0]  # shares memory
+    with pytest.raises(RuntimeError, match="floating point"):
+        flow.ones(2, dtype=flow.int64).requires_grad_()
+    y = x * 2
+    with pytest.raises(RuntimeError, match="leaf variables"):
+        y.requires_grad = False
+
+
+def test_inplace_on_view_matches_torch():
+    res = []
+    for lib in (flow, torch):
+        w = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        a = w * 2
+        a[1:2].mul_(5) if hasattr(lib.Tensor, "__getitem__") and lib is torch else flow._C.ops.slice(a, 0, 1, 2, 1).mul_(5)
+        (a * a).sum().backward()
+        res.append((a, w.grad))
+    assert_close(res[0][0], res[1][0])
+    assert_close(res[0][1], res[1][1])
+
+
+def test_view_of_leaf_inplace_error():
+    x = flow.ones(3, requires_grad=True)
+    v = flow._C.ops.slice(x, 0, 0, 2, 1)
+    with pytest.raises(RuntimeError, match="view of a leaf Variable"):
+        v.mul_(2)
+
+
+def test_inplace_mul_uses_original_value():
+    fx, tx = both([1.0, 2.0, 3.0], requires_grad=True)
+    for x in (fx, tx):
+        y = x * 1
+        y.mul_(y.detach() + 1)
+        (y * x).sum().backward()
+    assert_close(fx.grad, tx.grad)
+
+
+def test_mixed_dtype_grads_are_cast_back():
+    a = flow.ones(3, dtype=flow.float32, requires_grad=True)
+    b = flow.ones(3, dtype=flow.float64, requires_grad=True)
+    (a * b).sum().backward()
+    assert a.grad.dtype == flow.float32 and b.grad.dtype == flow.float64
+
+
+def test_broadcast_grads_are_reduced():
+    fa, ta = both(np.random.randn(3, 1).astype(np.float32), requires_grad=True)
+    fb, tb = both(np.random.randn(4).astype(np.float32), requires_grad=True)
+    for a, b in ((fa, fb), (ta, tb)):
+        (a * b + b).sum().backward()
+    assert_close(fa.grad, ta.grad)
+    assert_close(fb.grad, tb.grad, rtol=1e-5)
+
+
+class Cube(flow.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.save_for_backward(x)
+        ctx.k = k
+        return x * x * x * k
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 3 * x * x * ctx.k, None
+
+
+def test_custom_function():
+    x = flow.tensor([1.0, 2.0], requires_grad=True)
+    y = Cube.apply(x, 2.0)
+    assert y.grad_fn.name() == "CubeBackward"
+    y.sum().backward()
+    assert x.grad.tolist() == [6.0, 24.0]
+
+
+def test_custom_function_saved_tensor_modified():
+    x = flow.tensor([1.0, 2.0], requires_grad=True)
+    z = x * 1
+    y = Cube.apply(z, 1.0)
+    z.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_custom_function_double_backward():
+    class Square(flow.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = flow.tensor([3.0], requires_grad=True)
+    (g,) = flow.autograd.grad(Square.apply(x).sum(), x, create_graph=True)
+    (gg,) = flow.autograd.grad(g.sum(), x)
+    assert g.tolist() == [6.0] and gg.tolist() == [2.0]
+
+
+def test_grad_fn_graph_introspection():
+    x = flow.ones(2, requires_grad=True)
+    y = (x * 2).sum()
+    fn = y.grad_fn
+    assert fn.name() == "SumBackward"
+    (nxt, _), = fn.next_functions
+    assert nxt.name() == "MulBackward"
+    acc = nxt.next_functions[0][0]
+    assert acc.name() == "AccumulateGrad"

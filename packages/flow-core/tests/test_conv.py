@@ -1,0 +1,226 @@
+"""Convolution, transposed convolution and pooling against PyTorch: forward, gradients, float64 gradchecks,
+1-D/2-D/3-D, groups/stride/padding/dilation, non-contiguous and zero-size inputs, errors."""
+import numpy as np
+import pytest
+import torch.nn.functional as TF
+
+import oneflow as flow
+import oneflow.nn.functional as F
+from helpers import assert_close, check_vs_torch, gradcheck, torch
+
+rng = np.random.default_rng(0)
+
+
+def r(*s, dtype=np.float32):
+    return rng.standard_normal(s).astype(dtype)
+
+
+CONV = [  # (nd, N, Cin, Cout, spatial, k, kwargs)
+    (1, 2, 4, 6, (11,), 3, dict(stride=2, padding=1)),
+    (1, 1, 3, 3, (9,), 2, dict(dilation=2, groups=3)),
+    (2, 2, 4, 6, (9, 8), 3, dict(stride=(2, 1), padding=(1, 2), groups=2)),
+    (2, 1, 3, 5, (7, 7), 3, dict(dilation=2, padding=2)),
+    (2, 2, 3, 4, (6, 6), 1, dict()),
+    (2, 1, 2, 2, (5, 5), 3, dict(padding="same")),
+    (2, 1, 2, 2, (6, 5), 4, dict(padding="same", dilation=1)),
+    (2, 1, 2, 3, (6, 5), 3, dict(padding="valid")),
+    (3, 1, 2, 4, (5, 6, 4), 3, dict(stride=2, padding=1)),
+    (3, 2, 4, 4, (4, 4, 4), 2, dict(groups=4, dilation=(1, 2, 1))),
+]
+FN = {1: (F.conv1d, TF.conv1d), 2: (F.conv2d, TF.conv2d), 3: (F.conv3d, TF.conv3d)}
+
+
+@pytest.mark.parametrize("case", CONV)
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv_vs_torch(case, bias):
+    nd, n, cin, cout, sp, k, kw = case
+    g = kw.get("groups", 1)
+    arrs = [r(n, cin, *sp), r(cout, cin // g, *([k] * nd))] + ([r(cout)] if bias else [])
+    f, t = FN[nd]
+    check_vs_torch(lambda *a: f(*a, **kw), lambda *a: t(*a, **kw), arrs, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("case", CONV[::2])
+def test_conv_float64_gradcheck(case):
+    nd, n, cin, cout, sp, k, kw = case
+    g = kw.get("groups", 1)
+    x = flow.tensor(r(1, cin, *[min(s, 5) for s in sp], dtype=np.float64), requires_grad=True)
+    w = flow.tensor(r(cout, cin // g, *([k] * nd), dtype=np.float64), requires_grad=True)
+    b = flow.tensor(r(cout, dtype=np.float64), requires_grad=True)
+    gradcheck(lambda *a: FN[nd][0](*a, **kw), [x, w, b])
+
+
+def test_conv_double_backward_float64():
+    x = flow.tensor(r(1, 2, 5, 5, dtype=np.float64), requires_grad=True)
+    w = flow.tensor(r(3, 2, 3, 3, dtype=np.float64), requires_grad=True)
+
+    def f(x, w):
+        if not x.requires_grad:  # finite-difference evaluations pass fresh leaves
+            x.requires_grad_(True)
+        y = F.conv2d(x, w, stride=2, padding=1)
+        (gx,) = flow.autograd.grad((y * y).sum(), [x], create_graph=True)
+        return gx
+    gradcheck(f, [x, w])
+
+
+TCONV = [  # (nd, N, Cin, Cout, spatial, k, kwargs)
+    (1, 2, 4, 6, (7,), 3, dict(stride=2, padding=1, output_padding=1)),
+    (2, 2, 4, 6, (5, 4), 3, dict(stride=2, padding=1, output_padding=(1, 0), groups=2)),
+    (2, 1, 3, 2, (4, 4), 2, dict(dilation=2)),
+    (3, 1, 2, 2, (3, 3, 3), 2, dict(stride=2)),
+]
+TFN = {1: (F.conv_transpose1d, TF.conv_transpose1d), 2: (F.conv_transpose2d, TF.conv_transpose2d),
+       3: (F.conv_transpose3d, TF.conv_transpose3d)}
+
+
+@pytest.mark.parametrize("case", TCONV)
+def test_conv_transpose_vs_torch(case):
+    nd, n, cin, cout, sp, k, kw = case
+    g = kw.get("groups", 1)
+    arrs = [r(n, cin, *sp), r(cin, cout // g, *([k] * nd)), r(cout)]
+    f, t = TFN[nd]
+    check_vs_torch(lambda *a: f(*a, **kw), lambda *a: t(*a, **kw), arrs, rtol=1e-4, atol=1e-4)
+    x = flow.tensor(r(1, cin, *sp, dtype=np.float64), requires_grad=True)
+    w = flow.tensor(r(cin, cout // g, *([k] * nd), dtype=np.float64), requires_grad=True)
+    b = flow.tensor(r(cout, dtype=np.float64), requires_grad=True)
+    gradcheck(lambda *a: f(*a, **kw), [x, w, b])
+
+
+def test_conv_noncontiguous_unbatched_and_zero_batch():
+    x, w = r(2, 6, 6, 3), r(4, 3, 3, 3)
+    check_vs_torch(lambda a, b: F.conv2d(a.permute(0, 3, 1, 2), b.transpose(2, 3), padding=1),
+                   lambda a, b: TF.conv2d(a.permute(0, 3, 1, 2), b.transpose(2, 3), padding=1), [x, w],
+                   rtol=1e-4, atol=1e-4)
+    check_vs_torch(lambda a, b: F.conv2d(a, b), lambda a, b: TF.conv2d(a, b), [r(3, 5, 5), w], rtol=1e-4, atol=1e-4)
+    out = F.conv2d(flow.zeros(0, 3, 5, 5), flow.tensor(w))
+    assert tuple(out.shape) == (0, 4, 3, 3)
+    out = F.conv2d(flow.zeros(1, 0, 5, 5), flow.zeros(4, 0, 3, 3), flow.ones(4))
+    assert_close(out, np.ones((1, 4, 3, 3), np.float32))
+
+
+def test_conv_float16_bfloat16_through_float32():
+    x, w = r(1, 2, 5, 5), r(3, 2, 3, 3)
+    for dt in ("float16", "bfloat16"):
+        fo = F.conv2d(flow.tensor(x, dtype=getattr(flow, dt)), flow.tensor(w, dtype=getattr(flow, dt)))
+        to = TF.conv2d(torch.tensor(x, dtype=getattr(torch, dt)).float(), torch.tensor(w, dtype=getattr(torch, dt)).float())
+        assert fo.dtype == getattr(flow, dt)
+        assert_close(fo.float(), to, rtol=2e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("fn,msg", [
+    (lambda: F.conv2d(flow.ones(1, 4, 8, 8), flow.ones(8, 3, 3, 3)), "expected input.*to have 3 channels, but got 4"),
+    (lambda: F.conv2d(flow.ones(4, 8), flow.ones(8, 3, 3, 3)), "Expected 3D \\(unbatched\\) or 4D \\(batched\\)"),
+    (lambda: F.conv2d(flow.ones(1, 3, 8, 8), flow.ones(8, 3, 3, 3), stride=2, padding="same"), "strided"),
+    (lambda: F.conv2d(flow.ones(1, 3, 2, 2), flow.ones(8, 3, 3, 3)), "Kernel size can't be greater"),
+    (lambda: F.conv2d(flow.ones(1, 4, 8, 8), flow.ones(3, 2, 3, 3), groups=2), "divisible by 2"),
+    (lambda: F.conv2d(flow.ones(1, 3, 8, 8), flow.ones(8, 3, 3, 3), flow.ones(7)), "expected bias"),
+    (lambda: F.conv2d(flow.ones(1, 3, 8, 8), flow.ones(8, 3, 3, 3), stride=0), "non-positive stride"),
+    (lambda: F.conv2d(flow.ones(1, 3, 8, 8), flow.ones(8, 3, 3, 3, dtype=flow.float64)), "should be the same"),
+    (lambda: F.conv_transpose2d(flow.ones(1, 3, 4, 4), flow.ones(4, 2, 3, 3)), "transposed=1"),
+    (lambda: F.conv_transpose2d(flow.ones(1, 4, 4, 4), flow.ones(4, 2, 3, 3), output_padding=2), "output padding"),
+    (lambda: F.max_pool2d(flow.ones(1, 1, 4, 4), 2, padding=2), "pad should be at most half"),
+    (lambda: F.max_pool2d(flow.ones(1, 1, 1, 1), 3), "Output size is too small"),
+    (lambda: F.avg_pool2d(flow.ones(1, 1, 4, 4), 2, stride=0), "stride should not be zero"),
+    (lambda: F.max_pool2d(flow.ones(4), 2), "Expected 3D or 4D"),
+])
+def test_errors(fn, msg):
+    with pytest.raises(RuntimeError, match=msg):
+        fn()
+
+
+def test_conv_int_not_implemented():
+    with pytest.raises(NotImplementedError):
+        F.conv1d(flow.ones(1, 1, 4, dtype=flow.int64), flow.ones(1, 1, 2, dtype=flow.int64))
+
+
+POOL = [  # (nd, shape, kwargs)
+    (1, (2, 3, 11), dict(kernel_size=3, stride=2, padding=1)),
+    (1, (3, 10), dict(kernel_size=4, ceil_mode=True)),
+    (2, (2, 3, 9, 8), dict(kernel_size=3, stride=2, padding=1)),
+    (2, (1, 2, 7, 7), dict(kernel_size=(2, 3), stride=(2, 1), ceil_mode=True)),
+    (3, (1, 2, 5, 6, 7), dict(kernel_size=2, stride=2, padding=1)),
+]
+MAXP = {1: (F.max_pool1d, TF.max_pool1d), 2: (F.max_pool2d, TF.max_pool2d), 3: (F.max_pool3d, TF.max_pool3d)}
+AVGP = {1: (F.avg_pool1d, TF.avg_pool1d), 2: (F.avg_pool2d, TF.avg_pool2d), 3: (F.avg_pool3d, TF.avg_pool3d)}
+
+
+@pytest.mark.parametrize("case", POOL)
+def test_max_pool_vs_torch(case):
+    nd, shape, kw = case
+    f, t = MAXP[nd]
+    check_vs_torch(lambda a: f(a, **kw), lambda a: t(a, **kw), [r(*shape)])
+    x = r(*shape)
+    fo, fi = f(flow.tensor(x), **kw, return_indices=True)
+    to, ti = t(torch.tensor(x), **kw, return_indices=True)
+    assert_close(fo, to)
+    np.testing.assert_array_equal(fi.numpy(), ti.numpy())
+    x64 = flow.tensor(r(*shape, dtype=np.float64), requires_grad=True)
+    gradcheck(lambda a: f(a, **kw), [x64])
+
+
+def test_max_pool_dilation_and_nan():
+    x = r(1, 2, 9, 9)
+    check_vs_torch(lambda a: F.max_pool2d(a, 3, 1, 1, dilation=2), lambda a: TF.max_pool2d(a, 3, 1, 1, dilation=2), [x])
+    x[0, 0, 1, 1] = np.nan
+    assert_close(F.max_pool2d(flow.tensor(x), 2), TF.max_pool2d(torch.tensor(x), 2))
+
+
+@pytest.mark.parametrize("case", POOL)
+@pytest.mark.parametrize("count_include_pad", [True, False])
+def test_avg_pool_vs_torch(case, count_include_pad):
+    nd, shape, kw = case
+    f, t = AVGP[nd]
+    kw = dict(kw, count_include_pad=count_include_pad)
+    check_vs_torch(lambda a: f(a, **kw), lambda a: t(a, **kw), [r(*shape)], rtol=1e-5, atol=1e-6)
+    gradcheck(lambda a: f(a, **kw), [flow.tensor(r(*shape, dtype=np.float64), requires_grad=True)])
+
+
+def test_avg_pool_divisor_override_and_double_backward():
+    x = r(1, 2, 6, 6)
+    check_vs_torch(lambda a: F.avg_pool2d(a, 3, 2, 1, divisor_override=5),
+                   lambda a: TF.avg_pool2d(a, 3, 2, 1, divisor_override=5), [x])
+    xf = flow.tensor(r(1, 1, 4, 4, dtype=np.float64), requires_grad=True)
+
+    def f(a):
+        if not a.requires_grad:
+            a.requires_grad_(True)
+        (g,) = flow.autograd.grad((F.avg_pool2d(a, 2) * F.avg_pool2d(a, 2)).sum(), [a], create_graph=True)
+        return g
+    gradcheck(f, [xf])
+
+
+@pytest.mark.parametrize("nd,shape,out", [(1, (2, 3, 10), 4), (2, (2, 3, 7, 9), (3, 4)), (2, (3, 7, 9), (None, 2)),
+                                          (3, (1, 2, 5, 6, 7), (2, 3, 2)), (2, (1, 1, 5, 5), 7)])
+def test_adaptive_pools_vs_torch(nd, shape, out):
+    fa = {1: F.adaptive_avg_pool1d, 2: F.adaptive_avg_pool2d, 3: F.adaptive_avg_pool3d}[nd]
+    ta = {1: TF.adaptive_avg_pool1d, 2: TF.adaptive_avg_pool2d, 3: TF.adaptive_avg_pool3d}[nd]
+    check_vs_torch(lambda a: fa(a, out), lambda a: ta(a, out), [r(*shape)], rtol=1e-5, atol=1e-6)
+    gradcheck(lambda a: fa(a, out), [flow.tensor(r(*shape, dtype=np.float64), requires_grad=True)])
+    if nd <= 2:
+        fm = {1: F.adaptive_max_pool1d, 2: F.adaptive_max_pool2d}[nd]
+        tm = {1: TF.adaptive_max_pool1d, 2: TF.adaptive_max_pool2d}[nd]
+        x = r(*shape)
+        fo, fi = fm(flow.tensor(x), out, return_indices=True)
+        to, ti = tm(torch.tensor(x), out, return_indices=True)
+        assert_close(fo, to)
+        np.testing.assert_array_equal(fi.numpy(), ti.numpy())
+        check_vs_torch(lambda a: fm(a, out), lambda a: tm(a, out), [x])
+
+
+def test_pool_noncontiguous_and_zero_batch():
+    x = r(2, 8, 8, 3)
+    check_vs_torch(lambda a: F.max_pool2d(a.permute(0, 3, 1, 2), 2), lambda a: TF.max_pool2d(a.permute(0, 3, 1, 2), 2), [x])
+    check_vs_torch(lambda a: F.avg_pool2d(a.permute(0, 3, 1, 2), 3, 2), lambda a: TF.avg_pool2d(a.permute(0, 3, 1, 2), 3, 2), [x])
+    assert tuple(F.max_pool2d(flow.zeros(0, 3, 4, 4), 2).shape) == (0, 3, 2, 2)
+    assert tuple(F.adaptive_avg_pool2d(flow.zeros(0, 3, 4, 4), 2).shape) == (0, 3, 2, 2)
+
+
+def test_linear_and_bilinear():
+    check_vs_torch(lambda x, w, b: F.linear(x, w, b), lambda x, w, b: TF.linear(x, w, b), [r(4, 3), r(5, 3), r(5)],
+                   rtol=1e-5, atol=1e-5)
+    check_vs_torch(lambda x, w: F.linear(x, w), lambda x, w: TF.linear(x, w), [r(2, 4, 3), r(5, 3)], rtol=1e-5,
+                   atol=1e-5)
+    check_vs_torch(lambda x, w, b: F.linear(x, w, b), lambda x, w, b: TF.linear(x, w, b), [r(2, 4, 3), r(5, 3), r(5)],
+                   rtol=1e-5, atol=1e-5)
+    check_vs_torch(lambda a, b, w, c: F.bilinear(a, b, w, c), lambda a, b, w, c: TF.bilinear(a, b, w, c),
+                   [r(4, 3), r(4, 2), r(5, 3, 2), r(5)], rtol=1e-4, atol=1e-5)

@@ -1,0 +1,108 @@
+"""The interception layer: dispatch modes and tensor-subclass handlers see ops below autograd."""
+import numpy as np
+import pytest
+
+import oneflow as flow
+from oneflow._dispatch import DispatchMode
+from helpers import assert_close
+
+
+class LoggingMode(DispatchMode):
+    def __init__(self):
+        self.log = []
+
+    def __flow_dispatch__(self, op, inputs, attrs):
+        self.log.append(op.name)
+        return op.redispatch(inputs, attrs)
+
+
+def test_logging_mode_records_forward_and_backward():
+    x = flow.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with LoggingMode() as m:
+        y = (x * x).exp().sum()
+        y.backward()
+    fwd = m.log[:3]
+    assert fwd == ["mul", "exp", "sum"]
+    bwd = m.log[3:]
+    # backward formulas are registry ops too: sum -> expand, exp -> mul by output, mul -> two muls, then
+    # the gradients of x are accumulated
+    assert "expand" in bwd and bwd.count("mul") >= 3
+    assert_close(x.grad, 2 * np.array([1, 2, 3]) * np.exp(np.array([1, 4, 9])), rtol=1e-5)
+
+
+def test_mode_is_popped_while_handling_and_nests():
+    outer, inner = LoggingMode(), LoggingMode()
+    with outer:
+        with inner:
+            flow.ones(2) + 1
+    assert inner.log == ["fill_", "add"] and outer.log == inner.log
+
+
+def test_mode_can_replace_results():
+    class Doubling(DispatchMode):
+        def __flow_dispatch__(self, op, inputs, attrs):
+            out = op.redispatch(inputs, attrs)
+            if op.name == "add":
+                return flow._C.ops.mul(out, 2)
+            return out
+
+    a = flow.ones(2)
+    with Doubling():
+        r = a + a
+    assert r.tolist() == [4.0, 4.0]
+    assert (a + a).tolist() == [2.0, 2.0]
+
+
+class Wrapped(flow.Tensor):
+    """A wrapper subclass: the outer tensor holds only metadata, the data lives in `inner`."""
+
+    calls = []
+
+    @staticmethod
+    def wrap(inner, requires_grad=False):
+        w = flow._C._make_wrapper(Wrapped, list(inner.shape), inner.dtype, None, requires_grad)
+        w.inner = inner
+        return w
+
+    @classmethod
+    def __flow_dispatch__(cls, op, inputs, attrs):
+        cls.calls.append(op.name)
+        unwrapped = [t.inner if isinstance(t, Wrapped) else t for t in inputs]
+        out = op.redispatch(unwrapped, attrs)
+        if isinstance(out, tuple):
+            return tuple(Wrapped.wrap(o) if isinstance(o, flow.Tensor) else o for o in out)
+        return Wrapped.wrap(out)
+
+
+def test_wrapper_subclass_forward_and_backward():
+    Wrapped.calls.clear()
+    base = flow.tensor([1.0, 2.0, 3.0])
+    w = Wrapped.wrap(base, requires_grad=True)
+    assert type(w) is Wrapped and w.is_meta and w.shape == (3,)
+    y = (w * w).sum()
+    assert type(y) is Wrapped and y.requires_grad
+    assert Wrapped.calls == ["mul", "sum"]
+    y.backward()
+    g = w.grad
+    assert type(g) is Wrapped
+    assert g.inner.tolist() == [2.0, 4.0, 6.0]
+    assert "expand" in Wrapped.calls[2:]  # the backward ran through the handler too
+
+
+def test_wrapper_without_handler_raises():
+    class Bare(flow.Tensor):
+        pass
+
+    b = flow._C._make_wrapper(Bare, [2], flow.float32)
+    with pytest.raises(RuntimeError, match="no storage"):
+        b + 1
+
+
+def test_op_handles_expose_schema_and_traits():
+    ops = {o["name"]: o for o in flow.list_ops()}
+    assert "kElementwise" not in ops["add"]["traits"]
+    assert "broadcast_binary" in ops["add"]["traits"] and "elementwise" in ops["add"]["traits"]
+    assert "view" in ops["view"]["traits"]
+    assert "inplace" in ops["add_"]["traits"]
+    assert ops["add"]["schema"].startswith("add(Tensor self, Tensor other")
+    assert flow._C.ops.add.name == "add"

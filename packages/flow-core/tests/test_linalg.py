@@ -1,0 +1,170 @@
+"""Matrix products and einsum against PyTorch: forward, gradients, float64 gradchecks, broadcasting,
+non-contiguous and zero-size operands, errors."""
+import numpy as np
+import pytest
+
+import oneflow as flow
+from helpers import assert_close, check_vs_torch, gradcheck, torch
+
+rng = np.random.default_rng(0)
+
+
+def r(*s, dtype=np.float32):
+    return rng.standard_normal(s).astype(dtype)
+
+
+MATMUL_SHAPES = [
+    ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)), ((5, 2, 3), (3,)), ((5, 2, 3), (3, 4)),
+    ((3,), (5, 3, 4)), ((2, 3), (5, 3, 4)), ((5, 2, 3), (5, 3, 4)), ((1, 2, 3), (5, 3, 4)), ((6, 1, 2, 3), (5, 3, 4)),
+    ((2, 1, 2, 3), (1, 4, 3, 2)), ((0, 2, 3), (3, 4)), ((2, 0), (0, 3)), ((2, 3), (3, 0)), ((4, 2, 3), (4, 3, 1)),
+]
+
+
+@pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
+def test_matmul_broadcasting_cases(sa, sb):
+    check_vs_torch(lambda a, b: flow.matmul(a, b), lambda a, b: torch.matmul(a, b), [r(*sa), r(*sb)],
+                   rtol=1e-4, atol=1e-5)
+
+
+def test_matmul_operator_and_methods():
+    a, b = r(2, 3), r(3, 4)
+    check_vs_torch(lambda x, y: x @ y, lambda x, y: x @ y, [a, b], rtol=1e-4, atol=1e-5)
+    check_vs_torch(lambda x, y: x.matmul(y) + x.mm(y), lambda x, y: x.matmul(y) + x.mm(y), [a, b], rtol=1e-4,
+                   atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_mm_transposed_and_sliced_inputs(dtype):
+    a, b = r(5, 4, dtype=dtype), r(6, 5, dtype=dtype)
+    check_vs_torch(lambda x, y: flow.mm(x.t(), y.t()), lambda x, y: torch.mm(x.t(), y.t()), [a, b], rtol=1e-4,
+                   atol=1e-5)
+    c = r(8, 10, dtype=dtype)
+    # strided slices (built with slice ops: indexing belongs to another family)
+    check_vs_torch(lambda x: flow.mm(flow.slice(flow.slice(x, 0, 0, 8, 2), 1, 1, 7), flow.slice(flow.slice(x, 0, 1, 7), 1, 0, 10, 3)),
+                   lambda x: torch.mm(x[::2, 1:7], x[1:7, ::3]), [c], rtol=1e-4, atol=1e-5)
+
+
+def test_mm_large_float64_and_float32_blocked_paths():
+    a, b = r(130, 300, dtype=np.float64), r(300, 270, dtype=np.float64)
+    assert_close(flow.mm(flow.tensor(a), flow.tensor(b)), a @ b, rtol=1e-10, atol=1e-9)
+    assert_close(flow.mm(flow.tensor(a).t().contiguous().t(), flow.tensor(b)), a @ b, rtol=1e-10, atol=1e-9)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    assert_close(flow.mm(flow.tensor(a32), flow.tensor(b32)), a32 @ b32, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("dt", ["int32", "int64", "float16", "bfloat16"])
+def test_mm_other_dtypes(dt):
+    a = np.arange(12).reshape(3, 4) % 5 - 2
+    b = np.arange(20).reshape(4, 5) % 3 - 1
+    fa, fb = flow.tensor(a, dtype=getattr(flow, dt)), flow.tensor(b, dtype=getattr(flow, dt))
+    ta, tb = torch.tensor(a, dtype=getattr(torch, dt)), torch.tensor(b, dtype=getattr(torch, dt))
+    assert_close(flow.mm(fa, fb), torch.mm(ta, tb))
+    assert_close(flow.bmm(fa.unsqueeze(0), fb.unsqueeze(0)), torch.bmm(ta[None], tb[None]))
+
+
+def test_bmm_and_baddbmm_addmm_addmv():
+    check_vs_torch(lambda a, b: flow.bmm(a, b.transpose(1, 2)), lambda a, b: torch.bmm(a, b.transpose(1, 2)),
+                   [r(3, 2, 4), r(3, 5, 4)], rtol=1e-4, atol=1e-5)
+    check_vs_torch(lambda i, a, b: flow.addmm(i, a, b, beta=0.5, alpha=2.0),
+                   lambda i, a, b: torch.addmm(i, a, b, beta=0.5, alpha=2.0), [r(4), r(2, 3), r(3, 4)],
+                   rtol=1e-4, atol=1e-5)
+    check_vs_torch(lambda i, a, b: flow.baddbmm(i, a, b, alpha=-1.5), lambda i, a, b: torch.baddbmm(i, a, b, alpha=-1.5),
+                   [r(2, 1, 4), r(2, 3, 5), r(2, 5, 4)], rtol=1e-4, atol=1e-5)
+    check_vs_torch(lambda i, a, b: flow.addmv(i, a, b, beta=2), lambda i, a, b: torch.addmv(i, a, b, beta=2),
+                   [r(3), r(3, 4), r(4)], rtol=1e-4, atol=1e-5)
+
+
+def test_addmm_beta_zero_ignores_nan():
+    i = flow.tensor([[float("nan")] * 2] * 2)
+    out = flow.addmm(i, flow.ones(2, 3), flow.ones(3, 2), beta=0)
+    assert_close(out, np.full((2, 2), 3.0, np.float32))
+
+
+def test_addmm_inplace():
+    x = flow.zeros(2, 2)
+    x.addmm_(flow.ones(2, 3), flow.ones(3, 2))
+    assert_close(x, np.full((2, 2), 3.0, np.float32))
+
+
+def test_dot_vdot_mv_outer_inner():
+    check_vs_torch(lambda a, b: flow.dot(a, b), lambda a, b: torch.dot(a, b), [r(5), r(5)], rtol=1e-5, atol=1e-5)
+    check_vs_torch(lambda a, b: flow.vdot(a, b), lambda a, b: torch.vdot(a, b), [r(5), r(5)], rtol=1e-5, atol=1e-5)
+    check_vs_torch(lambda a, b: flow.mv(a, b), lambda a, b: torch.mv(a, b), [r(3, 5), r(5)], rtol=1e-5, atol=1e-5)
+    check_vs_torch(lambda a, b: flow.outer(a, b), lambda a, b: torch.outer(a, b), [r(3), r(4)])
+    check_vs_torch(lambda a, b: flow.inner(a, b), lambda a, b: torch.inner(a, b), [r(2, 3), r(4, 3)], rtol=1e-5,
+                   atol=1e-5)
+    assert flow.dot(flow.tensor([1, 2, 3]), flow.tensor([4, 5, 6])).item() == 32
+    assert flow.dot(flow.zeros(0), flow.zeros(0)).item() == 0
+
+
+def test_float64_gradchecks():
+    a = flow.tensor(r(3, 4, dtype=np.float64), requires_grad=True)
+    b = flow.tensor(r(4, 2, dtype=np.float64), requires_grad=True)
+    gradcheck(lambda x, y: flow.mm(x, y), [a, b])
+    gradcheck(lambda x, y: flow.matmul(x.t(), x) @ y, [a, b])
+    c = flow.tensor(r(2, 3, 4, dtype=np.float64), requires_grad=True)
+    gradcheck(lambda x, y: flow.matmul(x, y), [c, b])
+    v = flow.tensor(r(4, dtype=np.float64), requires_grad=True)
+    gradcheck(lambda x, y: flow.mv(x, y) * 2, [a, v])
+    gradcheck(lambda x, y: flow.addmm(flow.slice(x, 1, 0, 2).sum(1, keepdim=True), x, y, beta=0.3, alpha=1.7), [a, b])
+    gradcheck(lambda x, y: flow.einsum("bij,jk->bk", x, y), [c, b])
+
+
+def test_double_backward_mm():
+    a = flow.tensor(r(3, 3, dtype=np.float64), requires_grad=True)
+    ta = torch.tensor(a.detach().numpy(), requires_grad=True)
+    (g,) = flow.autograd.grad((a @ a).sum(), [a], create_graph=True)
+    (tg,) = torch.autograd.grad((ta @ ta).sum(), [ta], create_graph=True)
+    assert_close(g, tg, rtol=1e-10)
+    (gg,) = flow.autograd.grad((g * g).sum(), [a])
+    (tgg,) = torch.autograd.grad((tg * tg).sum(), [ta])
+    assert_close(gg, tgg, rtol=1e-10)
+
+
+EINSUM = [
+    ("ij,jk->ik", [(2, 3), (3, 4)]), ("ii->i", [(3, 3)]), ("ii", [(3, 3)]), ("bij,bjk", [(2, 3, 4), (2, 4, 5)]),
+    ("...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)]), ("i,j->ij", [(3,), (4,)]), ("i,i->", [(3,), (3,)]),
+    ("ijk->kji", [(2, 3, 4)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]), ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+    ("iij->j", [(3, 3, 2)]), ("Ab,ba", [(2, 3), (3, 2)]), ("i,i", [(0,), (0,)]), ("ij,kj->ik", [(2, 0), (3, 0)]),
+    ("...", [(2, 3)]), ("i...->...", [(3, 2, 2)]), ("ij->", [(2, 3)]), ("b i j, b j k -> b i k", [(2, 3, 4), (2, 4, 5)]),
+]
+
+
+@pytest.mark.parametrize("eq,shapes", EINSUM)
+def test_einsum_vs_torch(eq, shapes):
+    check_vs_torch(lambda *xs: flow.einsum(eq, *xs), lambda *xs: torch.einsum(eq, *xs), [r(*s) for s in shapes],
+                   rtol=1e-4, atol=1e-5)
+
+
+def test_einsum_list_operands():
+    a, b = r(2, 3), r(3, 4)
+    assert_close(flow.einsum("ij,jk", [flow.tensor(a), flow.tensor(b)]), a @ b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("fn,msg", [
+    (lambda: flow.mm(flow.ones(2, 3), flow.ones(4, 5)), r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)"),
+    (lambda: flow.matmul(flow.ones(2, 3), flow.ones(4, 5)), r"mat1 and mat2 shapes cannot be multiplied \(2x3 and 4x5\)"),
+    (lambda: flow.matmul(flow.ones(3), flow.ones(4, 5)), r"\(1x3 and 4x5\)"),
+    (lambda: flow.mm(flow.ones(2, 3, 1), flow.ones(4, 5)), "self must be a matrix"),
+    (lambda: flow.mm(flow.ones(2, 3), flow.ones(3, 5, dtype=flow.float64)), "same dtype"),
+    (lambda: flow.bmm(flow.ones(2, 2, 3), flow.ones(2, 4, 5)), "batch2 tensor"),
+    (lambda: flow.bmm(flow.ones(2, 3), flow.ones(3, 3, 5)), "batch1 must be a 3D tensor"),
+    (lambda: flow.matmul(flow.ones(()), flow.ones(4, 5)), "at least 1D"),
+    (lambda: flow.matmul(flow.ones(2, 2, 3), flow.ones(3, 3, 5)), "must match the size"),
+    (lambda: flow.mv(flow.ones(2, 3), flow.ones(4)), "size mismatch"),
+    (lambda: flow.dot(flow.ones(3), flow.ones(4)), "inconsistent tensor size"),
+    (lambda: flow.dot(flow.ones(3, 1), flow.ones(3)), "1D tensors expected"),
+    (lambda: flow.outer(flow.ones(3, 1), flow.ones(3)), "Expected 1-D argument self"),
+    (lambda: flow.einsum("ij,jk->ik", flow.ones(2, 3), flow.ones(4, 5)), "subscript j has size 4"),
+    (lambda: flow.einsum("ij,jk", flow.ones(2, 3)), "fewer operands"),
+    (lambda: flow.einsum("ij->k", flow.ones(2, 3)), "does not appear"),
+    (lambda: flow.einsum("ijk", flow.ones(2, 3)), "number of subscripts"),
+])
+def test_errors(fn, msg):
+    with pytest.raises(RuntimeError, match=msg):
+        fn()
+
+
+def test_bool_mm_not_implemented():
+    with pytest.raises(NotImplementedError):
+        flow.mm(flow.ones(2, 2, dtype=flow.bool), flow.ones(2, 2, dtype=flow.bool))
