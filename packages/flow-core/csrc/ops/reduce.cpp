@@ -227,7 +227,7 @@ FLOW_OP(prod)
       if (c.attrs.none(0)) {
         // full product: as a product over dim 0 of the flattened input
         Tensor gk = ops::reshape(g[0], {1});
-        if (!has_zero(x)) return {ops::mul(ops::expand(gk, {x.numel()}), ops::div(ops::reshape(c.output(0), {1}), ops::reshape(x, {x.numel()})))};
+        if (!has_zero(x)) return {ops::mul(ops::reshape(gk, Shape(s.size(), 1)), ops::div(c.output(0), x))};
         Tensor flat = ops::reshape(x, {x.numel()});
         return {ops::reshape(ops::call1("_prod_backward", {gk, flat}, {int64_t(0)}), s)};
       }

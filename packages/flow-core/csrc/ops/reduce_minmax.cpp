@@ -6,14 +6,12 @@ namespace flow {
 namespace {
 
 // The better of acc and x for max (Max=true) or min: NaN wins, then strictly better.
+// The better of acc and x for max (Max=true) or min: NaN wins (a NaN acc is kept since no comparison with
+// it holds), else strictly better. Branch-free so that it vectorises.
 template <bool Max, typename A>
 inline A pick(A acc, A x) {
-  if constexpr (std::is_floating_point_v<A>) {
-    if (acc != acc) return acc;
-    if (x != x) return x;
-  }
-  if constexpr (Max) return x > acc ? x : acc;
-  else return x < acc ? x : acc;
+  if constexpr (Max) return (x > acc || x != x) ? x : acc;
+  else return (x < acc || x != x) ? x : acc;
 }
 
 template <typename A, bool Max>
@@ -68,14 +66,13 @@ void extreme_index_kernel(const Tensor& in, const Tensor* values, const Tensor& 
       if constexpr (Max) return cand > best;
       else return cand < best;
     };
-    auto scan = [&](const T* row, int64_t n, int64_t stride, A& bv, int64_t& bi) {
-      for (int64_t i = 0; i < n; ++i) {
-        A v = static_cast<A>(row[i * stride]);
-        if (better(v, bv)) {
-          bv = v;
-          bi = i;
-        }
-      }
+    // contiguous row: the extreme value by a vectorised fold, then the first position holding it
+    auto scan = [&](const T* row, int64_t n, int64_t, A& bv, int64_t& bi) {
+      auto f = [](A a, A v) { return pick<Max, A>(a, v); };
+      bv = reduce_detail::fold_row<T, A>(row, n, static_cast<A>(row[0]), f, f);
+      const bool nan = bv != bv;
+      bi = 0;
+      while (bi < n - 1 && !(nan ? static_cast<A>(row[bi]) != static_cast<A>(row[bi]) : static_cast<A>(row[bi]) == bv)) ++bi;
     };
     if (!p.columns) {
       const int nt = get_num_threads();

@@ -7,15 +7,16 @@
 namespace flow {
 namespace {
 
-// Per group: chunk(x, n, stride) -> partial P over n elements; merge(P, P) -> P; fin(P) -> output value.
+// Per group: chunk(x, n) -> partial P over n contiguous elements; merge(P, P) -> P; fin(P) -> output value.
+// cols(x, R, ld, n, P* parts) gives the partials of n adjacent columns of R rows (row stride ld) at once.
 // Rows are split into chunks (merged in order) when there are too few of them to keep the threads busy.
-template <typename T, typename P, typename Chunk, typename Merge, typename Fin, typename O>
-void reduce_partials(const ReducePlan& p, O* out, Chunk chunk, Merge merge, Fin fin) {
+template <typename T, typename P, typename Chunk, typename Cols, typename Merge, typename Fin, typename O>
+void reduce_partials(const ReducePlan& p, O* out, Chunk chunk, Cols cols, Merge merge, Fin fin) {
   const int64_t outer = p.outer, R = p.R;
   if (outer == 0) return;
   const T* x = R == 0 ? nullptr : p.src.template data<T>();
   const int nt = get_num_threads();
-  if (!p.columns) {
+  if (!p.columns || R == 0) {
     if (nt > 1 && outer < 2 * nt && outer * R > kParallelGrain) {
       int64_t nc = std::max<int64_t>(1, std::min<int64_t>((2 * nt + outer - 1) / outer, R / (kParallelGrain / 4)));
       int64_t len = (R + nc - 1) / nc;
@@ -24,7 +25,7 @@ void reduce_partials(const ReducePlan& p, O* out, Chunk chunk, Merge merge, Fin 
       parallel_for(outer * nc, 1, [&](int64_t b, int64_t e) {
         for (int64_t c = b; c < e; ++c) {
           int64_t j = c / nc, s = (c % nc) * len;
-          part[c] = chunk(x + j * R + s, std::min(R, s + len) - s, 1);
+          part[c] = chunk(x + j * R + s, std::min(R, s + len) - s);
         }
       });
       for (int64_t j = 0; j < outer; ++j) {
@@ -35,14 +36,21 @@ void reduce_partials(const ReducePlan& p, O* out, Chunk chunk, Merge merge, Fin 
       return;
     }
     parallel_for(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(R, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t j = b; j < e; ++j) out[j] = static_cast<O>(fin(chunk(x ? x + j * R : x, R, 1)));
+      for (int64_t j = b; j < e; ++j) out[j] = static_cast<O>(fin(chunk(x ? x + j * R : x, R)));
     });
     return;
   }
   const int64_t inner = p.inner;
-  parallel_for(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(R, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t j = b; j < e; ++j)
-      out[j] = static_cast<O>(fin(chunk(x + (j / inner) * R * inner + j % inner, R, inner)));
+  constexpr int64_t kTile = 512;
+  const int64_t tiles = (inner + kTile - 1) / kTile;
+  parallel_for(p.blocks * tiles, std::max<int64_t>(1, kParallelGrain / (R * std::min(inner, kTile))),
+               [&](int64_t b, int64_t e) {
+    std::vector<P> parts(std::min(inner, kTile));
+    for (int64_t t = b; t < e; ++t) {
+      int64_t blk = t / tiles, j0 = (t % tiles) * kTile, n = std::min(inner, j0 + kTile) - j0;
+      cols(x + blk * R * inner + j0, R, inner, n, parts.data());
+      for (int64_t j = 0; j < n; ++j) out[blk * inner + j0 + j] = static_cast<O>(fin(parts[j]));
+    }
   });
 }
 
@@ -53,21 +61,48 @@ struct Moments {
 };
 
 template <typename T, typename A>
-Moments<A> moments(const T* x, int64_t n, int64_t stride) {
+Moments<A> moments(const T* x, int64_t n) {
   Moments<A> m;
   if (n == 0) return m;
   A s = 0;
-  for (int64_t i = 0; i < n; ++i) s += static_cast<A>(x[i * stride]);
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += static_cast<A>(static_cast<acc_t<T>>(x[i]));
   m.n = static_cast<A>(n);
   m.mean = s / m.n;
   A q = 0, c = 0;
+  const A mean = m.mean;
+#pragma omp simd reduction(+ : q, c)
   for (int64_t i = 0; i < n; ++i) {
-    A d = static_cast<A>(x[i * stride]) - m.mean;
+    A d = static_cast<A>(static_cast<acc_t<T>>(x[i])) - mean;
     q += d * d;
     c += d;
   }
   m.m2 = q - c * c / m.n;  // corrected two-pass
   return m;
+}
+
+// Moments of n adjacent columns (R rows, row stride ld), two passes down the rows.
+template <typename T, typename A>
+void moments_cols(const T* x, int64_t R, int64_t ld, int64_t n, Moments<A>* out) {
+  std::vector<A> s(n, A(0)), q(n, A(0)), c(n, A(0));
+  for (int64_t r = 0; r < R; ++r) {
+    const T* row = x + r * ld;
+    A* sp = s.data();
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) sp[j] += static_cast<A>(static_cast<acc_t<T>>(row[j]));
+  }
+  for (int64_t j = 0; j < n; ++j) s[j] /= static_cast<A>(R);
+  for (int64_t r = 0; r < R; ++r) {
+    const T* row = x + r * ld;
+    A *sp = s.data(), *qp = q.data(), *cp = c.data();
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) {
+      A d = static_cast<A>(static_cast<acc_t<T>>(row[j])) - sp[j];
+      qp[j] += d * d;
+      cp[j] += d;
+    }
+  }
+  for (int64_t j = 0; j < n; ++j) out[j] = {static_cast<A>(R), s[j], q[j] - c[j] * c[j] / static_cast<A>(R)};
 }
 
 template <typename A>
@@ -99,11 +134,11 @@ void var_kernel(const Tensor& in, const Tensor& out0, const Tensor* out1, const 
   if (out1) o1 = out1->is_contiguous() ? *out1 : empty(out1->sizes(), out1->dtype(), out1->device());
   dispatch_floating(in.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = std::conditional_t<std::is_same_v<T, double>, double, double>;  // accumulate in double
+    using A = double;  // accumulate in double
     using M = Moments<A>;
     std::vector<M> mom(p.outer);
-    reduce_partials<T, M>(p, mom.data(), [](const T* x, int64_t n, int64_t st) { return moments<T, A>(x, n, st); },
-                          merge_moments<A>, [](const M& m) { return m; });
+    reduce_partials<T, M>(p, mom.data(), [](const T* x, int64_t n) { return moments<T, A>(x, n); },
+                          moments_cols<T, A>, merge_moments<A>, [](const M& m) { return m; });
     T* y0 = o0.data<T>();
     T* y1 = out1 ? o1.data<T>() : nullptr;
     for (int64_t j = 0; j < p.outer; ++j) {
@@ -203,9 +238,9 @@ void check_norm_empty(const Tensor& t, const std::vector<bool>& mask, double ord
 }
 
 template <typename A>
-inline A amax_nan(A acc, A x) { return acc != acc ? acc : (x != x || x > acc ? x : acc); }
+inline A amax_nan(A acc, A x) { return (x > acc || x != x) ? x : acc; }  // NaN-propagating, branch-free
 template <typename A>
-inline A amin_nan(A acc, A x) { return acc != acc ? acc : (x != x || x < acc ? x : acc); }
+inline A amin_nan(A acc, A x) { return (x < acc || x != x) ? x : acc; }
 
 }  // namespace
 
@@ -308,14 +343,28 @@ FLOW_OP(logsumexp)
         using A = acc_t<T>;
         using P = MaxSum<A>;
         // shift by the max for stability; an infinite max is not subtracted (inf - inf would be NaN)
-        auto chunk = [](const T* x, int64_t n, int64_t st) {
+        auto chunk = [](const T* x, int64_t n) {
           P r;
-          for (int64_t i = 0; i < n; ++i) r.m = amax_nan<A>(r.m, static_cast<A>(x[i * st]));
-          A shift = std::isinf(r.m) ? A(0) : r.m;
-          if (r.m != r.m) return r;
-          for (int64_t i = 0; i < n; ++i) r.s += std::exp(static_cast<A>(x[i * st]) - shift);
-          if (std::isinf(r.m)) r.m = 0;  // r.s is then the plain sum of exps
+          A m = -std::numeric_limits<A>::infinity();
+          for (int64_t i = 0; i < n; ++i) m = amax_nan<A>(m, static_cast<A>(x[i]));
+          r.m = m;
+          if (m != m) return r;
+          A shift = std::isinf(m) ? A(0) : m, s = 0;
+#pragma omp simd reduction(+ : s)
+          for (int64_t i = 0; i < n; ++i) s += std::exp(static_cast<A>(x[i]) - shift);
+          r.s = s;
+          if (std::isinf(m)) r.m = 0;  // r.s is then the plain sum of exps
           return r;
+        };
+        auto cols = [](const T* x, int64_t R, int64_t ld, int64_t n, P* parts) {
+          std::vector<A> m(n, -std::numeric_limits<A>::infinity()), s(n, A(0));
+          for (int64_t r = 0; r < R; ++r)
+            for (int64_t j = 0; j < n; ++j) m[j] = amax_nan<A>(m[j], static_cast<A>(x[r * ld + j]));
+          for (int64_t j = 0; j < n; ++j)
+            if (std::isinf(m[j])) m[j] = 0;
+          for (int64_t r = 0; r < R; ++r)
+            for (int64_t j = 0; j < n; ++j) s[j] += std::exp(static_cast<A>(x[r * ld + j]) - m[j]);
+          for (int64_t j = 0; j < n; ++j) parts[j] = P{m[j], s[j]};  // a NaN max makes s NaN too
         };
         auto merge = [](P a, P b) {
           if (a.m != a.m) return a;
@@ -327,7 +376,7 @@ FLOW_OP(logsumexp)
           r.s = a.s * std::exp(a.m - r.m) + b.s * std::exp(b.m - r.m);
           return r;
         };
-        reduce_partials<T, P>(p, o.data<T>(), chunk, merge, [](P r) { return r.m != r.m ? r.m : r.m + std::log(r.s); });
+        reduce_partials<T, P>(p, o.data<T>(), chunk, cols, merge, [](P r) { return r.m != r.m ? r.m : r.m + std::log(r.s); });
       });
       if (!o.is_same(out[0])) ops::copy_into(out[0], o);
     })

@@ -62,7 +62,7 @@ inline A fold_lanes(const T* x, int64_t n, A init, const Fold& fold, const Combi
   for (int k = 0; k < K; ++k) a[k] = init;
   int64_t i = 0;
   for (; i + K <= n; i += K) {
-#pragma GCC unroll 16
+#pragma omp simd
     for (int k = 0; k < K; ++k) a[k] = fold(a[k], load<T>(x[i + k]));
   }
   for (; i < n; ++i) a[0] = fold(a[0], load<T>(x[i]));
@@ -82,10 +82,29 @@ inline A fold_row(const T* x, int64_t n, A init, const Fold& fold, const Combine
   return acc;
 }
 
-// acc[j] = fold(acc[j], x[j]) for j in [0, n): the column layout's inner loop (vectorises as is).
+// acc[j] = fold(acc[j], x[j]) for j in [0, n): the column layout's inner loop.
 template <typename T, typename A, typename Fold>
 inline void fold_cols(A* acc, const T* x, int64_t n, const Fold& fold) {
+#pragma omp simd
   for (int64_t j = 0; j < n; ++j) acc[j] = fold(acc[j], load<T>(x[j]));
+}
+
+// acc[0..n) = fold over `rows` rows (row stride `ld`) of the columns x[0..n). Narrow full-width columns
+// (n == ld < 32) are folded as one contiguous stream into 64-ish lanes, then the lanes of each column combined.
+template <typename T, typename A, typename Fold, typename Combine>
+inline void cols_partial(const T* x, int64_t rows, int64_t ld, int64_t n, A init, const Fold& fold,
+                         const Combine& combine, A* acc) {
+  if (n == ld && n < 32 && rows >= 2 * (64 / n)) {
+    const int64_t m = 64 / n, w = m * n, groups = rows / m;
+    for (int64_t k = 0; k < w; ++k) acc[k] = init;
+    for (int64_t g = 0; g < groups; ++g) fold_cols<T, A>(acc, x + g * w, w, fold);
+    for (int64_t r = groups * m; r < rows; ++r) fold_cols<T, A>(acc, x + r * n, n, fold);
+    for (int64_t k = 1; k < m; ++k)
+      for (int64_t j = 0; j < n; ++j) acc[j] = combine(acc[j], acc[k * n + j]);
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) acc[j] = init;
+  for (int64_t r = 0; r < rows; ++r) fold_cols<T, A>(acc, x + r * ld, n, fold);
 }
 
 }  // namespace reduce_detail
@@ -131,44 +150,44 @@ void reduce_plan(const ReducePlan& p, O* out, A init, Fold fold, Combine combine
     });
     return;
   }
+  // columns: work units are (block, column tile, row chunk); rows are chunked only when the other two
+  // do not give every thread work
   const int64_t inner = p.inner, blocks = p.blocks;
-  if (nt > 1 && blocks == 1 && inner < 2 * kParallelGrain && total > kParallelGrain && R >= 2 * nt) {
-    // a few columns with many rows each: split the rows, one partial accumulator row per chunk
-    int64_t nc = std::min<int64_t>(nt, std::max<int64_t>(1, total / kParallelGrain));
-    int64_t len = (R + nc - 1) / nc;
-    nc = (R + len - 1) / len;
-    std::unique_ptr<A[]> part(new A[nc * inner]);
-    std::fill(part.get(), part.get() + nc * inner, init);
-    parallel_for(nc, 1, [&](int64_t b, int64_t e) {
-      for (int64_t c = b; c < e; ++c) {
-        A* acc = part.get() + c * inner;
-        for (int64_t i = c * len; i < std::min(R, (c + 1) * len); ++i) fold_cols<T, A>(acc, x + i * inner, inner, fold);
-      }
-    });
-    for (int64_t j = 0; j < inner; ++j) {
-      A acc = part[j];
-      for (int64_t c = 1; c < nc; ++c) acc = combine(acc, part[c * inner + j]);
-      out[j] = static_cast<O>(finish(acc, R));
-    }
-    return;
-  }
-  // parallel over (block, column range) tiles; each tile walks down its rows
-  constexpr int64_t kTile = 1024;
-  const int64_t tiles_per_block = (inner + kTile - 1) / kTile;
-  const int64_t ntiles = blocks * tiles_per_block;
-  parallel_for(ntiles, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, R * std::min(inner, kTile))),
-               [&](int64_t b, int64_t e) {
-    std::unique_ptr<A[]> acc(new A[std::min(inner, kTile)]);
-    for (int64_t t = b; t < e; ++t) {
-      int64_t blk = t / tiles_per_block, j0 = (t % tiles_per_block) * kTile;
+  constexpr int64_t kTile = 2048;
+  const int64_t tw = std::min(inner, kTile);
+  const int64_t tiles = (inner + kTile - 1) / kTile;
+  const int64_t units = blocks * tiles;
+  int64_t nc = 1;
+  if (nt > 1 && units < 2 * nt && total > kParallelGrain)
+    nc = std::max<int64_t>(1, std::min<int64_t>((2 * nt + units - 1) / units, R / 16));
+  const int64_t len = (R + nc - 1) / nc;
+  nc = (R + len - 1) / len;
+  std::unique_ptr<A[]> part(nc > 1 ? new A[units * nc * tw] : nullptr);
+  parallel_for(units * nc, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, len * tw)), [&](int64_t b, int64_t e) {
+    std::unique_ptr<A[]> acc(new A[std::max<int64_t>(tw, 64)]);
+    for (int64_t u = b; u < e; ++u) {
+      int64_t c = u % nc, t = u / nc, blk = t / tiles, j0 = (t % tiles) * kTile;
       int64_t n = std::min(inner, j0 + kTile) - j0;
-      std::fill(acc.get(), acc.get() + n, init);
-      const T* base = x + blk * R * inner + j0;
-      for (int64_t i = 0; i < R; ++i) fold_cols<T, A>(acc.get(), base + i * inner, n, fold);
-      O* o = out + blk * inner + j0;
-      for (int64_t j = 0; j < n; ++j) o[j] = static_cast<O>(finish(acc[j], R));
+      int64_t r0 = c * len, rows = std::min(R, r0 + len) - r0;
+      cols_partial<T, A>(x + (blk * R + r0) * inner + j0, rows, inner, n, init, fold, combine, acc.get());
+      if (nc == 1) {
+        O* o = out + blk * inner + j0;
+        for (int64_t j = 0; j < n; ++j) o[j] = static_cast<O>(finish(acc[j], R));
+      } else {
+        std::copy(acc.get(), acc.get() + n, part.get() + u * tw);
+      }
     }
   });
+  if (nc == 1) return;
+  for (int64_t t = 0; t < units; ++t) {
+    int64_t blk = t / tiles, j0 = (t % tiles) * kTile, n = std::min(inner, j0 + kTile) - j0;
+    O* o = out + blk * inner + j0;
+    for (int64_t j = 0; j < n; ++j) {
+      A a = part[(t * nc) * tw + j];
+      for (int64_t c = 1; c < nc; ++c) a = combine(a, part[(t * nc + c) * tw + j]);
+      o[j] = static_cast<O>(finish(a, R));
+    }
+  }
 }
 
 // The common case where combining two accumulators is the fold itself (sum, prod, max, all, ...).
