@@ -24,7 +24,7 @@ def main():
     os.makedirs(args.build_dir, exist_ok=True)
     with open(os.path.join(args.build_dir, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not os.path.exists(os.path.join(args.build_dir, "build.ninja")):
+        if not os.path.exists(os.path.join(args.build_dir, "CMakeCache.txt")):
             subprocess.check_call(["cmake", "-S", CORE, "-B", args.build_dir, "-G", "Ninja",
                                    f"-DPython_EXECUTABLE={sys.executable}"])
         subprocess.check_call(["cmake", "--build", args.build_dir])

@@ -106,3 +106,15 @@ def test_op_handles_expose_schema_and_traits():
     assert "inplace" in ops["add_"]["traits"]
     assert ops["add"]["schema"].startswith("add(Tensor self, Tensor other")
     assert flow._C.ops.add.name == "add"
+
+
+def test_composite_ops_decompose_under_modes_and_keep_gradients():
+    a = flow.tensor(np.random.randn(2, 3), requires_grad=True)
+    b = flow.tensor(np.random.randn(3, 4), requires_grad=True)
+    with LoggingMode() as m:
+        y = flow.matmul(a, b)
+        y.sum().backward()
+    assert "matmul" not in m.log and "mm" in m.log  # the mode sees the parts, each differentiable
+    assert_close(a.grad, np.ones((2, 4)) @ b.detach().numpy().T)
+    ops = {o["name"]: o for o in flow.list_ops()}
+    assert "composite" in ops["matmul"]["traits"]

@@ -240,7 +240,7 @@ FLOW_OP(vdot)
 // Composite: gradients flow through mul.
 FLOW_OP(outer)
     .schema("outer(Tensor self, Tensor vec2) -> Tensor")
-    .traits(kMatmulLike)
+    .traits(kMatmulLike | kComposite)
     .cpu([](const TensorList& in, const Attrs&) -> TensorList {
       FLOW_RUNTIME_CHECK(in[0].dim() == 1, "outer: Expected 1-D argument self, but got ", in[0].dim(), "-D");
       FLOW_RUNTIME_CHECK(in[1].dim() == 1, "outer: Expected 1-D argument vec2, but got ", in[1].dim(), "-D");
@@ -291,7 +291,7 @@ Tensor matmul_impl(const Tensor& a, const Tensor& b) {
 
 FLOW_OP(matmul)
     .schema("matmul(Tensor self, Tensor other) -> Tensor")
-    .traits(kMatmulLike)
+    .traits(kMatmulLike | kComposite)
     .cpu([](const TensorList& in, const Attrs&) -> TensorList { return {matmul_impl(in[0], in[1])}; });
 
 }  // namespace flow

@@ -85,12 +85,8 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
     return ops.addmv(input, mat, vec, beta=beta, alpha=alpha)
 
 
-def _rmatmul(self, other):
-    return ops.matmul(other, self)
-
-
 TENSOR_METHODS = {
-    "matmul": matmul, "__matmul__": matmul, "__rmatmul__": _rmatmul, "mm": mm, "bmm": bmm, "dot": dot,
+    "matmul": matmul, "mm": mm, "bmm": bmm, "dot": dot,
     "vdot": vdot, "mv": mv, "outer": outer, "ger": outer, "inner": inner, "addmm": addmm, "baddbmm": baddbmm,
     "addmv": addmv,
 }
