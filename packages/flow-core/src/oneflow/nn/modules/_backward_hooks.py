@@ -1,0 +1,80 @@
+"""Full backward hooks for Modules: identity autograd Functions around the module's inputs and outputs
+capture ``grad_output`` (at the outputs) and ``grad_input`` (at the inputs) and call the hooks."""
+from ... import _C
+from ...autograd.function import Function
+
+
+class _Identity(Function):
+    @staticmethod
+    def forward(ctx, state, kind, *tensors):
+        ctx.state, ctx.kind = state, kind
+        return tuple(_C.ops.view(t, list(t.shape)) if t is not None else None for t in tensors)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        grads = ctx.state.on_grad(ctx.kind, grads)
+        return (None, None) + tuple(grads)
+
+
+class BackwardHookState:
+    def __init__(self, module):
+        self.module = module
+        self.grad_output = None
+        self.n_inputs = 0
+        self.input_pos = []
+        self.fired = False
+
+    def _split(self, values):
+        pos = [i for i, v in enumerate(values) if isinstance(v, _C.TensorBase) and v.requires_grad]
+        return pos, [values[i] for i in pos]
+
+    def setup_inputs(self, args):
+        pos, ts = self._split(args)
+        self.input_pos = pos
+        self.n_inputs = len(args)
+        if not ts:
+            return args
+        wrapped = _Identity.apply(self, "input", *ts)
+        wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
+        out = list(args)
+        for i, w in zip(pos, wrapped):
+            out[i] = w
+        return tuple(out)
+
+    def setup_outputs(self, result):
+        single = isinstance(result, _C.TensorBase)
+        values = (result,) if single else tuple(result) if isinstance(result, (tuple, list)) else None
+        if values is None:
+            return result
+        pos, ts = self._split(values)
+        if not ts:
+            return result
+        wrapped = _Identity.apply(self, "output", *ts)
+        wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
+        out = list(values)
+        for i, w in zip(pos, wrapped):
+            out[i] = w
+        if not self.input_pos:
+            self.fire_without_inputs = True
+        return out[0] if single else type(result)(out)
+
+    def on_grad(self, kind, grads):
+        m = self.module
+        if kind == "output":
+            for hook in m._backward_pre_hooks.values():
+                r = hook(m, tuple(grads))
+                if r is not None:
+                    grads = tuple(r)
+            self.grad_output = tuple(grads)
+            if not self.input_pos:  # nothing upstream requires grad: call hooks now with grad_input = None
+                for hook in m._backward_hooks.values():
+                    hook(m, (None,) * self.n_inputs, self.grad_output)
+            return grads
+        full = [None] * self.n_inputs
+        for i, g in zip(self.input_pos, grads):
+            full[i] = g
+        for hook in m._backward_hooks.values():
+            r = hook(m, tuple(full), self.grad_output)
+            if r is not None:
+                full = list(r)
+        return tuple(full[i] for i in self.input_pos)
