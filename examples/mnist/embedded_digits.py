@@ -11,8 +11,8 @@ The conversion is fixed so that every machine writes byte-identical files:
   (PyTorch's `interpolate(mode="bilinear", align_corners=False)`), then placed in the middle of a 28x28
   black image with a 4-pixel border, which is how MNIST frames its 20x20 digits;
 - grey levels are scaled by 255/16 and rounded to uint8;
-- the split is by position: every fifth digit (index % 5 == 4) is the test set (360 digits), the other
-  1437 are the training set.
+- the split is by position: every fifth digit (index % 5 == 4) is the test set (359 digits), the other
+  1438 are the training set.
 """
 import gzip
 import importlib.util
