@@ -130,7 +130,7 @@ def test_checkpoint_resume_restores_model_and_optimizer(digits_root, tmp_path, c
 def test_issue_program_runs_unchanged(tmp_path):
     """The documentation's program (only its data path differs) runs end to end on a small IDX directory."""
     digits, labels = embedded_digits.load_digits()
-    images = embedded_digits.to_mnist_images(digits[:160])
+    images, labels = embedded_digits.to_mnist_images(digits[:160]), labels[:160]
     embedded_digits.write_idx_images(str(tmp_path / "train-images-idx3-ubyte"), images[:128])
     embedded_digits.write_idx_labels(str(tmp_path / "train-labels-idx1-ubyte"), labels[:128])
     embedded_digits.write_idx_images(str(tmp_path / "t10k-images-idx3-ubyte"), images[128:])
