@@ -195,11 +195,11 @@ def build(name, lib):
 
 # (label, steps per timed run, repeats, is latency)
 WORKLOADS = {
-    "cnn": ("SimpleCNN train, batch 64, SGD", 8, 3, False),
-    "resnet18": ("ResNet-18 (CIFAR) train, batch 32, SGD+momentum", 2, 3, False),
-    "mlp": ("MLP 784-1024-1024-10 train, batch 128, Adam", 10, 3, False),
-    "gpt": ("GPT 6x256, 4 heads, seq 128, batch 8, AdamW", 2, 3, False),
-    "resnet18_infer": ("ResNet-18 inference, batch 1 (latency)", 10, 3, True),
+    "cnn": ("SimpleCNN train b64 SGD", 8, 3, False),
+    "resnet18": ("ResNet-18 train b32 SGD-momentum", 2, 3, False),
+    "mlp": ("MLP 784-1024-1024-10 train b128 Adam", 10, 3, False),
+    "gpt": ("GPT 6x256 seq128 train b8 AdamW", 2, 3, False),
+    "resnet18_infer": ("ResNet-18 inference b1 (latency)", 10, 3, True),
 }
 
 
@@ -258,7 +258,7 @@ def main(names):
                   f"{f['peak_rss_mb'] / t['peak_rss_mb']:6.2f}   {f['rss_growth_mb']:15.1f} {t['rss_growth_mb']:7.1f}"
                   f"   {f['allocator_peak_mb']:22.1f}")
         print()
-        print("speed-up over PyTorch (target >= 1.2): " + ", ".join(f"{label.split(',')[0]} x{s:.2f}"
+        print("speed-up over PyTorch (target >= 1.2): " + ", ".join(f"{label.split(" train")[0].split(" inference")[0] + (" infer" if "inference" in label else "")} x{s:.2f}"
                                                                    for label, s, _, _ in rows))
 
 
