@@ -258,7 +258,7 @@ def main(names):
                   f"{f['peak_rss_mb'] / t['peak_rss_mb']:6.2f}   {f['rss_growth_mb']:15.1f} {t['rss_growth_mb']:7.1f}"
                   f"   {f['allocator_peak_mb']:22.1f}")
         print()
-        short = [(label.split(" train")[0] + (" infer" if "inference" in label else ""), s) for label, s, _, _ in rows]
+        short = [(label.split(" train")[0].replace(" b1 (latency)", ""), s) for label, s, _, _ in rows]
         print("speed-up over PyTorch (target >= 1.2): " + ", ".join(f"{n} x{s:.2f}" for n, s in short))
 
 
