@@ -17,6 +17,7 @@ import tarfile
 import tempfile
 import urllib.error
 import urllib.request
+import zlib
 
 import numpy as np
 
@@ -60,7 +61,7 @@ def read_idx(path, expected_ndim=None):
     try:
         with opener(path, "rb") as f:
             data = f.read()
-    except (OSError, EOFError) as e:
+    except (OSError, EOFError, zlib.error) as e:
         raise RuntimeError(f"{path}: cannot read the file ({e}); it may be truncated or not gzip data") from None
     if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] not in _IDX_TYPES:
         raise RuntimeError(f"{path}: not an IDX file (bad magic number {data[:4].hex() or 'empty'}; expected "
