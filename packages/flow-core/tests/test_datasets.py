@@ -270,3 +270,25 @@ def test_resize_and_alias():
                                         align_corners=False)[0]
     np.testing.assert_allclose(y.numpy(), e.numpy(), rtol=1e-5, atol=1e-6)
     assert tuple(T.Resize(8)(x).shape) == (3, 8, 12)
+
+
+def test_batched_fast_path_equals_default_collate(tmp_path):
+    from oneflow.utils.data import default_collate
+
+    make_mnist(tmp_path, n_train=9)
+    make_cifar(str(tmp_path))
+    for ds in (MNISTDataset(str(tmp_path)), vds.CIFAR10(str(tmp_path))):
+        idx = [4, 0, 7, 7, 2]
+        fast = ds._collated_batch(idx)
+        slow = default_collate([ds[i] for i in idx])
+        assert type(fast) is type(slow) and len(fast) == 2
+        for a, b in zip(fast, slow):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+        # a custom collate_fn sees the per-sample tuples
+        seen = []
+        list(DataLoader(ds, batch_size=3, collate_fn=lambda b: seen.append(b) or b))
+        assert isinstance(seen[0], list) and isinstance(seen[0][0], tuple) and seen[0][0][1].dim() == 0
+        with pytest.raises(IndexError):
+            ds._collated_batch([100])
+    assert MNISTDataset(str(tmp_path), transform=T.ToTensor())._collated_batch([0]) is NotImplemented

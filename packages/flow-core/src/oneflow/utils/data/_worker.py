@@ -9,6 +9,7 @@ import traceback
 import numpy as np
 
 from . import _transport
+from ._collate import default_collate
 
 __all__ = ["get_worker_info", "WorkerInfo"]
 
@@ -113,6 +114,14 @@ class _MapFetcher:
 
     def fetch(self, index):
         if self.auto_collation:
+            if self.collate_fn is default_collate:
+                # readers that can build a whole batch at once (MNIST, CIFAR-10 without transforms) give the
+                # result default_collate would, without per-sample tensors
+                fast = getattr(self.dataset, "_collated_batch", None)
+                if fast is not None:
+                    batch = fast(index)
+                    if batch is not NotImplemented:
+                        return batch
             getitems = getattr(self.dataset, "__getitems__", None)
             data = getitems(index) if callable(getitems) else [self.dataset[i] for i in index]
         else:

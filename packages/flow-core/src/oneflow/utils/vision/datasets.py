@@ -35,6 +35,15 @@ def _to_sample(img_chw_u8, label):
     return img, _C._from_numpy(np.array(label, dtype=np.int64))
 
 
+def _collated(images_u8, labels):
+    """What default_collate makes of the samples (images N×C×H×W uint8, labels int64): one tensor each."""
+    from ... import _C
+
+    x = images_u8.astype(np.float32)
+    x /= np.float32(255)
+    return [_C._from_numpy(x), _C._from_numpy(np.ascontiguousarray(labels, dtype=np.int64))]
+
+
 def _download(url, dst):
     """Downloads ``url`` to ``dst`` atomically (a temporary file renamed into place)."""
     os.makedirs(os.path.dirname(dst), exist_ok=True)
@@ -167,6 +176,12 @@ class MNIST(Dataset):
             return img, tensor(target, dtype=_C.int64)
         x, y = _to_sample(img[None], target)
         return x, (self.target_transform(target) if self.target_transform is not None else y)
+
+    def _collated_batch(self, indices):
+        if self.transform is not None or self.target_transform is not None:
+            return NotImplemented
+        idx = np.asarray(indices, dtype=np.int64)
+        return _collated(self.data[idx][:, None], self.targets[idx])
 
     def __len__(self):
         return len(self.data)
@@ -336,6 +351,12 @@ class CIFAR10(Dataset):
             return img, tensor(target, dtype=_C.int64)
         x, y = _to_sample(img, target)
         return x, (self.target_transform(target) if self.target_transform is not None else y)
+
+    def _collated_batch(self, indices):
+        if self.transform is not None or self.target_transform is not None:
+            return NotImplemented
+        idx = np.asarray(indices, dtype=np.int64)
+        return _collated(self.data[idx], self.targets[idx])
 
     def __len__(self):
         return len(self.data)
