@@ -407,7 +407,7 @@ class Slow(Dataset):
         return 2
 
     def __getitem__(self, i):
-        time.sleep(3)
+        time.sleep(60)
         return i
 
 
@@ -415,7 +415,7 @@ def test_timeout():
     t0 = time.time()
     with pytest.raises(RuntimeError, match=r"DataLoader timed out after 0.2 seconds"):
         list(DataLoader(Slow(), num_workers=1, timeout=0.2))
-    assert time.time() - t0 < 2.9
+    assert time.time() - t0 < 30  # raised long before the sample was ready; the stuck worker was ended
 
 
 def test_persistent_workers_reused_across_epochs():
@@ -484,3 +484,28 @@ def test_dataloader_len():
             return self.n
 
     assert len(DataLoader(SizedStream(10), batch_size=3)) == 4
+
+
+class Dies(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        if i == 2:
+            os._exit(3)
+        return i
+
+
+def test_worker_death_is_reported():
+    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid\(s\) \d+\) exited unexpectedly"):
+        list(DataLoader(Dies(), num_workers=1))
+
+
+def test_dataloader_iterator_not_picklable_and_custom_collate_in_workers():
+    import pickle
+
+    it = iter(DataLoader(Range(4)))
+    with pytest.raises(NotImplementedError):
+        pickle.dumps(it)
+    got = list(DataLoader(Range(5), batch_size=2, num_workers=2, collate_fn=lambda b: [y for _, y in b]))
+    assert got == [[0, 1], [2, 3], [4]]

@@ -59,6 +59,7 @@ class DataLoader:
         generator: the ``oneflow.Generator`` for the random sampler and the workers' base seed.
         prefetch_factor (int): batches loaded in advance per worker (default 2 with workers).
         persistent_workers (bool): keep the workers alive between epochs.
+        pin_memory_device, in_order: accepted for compatibility; batches always come in sampler order.
     """
 
     _initialized = False
@@ -395,9 +396,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             if self._shutdown:
                 raise StopIteration
             idx, data = self._get_data()
-            self._tasks_outstanding -= 1
             if isinstance(idx, _ResumeIteration):
                 continue
+            self._tasks_outstanding -= 1
             if self._iterable and isinstance(data, _IterableDatasetStopIteration):
                 self._mark_worker_done(data.worker_id)
                 self._try_put_index()
@@ -450,4 +451,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             _live_iterators.discard(self)
 
     def __del__(self):
-        self._shutdown_workers()
+        try:
+            self._shutdown_workers()
+        except Exception:
+            pass  # interpreter shutdown: the atexit handler (or the OS) has ended the workers
