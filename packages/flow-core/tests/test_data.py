@@ -509,3 +509,25 @@ def test_dataloader_iterator_not_picklable_and_custom_collate_in_workers():
         pickle.dumps(it)
     got = list(DataLoader(Range(5), batch_size=2, num_workers=2, collate_fn=lambda b: [y for _, y in b]))
     assert got == [[0, 1], [2, 3], [4]]
+
+
+def test_transport_falls_back_to_pickling_without_shared_memory(monkeypatch):
+    from oneflow.utils.data import _transport
+
+    batch = [flow.arange(6).view(2, 3), {"s": "x", "f": flow.ones(2, 2).t()}]
+    prefix = _transport.make_prefix()
+    enc = _transport.encode(batch, prefix)
+    assert isinstance(enc, _transport.Payload) and os.path.exists(enc.path)
+    dec = _transport.decode(enc)
+    assert not os.path.exists(enc.path)  # unlinked on receipt; the tensors keep the mapping alive
+    assert dec[0].tolist() == [[0, 1, 2], [3, 4, 5]] and dec[1]["s"] == "x" and dec[1]["f"].tolist() == [[1, 1]] * 2
+
+    def full(fd, off, n):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    enc = _transport.encode(batch, prefix)
+    assert enc is batch and not glob.glob(prefix + "*")
+    # loading still works when /dev/shm is full
+    got = list(DataLoader(Range(4), batch_size=2, num_workers=1))
+    assert [y.tolist() for _, y in got] == [[0, 1], [2, 3]]

@@ -102,8 +102,17 @@ def encode(obj, prefix):
     path = f"{prefix}{os.getpid()}_{next(_counter)}"
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        os.ftruncate(fd, p.offset)
+        # reserve the pages now: a full /dev/shm (64 MiB in default Docker) then fails here with ENOSPC
+        # instead of killing the worker with SIGBUS on the first write
+        if hasattr(os, "posix_fallocate"):
+            os.posix_fallocate(fd, 0, p.offset)
+        else:
+            os.ftruncate(fd, p.offset)
         mm = mmap.mmap(fd, p.offset)
+    except OSError:
+        os.close(fd)
+        os.unlink(path)
+        return obj  # no room in shared memory: the queue pickles the batch (tensors by value)
     except BaseException:
         os.close(fd)
         os.unlink(path)
