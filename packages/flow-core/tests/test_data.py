@@ -12,7 +12,7 @@ import torch.utils.data as tud
 
 import oneflow as flow
 from oneflow.utils import data as fud
-from oneflow.utils.data import (BatchSampler, ChainDataset, ConcatDataset, DataLoader, Dataset, DistributedSampler,
+from oneflow.utils.data import (BatchSampler, Sampler, ChainDataset, ConcatDataset, DataLoader, Dataset, DistributedSampler,
                                 IterableDataset, RandomSampler, SequentialSampler, Subset, SubsetRandomSampler,
                                 TensorDataset, WeightedRandomSampler, default_collate, default_convert,
                                 get_worker_info, random_split)
@@ -531,3 +531,29 @@ def test_transport_falls_back_to_pickling_without_shared_memory(monkeypatch):
     # loading still works when /dev/shm is full
     got = list(DataLoader(Range(4), batch_size=2, num_workers=1))
     assert [y.tolist() for _, y in got] == [[0, 1], [2, 3]]
+
+
+def test_generic_subscripts_and_flow_attribute():
+    class MySampler(Sampler[int]):
+        def __iter__(self):
+            return iter([2, 0])
+
+        def __len__(self):
+            return 2
+
+    class MyData(Dataset[int]):
+        def __getitem__(self, i):
+            return i * 10
+
+        def __len__(self):
+            return 3
+
+    assert [b.tolist() for b in DataLoader(MyData(), sampler=MySampler())] == [[20], [0]]
+    assert issubclass(IterableDataset[int], Dataset)
+    assert flow.utils.data.DataLoader is DataLoader
+
+
+@pytest.mark.parametrize("prefetch", [0, 1, 3])
+def test_prefetch_factor(prefetch):
+    got = [y.tolist() for _, y in DataLoader(Range(7), batch_size=2, num_workers=2, prefetch_factor=prefetch)]
+    assert got == [[0, 1], [2, 3], [4, 5], [6]]

@@ -331,7 +331,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 idx, _ = self._get_data()  # results of the previous epoch's unfinished tasks are dropped
                 if isinstance(idx, _ResumeIteration):
                     remaining -= 1
-        for _ in range(self._prefetch_factor * self._num_workers):
+        for _ in range(max(self._prefetch_factor, 1) * self._num_workers):  # prefetch_factor=0: one in flight
             self._try_put_index()
 
     def _try_put_index(self):

@@ -19,6 +19,10 @@ class Dataset:
     def __getitem__(self, index):
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
 
+    def __class_getitem__(cls, item):
+        # ``class MyData(Dataset[Tuple[Tensor, int]])`` as with PyTorch's generic Dataset
+        return cls
+
     def __add__(self, other):
         return ConcatDataset([self, other])
 

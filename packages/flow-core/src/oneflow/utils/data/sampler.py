@@ -32,6 +32,10 @@ class Sampler:
     def __init__(self, data_source=None):
         pass
 
+    def __class_getitem__(cls, item):
+        # ``class MySampler(Sampler[int])`` as with PyTorch's generic Sampler
+        return cls
+
     def __iter__(self):
         raise NotImplementedError
 
