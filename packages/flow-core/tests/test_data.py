@@ -557,3 +557,14 @@ def test_generic_subscripts_and_flow_attribute():
 def test_prefetch_factor(prefetch):
     got = [y.tolist() for _, y in DataLoader(Range(7), batch_size=2, num_workers=2, prefetch_factor=prefetch)]
     assert got == [[0, 1], [2, 3], [4, 5], [6]]
+
+
+def test_workers_without_auto_batching_and_with_batch_sampler():
+    for kw in [dict(batch_size=None), dict(batch_sampler=[[3, 1], [0], [6, 5, 4]])]:
+        ref = list(DataLoader(Range(7), **kw))
+        got = list(DataLoader(Range(7), num_workers=2, **kw))
+        assert len(ref) == len(got)
+        for a, b in zip(got, ref):
+            assert type(a) is type(b)
+            np.testing.assert_array_equal(_np(a[0]), _np(b[0]))
+            np.testing.assert_array_equal(_np(a[1]), _np(b[1]))
