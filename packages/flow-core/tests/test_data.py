@@ -11,11 +11,10 @@ import torch
 import torch.utils.data as tud
 
 import oneflow as flow
-from oneflow.utils import data as fud
-from oneflow.utils.data import (BatchSampler, Sampler, ChainDataset, ConcatDataset, DataLoader, Dataset, DistributedSampler,
-                                IterableDataset, RandomSampler, SequentialSampler, Subset, SubsetRandomSampler,
-                                TensorDataset, WeightedRandomSampler, default_collate, default_convert,
-                                get_worker_info, random_split)
+from oneflow.utils.data import (BatchSampler, ChainDataset, ConcatDataset, DataLoader, Dataset, DistributedSampler,
+                                IterableDataset, RandomSampler, Sampler, SequentialSampler, Subset,
+                                SubsetRandomSampler, TensorDataset, WeightedRandomSampler, default_collate,
+                                default_convert, get_worker_info, random_split)
 
 
 def _np(x):

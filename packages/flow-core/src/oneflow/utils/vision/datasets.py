@@ -115,8 +115,9 @@ class MNIST(Dataset):
                 self.download()
                 paths = [self._find(n) for n in names]
             if any(p is None for p in paths):
+                missing = ", ".join(n for n, p in zip(names, paths) if p is None)
                 raise RuntimeError(
-                    f"{type(self).__name__}: dataset not found: missing {', '.join(n for n, p in zip(names, paths) if p is None)} "
+                    f"{type(self).__name__}: dataset not found: missing {missing} "
                     f"(raw or .gz) in {self.raw_folder} or {self.root}. "
                     + ("" if download else "Use download=True to download it, or place the files there."))
         images = read_idx(paths[0], expected_ndim=3)
