@@ -4,7 +4,6 @@ import io
 import json
 import math
 import os
-import pathlib
 import pickle
 import zipfile
 
@@ -133,7 +132,8 @@ def test_nested_containers_and_scalars(tmp_path):
         "bytearray": bytearray(b"ab"), "complex": 1 + 2j, "list": [1, [2, [3]]], "tuple": (1, (2,), ()),
         "set": {1, 2, 3}, "frozenset": frozenset({"a"}), "od": od, 3: "int key", (1, 2): "tuple key",
         None: "none key", 2.5: "float key", "dtype": flow.bfloat16, "device": flow.device("cpu"),
-        "np": np.int64(5), "npf": np.float32(0.25), "npb": np.bool_(True), "point": Point(1, flow.ones(2)),
+        "size": flow.Size([2, 3]), "np": np.int64(5), "npf": np.float32(0.25), "npb": np.bool_(True),
+        "point": Point(1, flow.ones(2)),
     }
     r = roundtrip(obj, tmp_path)
     assert type(r) is dict and list(r) == list(obj)
@@ -143,6 +143,7 @@ def test_nested_containers_and_scalars(tmp_path):
     assert math.isnan(r["nan"])
     assert type(r["od"]) is collections.OrderedDict and list(r["od"].items()) == list(od.items())
     assert r["dtype"] is flow.bfloat16 and r["device"] == flow.device("cpu")
+    assert type(r["size"]) is flow.Size and r["size"] == (2, 3)
     assert r["np"] == 5 and type(r["np"]) is int and r["npf"] == 0.25 and r["npb"] is True
     assert r["point"].x == 1 and type(r["point"]).__name__ == "Point" and r["point"]._fields == ("x", "y")
     same_values(r["point"].y, flow.ones(2))
@@ -484,6 +485,7 @@ def test_torch_plain_containers_and_parameter(tmp_path):
     obj = {"epoch": 3, "lr": 0.5, "name": "run", "flag": True, "none": None, "tuple": (1, (2.5, "a")),
            "list": [1, [2]], "bytes": b"\x00\x01\xff", "set": {1, 2}, "dtype": torch.float16, "p": p,
            "frozen": frozen, "grad_t": torch.ones(2, requires_grad=True), 7: "int key",
+           "size": torch.Size([2, 3]), "dev": torch.device("cpu"), "cuda_dev": torch.device("cuda", 1),
            "optim": {"state": {0: {"step": torch.tensor(1.0), "exp_avg": torch.zeros(2)}},
                      "param_groups": [{"lr": 0.1, "params": [0], "betas": (0.9, 0.99)}]}}
     torch.save(obj, tmp_path / "c.pt")
@@ -491,6 +493,8 @@ def test_torch_plain_containers_and_parameter(tmp_path):
     for k in ["epoch", "lr", "name", "flag", "none", "tuple", "list", "bytes", "set", 7]:
         assert r[k] == obj[k] and type(r[k]) is type(obj[k]), k
     assert r["dtype"] is flow.float16
+    assert type(r["size"]) is flow.Size and r["size"] == (2, 3)
+    assert r["dev"] == flow.device("cpu") and str(r["cuda_dev"]) == "cuda:1"
     assert isinstance(r["p"], nn.Parameter) and r["p"].requires_grad
     assert isinstance(r["frozen"], nn.Parameter) and not r["frozen"].requires_grad
     _same_as_torch(r["p"], p)

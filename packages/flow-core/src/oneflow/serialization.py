@@ -148,6 +148,10 @@ class _Encoder:
             if meta is not None:
                 r["meta"] = self.encode(meta, f"{path}._metadata")
             return r
+        from ._tensor import Size
+
+        if isinstance(obj, Size):
+            return {"T": "size", "v": [int(d) for d in obj]}
         if isinstance(obj, tuple) and hasattr(type(obj), "_fields"):
             return {"T": "namedtuple", "name": type(obj).__name__, "fields": list(type(obj)._fields),
                     "v": [self.encode(v, f"{path}.{f}") for f, v in zip(type(obj)._fields, obj)]}
@@ -455,6 +459,8 @@ def _load_ours(zf, map_location, archive_size):
             if cls is None:  # namedtuple validates the names as identifiers; nothing from the file is run
                 cls = _namedtuples[(name, fields)] = collections.namedtuple(name, fields)
             return cls(*[decode(x, depth + 1) for x in v["v"]])
+        if tag == "size":
+            return _torch_size(v["v"])
         if tag == "float":
             _check(v["v"] in ("nan", "inf", "-inf"), "bad float")
             return float(v["v"])
@@ -520,6 +526,20 @@ def _codecs_encode(s, encoding="utf-8"):
     return s.encode(encoding)
 
 
+def _torch_size(dims=()):
+    from ._tensor import Size
+
+    if not all(_is_int(d) for d in dims):
+        raise pickle.UnpicklingError("flow.load: torch.Size takes integers")
+    return Size(tuple(dims))
+
+
+def _torch_device(kind, index=None):
+    if not isinstance(kind, str) or not (index is None or _is_int(index)):
+        raise pickle.UnpicklingError("flow.load: malformed torch.device")
+    return _C.device(kind if index is None else f"{kind}:{index}")
+
+
 def _no_hooks(hooks):
     if hooks:
         raise pickle.UnpicklingError("flow.load: tensors with backward hooks can't be loaded")
@@ -570,6 +590,10 @@ class _TorchUnpickler(pickle.Unpickler):
                 return getattr(_C, _TORCH_DTYPES[name])
             if name == "strided":
                 return _STRIDED
+            if name == "Size":
+                return _torch_size
+            if name == "device":
+                return _torch_device
         if module == "torch.serialization" and name == "_get_layout":
             return _get_layout
         if module in ("builtins", "__builtin__") and name in ("set", "frozenset", "complex", "bytearray", "slice"):
