@@ -743,9 +743,13 @@ def _load_file(fo, map_location, name):
             raise _Corrupt("a zip archive that is neither a oneflow nor a PyTorch checkpoint")
     except pickle.UnpicklingError:
         raise
+    except RuntimeError as e:
+        if str(e).startswith("flow.load"):
+            raise
+        raise RuntimeError(f"flow.load: {name} is corrupted or not a valid checkpoint: {e}") from e
     except _Corrupt as e:
         raise RuntimeError(f"flow.load: {name} is not a valid checkpoint: {e}") from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, json.JSONDecodeError, UnicodeDecodeError, KeyError,
-            IndexError, TypeError, ValueError, AttributeError, EOFError, OverflowError, RecursionError) as e:
+            IndexError, TypeError, ValueError, AttributeError, EOFError, NotImplementedError, zlib.error, OSError, OverflowError, RecursionError) as e:
         raise RuntimeError(f"flow.load: {name} is corrupted or not a valid checkpoint: "
                            f"{type(e).__name__}: {e}") from e
