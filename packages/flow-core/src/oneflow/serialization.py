@@ -741,8 +741,10 @@ def _load_file(fo, map_location, name):
             if any(n.endswith("data.pkl") for n in names):
                 return _load_torch_zip(zf, names, map_location, archive_size)
             raise _Corrupt("a zip archive that is neither a oneflow nor a PyTorch checkpoint")
-    except pickle.UnpicklingError:
-        raise
+    except pickle.UnpicklingError as e:
+        if str(e).startswith("flow.load"):
+            raise
+        raise pickle.UnpicklingError(f"flow.load: {name} is corrupted or not a valid checkpoint: {e}") from e
     except RuntimeError as e:
         if str(e).startswith("flow.load"):
             raise
@@ -750,6 +752,6 @@ def _load_file(fo, map_location, name):
     except _Corrupt as e:
         raise RuntimeError(f"flow.load: {name} is not a valid checkpoint: {e}") from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, json.JSONDecodeError, UnicodeDecodeError, KeyError,
-            IndexError, TypeError, ValueError, AttributeError, EOFError, NotImplementedError, zlib.error, OSError, OverflowError, RecursionError) as e:
+            IndexError, TypeError, ValueError, AttributeError, EOFError, NotImplementedError, zlib.error, OSError, MemoryError, OverflowError, RecursionError) as e:
         raise RuntimeError(f"flow.load: {name} is corrupted or not a valid checkpoint: "
                            f"{type(e).__name__}: {e}") from e
