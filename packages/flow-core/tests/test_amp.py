@@ -499,6 +499,15 @@ def test_grad_scaler_fp16_grads_rejected_by_unscale():
         s.unscale_(opt)
 
 
+def test_grad_scaler_default_device_is_cpu():
+    s = flow.amp.GradScaler()
+    assert s.is_enabled() and s.get_scale() == 2.0**16
+    assert to_np(s.scale(flow.ones(1))).tolist() == [65536.0]
+    if not flow._C.cuda_is_built():
+        with pytest.warns(UserWarning, match="CUDA is not available"):
+            assert not flow.amp.GradScaler("cuda").is_enabled()
+
+
 def test_grad_scaler_disabled():
     s = flow.amp.GradScaler("cpu", enabled=False)
     x = flow.ones(2)

@@ -64,8 +64,8 @@ class GradScaler:
     r"""Scales the loss to keep low-precision gradients representable, and unscales them before the step.
 
     Args:
-        device (str): device of the scale tensor. Default: ``'cuda'`` as in PyTorch (disabled with a warning
-            without a CUDA build); pass ``'cpu'``.
+        device (str): device of the scale tensor. Default: ``'cpu'`` (PyTorch defaults to ``'cuda'``; flow's
+            core runs on the CPU). ``'cuda'`` without a CUDA build disables the scaler with a warning.
         init_scale (float): initial scale factor. Default: ``2.**16``.
         growth_factor (float): factor the scale grows by after ``growth_interval`` steps without inf/NaN.
         backoff_factor (float): factor the scale shrinks by after a step with inf/NaN gradients.
@@ -82,7 +82,7 @@ class GradScaler:
         >>> scaler.update()
     """
 
-    def __init__(self, device="cuda", init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
+    def __init__(self, device="cpu", init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
                  growth_interval=2000, enabled=True):
         self._device = device
         self._enabled = enabled
