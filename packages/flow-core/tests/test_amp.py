@@ -617,3 +617,27 @@ def test_custom_fwd_bwd():
     assert a.grad.dtype == flow.float32 and b.grad.dtype == flow.float32
     with pytest.raises(ValueError, match="device_type"):
         flow.amp.custom_fwd(device_type=1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_unscale_kernel(dtype):
+    from oneflow.amp import grad_scaler as gs
+
+    a = np.array([[1.0, -2.0, 4.0], [8.0, 0.5, 0.25]], dtype=np.float32)
+    g1 = flow.tensor(a).to(getattr(flow, dtype))
+    g2 = flow.tensor(a).to(getattr(flow, dtype)).t()  # non-contiguous
+    big = flow.ones(100003).to(getattr(flow, dtype))
+    found = flow.zeros(())
+    v = g1._version if hasattr(g1, "_version") else None
+    gs._non_finite_check_and_unscale_([g1, g2, big], found, flow.tensor(0.5))
+    assert float(found) == 0.0
+    np.testing.assert_allclose(to_np(g1), a * 0.5)
+    np.testing.assert_allclose(to_np(g2), a.T * 0.5)
+    assert float(big.float().sum()) == 0.5 * 100003
+    if v is not None:
+        assert g1._version > v
+    for bad in (float("inf"), float("-inf"), float("nan")):
+        big[77777] = bad
+        found = flow.zeros(())
+        gs._non_finite_check_and_unscale_([g1, big], found, flow.tensor(1.0))
+        assert float(found) == 1.0

@@ -1,5 +1,6 @@
 // oneflow._C's autocast controls: the thread-local state and the op policy table (see dispatch/autocast.h).
 #include "../dispatch/autocast.h"
+#include "../ops/amp.h"
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -38,6 +39,10 @@ void init_autocast(nb::module_& m) {
       case autocast::Policy::Fp32IfPad: return std::string("fp32_pad");
       default: return std::string("none");
     }
+  });
+  // GradScaler: unscale gradients in place; True when one held an inf/NaN.
+  m.def("_amp_non_finite_check_and_unscale_", [](const std::vector<Tensor>& grads, double inv_scale) {
+    return amp::non_finite_check_and_unscale(grads, inv_scale);
   });
   // Casts the eligible tensors of a list for a policy (Python-level composites such as F.linear).
   m.def("_autocast_cast", [](const std::string& policy, const std::vector<Tensor>& ts) {

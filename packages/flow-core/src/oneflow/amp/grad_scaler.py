@@ -34,7 +34,11 @@ def _non_finite_check_and_unscale_(grads, found_inf, inv_scale):
     """Multiply every grad by ``inv_scale`` in place; set ``found_inf`` to 1 if any holds an inf or NaN."""
     flow = _flow()
     inv = float(inv_scale.item())
-    bad = False
+    if all(type(g) is flow.Tensor and g.device.type == "cpu" for g in grads):
+        if _C._amp_non_finite_check_and_unscale_(grads, inv):  # one fused pass per gradient
+            found_inf.fill_(1.0)
+        return
+    bad = False  # tensor subclasses (e.g. global tensors): through their own op handling
     for g in grads:
         if not bad and not bool(flow.isfinite(g).all()):
             bad = True
