@@ -23,10 +23,6 @@ def arr(*shape, dtype=np.float32, low=None):
     return a.astype(dtype)
 
 
-def _dt(mod, name):
-    return getattr(mod, name)
-
-
 def both(a, dtype=None):
     """(flow tensor, torch tensor) of array a, cast to `dtype` ('bfloat16', 'float64', ...) if given."""
     f, t = flow.tensor(a), torch.tensor(a)
