@@ -5,6 +5,7 @@
 #include "../autograd/grad_mode.h"
 #include "../autograd/node.h"
 #include "../ops/functions.h"
+#include "autocast.h"
 
 namespace flow::dispatch {
 
@@ -196,7 +197,22 @@ static TensorList call_inplace(const OpDef& op, const TensorList& inputs, const 
   return {self};
 }
 
+// Autocast layer (above autograd, so the casts are recorded): a listed op gets its inputs cast, then runs
+// with autocast off so that its own parts are not cast again. In-place variants are never autocast.
+static TensorList call_autocast(const OpDef& op, const TensorList& inputs, const Attrs& attrs, bool& handled) {
+  TensorList cast;
+  handled = !op.functional && !t_below_autograd && autocast::cast_inputs(op, inputs, attrs, cast);
+  if (!handled) return {};
+  autocast::DisableGuard off;
+  return call(op, cast, attrs);
+}
+
 TensorList call(const OpDef& op, const TensorList& inputs, const Attrs& attrs_in) {
+  if (__builtin_expect(autocast::t_enabled, 0)) {
+    bool handled;
+    TensorList r = call_autocast(op, inputs, attrs_in, handled);
+    if (handled) return r;
+  }
   const Attrs* attrs = &attrs_in;
   Attrs filled;
   if (attrs_in.schema == nullptr || attrs_in.values.size() < op.schema.attr_args.size()) {
