@@ -4,22 +4,6 @@
 namespace flow {
 namespace {
 
-const char* torch_type_name(DType d) {
-  switch (d) {
-    case DType::Bool: return "Bool";
-    case DType::UInt8: return "Byte";
-    case DType::Int8: return "Char";
-    case DType::Int16: return "Short";
-    case DType::Int32: return "Int";
-    case DType::Int64: return "Long";
-    case DType::Float16: return "Half";
-    case DType::BFloat16: return "BFloat16";
-    case DType::Float32: return "Float";
-    case DType::Float64: return "Double";
-  }
-  return "?";
-}
-
 // Where advanced indices put their elements: result shape, offsets (in elements of `target`) and the
 // strides that lay `target` and the offsets out over the result shape.
 struct AdvPlan {
