@@ -544,3 +544,30 @@ def test_mnist_cnn_matches_torch():
     assert_close(fi.grad, ti.grad, rtol=1e-6, atol=1e-9)
     for (n, fp), (_, tp) in zip(f.named_parameters(), t.named_parameters()):
         assert_close(fp.grad, tp.grad, rtol=1e-6, atol=1e-9)
+
+
+# ---- finite-difference gradients of the composite functions written for these layers -------------------
+def test_gradcheck_composites():
+    from helpers import gradcheck
+
+    F = flow.nn.functional
+    x = flow.tensor(_x(1, 8, 2, 3), requires_grad=True)
+    gradcheck(lambda t: F.pixel_shuffle(t, 2), [x])
+    y = flow.tensor(_x(1, 2, 4, 2), requires_grad=True)
+    gradcheck(lambda t: F.pixel_unshuffle(t, 2), [y])
+    z = flow.tensor(_x(2, 5, 3), requires_grad=True)
+    gradcheck(lambda t: F.local_response_norm(t, 3, alpha=0.5, k=2.0), [z])
+    w = flow.tensor(_x(6, 3), requires_grad=True)
+    psw = flow.tensor(_x(7), requires_grad=True)
+    idx, offs = flow.tensor([0, 2, 2, 5, 1, 3, 4]), flow.tensor([0, 3, 3])
+    gradcheck(lambda a, b: F.embedding_bag(idx, a, offs, mode="sum", per_sample_weights=b), [w, psw])
+    gradcheck(lambda a: F.embedding_bag(idx, a, offs, mode="mean", padding_idx=2), [w])
+    gradcheck(lambda a: F.embedding_bag(idx, a, offs, mode="max"), [w])
+
+
+def test_functional_names_exported():
+    F = flow.nn.functional
+    for n in ("embedding_bag", "pixel_shuffle", "pixel_unshuffle", "alpha_dropout", "local_response_norm"):
+        assert callable(getattr(F, n)), n
+    x = _x(2, 8, 3, 3)
+    assert_close(F.pixel_shuffle(flow.tensor(x), 2), torch.nn.functional.pixel_shuffle(torch.tensor(x), 2))
