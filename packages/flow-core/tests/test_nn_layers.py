@@ -142,6 +142,21 @@ CASES = [
     ("UpsamplingNearest2d", (), {"scale_factor": 3}, [(1, 2, 3, 4)]),
     ("UpsamplingBilinear2d", (), {"size": (6, 5)}, [(1, 2, 3, 4)]),
     ("Dropout", (0.0,), {}, [(3, 4)]),
+    ("ConstantPad1d", ((1, 2), 3.5), {}, [(2, 3, 4)]),
+    ("ConstantPad2d", (1, -1.0), {}, [(2, 3, 4, 5)]),
+    ("ConstantPad3d", ((1, 0, 2, 1, 0, 1), 0.5), {}, [(1, 2, 3, 4, 5)]),
+    ("ZeroPad1d", (2,), {}, [(3, 4)]),
+    ("ZeroPad2d", ((1, 2, 0, 3),), {}, [(2, 3, 4, 5)]),
+    ("ZeroPad3d", (1,), {}, [(1, 2, 3, 4, 5)]),
+    ("ReflectionPad1d", (2,), {}, [(2, 3, 5)]),
+    ("ReflectionPad2d", ((1, 2, 2, 1),), {}, [(2, 3, 4, 5)]),
+    ("ReflectionPad3d", (1,), {}, [(1, 2, 3, 4, 5)]),
+    ("ReplicationPad1d", ((3, 1),), {}, [(2, 3, 5)]),
+    ("ReplicationPad2d", (2,), {}, [(2, 3, 4, 5)]),
+    ("ReplicationPad3d", ((1, 2, 0, 1, 2, 0),), {}, [(1, 2, 3, 4, 5)]),
+    ("CircularPad1d", (2,), {}, [(2, 3, 5)]),
+    ("CircularPad2d", ((1, 2, 2, 1),), {}, [(2, 3, 4, 5)]),
+    ("CircularPad3d", (1,), {}, [(1, 2, 3, 4, 5)]),
 ]
 
 
@@ -511,6 +526,11 @@ def test_pixel_shuffle_roundtrip_and_errors():
         flow.nn.PixelShuffle(3)(x)
     with pytest.raises(RuntimeError, match="pixel_unshuffle expects width to be divisible by downscale_factor, but input.size\(-1\)=5 is not divisible by 3"):
         flow.nn.PixelUnshuffle(3)(x)
+
+
+def test_circular_pad_input_check():
+    with pytest.raises(ValueError, match=r"expected 3D or 4D input \(got 2D input\)"):
+        flow.nn.CircularPad2d(1)(flow.randn(3, 4))
 
 
 def test_flatten_unflatten_errors():
