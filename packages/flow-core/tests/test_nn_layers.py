@@ -157,6 +157,12 @@ CASES = [
     ("CircularPad1d", (2,), {}, [(2, 3, 5)]),
     ("CircularPad2d", ((1, 2, 2, 1),), {}, [(2, 3, 4, 5)]),
     ("CircularPad3d", (1,), {}, [(1, 2, 3, 4, 5)]),
+    ("RMSNorm", (6,), {}, [(3, 4, 6)]),
+    ("RMSNorm", ((4, 6),), {"eps": 1e-3, "elementwise_affine": False}, [(3, 4, 6)]),
+    ("LPPool1d", (2, 3), {"stride": 2}, [(2, 3, 10)]),
+    ("LPPool2d", (1.5, 2), {}, [(2, 3, 6, 4)]),
+    ("LPPool2d", (float("inf"), (2, 3), 1), {}, [(2, 3, 6, 4)]),
+    ("LPPool3d", (3, 2), {}, [(1, 2, 4, 4, 4)]),
 ]
 
 
@@ -231,6 +237,12 @@ REPRS = [
     ("PixelShuffle", (2,), {}),
     ("PixelUnshuffle", (2,), {}),
     ("Identity", (), {}),
+    ("RMSNorm", ((2, 3),), {}),
+    ("LPPool2d", (2, 3), {}),
+    ("MaxUnpool2d", (2,), {}),
+    ("ConstantPad2d", (2, 1.5), {}),
+    ("ZeroPad2d", ((1, 2, 3, 4),), {}),
+    ("ReflectionPad1d", (2,), {}),
     ("Linear", (3, 4), {"bias": False}),
     ("Bilinear", (3, 4, 5), {}),
 ]
@@ -526,6 +538,35 @@ def test_pixel_shuffle_roundtrip_and_errors():
         flow.nn.PixelShuffle(3)(x)
     with pytest.raises(RuntimeError, match="pixel_unshuffle expects width to be divisible by downscale_factor, but input.size\(-1\)=5 is not divisible by 3"):
         flow.nn.PixelUnshuffle(3)(x)
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_max_unpool(nd):
+    tp, fp = _pair(f"MaxPool{nd}d", 2, stride=2, return_indices=True)
+    tu, fu = _pair(f"MaxUnpool{nd}d", 2, stride=2)
+    assert repr(fu) == repr(tu)
+    a = _x(2, 3, *([5] * nd))
+    ti, fi = torch.tensor(a, requires_grad=True), flow.tensor(a, requires_grad=True)
+    to, tidx = tp(ti)
+    fo, fidx = fp(fi)
+    tr = tu(to, tidx, output_size=[5] * nd)
+    fr = fu(fo, fidx, output_size=[5] * nd)
+    assert_close(fr, tr, rtol=1e-7, atol=1e-9)
+    b = _x(2, 3, *([4] * nd))
+    to2, tidx2 = tp(torch.tensor(b))
+    fo2, fidx2 = fp(flow.tensor(b))
+    assert_close(fu(fo2, fidx2), tu(to2, tidx2), rtol=1e-7, atol=1e-9)
+    w = _x(*tr.shape)
+    (tr * torch.tensor(w)).sum().backward()
+    (fr * flow.tensor(w)).sum().backward()
+    assert_close(fi.grad, ti.grad, rtol=1e-7, atol=1e-9)
+    with pytest.raises(ValueError, match="invalid output_size"):
+        fu(fo, fidx, output_size=[9] * nd)
+
+
+def test_rms_norm_errors():
+    with pytest.raises(RuntimeError, match=r"Given normalized_shape=\[4\], expected input with shape \[\*, 4\]"):
+        flow.nn.RMSNorm(4)(flow.randn(3, 5))
 
 
 def test_circular_pad_input_check():

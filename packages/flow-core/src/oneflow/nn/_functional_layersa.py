@@ -7,7 +7,8 @@ from .. import _C
 
 ops = _C.ops
 
-__all__ = ["embedding_bag", "pixel_shuffle", "pixel_unshuffle", "alpha_dropout", "local_response_norm"]
+__all__ = ["embedding_bag", "pixel_shuffle", "pixel_unshuffle", "alpha_dropout", "local_response_norm", "rms_norm",
+           "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d"]
 
 
 def _flow():
@@ -187,3 +188,118 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
         div = ops.reshape(div, sizes)
     div = (div * alpha + k) ** beta
     return input / div
+
+
+_EPS = {"float32": 1.1920928955078125e-07, "float64": 2.220446049250313e-16, "float16": 0.0009765625,
+        "bfloat16": 0.0078125}
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing ``normalized_shape`` dims (eps defaults to the
+    dtype's machine epsilon)."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = [int(s) for s in normalized_shape]
+    k = len(normalized_shape)
+    if k == 0 or input.dim() < k or list(input.shape[input.dim() - k:]) != normalized_shape:
+        raise RuntimeError(f"Given normalized_shape={normalized_shape}, expected input with shape "
+                           f"[*, {', '.join(str(s) for s in normalized_shape)}], but got input of size"
+                           f"{list(input.shape)}")
+    if eps is None:
+        eps = _EPS.get(str(input.dtype).split(".")[-1], 1.1920928955078125e-07)
+    dims = list(range(input.dim() - k, input.dim()))
+    out = input * ops.rsqrt(ops.mean(input * input, dims, True) + eps)
+    return out * weight if weight is not None else out
+
+
+def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, nd):
+    from . import functional as F
+
+    ks = kernel_size if isinstance(kernel_size, (list, tuple)) else [kernel_size] * nd
+    if len(ks) == 1:
+        ks = list(ks) * nd
+    maxp = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[nd - 1]
+    avgp = (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)[nd - 1]
+    if norm_type == float("inf"):
+        return maxp(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -float("inf"):
+        return -maxp(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = avgp(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    n = 1
+    for k in ks:
+        n *= int(k)
+    flow = _flow()
+    return (flow.sign(out) * flow.relu(flow.abs(out))).mul(n).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling: ``(sum x^p)^(1/p)`` over each window."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """2-D power-average pooling."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """3-D power-average pooling."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
+
+
+def _nt(v, n):
+    if isinstance(v, (list, tuple)):
+        return [int(x) for x in v] if len(v) != 1 else [int(v[0])] * n
+    return [int(v)] * n
+
+
+def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
+    k = _nt(kernel_size, nd)
+    s = _nt(stride if stride is not None else kernel_size, nd)
+    p = _nt(padding, nd)
+    default = [(input.shape[input.dim() - nd + d] - 1) * s[d] + k[d] - 2 * p[d] for d in range(nd)]
+    if output_size is None:
+        size = default
+    else:
+        size = [int(v) for v in output_size]
+        if len(size) == nd + 2:
+            size = size[2:]
+        if len(size) != nd:
+            raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it has a "
+                             f"length of '{len(size)}'")
+        for d in range(nd):
+            lo, hi = default[d] - s[d], default[d] + s[d]
+            if not (lo < size[d] < hi):
+                raise ValueError(f'invalid output_size "{size}" (dim {d} must be between {lo} and {hi})')
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"max_unpool{nd}d: expected a {nd + 1}D or {nd + 2}D input, got {input.dim()}D")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: {list(indices.shape)}")
+    lead = list(input.shape[:input.dim() - nd])
+    plane = 1
+    for v in size:
+        plane *= v
+    flow = _flow()
+    if indices.numel() and (int(indices.min()) < 0 or int(indices.max()) >= plane):
+        raise RuntimeError(f"Found an invalid max index: {int(indices.max())} (output volumes are of size "
+                           f"{'x'.join(str(v) for v in size)})")
+    x = ops.reshape(input, lead + [-1])
+    idx = ops.reshape(indices, lead + [-1])
+    out = ops.scatter(flow.zeros(lead + [plane], dtype=input.dtype), len(lead), idx, x)
+    return ops.reshape(out, lead + size)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Inverse of ``max_pool1d``: puts each value back at its argmax position, zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Inverse of ``max_pool2d`` (indices flat within each plane)."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Inverse of ``max_pool3d``."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)

@@ -10,7 +10,7 @@ from .module import Module
 from ._utils import _factory
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
-           "LayerNorm", "GroupNorm", "LocalResponseNorm"]
+           "LayerNorm", "GroupNorm", "LocalResponseNorm", "RMSNorm"]
 
 _ops = _C.ops
 
@@ -308,3 +308,32 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self):
         return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the trailing ``normalized_shape`` dims, with an optional weight."""
+
+    __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if self.elementwise_affine:
+            self.weight = Parameter(_flow().empty(self.normalized_shape, **_factory(device, dtype)))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)

@@ -1,10 +1,11 @@
 """Max, average and adaptive pooling layers (1-D, 2-D, 3-D)."""
 from .. import functional as F
 from .module import Module
-from ._utils import _single
+from ._utils import _pair, _single, _triple
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d"]
+           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+           "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -162,3 +163,78 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
 
     def forward(self, input):
         return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class _LPPoolNd(Module):
+    __constants__ = ["norm_type", "kernel_size", "stride", "ceil_mode"]
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self):
+        return "norm_type={norm_type}, kernel_size={kernel_size}, stride={stride}, ceil_mode={ceil_mode}".format(
+            **self.__dict__)
+
+
+class LPPool1d(_LPPoolNd):
+    """1-D power-average pooling."""
+
+    def forward(self, input):
+        return F.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool2d(_LPPoolNd):
+    """2-D power-average pooling."""
+
+    def forward(self, input):
+        return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool3d(_LPPoolNd):
+    """3-D power-average pooling."""
+
+    def forward(self, input):
+        return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class _MaxUnpoolNd(Module):
+    _tup = staticmethod(_pair)
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        t = self._tup
+        self.kernel_size = t(kernel_size)
+        self.stride = t(stride if (stride is not None) else kernel_size)
+        self.padding = t(padding)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """Inverse of MaxPool1d given its indices."""
+
+    _tup = staticmethod(_single)
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Inverse of MaxPool2d given its indices."""
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Inverse of MaxPool3d given its indices."""
+
+    _tup = staticmethod(_triple)
+
+    def forward(self, input, indices, output_size=None):
+        return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
