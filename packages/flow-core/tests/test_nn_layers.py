@@ -624,6 +624,14 @@ def test_gradcheck_composites():
     gradcheck(lambda a, b: F.embedding_bag(idx, a, offs, mode="sum", per_sample_weights=b), [w, psw])
     gradcheck(lambda a: F.embedding_bag(idx, a, offs, mode="mean", padding_idx=2), [w])
     gradcheck(lambda a: F.embedding_bag(idx, a, offs, mode="max"), [w])
+    r = flow.tensor(_x(2, 3, 4), requires_grad=True)
+    rw = flow.tensor(_x(3, 4), requires_grad=True)
+    gradcheck(lambda a, b: F.rms_norm(a, (3, 4), b, eps=1e-5), [r, rw])
+    q = flow.tensor(np.abs(_x(1, 2, 4, 4)) + 0.5, requires_grad=True)
+    gradcheck(lambda a: F.lp_pool2d(a, 3.0, 2), [q])
+    u = flow.tensor(_x(1, 2, 2, 2), requires_grad=True)
+    ui = flow.tensor(np.array([0, 3, 9, 14, 1, 6, 8, 15]).reshape(1, 2, 2, 2))
+    gradcheck(lambda a: F.max_unpool2d(a, ui, 2), [u])
 
 
 def test_functional_names_exported():
