@@ -526,6 +526,12 @@ def test_embedding_bag_per_sample_weights_and_errors():
         m(flow.tensor([[1, 2]]), flow.tensor([0]))
     with pytest.raises(NotImplementedError, match="per_sample_weights is only supported for mode='sum'"):
         m(flow.tensor([1, 2]), flow.tensor([0]), per_sample_weights=flow.ones(2))
+    with pytest.raises(RuntimeError, match="offsets\\[0\\] has to be 0"):
+        m(flow.tensor([1, 2]), flow.tensor([1]))
+    with pytest.raises(RuntimeError, match="offsets\\[-1\\] can not be greater than input's length 2 but got offsets\\[-1\\] of 3"):
+        m(flow.tensor([1, 2]), flow.tensor([0, 3]))
+    with pytest.raises(IndexError, match="index out of range"):
+        m(flow.tensor([1, 12]), flow.tensor([0]))
     with pytest.raises(ValueError, match="mode has to be one of sum, mean or max"):
         flow.nn.EmbeddingBag(10, 4, mode="min")(flow.tensor([[1]]))
 

@@ -59,9 +59,14 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             starts, ends = offs[:-1], offs[1:]
         else:
             starts, ends = offs, _np.append(offs[1:], n)
-        if len(offs) and (offs[0] != 0 or _np.any(_np.diff(offs) < 0) or offs[-1] > n):
-            raise ValueError("embedding_bag: offsets must start at 0, be non-decreasing and not exceed "
-                             f"the input length {n}")
+        if len(offs) and offs[0] != 0:
+            raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+                               f"from position 0. However, got {offs[0]}")
+        if len(offs) and offs[-1] > n:
+            raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of "
+                               f"{offs[-1]}")
+        if _np.any(_np.diff(offs) < 0):
+            raise RuntimeError("embedding_bag: offsets must be non-decreasing")
         counts = ends - starts
         B = len(starts)
         L = max(int(counts.max()) if B else 0, 1)
