@@ -136,11 +136,11 @@ static TensorList inplace_on_view(const OpDef& f, const TensorList& inputs, cons
     autograd::record_op(vs, {base, r}, a, outs);
   }
   {
-    const OpDef& as = FLOW_OPDEF("as_strided");
-    Attrs a{sz, st, self.offset()};
-    fill_defaults(as, a);
+    const OpDef& sv = FLOW_OPDEF("strided_view");
+    Attrs a{sz, st, self.offset() - base.offset()};
+    fill_defaults(sv, a);
     TensorList outs{self};
-    autograd::record_op(as, {base}, a, outs);
+    autograd::record_op(sv, {base}, a, outs);
   }
   return {self};
 }
