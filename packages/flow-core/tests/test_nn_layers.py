@@ -528,7 +528,8 @@ def test_embedding_bag_per_sample_weights_and_errors():
         m(flow.tensor([1, 2]), flow.tensor([0]), per_sample_weights=flow.ones(2))
     with pytest.raises(RuntimeError, match="offsets\\[0\\] has to be 0"):
         m(flow.tensor([1, 2]), flow.tensor([1]))
-    with pytest.raises(RuntimeError, match="offsets\\[-1\\] can not be greater than input's length 2 but got offsets\\[-1\\] of 3"):
+    with pytest.raises(RuntimeError,
+                       match=r"offsets\[-1\] can not be greater than input's length 2 but got offsets\[-1\] of 3"):
         m(flow.tensor([1, 2]), flow.tensor([0, 3]))
     with pytest.raises(IndexError, match="index out of range"):
         m(flow.tensor([1, 12]), flow.tensor([0]))
@@ -542,7 +543,8 @@ def test_pixel_shuffle_roundtrip_and_errors():
     assert_close(flow.nn.PixelUnshuffle(2)(flow.nn.PixelShuffle(2)(x)), x)
     with pytest.raises(RuntimeError, match="divisible by the square of upscale_factor"):
         flow.nn.PixelShuffle(3)(x)
-    with pytest.raises(RuntimeError, match="pixel_unshuffle expects width to be divisible by downscale_factor, but input.size\(-1\)=5 is not divisible by 3"):
+    with pytest.raises(RuntimeError, match=r"pixel_unshuffle expects width to be divisible by downscale_factor, "
+                                           r"but input.size\(-1\)=5 is not divisible by 3"):
         flow.nn.PixelUnshuffle(3)(x)
 
 
