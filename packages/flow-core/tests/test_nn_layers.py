@@ -648,3 +648,19 @@ def test_functional_names_exported():
         assert callable(getattr(F, n)), n
     x = _x(2, 8, 3, 3)
     assert_close(F.pixel_shuffle(flow.tensor(x), 2), torch.nn.functional.pixel_shuffle(torch.tensor(x), 2))
+
+
+def test_deepcopy_pickle_and_dtype_conversion():
+    import copy
+    import pickle
+
+    m = flow.nn.Sequential(flow.nn.Conv2d(3, 4, 3), flow.nn.BatchNorm2d(4), flow.nn.Linear(2, 2))
+    m[1](flow.randn(2, 4, 3, 3))
+    for m2 in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+        assert repr(m2) == repr(m)
+        for (k, a), (_, b) in zip(m2.state_dict().items(), m.state_dict().items()):
+            assert_close(a, b)
+        assert m2[0].weight.requires_grad and isinstance(m2[0].weight, flow.nn.Parameter)
+    m.double()
+    assert m[0].weight.dtype == flow.float64 and m[1].running_mean.dtype == flow.float64
+    assert m[1].num_batches_tracked.dtype == flow.int64 and m[1].num_batches_tracked.item() == 1
