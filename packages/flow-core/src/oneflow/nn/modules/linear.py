@@ -6,7 +6,7 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
-from ._utils import _factory
+from ._layer_utils import _factory
 
 __all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]
 

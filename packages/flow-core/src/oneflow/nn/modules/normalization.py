@@ -7,7 +7,7 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
-from ._utils import _factory
+from ._layer_utils import _factory
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
            "LayerNorm", "GroupNorm", "LocalResponseNorm", "RMSNorm"]

@@ -1,7 +1,7 @@
 """Padding layers: Constant/Zero/Reflection/Replication/Circular Pad1d/2d/3d (torch's reprs and checks)."""
 from .. import functional as F
 from .module import Module
-from ._utils import _ntuple
+from ._layer_utils import _ntuple
 
 __all__ = ["ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
            "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",

@@ -1,7 +1,7 @@
 """Max, average and adaptive pooling layers (1-D, 2-D, 3-D)."""
 from .. import functional as F
 from .module import Module
-from ._utils import _pair, _single, _triple
+from ._layer_utils import _pair, _single, _triple
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
