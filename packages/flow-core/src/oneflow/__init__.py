@@ -46,6 +46,7 @@ del _export_ops
 from . import _plugins  # noqa: E402
 from . import nn  # noqa: E402,F401
 from . import autograd  # noqa: E402,F401
+from . import utils  # noqa: E402,F401
 
 
 def list_ops():
