@@ -3,7 +3,8 @@
 // one tensor-list input, so a group arrives packed flat: [p0, g0, s0..., p1, g1, s1..., ...] with a fixed
 // number of tensors per parameter (the op's "stride", derived from its options). Work is split into chunks
 // across all parameters of the group, so small tensors share threads instead of each paying for a parallel
-// region. These ops are not differentiable and mutate their inputs (bumping their versions).
+// region. These ops are not differentiable and mutate their inputs (bumping their versions). Element loops
+// are `omp simd`: the -O2 build's cost model would leave them scalar.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -167,14 +168,15 @@ FLOW_OP(sgd_update_)
       run_chunks(g, "sgd_update_", [&](auto tag, int64_t p, int64_t b, int64_t e) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
+        const A sign = maximize ? A(-1) : A(1);
         T* __restrict w = g.ptr<T>(p, 0);
         const T* __restrict gr = g.ptr<T>(p, 1);
         const A lr_ = static_cast<A>(-lr), wd_ = static_cast<A>(wd), m_ = static_cast<A>(mom),
                 d_ = static_cast<A>(1 - damp);
         if (mom == 0) {
+          #pragma omp simd
           for (int64_t i = b; i < e; ++i) {
-            A gv = static_cast<A>(gr[i]);
-            if (maximize) gv = -gv;
+            A gv = sign * static_cast<A>(gr[i]);
             A wv = static_cast<A>(w[i]);
             gv = gv + wd_ * wv;
             w[i] = static_cast<T>(wv + lr_ * gv);
@@ -182,15 +184,15 @@ FLOW_OP(sgd_update_)
           return;
         }
         T* __restrict buf = g.ptr<T>(p, 2);
-        const bool fr = fresh[p];
+        const bool fr = fresh[p], nest = nesterov;
+        #pragma omp simd
         for (int64_t i = b; i < e; ++i) {
-          A gv = static_cast<A>(gr[i]);
-          if (maximize) gv = -gv;
+          A gv = sign * static_cast<A>(gr[i]);
           A wv = static_cast<A>(w[i]);
-          if (wd != 0) gv = gv + wd_ * wv;
+          gv = gv + wd_ * wv;  // wd_ == 0 adds nothing
           A bv = fr ? gv : static_cast<A>(buf[i]) * m_ + d_ * gv;
           buf[i] = static_cast<T>(bv);
-          gv = nesterov ? gv + m_ * bv : bv;
+          gv = nest ? gv + m_ * bv : bv;
           w[i] = static_cast<T>(wv + lr_ * gv);
         }
       });
@@ -227,6 +229,7 @@ FLOW_OP(adam_update_)
         const A l2 = (wd != 0 && !decoupled) ? static_cast<A>(wd) : A(0);
         const A decay = (wd != 0 && decoupled) ? static_cast<A>(1 - lr * wd) : A(1);
         auto loop = [&](auto ams) {
+          #pragma omp simd
           for (int64_t i = b; i < e; ++i) {
             const A w0 = static_cast<A>(w[i]);
             const A gv = sign * static_cast<A>(gr[i]) + l2 * w0;
@@ -263,16 +266,17 @@ FLOW_OP(adagrad_update_)
       run_chunks(g, "adagrad_update_", [&](auto tag, int64_t p, int64_t b, int64_t e) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
+        const A sign = maximize ? A(-1) : A(1);
         T* __restrict w = g.ptr<T>(p, 0);
         const T* __restrict gr = g.ptr<T>(p, 1);
         T* __restrict s = g.ptr<T>(p, 2);
         const A nclr = static_cast<A>(-(lr / (1 + (steps[p] - 1) * lr_decay)));
         const A wd_ = static_cast<A>(wd), eps_ = static_cast<A>(eps);
+        #pragma omp simd
         for (int64_t i = b; i < e; ++i) {
-          A gv = static_cast<A>(gr[i]);
-          if (maximize) gv = -gv;
+          A gv = sign * static_cast<A>(gr[i]);
           A wv = static_cast<A>(w[i]);
-          if (wd != 0) gv = gv + wd_ * wv;
+          gv = gv + wd_ * wv;  // wd_ == 0 adds nothing
           A sv = static_cast<A>(s[i]) + gv * gv;
           s[i] = static_cast<T>(sv);
           w[i] = static_cast<T>(wv + nclr * gv / (std::sqrt(sv) + eps_));
@@ -295,17 +299,18 @@ FLOW_OP(adadelta_update_)
       run_chunks(g, "adadelta_update_", [&](auto tag, int64_t p, int64_t b, int64_t e) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
+        const A sign = maximize ? A(-1) : A(1);
         T* __restrict w = g.ptr<T>(p, 0);
         const T* __restrict gr = g.ptr<T>(p, 1);
         T* __restrict sq = g.ptr<T>(p, 2);
         T* __restrict acc = g.ptr<T>(p, 3);
         const A rho_ = static_cast<A>(rho), r1 = static_cast<A>(1 - rho), eps_ = static_cast<A>(eps),
                 wd_ = static_cast<A>(wd), nlr = static_cast<A>(-lr);
+        #pragma omp simd
         for (int64_t i = b; i < e; ++i) {
-          A gv = static_cast<A>(gr[i]);
-          if (maximize) gv = -gv;
+          A gv = sign * static_cast<A>(gr[i]);
           A wv = static_cast<A>(w[i]);
-          if (wd != 0) gv = gv + wd_ * wv;
+          gv = gv + wd_ * wv;  // wd_ == 0 adds nothing
           A sv = static_cast<A>(sq[i]) * rho_ + r1 * gv * gv;
           sq[i] = static_cast<T>(sv);
           A delta = std::sqrt(static_cast<A>(acc[i]) + eps_) / std::sqrt(sv + eps_) * gv;
@@ -332,6 +337,7 @@ FLOW_OP(rmsprop_update_)
       run_chunks(g, "rmsprop_update_", [&](auto tag, int64_t p, int64_t b, int64_t e) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
+        const A sign = maximize ? A(-1) : A(1);
         T* __restrict w = g.ptr<T>(p, 0);
         const T* __restrict gr = g.ptr<T>(p, 1);
         T* __restrict sq = g.ptr<T>(p, 2);
@@ -339,29 +345,35 @@ FLOW_OP(rmsprop_update_)
         T* __restrict ga = cslot >= 0 ? g.ptr<T>(p, cslot) : nullptr;
         const A al = static_cast<A>(alpha), a1 = static_cast<A>(1 - alpha), eps_ = static_cast<A>(eps),
                 wd_ = static_cast<A>(wd), m_ = static_cast<A>(mom), nlr = static_cast<A>(-lr);
-        for (int64_t i = b; i < e; ++i) {
-          A gv = static_cast<A>(gr[i]);
-          if (maximize) gv = -gv;
-          A wv = static_cast<A>(w[i]);
-          if (wd != 0) gv = gv + wd_ * wv;
-          A sv = static_cast<A>(sq[i]) * al + a1 * gv * gv;
-          sq[i] = static_cast<T>(sv);
-          A avg;
-          if (centered) {
-            A gav = lerp(static_cast<A>(ga[i]), gv, a1);
-            ga[i] = static_cast<T>(gav);
-            avg = std::sqrt(sv - gav * gav) + eps_;
-          } else {
-            avg = std::sqrt(sv) + eps_;
+        auto loop = [&](auto cen, auto hm) {
+          #pragma omp simd
+          for (int64_t i = b; i < e; ++i) {
+            A gv = sign * static_cast<A>(gr[i]);
+            A wv = static_cast<A>(w[i]);
+            gv = gv + wd_ * wv;  // wd_ == 0 adds nothing
+            A sv = static_cast<A>(sq[i]) * al + a1 * gv * gv;
+            sq[i] = static_cast<T>(sv);
+            A avg;
+            if constexpr (decltype(cen)::value) {
+              A gav = lerp(static_cast<A>(ga[i]), gv, a1);
+              ga[i] = static_cast<T>(gav);
+              avg = std::sqrt(sv - gav * gav) + eps_;
+            } else {
+              avg = std::sqrt(sv) + eps_;
+            }
+            if constexpr (decltype(hm)::value) {
+              A bv = static_cast<A>(buf[i]) * m_ + gv / avg;
+              buf[i] = static_cast<T>(bv);
+              w[i] = static_cast<T>(wv + nlr * bv);
+            } else {
+              w[i] = static_cast<T>(wv + nlr * gv / avg);
+            }
           }
-          if (mom > 0) {
-            A bv = static_cast<A>(buf[i]) * m_ + gv / avg;
-            buf[i] = static_cast<T>(bv);
-            w[i] = static_cast<T>(wv + nlr * bv);
-          } else {
-            w[i] = static_cast<T>(wv + nlr * gv / avg);
-          }
-        }
+        };
+        if (centered && mom > 0) loop(std::true_type{}, std::true_type{});
+        else if (centered) loop(std::true_type{}, std::false_type{});
+        else if (mom > 0) loop(std::false_type{}, std::true_type{});
+        else loop(std::false_type{}, std::false_type{});
       });
       g.finish();
       return no_outputs();
@@ -409,6 +421,7 @@ FLOW_OP(lamb_update_)
                     bc1_ = static_cast<A>(bc1), bc2s = static_cast<A>(std::sqrt(bc2));
             double* up = u.data() + base[p];
             double sw = 0, su = 0;
+            #pragma omp simd reduction(+ : sw, su)
             for (int64_t i = t.begin; i < t.end; ++i) {
               A wv = static_cast<A>(w[i]);
               A gv = static_cast<A>(gr[i]);
@@ -446,6 +459,7 @@ FLOW_OP(lamb_update_)
         T* w = g.ptr<T>(p, 0);
         const double* up = u.data() + base[p];
         const double s = scale[p];
+        #pragma omp simd
         for (int64_t i = b; i < e; ++i)
           w[i] = static_cast<T>(static_cast<acc_t<T>>(static_cast<double>(static_cast<acc_t<T>>(w[i])) + s * up[i]));
       });
