@@ -184,17 +184,26 @@ FLOW_OP(sgd_update_)
           return;
         }
         T* __restrict buf = g.ptr<T>(p, 2);
-        const bool fr = fresh[p], nest = nesterov;
-        #pragma omp simd
-        for (int64_t i = b; i < e; ++i) {
-          A gv = sign * static_cast<A>(gr[i]);
-          A wv = static_cast<A>(w[i]);
-          gv = gv + wd_ * wv;  // wd_ == 0 adds nothing
-          A bv = fr ? gv : static_cast<A>(buf[i]) * m_ + d_ * gv;
-          buf[i] = static_cast<T>(bv);
-          gv = nest ? gv + m_ * bv : bv;
-          w[i] = static_cast<T>(wv + lr_ * gv);
-        }
+        auto loop = [&](auto fr, auto nest) {
+          #pragma omp simd
+          for (int64_t i = b; i < e; ++i) {
+            A gv = sign * static_cast<A>(gr[i]);
+            A wv = static_cast<A>(w[i]);
+            gv = gv + wd_ * wv;  // wd_ == 0 adds nothing
+            A bv;
+            if constexpr (decltype(fr)::value) bv = gv;  // a new buffer starts as the gradient
+            else bv = static_cast<A>(buf[i]) * m_ + d_ * gv;
+            buf[i] = static_cast<T>(bv);
+            if constexpr (decltype(nest)::value) gv = gv + m_ * bv;
+            else gv = bv;
+            w[i] = static_cast<T>(wv + lr_ * gv);
+          }
+        };
+        const bool fr = fresh[p];
+        if (fr && nesterov) loop(std::true_type{}, std::true_type{});
+        else if (fr) loop(std::true_type{}, std::false_type{});
+        else if (nesterov) loop(std::false_type{}, std::true_type{});
+        else loop(std::false_type{}, std::false_type{});
       });
       g.finish();
       return no_outputs();
