@@ -79,11 +79,17 @@ class Hardswish(_Inplace):
 
     _fn = staticmethod(F.hardswish)
 
+    def extra_repr(self):  # PyTorch shows no arguments for this one
+        return ""
+
 
 class Hardsigmoid(_Inplace):
     """Applies ``relu6(x + 3) / 6`` elementwise."""
 
     _fn = staticmethod(F.hardsigmoid)
+
+    def extra_repr(self):  # PyTorch shows no arguments for this one
+        return ""
 
 
 class Mish(_Inplace):
@@ -261,13 +267,13 @@ def prelu(input, weight):
     n = weight.numel()
     if n != 1:
         if input.dim() == 0:
-            raise RuntimeError(f"Not allow zero-dim input tensor.")
-        channels = input.shape[1] if input.dim() >= 2 else input.shape[0]
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.dim() >= 2 else 1
         if n != channels:
             raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
                                f"{n} and channel size = {channels}.")
         shape = [1] * input.dim()
-        shape[1 if input.dim() >= 2 else 0] = n
+        shape[1] = n
         w = ops.reshape(weight, shape)
     else:
         w = ops.reshape(weight, [])
