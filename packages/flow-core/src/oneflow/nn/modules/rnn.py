@@ -1,9 +1,9 @@
 """Recurrent layers: ``RNN`` (tanh/relu), ``LSTM`` (with optional projections), ``GRU`` and their cells, with
 PyTorch's parameter names, shapes, initialisation and argument checks.
 
-Time steps run on registered ops. The input projection of every time step is one matmul over the whole
-sequence; the steps are then split out with ``_Unbind`` (whose backward is a single stack instead of one
-full-size scatter per step) and each step is one ``addmm`` plus pointwise ops."""
+Time steps run on registered ops. The input projection of every time step is one matmul per gate over the
+whole sequence; the steps are then split out with ``_Unbind`` (whose backward is a single stack instead of
+one full-size scatter per step) and each step is one ``addmm`` per gate plus contiguous pointwise ops."""
 import math
 import numbers
 import warnings
@@ -45,63 +45,78 @@ def _unbind(x, dim):
     return tuple(ops.select(x, dim, i) for i in range(x.shape[dim]))
 
 
-# ---- one time step of each cell kind (xg: input projection incl. biases that can be folded in) --------
-def _rnn_step(xg, h, c, w_hh_t, b_hh, w_hr_t, relu):
-    pre = ops.addmm(xg, h, w_hh_t)
+# ---- one time step of each cell kind ------------------------------------------------------------------
+# Gates are kept as separate contiguous (N, H) blocks: each gate's weights are a contiguous row block of
+# weight_ih / weight_hh, so every step runs one small addmm per gate and only contiguous pointwise ops
+# (slicing one (N, G*H) product per step would feed strided views to every pointwise op).
+def _gate_weights(w, n_gates, hs):
+    """Transposed (in, H) views of the gate row blocks of ``w`` (G*H, in)."""
+    return [ops.transpose(w.narrow(0, k * hs, hs), 0, 1) for k in range(n_gates)]
+
+
+def _gate_biases(mode, b_ih, b_hh, n_gates, hs):
+    """Per-gate biases folded into the input projection: both biases, except GRU's new gate (only b_in;
+    its b_hn sits inside ``r * (h W_hn^T + b_hn)``)."""
+    if b_ih is None:
+        return [None] * n_gates
+    out = []
+    for k in range(n_gates):
+        bi = b_ih.narrow(0, k * hs, hs)
+        out.append(bi if mode == "GRU" and k == 2 else ops.add(bi, b_hh.narrow(0, k * hs, hs)))
+    return out
+
+
+def _input_projection(mode, x2d, w_ih, b_ih, b_hh, hs):
+    """``x @ W_k^T + b_k`` for each gate k over all rows of ``x2d`` at once."""
+    n_gates = w_ih.shape[0] // hs
+    ws = _gate_weights(w_ih, n_gates, hs)
+    bs = _gate_biases(mode, b_ih, b_hh, n_gates, hs)
+    return [ops.matmul(x2d, w) if b is None else ops.addmm(b, x2d, w) for w, b in zip(ws, bs)]
+
+
+def _rnn_step(xg, h, c, whh, b_hn, w_hr_t, relu):
+    pre = ops.addmm(xg[0], h, whh[0])
     return (ops.relu(pre) if relu else ops.tanh(pre)), None
 
 
-def _lstm_step(xg, h, c, w_hh_t, b_hh, w_hr_t, relu):
-    gates = ops.addmm(xg, h, w_hh_t)
-    n, g4 = gates.shape
-    hs = g4 // 4
-    i, f, g, o = _unbind(ops.reshape(gates, [n, 4, hs]), 1)
-    c = ops.add(ops.mul(ops.sigmoid(f), c), ops.mul(ops.sigmoid(i), ops.tanh(g)))
-    h = ops.mul(ops.sigmoid(o), ops.tanh(c))
+def _lstm_step(xg, h, c, whh, b_hn, w_hr_t, relu):
+    i = ops.sigmoid(ops.addmm(xg[0], h, whh[0]))
+    f = ops.sigmoid(ops.addmm(xg[1], h, whh[1]))
+    g = ops.tanh(ops.addmm(xg[2], h, whh[2]))
+    o = ops.sigmoid(ops.addmm(xg[3], h, whh[3]))
+    c = ops.addcmul(ops.mul(f, c), i, g)
+    h = ops.mul(o, ops.tanh(c))
     if w_hr_t is not None:
         h = ops.matmul(h, w_hr_t)
     return h, c
 
 
-def _gru_step(xg, h, c, w_hh_t, b_hh, w_hr_t, relu):
-    gh = ops.addmm(b_hh, h, w_hh_t) if b_hh is not None else ops.matmul(h, w_hh_t)
-    n, g3 = gh.shape
-    hs = g3 // 3
-    xr, xz, xn = _unbind(ops.reshape(xg, [n, 3, hs]), 1)
-    hr, hz, hn = _unbind(ops.reshape(gh, [n, 3, hs]), 1)
-    r = ops.sigmoid(ops.add(xr, hr))
-    z = ops.sigmoid(ops.add(xz, hz))
-    nn_ = ops.tanh(ops.add(xn, ops.mul(r, hn)))
+def _gru_step(xg, h, c, whh, b_hn, w_hr_t, relu):
+    r = ops.sigmoid(ops.addmm(xg[0], h, whh[0]))
+    z = ops.sigmoid(ops.addmm(xg[1], h, whh[1]))
+    hn = ops.addmm(b_hn, h, whh[2]) if b_hn is not None else ops.matmul(h, whh[2])
+    n = ops.tanh(ops.addcmul(xg[2], r, hn))
     # (1 - z) * n + z * h
-    return ops.add(nn_, ops.mul(z, ops.sub(h, nn_))), None
+    return ops.addcmul(n, z, ops.sub(h, n)), None
 
 
 _STEPS = {"RNN_TANH": _rnn_step, "RNN_RELU": _rnn_step, "LSTM": _lstm_step, "GRU": _gru_step}
 
 
-def _input_projection(mode, x2d, w_ih, b_ih, b_hh):
-    """``x @ w_ih^T + b`` for all time steps at once; RNN/LSTM fold both biases in, GRU only ``b_ih`` (its
-    ``b_hh`` of the new gate sits inside ``r * (...)``)."""
-    w_t = ops.transpose(w_ih, 0, 1)
-    if b_ih is None:
-        return ops.matmul(x2d, w_t)
-    bias = b_ih if mode == "GRU" else ops.add(b_ih, b_hh)
-    return ops.addmm(bias, x2d, w_t)
-
-
 def _run_direction(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse):
     """Runs one layer in one direction over ``x`` (L, N, in); returns (output (L, N, H_out), h_n, c_n)."""
     seq, n, feat = x.shape
-    xw = _input_projection(mode, ops.reshape(x, [seq * n, feat]), w_ih, b_ih, b_hh)
-    xw = ops.reshape(xw, [seq, n, xw.shape[1]])
-    steps = _unbind(xw, 0)
+    hs = w_hh.shape[0] // {"LSTM": 4, "GRU": 3}.get(mode, 1)
+    xw = _input_projection(mode, ops.reshape(x, [seq * n, feat]), w_ih, b_ih, b_hh, hs)
+    steps = [_unbind(ops.reshape(xk, [seq, n, hs]), 0) for xk in xw]
     step = _STEPS[mode]
     relu = mode == "RNN_RELU"
-    w_hh_t = ops.transpose(w_hh, 0, 1)
+    whh = _gate_weights(w_hh, len(xw), hs)
+    b_hn = b_hh.narrow(0, 2 * hs, hs) if mode == "GRU" and b_hh is not None else None
     w_hr_t = ops.transpose(w_hr, 0, 1) if w_hr is not None else None
     outs = [None] * seq
     for t in (range(seq - 1, -1, -1) if reverse else range(seq)):
-        h, c = step(steps[t], h, c, w_hh_t, b_hh, w_hr_t, relu)
+        h, c = step([s[t] for s in steps], h, c, whh, b_hn, w_hr_t, relu)
         outs[t] = h
     return _flow().stack(outs, 0), h, c
 
@@ -426,8 +441,12 @@ class RNNCellBase(Module):
                                f"{self.hidden_size}")
         return hx
 
-    def _xg(self, mode, input):
-        return _input_projection(mode, input, self.weight_ih, self.bias_ih, self.bias_hh)
+    def _step(self, mode, input, h, c, relu=False):
+        hs = self.hidden_size
+        xg = _input_projection(mode, input, self.weight_ih, self.bias_ih, self.bias_hh, hs)
+        whh = _gate_weights(self.weight_hh, len(xg), hs)
+        b_hn = self.bias_hh.narrow(0, 2 * hs, hs) if mode == "GRU" and self.bias_hh is not None else None
+        return _STEPS[mode](xg, h, c, whh, b_hn, None, relu)
 
 
 class RNNCell(RNNCellBase):
@@ -444,8 +463,7 @@ class RNNCell(RNNCellBase):
         h = self._hidden(hx, input, is_batched)
         if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
-        out, _ = _rnn_step(self._xg("RNN_TANH", input), h, None, ops.transpose(self.weight_hh, 0, 1), None, None,
-                           self.nonlinearity == "relu")
+        out, _ = self._step("RNN_TANH", input, h, None, self.nonlinearity == "relu")
         return out if is_batched else out.squeeze(0)
 
 
@@ -463,7 +481,7 @@ class LSTMCell(RNNCellBase):
         input, is_batched = self._prep("LSTMCell", input, hx)
         h = self._hidden(hx[0] if hx is not None else None, input, is_batched)
         c = self._hidden(hx[1] if hx is not None else None, input, is_batched)
-        h, c = _lstm_step(self._xg("LSTM", input), h, c, ops.transpose(self.weight_hh, 0, 1), None, None, False)
+        h, c = self._step("LSTM", input, h, c)
         return (h, c) if is_batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -478,6 +496,5 @@ class GRUCell(RNNCellBase):
             raise ValueError(f"GRUCell: Expected hidden to be 1D or 2D, got {hx.dim()}D instead")
         input, is_batched = self._prep("GRUCell", input, hx)
         h = self._hidden(hx, input, is_batched)
-        out, _ = _gru_step(self._xg("GRU", input), h, None, ops.transpose(self.weight_hh, 0, 1), self.bias_hh,
-                           None, False)
+        out, _ = self._step("GRU", input, h, None)
         return out if is_batched else out.squeeze(0)
