@@ -746,3 +746,25 @@ def test_transformer_train_dropout_active():
     assert_close(m(x), m(x))
     m.train()
     assert not np.allclose(to_np(m(x)), to_np(m(x)))
+
+
+# ---- distances -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("p,keepdim", [(2.0, False), (1.0, True), (3.0, False)])
+@pytest.mark.parametrize("shapes", [((4, 5), (4, 5)), ((4, 5), (5,)), ((2, 3, 4), (3, 4))])
+def test_pairwise_distance(p, keepdim, shapes):
+    f1, t1 = _pair(np.random.randn(*shapes[0]))
+    f2, t2 = _pair(np.random.randn(*shapes[1]))
+    fm, tm = nn.PairwiseDistance(p=p, keepdim=keepdim), torch.nn.PairwiseDistance(p=p, keepdim=keepdim)
+    _loss_check(fm, tm, [f1, f2], [t1, t2])
+
+
+@pytest.mark.parametrize("dim", [1, -1, 0])
+def test_cosine_similarity(dim):
+    a, b = np.random.randn(4, 5), np.random.randn(4, 5)
+    a[1] = 0.0  # zero vector: its norm is clamped to eps
+    f1, t1 = _pair(a)
+    f2, t2 = _pair(b)
+    _loss_check(nn.CosineSimilarity(dim=dim), torch.nn.CosineSimilarity(dim=dim), [f1, f2], [t1, t2])
+    f1, t1 = _pair(np.random.randn(3, 1, 4))
+    f2, t2 = _pair(np.random.randn(1, 2, 4))
+    _loss_check(nn.CosineSimilarity(dim=-1), torch.nn.CosineSimilarity(dim=-1), [f1, f2], [t1, t2])

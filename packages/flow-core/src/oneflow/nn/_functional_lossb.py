@@ -39,11 +39,13 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """``x1 . x2 / max(||x1|| ||x2||, eps)`` along ``dim``."""
-    w12 = (x1 * x2).sum(dim)
-    n1 = (x1 * x1).sum(dim)
-    n2 = (x2 * x2).sum(dim)
-    return w12 / (n1 * n2).clamp_min(eps * eps).sqrt()
+    """``sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps))`` along ``dim`` (inputs broadcast)."""
+    n1 = x1.norm(2, dim, keepdim=True)
+    n2 = x2.norm(2, dim, keepdim=True)
+    # PyTorch clamps the norms under no_grad: the gradient flows as through the unclamped norm.
+    n1 = n1 + (n1.clamp_min(eps) - n1).detach()
+    n2 = n2 + (n2.clamp_min(eps) - n2).detach()
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
