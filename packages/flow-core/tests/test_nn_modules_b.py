@@ -471,6 +471,10 @@ def test_rnn_errors():
         nn.RNN(4, 5, dropout=1.5)
     with pytest.raises(ValueError, match="hidden_size must be greater than zero"):
         nn.GRU(4, 0)
+    with pytest.raises(RuntimeError, match="Expected sequence length to be larger than 0"):
+        m(flow.randn(0, 2, 4))
+    out, (h, c) = m(flow.randn(3, 0, 4))
+    assert tuple(out.shape) == (3, 0, 5) and tuple(h.shape) == (2, 0, 5) and tuple(c.shape) == (2, 0, 5)
     with pytest.raises(ValueError, match="does not match weight dtype"):
         nn.GRU(4, 5)(flow.randn(3, 2, 4, dtype=flow.float64))
 
@@ -768,3 +772,75 @@ def test_cosine_similarity(dim):
     f1, t1 = _pair(np.random.randn(3, 1, 4))
     f2, t2 = _pair(np.random.randn(1, 2, 4))
     _loss_check(nn.CosineSimilarity(dim=-1), torch.nn.CosineSimilarity(dim=-1), [f1, f2], [t1, t2])
+
+
+# ---- packed sequences ----------------------------------------------------------------------------------
+from oneflow.nn.utils import rnn as frnn  # noqa: E402
+from torch.nn.utils import rnn as trnn  # noqa: E402
+
+
+@pytest.mark.parametrize("cls,kwargs", [("LSTM", dict(num_layers=2, bidirectional=True)),
+                                        ("LSTM", dict(proj_size=2, batch_first=True)),
+                                        ("GRU", dict(bidirectional=True, batch_first=True)),
+                                        ("RNN", dict(num_layers=2, nonlinearity="relu"))])
+@pytest.mark.parametrize("enforce_sorted", [False, True])
+def test_rnn_packed_sequence_vs_torch(cls, kwargs, enforce_sorted):
+    tm = getattr(torch.nn, cls)(3, 4, **kwargs).double()
+    fm = getattr(nn, cls)(3, 4, dtype=flow.float64, **kwargs)
+    _copy(tm, fm)
+    bf = kwargs.get("batch_first", False)
+    lengths = [5, 4, 3, 1] if enforce_sorted else [3, 5, 1, 4]
+    x = np.random.randn(*((4, 5, 3) if bf else (5, 4, 3)))
+    fx, tx = _pair(x)
+    fp = frnn.pack_padded_sequence(fx, lengths, batch_first=bf, enforce_sorted=enforce_sorted)
+    tp = trnn.pack_padded_sequence(tx, lengths, batch_first=bf, enforce_sorted=enforce_sorted)
+    assert_close(fp.data, tp.data)
+    assert fp.batch_sizes.tolist() == tp.batch_sizes.tolist()
+    D = 2 if kwargs.get("bidirectional") else 1
+    hout = kwargs.get("proj_size", 0) or 4
+    fh, th = _pair(np.random.randn(D * kwargs.get("num_layers", 1), 4, hout))
+    if cls == "LSTM":
+        fc, tc = _pair(np.random.randn(D * kwargs.get("num_layers", 1), 4, 4))
+        fo, (fhn, fcn) = fm(fp, (fh, fc))
+        to, (thn, tcn) = tm(tp, (th, tc))
+        assert_close(fcn, tcn, rtol=1e-9, atol=1e-12)
+    else:
+        fo, fhn = fm(fp, fh)
+        to, thn = tm(tp, th)
+    assert isinstance(fo, frnn.PackedSequence)
+    assert_close(fhn, thn, rtol=1e-9, atol=1e-12)
+    fpad, flen = frnn.pad_packed_sequence(fo, batch_first=bf, total_length=6, padding_value=-2.0)
+    tpad, tlen = trnn.pad_packed_sequence(to, batch_first=bf, total_length=6, padding_value=-2.0)
+    assert_close(fpad, tpad, rtol=1e-9, atol=1e-12)
+    assert flen.tolist() == tlen.tolist() == lengths
+    w = np.random.randn(*tpad.shape)
+    ((fpad * flow.tensor(w)).sum() + fhn.sum()).backward()
+    ((tpad * torch.tensor(w)).sum() + thn.sum()).backward()
+    assert_close(fx.grad, tx.grad, rtol=1e-8, atol=1e-11)
+    assert_close(fh.grad, th.grad, rtol=1e-8, atol=1e-11)
+    _check_params_grads(tm, fm, rtol=1e-8, atol=1e-11)
+
+
+def test_pack_pad_utilities():
+    seqs = [np.random.randn(n, 2) for n in (2, 4, 3)]
+    fs, ts = [flow.tensor(s) for s in seqs], [torch.tensor(s) for s in seqs]
+    for bf in (False, True):
+        for side in ("right", "left"):
+            assert_close(frnn.pad_sequence(fs, batch_first=bf, padding_value=-1.0, padding_side=side),
+                         trnn.pad_sequence(ts, batch_first=bf, padding_value=-1.0, padding_side=side))
+    fp, tp = frnn.pack_sequence(fs, enforce_sorted=False), trnn.pack_sequence(ts, enforce_sorted=False)
+    assert_close(fp.data, tp.data)
+    assert fp.sorted_indices.tolist() == tp.sorted_indices.tolist()
+    assert fp.unsorted_indices.tolist() == tp.unsorted_indices.tolist()
+    for a, b in zip(frnn.unpack_sequence(fp), seqs):
+        assert_close(a, b)
+    padded, lengths = frnn.pad_packed_sequence(fp)
+    for a, b in zip(frnn.unpad_sequence(padded, lengths), seqs):
+        assert_close(a, b)
+    assert fp.float().data.dtype == flow.float32
+    with pytest.raises(RuntimeError, match="sorted in decreasing order"):
+        frnn.pack_sequence(fs)
+    with pytest.raises(ValueError, match="Expected total_length to be at least"):
+        frnn.pad_packed_sequence(fp, total_length=2)
+    with pytest.raises(RuntimeError, match="greater than 0"):
+        frnn.pack_padded_sequence(flow.randn(3, 2, 1), [3, 0])

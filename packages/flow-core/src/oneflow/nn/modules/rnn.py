@@ -12,6 +12,7 @@ from ... import _C
 from ...autograd.function import Function
 from .. import functional as F
 from ..parameter import Parameter
+from ..utils import rnn as _rnn_utils
 from .module import Module
 
 ops = _C.ops
@@ -103,8 +104,12 @@ def _gru_step(xg, h, c, whh, b_hn, w_hr_t, relu):
 _STEPS = {"RNN_TANH": _rnn_step, "RNN_RELU": _rnn_step, "LSTM": _lstm_step, "GRU": _gru_step}
 
 
-def _run_direction(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse):
-    """Runs one layer in one direction over ``x`` (L, N, in); returns (output (L, N, H_out), h_n, c_n)."""
+def _run_direction(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, masks=None):
+    """Runs one layer in one direction over ``x`` (L, N, in); returns (output (L, N, H_out), h_n, c_n).
+
+    ``masks[t]`` (N, 1) bool marks the sequences alive at step t (packed input): the state of the others is
+    carried unchanged, so the forward direction ends at each sequence's last step and the reverse direction
+    starts there."""
     seq, n, feat = x.shape
     hs = w_hh.shape[0] // {"LSTM": 4, "GRU": 3}.get(mode, 1)
     xw = _input_projection(mode, ops.reshape(x, [seq * n, feat]), w_ih, b_ih, b_hh, hs)
@@ -116,7 +121,11 @@ def _run_direction(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse):
     w_hr_t = ops.transpose(w_hr, 0, 1) if w_hr is not None else None
     outs = [None] * seq
     for t in (range(seq - 1, -1, -1) if reverse else range(seq)):
-        h, c = step([s[t] for s in steps], h, c, whh, b_hn, w_hr_t, relu)
+        h_new, c_new = step([s[t] for s in steps], h, c, whh, b_hn, w_hr_t, relu)
+        if masks is not None:
+            h_new = ops.where(masks[t], h_new, h)
+            c_new = ops.where(masks[t], c_new, c) if c is not None else None
+        h, c = h_new, c_new
         outs[t] = h
     return _flow().stack(outs, 0), h, c
 
@@ -241,9 +250,13 @@ class RNNBase(Module):
             raise RuntimeError(msg.format(expected, list(hx.shape)))
 
     # ---- the recurrence ---------------------------------------------------------------------------------
-    def _run(self, x, h0, c0):
-        """x: (L, N, in) time-major; h0/c0: (layers * D, N, H). Returns output, h_n, c_n (c_n None unless LSTM)."""
+    def _run(self, x, h0, c0, lengths=None):
+        """x: (L, N, in) time-major; h0/c0: (layers * D, N, H). Returns output, h_n, c_n (c_n None unless LSTM).
+        ``lengths`` (sorted sequence lengths of packed input) masks the steps past each sequence's end."""
         flow = _flow()
+        masks = None
+        if lengths is not None:
+            masks = [flow.tensor((lengths > t).reshape(-1, 1)) for t in range(x.shape[0])]
         num_directions = 2 if self.bidirectional else 1
         h0s = _unbind(h0, 0) if h0.requires_grad else tuple(h0[i] for i in range(h0.shape[0]))
         c0s = None
@@ -258,7 +271,7 @@ class RNNBase(Module):
                 p = {n.split("_l")[0]: getattr(self, n) for n in names}
                 out, h, c = _run_direction(self.mode, x, h0s[k], c0s[k] if c0s is not None else None,
                                            p["weight_ih"], p["weight_hh"], p.get("bias_ih"), p.get("bias_hh"),
-                                           p.get("weight_hr"), d == 1)
+                                           p.get("weight_hr"), d == 1, masks)
                 outs.append(out)
                 hn.append(h)
                 cn.append(c)
@@ -270,7 +283,7 @@ class RNNBase(Module):
     def _forward(self, input, hx, name):
         flow = _flow()
         if _is_packed(input):
-            raise NotImplementedError(f"{name}: PackedSequence input is not supported; pass a padded tensor")
+            return self._forward_packed(input, hx, name)
         if input.dim() not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
                              f"{'tensor ' if name != 'LSTM' else ''}instead")
@@ -311,6 +324,8 @@ class RNNBase(Module):
                 self._check_hidden(c0, self._expected_hidden(input, self.hidden_size),
                                    "Expected hidden[1] size {}, got {}")
         x = input.transpose(0, 1) if self.batch_first else input
+        if x.shape[0] == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         out, hn, cn = self._run(x, h0, c0)
         if self.batch_first:
             out = out.transpose(0, 1)
@@ -319,6 +334,44 @@ class RNNBase(Module):
             hn = hn.squeeze(1)
             cn = cn.squeeze(1) if cn is not None else None
         return out, ((hn, cn) if lstm else hn)
+
+
+def _forward_packed(self, packed, hx, name):
+    """Runs packed input as a padded batch in sorted order with per-step masks; returns a PackedSequence."""
+    flow = _flow()
+    data, batch_sizes, sorted_indices, unsorted_indices = packed
+    if data.dim() != 2:
+        raise RuntimeError(f"input must have 2 dimensions, got {data.dim()}")
+    self._check_input(data)
+    padded, lengths = _rnn_utils._unpack(data, batch_sizes, 0.0, None)
+    num_directions = 2 if self.bidirectional else 1
+    batch = padded.shape[1]
+    real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+    lstm = self.mode == "LSTM"
+    if hx is None:
+        h0 = flow.zeros(self.num_layers * num_directions, batch, real_hidden, dtype=data.dtype)
+        c0 = flow.zeros(self.num_layers * num_directions, batch, self.hidden_size, dtype=data.dtype) \
+            if lstm else None
+    else:
+        h0, c0 = hx if lstm else (hx, None)
+        expected = (self.num_layers * num_directions, batch)
+        self._check_hidden(h0, expected + (real_hidden,))
+        if lstm:
+            self._check_hidden(c0, expected + (self.hidden_size,), "Expected hidden[1] size {}, got {}")
+        if sorted_indices is not None:
+            h0 = h0.index_select(1, sorted_indices)
+            c0 = c0.index_select(1, sorted_indices) if lstm else None
+    out, hn, cn = self._run(padded, h0, c0, lengths)
+    _, flat = _rnn_utils._packed_positions(lengths)
+    out_data = out.reshape(out.shape[0] * batch, out.shape[2]).index_select(0, flow.tensor(flat, dtype=flow.int64))
+    if unsorted_indices is not None:
+        hn = hn.index_select(1, unsorted_indices)
+        cn = cn.index_select(1, unsorted_indices) if lstm else None
+    result = _rnn_utils.PackedSequence(out_data, batch_sizes, sorted_indices, unsorted_indices)
+    return result, ((hn, cn) if lstm else hn)
+
+
+RNNBase._forward_packed = _forward_packed
 
 
 def _is_packed(x):
