@@ -844,3 +844,37 @@ def test_pack_pad_utilities():
         frnn.pad_packed_sequence(fp, total_length=2)
     with pytest.raises(RuntimeError, match="greater than 0"):
         frnn.pack_padded_sequence(flow.randn(3, 2, 1), [3, 0])
+
+
+def test_mha_gradcheck_and_causal_hint():
+    m = nn.MultiheadAttention(4, 2, dtype=flow.float64, kdim=3, vdim=3)
+    q = flow.tensor(np.random.randn(2, 1, 4), requires_grad=True)
+    k = flow.tensor(np.random.randn(3, 1, 3), requires_grad=True)
+    v = flow.tensor(np.random.randn(3, 1, 3), requires_grad=True)
+    mask = flow.tensor(np.random.randn(2, 3))
+    gradcheck(lambda a, b, c: m(a, b, c, attn_mask=mask)[0], [q, k, v])
+    tm = torch.nn.MultiheadAttention(6, 2).double()
+    fm = nn.MultiheadAttention(6, 2, dtype=flow.float64)
+    _copy(tm, fm)
+    x = np.random.randn(4, 2, 6)
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(4, dtype=torch.float64)
+    to = tm(*(torch.tensor(x),) * 3, attn_mask=causal, is_causal=True, need_weights=False)[0]
+    fx = flow.tensor(x)
+    fo = fm(fx, fx, fx, attn_mask=flow.tensor(to_np(causal)), is_causal=True, need_weights=False)[0]
+    assert_close(fo, to, rtol=1e-9, atol=1e-12)
+
+
+def test_transformer_encoder_is_causal_flag():
+    tl = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=8, dropout=0.0)
+    tm = torch.nn.TransformerEncoder(tl, 2, enable_nested_tensor=False).double()
+    fm = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, dim_feedforward=8, dropout=0.0), 2).double()
+    _copy(tm, fm)
+    x = np.random.randn(5, 2, 8)
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(5, dtype=torch.float64)
+    to = tm(torch.tensor(x), mask=mask, is_causal=True)
+    fo = fm(flow.tensor(x), mask=flow.tensor(to_np(mask)), is_causal=True)
+    assert_close(fo, to, rtol=1e-9, atol=1e-11)
+    bool_mask = np.triu(np.ones((5, 5), bool), 1)
+    to = tm(torch.tensor(x), mask=torch.tensor(bool_mask))
+    fo = fm(flow.tensor(x), mask=flow.tensor(bool_mask))
+    assert_close(fo, to, rtol=1e-9, atol=1e-11)
