@@ -878,3 +878,24 @@ def test_transformer_encoder_is_causal_flag():
     to = tm(torch.tensor(x), mask=torch.tensor(bool_mask))
     fo = fm(flow.tensor(x), mask=flow.tensor(bool_mask))
     assert_close(fo, to, rtol=1e-9, atol=1e-11)
+
+
+def test_rrelu():
+    fm, tm = nn.RReLU(0.1, 0.3), torch.nn.RReLU(0.1, 0.3)
+    assert repr(fm) == repr(tm)
+    assert repr(nn.RReLU(inplace=True)) == repr(torch.nn.RReLU(inplace=True))
+    x = np.random.randn(200)
+    fm.eval()
+    tm.eval()
+    fx, tx = _pair(x)
+    fy, ty = fm(fx), tm(tx)
+    assert_close(fy, ty)
+    fm.train()
+    fx = flow.tensor(x, requires_grad=True)
+    fy = fm(fx)
+    fy.sum().backward()
+    ratio = to_np(fy) / x
+    neg = x < 0
+    assert np.all(ratio[~neg] == 1.0)
+    assert ratio[neg].min() >= 0.1 and ratio[neg].max() <= 0.3 and ratio[neg].std() > 0.02
+    assert_close(fx.grad, ratio)

@@ -8,7 +8,7 @@ from .module import Module
 __all__ = [
     "ReLU", "ReLU6", "GELU", "SiLU", "Softplus", "ELU", "SELU", "CELU", "LeakyReLU", "Hardtanh", "Hardswish",
     "Hardsigmoid", "Mish", "LogSigmoid", "Softsign", "Tanhshrink", "Hardshrink", "Softshrink", "Threshold",
-    "Sigmoid", "Tanh", "GLU", "PReLU", "Softmax", "LogSoftmax", "Softmin", "Softmax2d",
+    "Sigmoid", "Tanh", "GLU", "PReLU", "RReLU", "Softmax", "LogSoftmax", "Softmin", "Softmax2d",
 ]
 
 
@@ -310,6 +310,21 @@ def _flow():
 
 def _no_grad():
     return _flow().no_grad()
+
+
+class RReLU(Module):
+    """Leaky ReLU whose negative slope is drawn from ``U(lower, upper)`` per element while training and is
+    ``(lower + upper) / 2`` in evaluation."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
 
 
 class Softmax(Module):
