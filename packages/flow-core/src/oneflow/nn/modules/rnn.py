@@ -335,43 +335,39 @@ class RNNBase(Module):
             cn = cn.squeeze(1) if cn is not None else None
         return out, ((hn, cn) if lstm else hn)
 
-
-def _forward_packed(self, packed, hx, name):
-    """Runs packed input as a padded batch in sorted order with per-step masks; returns a PackedSequence."""
-    flow = _flow()
-    data, batch_sizes, sorted_indices, unsorted_indices = packed
-    if data.dim() != 2:
-        raise RuntimeError(f"input must have 2 dimensions, got {data.dim()}")
-    self._check_input(data)
-    padded, lengths = _rnn_utils._unpack(data, batch_sizes, 0.0, None)
-    num_directions = 2 if self.bidirectional else 1
-    batch = padded.shape[1]
-    real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
-    lstm = self.mode == "LSTM"
-    if hx is None:
-        h0 = flow.zeros(self.num_layers * num_directions, batch, real_hidden, dtype=data.dtype)
-        c0 = flow.zeros(self.num_layers * num_directions, batch, self.hidden_size, dtype=data.dtype) \
-            if lstm else None
-    else:
-        h0, c0 = hx if lstm else (hx, None)
-        expected = (self.num_layers * num_directions, batch)
-        self._check_hidden(h0, expected + (real_hidden,))
-        if lstm:
-            self._check_hidden(c0, expected + (self.hidden_size,), "Expected hidden[1] size {}, got {}")
-        if sorted_indices is not None:
-            h0 = h0.index_select(1, sorted_indices)
-            c0 = c0.index_select(1, sorted_indices) if lstm else None
-    out, hn, cn = self._run(padded, h0, c0, lengths)
-    _, flat = _rnn_utils._packed_positions(lengths)
-    out_data = out.reshape(out.shape[0] * batch, out.shape[2]).index_select(0, flow.tensor(flat, dtype=flow.int64))
-    if unsorted_indices is not None:
-        hn = hn.index_select(1, unsorted_indices)
-        cn = cn.index_select(1, unsorted_indices) if lstm else None
-    result = _rnn_utils.PackedSequence(out_data, batch_sizes, sorted_indices, unsorted_indices)
-    return result, ((hn, cn) if lstm else hn)
-
-
-RNNBase._forward_packed = _forward_packed
+    def _forward_packed(self, packed, hx, name):
+        """Runs packed input as a padded batch in sorted order with per-step masks; returns a PackedSequence."""
+        flow = _flow()
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        if data.dim() != 2:
+            raise RuntimeError(f"input must have 2 dimensions, got {data.dim()}")
+        self._check_input(data)
+        padded, lengths = _rnn_utils._unpack(data, batch_sizes, 0.0, None)
+        num_directions = 2 if self.bidirectional else 1
+        batch = padded.shape[1]
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        lstm = self.mode == "LSTM"
+        if hx is None:
+            h0 = flow.zeros(self.num_layers * num_directions, batch, real_hidden, dtype=data.dtype)
+            c0 = flow.zeros(self.num_layers * num_directions, batch, self.hidden_size, dtype=data.dtype) \
+                if lstm else None
+        else:
+            h0, c0 = hx if lstm else (hx, None)
+            expected = (self.num_layers * num_directions, batch)
+            self._check_hidden(h0, expected + (real_hidden,))
+            if lstm:
+                self._check_hidden(c0, expected + (self.hidden_size,), "Expected hidden[1] size {}, got {}")
+            if sorted_indices is not None:
+                h0 = h0.index_select(1, sorted_indices)
+                c0 = c0.index_select(1, sorted_indices) if lstm else None
+        out, hn, cn = self._run(padded, h0, c0, lengths)
+        _, flat = _rnn_utils._packed_positions(lengths)
+        out_data = out.reshape(out.shape[0] * batch, out.shape[2]).index_select(0, flow.tensor(flat, dtype=flow.int64))
+        if unsorted_indices is not None:
+            hn = hn.index_select(1, unsorted_indices)
+            cn = cn.index_select(1, unsorted_indices) if lstm else None
+        result = _rnn_utils.PackedSequence(out_data, batch_sizes, sorted_indices, unsorted_indices)
+        return result, ((hn, cn) if lstm else hn)
 
 
 def _is_packed(x):
