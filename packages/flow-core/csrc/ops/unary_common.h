@@ -8,27 +8,6 @@
 
 namespace flow {
 
-// PyTorch's scalar-type names, as its "not implemented for 'Long'" errors print them.
-inline const char* torch_type_name(DType t) {
-  switch (t) {
-    case DType::Bool: return "Bool";
-    case DType::UInt8: return "Byte";
-    case DType::Int8: return "Char";
-    case DType::Int16: return "Short";
-    case DType::Int32: return "Int";
-    case DType::Int64: return "Long";
-    case DType::Float16: return "Half";
-    case DType::BFloat16: return "BFloat16";
-    case DType::Float32: return "Float";
-    case DType::Float64: return "Double";
-  }
-  return "?";
-}
-
-[[noreturn]] inline void fail_not_implemented(const char* kernel, DType t) {
-  fail(ErrorKind::NotImplemented, "\"", kernel, "\" not implemented for '", torch_type_name(t), "'");
-}
-
 // Metas: float-only ops (ints raise like PyTorch), and ops keeping integer dtypes but refusing bool.
 inline std::vector<TensorMeta> meta_float_only(const TensorList& in, const char* kernel) {
   if (!is_floating(in[0].dtype())) fail_not_implemented(kernel, in[0].dtype());
