@@ -6,9 +6,13 @@ import warnings
 
 from ... import _C
 from .. import functional as F
+from .. import init
 from ..parameter import Parameter
 from .container import ModuleList
+from .dropout import Dropout
+from .linear import Linear
 from .module import Module
+from .normalization import LayerNorm
 
 ops = _C.ops
 
@@ -24,99 +28,8 @@ def _flow():
     return oneflow
 
 
-# ---- stand-ins until nn.Linear / nn.LayerNorm / nn.Dropout are merged (resolved at construction time) ----
-class _Linear(Module):
-    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
-        super().__init__()
-        flow = _flow()
-        self.in_features, self.out_features = in_features, out_features
-        self.weight = Parameter(flow.empty(out_features, in_features, dtype=dtype))
-        if bias:
-            self.bias = Parameter(flow.empty(out_features, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
-        with flow.no_grad():
-            self.weight.uniform_(-bound, bound)
-            if bias:
-                self.bias.uniform_(-bound, bound)
-
-    def forward(self, input):
-        return F.linear(input, self.weight, self.bias)
-
-    def extra_repr(self):
-        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
-
-
-class _LayerNorm(Module):
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
-        super().__init__()
-        flow = _flow()
-        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-        self.eps, self.elementwise_affine = eps, elementwise_affine
-        self.weight = Parameter(flow.ones(*self.normalized_shape, dtype=dtype))
-        if bias:
-            self.bias = Parameter(flow.zeros(*self.normalized_shape, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-
-    def forward(self, input):
-        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
-
-    def extra_repr(self):
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
-
-
-class _Dropout(Module):
-    def __init__(self, p=0.5, inplace=False):
-        super().__init__()
-        self.p, self.inplace = p, inplace
-
-    def forward(self, input):
-        return F.dropout(input, self.p, self.training, self.inplace)
-
-    def extra_repr(self):
-        return f"p={self.p}, inplace={self.inplace}"
-
-
-_STANDINS = {"Linear": _Linear, "LayerNorm": _LayerNorm, "Dropout": _Dropout}
-
-
-def _layer(name):
-    nn = _flow().nn
-    return getattr(nn, name) if name in nn.__dict__ else _STANDINS[name]
-
-
-_NDQ = {}
-
-
-def _ndq_linear():
-    """``NonDynamicallyQuantizableLinear`` (MultiheadAttention.out_proj's class in PyTorch): a plain Linear."""
-    base = _layer("Linear")
-    if base not in _NDQ:
-        _NDQ[base] = type("NonDynamicallyQuantizableLinear", (base,), {"__module__": __name__})
-    return _NDQ[base]
-
-
-# ---- init helpers (PyTorch's fan rules) ------------------------------------------------------------------
-def _fans(t):
-    receptive = 1
-    for s in t.shape[2:]:
-        receptive *= s
-    return t.shape[1] * receptive, t.shape[0] * receptive
-
-
-def _xavier_uniform_(t):
-    fan_in, fan_out = _fans(t)
-    bound = math.sqrt(6.0 / float(fan_in + fan_out))
-    with _flow().no_grad():
-        t.uniform_(-bound, bound)
-
-
-def _xavier_normal_(t):
-    fan_in, fan_out = _fans(t)
-    with _flow().no_grad():
-        t.normal_(0.0, math.sqrt(2.0 / float(fan_in + fan_out)))
+class NonDynamicallyQuantizableLinear(Linear):
+    """``MultiheadAttention.out_proj``'s class in PyTorch (a marker for its quantisation passes): a Linear."""
 
 
 # ---- masks ----------------------------------------------------------------------------------------------
@@ -330,7 +243,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(flow.empty(3 * embed_dim, dtype=dtype))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = _ndq_linear()(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, dtype=dtype)
         if add_bias_kv:
             self.bias_k = Parameter(flow.empty(1, 1, embed_dim, dtype=dtype))
             self.bias_v = Parameter(flow.empty(1, 1, embed_dim, dtype=dtype))
@@ -341,19 +254,19 @@ class MultiheadAttention(Module):
 
     def _reset_parameters(self):
         if self._qkv_same_embed_dim:
-            _xavier_uniform_(self.in_proj_weight)
+            init.xavier_uniform_(self.in_proj_weight)
         else:
-            _xavier_uniform_(self.q_proj_weight)
-            _xavier_uniform_(self.k_proj_weight)
-            _xavier_uniform_(self.v_proj_weight)
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
         with _flow().no_grad():
             if self.in_proj_bias is not None:
                 self.in_proj_bias.fill_(0.0)
                 self.out_proj.bias.fill_(0.0)
         if self.bias_k is not None:
-            _xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_k)
         if self.bias_v is not None:
-            _xavier_normal_(self.bias_v)
+            init.xavier_normal_(self.bias_v)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
@@ -424,7 +337,6 @@ class TransformerEncoderLayer(Module):
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
-        Linear, LayerNorm, Dropout = _layer("Linear"), _layer("LayerNorm"), _layer("Dropout")
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
                                             dtype=dtype)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
@@ -469,7 +381,6 @@ class TransformerDecoderLayer(Module):
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
-        Linear, LayerNorm, Dropout = _layer("Linear"), _layer("LayerNorm"), _layer("Dropout")
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias,
                                             dtype=dtype)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first,
@@ -573,7 +484,6 @@ class Transformer(Module):
                  dropout=0.1, activation=F.relu, custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
-        LayerNorm = _layer("LayerNorm")
         if custom_encoder is not None:
             self.encoder = custom_encoder
         else:
@@ -618,4 +528,4 @@ class Transformer(Module):
     def _reset_parameters(self):
         for p in self.parameters():
             if p.dim() > 1:
-                _xavier_uniform_(p)
+                init.xavier_uniform_(p)
