@@ -21,8 +21,15 @@ inline std::vector<TensorMeta> meta_numeric_only(const TensorList& in, const cha
 // out[i] = f(a[i]) with out and a of type T: an `omp simd` loop (vectorised without aliasing checks)
 // when both are contiguous, else the strided generic loop. 16-bit floats go through the generic loop.
 template <typename T, typename F>
-void simd_unary(const Tensor& out, const Tensor& a, F f) {
+void simd_unary(const Tensor& out, const Tensor& a_in, F f) {
   if constexpr (std::is_same_v<T, acc_t<T>>) {
+    // A strided input is first copied dense: the copy is a cheap memory pass, while the strided loop would
+    // evaluate f unvectorised (several times slower for exp-like functors).
+    Tensor a = a_in;
+    if (out.is_contiguous() && !a.is_contiguous() && out.sizes() == a.sizes()) {
+      a = empty(a_in.sizes(), a_in.dtype(), a_in.device());
+      ops::copy_into(a, a_in);
+    }
     if (out.is_contiguous() && a.is_contiguous() && out.sizes() == a.sizes()) {
       T* o = out.data<T>();
       const T* x = a.data<T>();
@@ -33,7 +40,7 @@ void simd_unary(const Tensor& out, const Tensor& a, F f) {
       return;
     }
   }
-  unary_loop<T, T>(out, a, f);
+  unary_loop<T, T>(out, a_in, f);
 }
 
 // out[i] = f(a[i], b[i]), all of type T (a, b broadcast to out).
