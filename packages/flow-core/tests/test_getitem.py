@@ -200,3 +200,19 @@ def test_setitem_through_view_shares_storage():
     tv[0] = 1.0
     tv[:, [0, 2]] = 5.0
     assert_close(base, b)
+
+
+def test_setitem_through_views_of_a_graph_matches_torch():
+    res = []
+    for lib in (flow, torch):
+        x = lib.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+        y = x * 2
+        z = y[0]
+        z[1] = 5
+        w = lib.tensor([1.0, 2.0], requires_grad=True)
+        y[1, :2] = w * w
+        y[:, 2] += 1
+        (y * y).sum().backward()
+        res.append((y, x.grad, w.grad))
+    for a, b in zip(*res):
+        assert np.allclose(a.detach().numpy(), b.detach().numpy())

@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "../dispatch/autocast.h"
 #include "../ops/functions.h"
 #include "grad_mode.h"
 
@@ -48,6 +49,7 @@ TensorList run_backward(const TensorList& roots, const TensorList& grad_roots, b
   FLOW_RUNTIME_CHECK(roots.size() == grad_roots.size(), "backward: got ", roots.size(), " tensors and ",
                      grad_roots.size(), " gradients");
   AutoGradMode mode(create_graph);
+  autocast::DisableGuard no_autocast;  // backward ops run in the dtypes the forward chose
 
   // Root edges and their initial gradients.
   std::vector<Edge> root_edges;

@@ -34,6 +34,15 @@ DType promote_types(DType a, DType b) {
   return table[static_cast<int>(a)][static_cast<int>(b)];
 }
 
+const char* torch_type_name(DType t) {
+  static constexpr const char* names[] = {"Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float", "Double"};
+  return names[static_cast<int>(t)];
+}
+
+void fail_not_implemented(const char* kernel, DType t) {
+  fail(ErrorKind::NotImplemented, "\"", kernel, "\" not implemented for '", torch_type_name(t), "'");
+}
+
 static DType g_default_float = DType::Float32;
 DType default_float_dtype() { return g_default_float; }
 void set_default_float_dtype(DType t) { g_default_float = t; }

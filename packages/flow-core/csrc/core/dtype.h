@@ -21,6 +21,10 @@ inline bool is_integral(DType t, bool include_bool = false) {
 // PyTorch's promote_types.
 DType promote_types(DType a, DType b);
 DType default_float_dtype();
+// PyTorch's scalar-type names ("Long", "Float") as its "not implemented for 'Long'" errors print them.
+const char* torch_type_name(DType t);
+// Raises NotImplementedError in PyTorch's words: "<kernel>" not implemented for '<Type>'.
+[[noreturn]] void fail_not_implemented(const char* kernel, DType t);
 void set_default_float_dtype(DType t);
 
 template <DType D>

@@ -5,6 +5,7 @@
 #include "../autograd/grad_mode.h"
 #include "../autograd/node.h"
 #include "../ops/functions.h"
+#include "autocast.h"
 
 namespace flow::dispatch {
 
@@ -136,11 +137,11 @@ static TensorList inplace_on_view(const OpDef& f, const TensorList& inputs, cons
     autograd::record_op(vs, {base, r}, a, outs);
   }
   {
-    const OpDef& as = FLOW_OPDEF("as_strided");
-    Attrs a{sz, st, self.offset()};
-    fill_defaults(as, a);
+    const OpDef& sv = FLOW_OPDEF("strided_view");
+    Attrs a{sz, st, self.offset() - base.offset()};
+    fill_defaults(sv, a);
     TensorList outs{self};
-    autograd::record_op(as, {base}, a, outs);
+    autograd::record_op(sv, {base}, a, outs);
   }
   return {self};
 }
@@ -196,7 +197,22 @@ static TensorList call_inplace(const OpDef& op, const TensorList& inputs, const 
   return {self};
 }
 
+// Autocast layer (above autograd, so the casts are recorded): a listed op gets its inputs cast, then runs
+// with autocast off so that its own parts are not cast again. In-place variants are never autocast.
+static TensorList call_autocast(const OpDef& op, const TensorList& inputs, const Attrs& attrs, bool& handled) {
+  TensorList cast;
+  handled = !op.functional && !t_below_autograd && autocast::cast_inputs(op, inputs, attrs, cast);
+  if (!handled) return {};
+  autocast::DisableGuard off;
+  return call(op, cast, attrs);
+}
+
 TensorList call(const OpDef& op, const TensorList& inputs, const Attrs& attrs_in) {
+  if (__builtin_expect(autocast::t_enabled, 0)) {
+    bool handled;
+    TensorList r = call_autocast(op, inputs, attrs_in, handled);
+    if (handled) return r;
+  }
   const Attrs* attrs = &attrs_in;
   Attrs filled;
   if (attrs_in.schema == nullptr || attrs_in.values.size() < op.schema.attr_args.size()) {

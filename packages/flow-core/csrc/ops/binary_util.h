@@ -8,26 +8,7 @@
 
 namespace flow::binary {
 
-// PyTorch's names for dtypes in "not implemented for 'Long'" messages.
-inline const char* torch_type_name(DType t) {
-  switch (t) {
-    case DType::Bool: return "Bool";
-    case DType::UInt8: return "Byte";
-    case DType::Int8: return "Char";
-    case DType::Int16: return "Short";
-    case DType::Int32: return "Int";
-    case DType::Int64: return "Long";
-    case DType::Float16: return "Half";
-    case DType::BFloat16: return "BFloat16";
-    case DType::Float32: return "Float";
-    case DType::Float64: return "Double";
-  }
-  return "?";
-}
-
-[[noreturn]] inline void not_implemented(const char* kernel, DType t) {
-  fail(ErrorKind::NotImplemented, "\"", kernel, "\" not implemented for '", torch_type_name(t), "'");
-}
+[[noreturn]] inline void not_implemented(const char* kernel, DType t) { fail_not_implemented(kernel, t); }
 
 inline bool is_wrapped(const Tensor& t) { return t.defined() && t.impl()->is_wrapped_number; }
 

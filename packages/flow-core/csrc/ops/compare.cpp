@@ -87,8 +87,8 @@ DType isclose_check(const TensorList& in, const Attrs& a, const char* op) {
   const Tensor& x = in[0];
   const Tensor& y = in[1];
   bool wrapped = binary::is_wrapped(x) || binary::is_wrapped(y);
-  FLOW_RUNTIME_CHECK(wrapped || x.dtype() == y.dtype(), binary::torch_type_name(x.dtype()), " did not match ",
-                     binary::torch_type_name(y.dtype()));
+  FLOW_RUNTIME_CHECK(wrapped || x.dtype() == y.dtype(), torch_type_name(x.dtype()), " did not match ",
+                     torch_type_name(y.dtype()));
   FLOW_RUNTIME_CHECK(a.f(0) >= 0, op, "(): rtol must be greater than or equal to zero, but got ", a.f(0));
   FLOW_RUNTIME_CHECK(a.f(1) >= 0, op, "(): atol must be greater than or equal to zero, but got ", a.f(1));
   DType dt = binary::is_wrapped(x) ? y.dtype() : x.dtype();

@@ -1,27 +1,8 @@
-// Advanced indexing (aten::index / index_put semantics) and the two ops behind Tensor.__setitem__:
-// `_basic_view` (a chain of select/slice/unsqueeze as one view op) and `_setitem` (writes values through
-// such a chain, then optional advanced indices, as one in-place op on the base tensor so that autograd
-// sees the write on the tensor that owns the graph).
+// Advanced indexing (aten::index / index_put semantics).
 #include "index_util.h"
 
 namespace flow {
 namespace {
-
-const char* torch_type_name(DType d) {
-  switch (d) {
-    case DType::Bool: return "Bool";
-    case DType::UInt8: return "Byte";
-    case DType::Int8: return "Char";
-    case DType::Int16: return "Short";
-    case DType::Int32: return "Int";
-    case DType::Int64: return "Long";
-    case DType::Float16: return "Half";
-    case DType::BFloat16: return "BFloat16";
-    case DType::Float32: return "Float";
-    case DType::Float64: return "Double";
-  }
-  return "?";
-}
 
 // Where advanced indices put their elements: result shape, offsets (in elements of `target`) and the
 // strides that lay `target` and the offsets out over the result shape.
@@ -163,46 +144,6 @@ void index_put_into(const Tensor& target, const TensorList& indices, const Tenso
                       accumulate ? idx::Reduce::Add : idx::Reduce::Assign, p.result);
 }
 
-// ---- the basic-index chain used by __setitem__ ---------------------------------------------------------
-// spec: groups of 5 ints (kind, dim, a, b, c): kind 0 = select(dim, a); 1 = slice(dim, a, b, step c) with
-// Python-normalised bounds; 2 = unsqueeze(dim).
-Tensor apply_spec(const Tensor& t0, const std::vector<int64_t>& spec) {
-  FLOW_RUNTIME_CHECK(spec.size() % 5 == 0, "_basic_view: malformed index spec");
-  Tensor t = t0;
-  for (size_t k = 0; k < spec.size(); k += 5) {
-    int64_t kind = spec[k], dim = spec[k + 1];
-    Shape s = t.sizes(), st = t.strides();
-    int64_t off = t.offset();
-    if (kind == 0) {
-      FLOW_INDEX_CHECK(dim >= 0 && dim < t.dim(), "_basic_view: dim out of range");
-      int64_t size = s[dim], i = spec[k + 2];
-      FLOW_INDEX_CHECK(i >= -size && i < size, "index ", i, " is out of bounds for dimension ", dim, " with size ", size);
-      if (i < 0) i += size;
-      off += i * st[dim];
-      s.erase(s.begin() + dim);
-      st.erase(st.begin() + dim);
-    } else if (kind == 1) {
-      FLOW_INDEX_CHECK(dim >= 0 && dim < t.dim(), "_basic_view: dim out of range");
-      int64_t size = s[dim], start = spec[k + 2], end = spec[k + 3], step = spec[k + 4];
-      FLOW_VALUE_CHECK(step > 0, "step must be greater than zero");
-      start = std::clamp<int64_t>(start < 0 ? start + size : start, 0, size);
-      end = std::clamp<int64_t>(end < 0 ? end + size : end, start, size);
-      s[dim] = (end - start + step - 1) / step;
-      if (s[dim] > 0) off += start * st[dim];
-      st[dim] *= step;
-    } else if (kind == 2) {
-      FLOW_INDEX_CHECK(dim >= 0 && dim <= t.dim(), "_basic_view: dim out of range");
-      int64_t ns = dim < t.dim() ? s[dim] * st[dim] : 1;
-      s.insert(s.begin() + dim, 1);
-      st.insert(st.begin() + dim, ns);
-    } else {
-      fail(ErrorKind::Runtime, "_basic_view: unknown index kind ", kind);
-    }
-    t = make_view(t, s, st, off);
-  }
-  return t;
-}
-
 }  // namespace
 
 // index(self, indices): advanced indexing; None entries keep their dim.
@@ -273,63 +214,6 @@ FLOW_OP(index_put)
         TensorList args{g[0]};
         args.insert(args.end(), ix.begin(), ix.end());
         Tensor gv = any_defined(ix) ? ops::call1("index", args) : g[0];
-        const Shape& vs = c.input_meta(1).sizes;
-        if (gv.dim() < static_cast<int64_t>(vs.size())) {
-          Shape s(vs.size() - gv.dim(), 1);
-          s.insert(s.end(), gv.sizes().begin(), gv.sizes().end());
-          gv = ops::reshape(gv, s);
-        }
-        grads[1] = gv;
-      }
-      return grads;
-    });
-
-FLOW_OP(_basic_view)
-    .schema("_basic_view(Tensor self, int[] spec) -> Tensor")
-    .traits(kView | kIndexing)
-    .cpu([](const TensorList& in, const Attrs& a) -> TensorList { return {apply_spec(in[0], a.ints(0))}; })
-    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      Tensor z = ops::zeros(c.input_meta(0).sizes, g[0].dtype(), g[0].device());
-      return {ops::call1("_setitem", {z, g[0]}, {c.attrs.at(0)})};
-    });
-
-// _setitem(self, values, indices, spec): self with values written at self[spec-chain][indices].
-FLOW_OP(_setitem)
-    .schema("_setitem(Tensor self, Tensor values, Tensor?[] indices, int[] spec) -> Tensor")
-    .traits(kIndexing)
-    .meta([](const TensorList& in, const Attrs&) -> std::vector<TensorMeta> {
-      return {{in[0].sizes(), in[0].dtype(), in[0].device()}};
-    })
-    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      TensorList ix = list_tail(in, 2);
-      Tensor v = apply_spec(out[0], a.ints(0));  // validates the chain before any write
-      if (!any_defined(ix)) {
-        Tensor vals = broadcast_values(in[1], v.sizes());
-        if (!out[0].is_same(in[0])) ops::copy_into(out[0], in[0]);
-        ops::copy_into(v, vals);
-        return;
-      }
-      if (!out[0].is_same(in[0])) ops::copy_into(out[0], in[0]);  // a fresh output: nothing to protect
-      index_put_into(v, ix, in[1], false);
-    })
-    .inplace_variant()
-    .save_inputs({2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25})
-    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      TensorList ix;
-      for (size_t i = 2; i < c.num_inputs(); ++i) ix.push_back(c.input(static_cast<int>(i)));
-      TensorList grads(c.num_inputs());
-      if (c.needs(0)) {
-        TensorList args{g[0], ops::scalar_tensor(Scalar(int64_t(0)), g[0].dtype(), g[0].device())};
-        args.insert(args.end(), ix.begin(), ix.end());
-        grads[0] = ops::call1("_setitem", args, {c.attrs.at(0)});
-      }
-      if (c.needs(1)) {
-        Tensor gv = ops::call1("_basic_view", {g[0]}, {c.attrs.at(0)});
-        if (any_defined(ix)) {
-          TensorList args{gv};
-          args.insert(args.end(), ix.begin(), ix.end());
-          gv = ops::call1("index", args);
-        }
         const Shape& vs = c.input_meta(1).sizes;
         if (gv.dim() < static_cast<int64_t>(vs.size())) {
           Shape s(vs.size() - gv.dim(), 1);

@@ -58,7 +58,7 @@ void in_dtype(const TensorList& in, const Tensor& out, DType ct, Body&& body) {
 std::vector<TensorMeta> meta_where(const TensorList& in, const Attrs&) {
   FLOW_RUNTIME_CHECK(in[0].dtype() == DType::Bool,
                      "where expected condition to be a boolean tensor, but got a tensor with dtype ",
-                     binary::torch_type_name(in[0].dtype()));
+                     torch_type_name(in[0].dtype()));
   return {{broadcast3(in, 0, "where"), result_type({in[1], in[2]}), common_device(in, "where")}};
 }
 
@@ -96,11 +96,11 @@ std::vector<TensorMeta> meta_lerp(const TensorList& in, const Attrs&) {
   bool scalar_weight = is_wrapped(in[2]);
   if (!is_floating(self.dtype())) not_implemented(scalar_weight ? "lerp_kernel_scalar" : "lerp_kernel_tensor", self.dtype());
   FLOW_RUNTIME_CHECK(is_wrapped(in[1]) || in[1].dtype() == self.dtype(), "expected dtype ",
-                     binary::torch_type_name(self.dtype()), " for `end` but got dtype ",
-                     binary::torch_type_name(in[1].dtype()));
+                     torch_type_name(self.dtype()), " for `end` but got dtype ",
+                     torch_type_name(in[1].dtype()));
   FLOW_RUNTIME_CHECK(scalar_weight || in[2].dim() == 0 || in[2].dtype() == self.dtype(), "expected dtype ",
-                     binary::torch_type_name(self.dtype()), " for `weight` but got dtype ",
-                     binary::torch_type_name(in[2].dtype()));
+                     torch_type_name(self.dtype()), " for `weight` but got dtype ",
+                     torch_type_name(in[2].dtype()));
   return {{broadcast3(in, 0, "lerp"), self.dtype(), common_device(in, "lerp")}};
 }
 

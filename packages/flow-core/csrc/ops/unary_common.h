@@ -8,27 +8,6 @@
 
 namespace flow {
 
-// PyTorch's scalar-type names, as its "not implemented for 'Long'" errors print them.
-inline const char* torch_type_name(DType t) {
-  switch (t) {
-    case DType::Bool: return "Bool";
-    case DType::UInt8: return "Byte";
-    case DType::Int8: return "Char";
-    case DType::Int16: return "Short";
-    case DType::Int32: return "Int";
-    case DType::Int64: return "Long";
-    case DType::Float16: return "Half";
-    case DType::BFloat16: return "BFloat16";
-    case DType::Float32: return "Float";
-    case DType::Float64: return "Double";
-  }
-  return "?";
-}
-
-[[noreturn]] inline void fail_not_implemented(const char* kernel, DType t) {
-  fail(ErrorKind::NotImplemented, "\"", kernel, "\" not implemented for '", torch_type_name(t), "'");
-}
-
 // Metas: float-only ops (ints raise like PyTorch), and ops keeping integer dtypes but refusing bool.
 inline std::vector<TensorMeta> meta_float_only(const TensorList& in, const char* kernel) {
   if (!is_floating(in[0].dtype())) fail_not_implemented(kernel, in[0].dtype());
@@ -42,8 +21,15 @@ inline std::vector<TensorMeta> meta_numeric_only(const TensorList& in, const cha
 // out[i] = f(a[i]) with out and a of type T: an `omp simd` loop (vectorised without aliasing checks)
 // when both are contiguous, else the strided generic loop. 16-bit floats go through the generic loop.
 template <typename T, typename F>
-void simd_unary(const Tensor& out, const Tensor& a, F f) {
+void simd_unary(const Tensor& out, const Tensor& a_in, F f) {
   if constexpr (std::is_same_v<T, acc_t<T>>) {
+    // A strided input is first copied dense: the copy is a cheap memory pass, while the strided loop would
+    // evaluate f unvectorised (several times slower for exp-like functors).
+    Tensor a = a_in;
+    if (out.is_contiguous() && !a.is_contiguous() && out.sizes() == a.sizes()) {
+      a = empty(a_in.sizes(), a_in.dtype(), a_in.device());
+      ops::copy_into(a, a_in);
+    }
     if (out.is_contiguous() && a.is_contiguous() && out.sizes() == a.sizes()) {
       T* o = out.data<T>();
       const T* x = a.data<T>();
@@ -54,7 +40,7 @@ void simd_unary(const Tensor& out, const Tensor& a, F f) {
       return;
     }
   }
-  unary_loop<T, T>(out, a, f);
+  unary_loop<T, T>(out, a_in, f);
 }
 
 // out[i] = f(a[i], b[i]), all of type T (a, b broadcast to out).

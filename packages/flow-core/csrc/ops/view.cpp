@@ -480,4 +480,24 @@ FLOW_OP(view_scatter)
       return {gb, gs};
     });
 
+// strided_view(base, size, stride, offset): the view of a contiguous `base` with that geometry (offset
+// relative to base's first element). How a view written in place gets its new history; unlike as_strided
+// its backward needs no saved tensor, so later in-place writes to the base do not invalidate it.
+FLOW_OP(strided_view)
+    .schema("strided_view(Tensor base, int[] size, int[] stride, int offset) -> Tensor")
+    .traits(kBackwardHelper | kView)
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      const Tensor& b = in[0];
+      FLOW_RUNTIME_CHECK(b.is_contiguous(), "strided_view: base must be contiguous");
+      Shape s(a.ints(0).begin(), a.ints(0).end()), st(a.ints(1).begin(), a.ints(1).end());
+      int64_t max_el = a.i(2);
+      for (size_t i = 0; i < s.size(); ++i) max_el += s[i] > 0 ? (s[i] - 1) * st[i] : 0;
+      FLOW_INDEX_CHECK(a.i(2) >= 0 && max_el < std::max<int64_t>(b.numel(), 1), "strided_view: region out of bounds");
+      return {make_view(b, s, st, b.offset() + a.i(2))};
+    })
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      Tensor z = ops::zeros(c.input_meta(0).sizes, g[0].dtype(), g[0].device());
+      return {ops::call1("view_scatter", {z, g[0]}, {c.attrs.at(0), c.attrs.at(1), c.attrs.at(2)})};
+    });
+
 }  // namespace flow

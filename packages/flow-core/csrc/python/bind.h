@@ -52,6 +52,7 @@ void init_dispatch(nb::module_& m);
 void init_interop(nb::module_& m);
 void init_types(nb::module_& m);
 void init_random(nb::module_& m);
+void init_autocast(nb::module_& m);
 
 }  // namespace flow::py
 

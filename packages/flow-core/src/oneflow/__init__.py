@@ -46,6 +46,9 @@ del _export_ops
 from . import _plugins  # noqa: E402
 from . import nn  # noqa: E402,F401
 from . import autograd  # noqa: E402,F401
+from . import utils  # noqa: E402,F401
+from .serialization import save, load  # noqa: E402,F401
+from .amp.autocast_mode import *  # noqa: E402,F401,F403  (autocast, is_autocast_enabled, get_autocast_dtype, ...)
 
 
 def list_ops():
@@ -62,3 +65,4 @@ def __getattr__(name):
 
 
 __version__ = "0.1.0"
+from . import optim  # noqa: E402,F401

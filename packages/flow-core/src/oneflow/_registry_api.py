@@ -11,7 +11,7 @@ import pkgutil
 from . import _C
 
 # Ops that exist to express other ops' backward or internal plumbing: not part of the public API.
-_PRIVATE_TRAITS = {"backward_helper"}
+_PRIVATE_TRAITS = {"backward_helper", "optimizer"}
 
 
 def _public_ops():

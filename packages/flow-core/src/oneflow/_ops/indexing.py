@@ -5,10 +5,9 @@ the registry's ``select``/``slice``/``unsqueeze``, so results share storage; int
 arrays are advanced indices, applied afterwards with the ``index`` op on the view (like PyTorch, whose ints
 are selects *before* advanced indexing, which decides where advanced dims land).
 
-``__setitem__`` writes through the view with ``copy_``/``fill_`` (advanced: ``index_put_``). When autograd
-records the write (the target or the value requires grad), it is done instead by one in-place op on the
-target itself (``_setitem_``), so that the target's graph sees the write: an in-place op on a view would
-only be recorded on the view.
+``__setitem__`` writes through the view with ``copy_``/``fill_`` (advanced: ``index_put_``); the dispatcher
+records an in-place op on a view on its base too (PyTorch's CopySlices), so gradients of both the target
+and the written value are right.
 """
 import operator
 
@@ -232,14 +231,9 @@ def _strip_leading_ones(v, ndim):
 def __setitem__(self, index, value):
     spec, adv = _plan(self, index)
     is_tensor = isinstance(value, _TensorBase)
-    grad = _C.is_grad_enabled() and (self.requires_grad or (is_tensor and value.requires_grad))
     if adv is not None and is_tensor and value.dtype != self.dtype:
         raise RuntimeError("Index put requires the source and destination dtypes match, got "
                            f"{_TORCH_NAMES[self.dtype]} for the destination and {_TORCH_NAMES[value.dtype]} for the source.")
-    if grad:
-        flat = [x for g in spec for x in g]
-        ops._setitem_(self, _value_tensor(self, value), adv or [], flat)
-        return
     view = _apply_spec(self, spec)
     if adv is not None:
         ops.index_put_(view, _value_tensor(self, value), adv, False)

@@ -18,4 +18,6 @@ def _load():
     return names
 
 
-globals().update(_load())
+from ..amp._policy import wrap_functional as _wrap_functional  # noqa: E402
+
+globals().update(_wrap_functional(_load()))

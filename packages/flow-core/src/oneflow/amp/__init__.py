@@ -1,0 +1,7 @@
+"""Mixed precision: ``oneflow.amp.autocast`` (also ``oneflow.autocast``) and ``oneflow.amp.GradScaler``."""
+from .autocast_mode import *  # noqa: F401,F403
+from .autocast_mode import __all__ as _autocast_all
+from .autocast_mode import custom_bwd, custom_fwd  # noqa: F401
+from .grad_scaler import GradScaler, OptState  # noqa: F401
+
+__all__ = list(_autocast_all) + ["GradScaler", "custom_fwd", "custom_bwd"]

@@ -1,0 +1,24 @@
+"""``oneflow.nn.functional.rrelu``: leaky ReLU with a random negative slope while training."""
+from .. import _C
+
+ops = _C.ops
+
+__all__ = ["rrelu", "rrelu_"]
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """``x`` where ``x >= 0``, else ``a * x`` with ``a ~ U(lower, upper)`` per element in training and
+    ``a = (lower + upper) / 2`` in evaluation."""
+    if not training:
+        return ops.leaky_relu_(input, (lower + upper) / 2) if inplace else ops.leaky_relu(input, (lower + upper) / 2)
+    import oneflow
+
+    with oneflow.no_grad():
+        slope = oneflow.empty(*input.shape, dtype=input.dtype).uniform_(lower, upper)
+        scale = oneflow.where(input >= 0, oneflow.ones_like(slope), slope)
+    out = ops.mul(input, scale)
+    return input.copy_(out) if inplace else out
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, inplace=True)

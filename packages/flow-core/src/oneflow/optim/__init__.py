@@ -1,0 +1,13 @@
+"""oneflow.optim: optimizers (PyTorch's semantics, one fused update op per parameter group) and
+learning-rate schedulers (``oneflow.optim.lr_scheduler``)."""
+from . import lr_scheduler  # noqa: F401
+from .adadelta import Adadelta
+from .adagrad import Adagrad
+from .adam import Adam
+from .adamw import AdamW
+from .lamb import LAMB
+from .optimizer import Optimizer
+from .rmsprop import RMSprop
+from .sgd import SGD
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "LAMB", "lr_scheduler"]

@@ -1,0 +1,52 @@
+"""Adadelta (PyTorch's formulas: rho, eps, weight_decay, maximize)."""
+import oneflow as flow
+
+from .optimizer import Optimizer
+
+__all__ = ["Adadelta"]
+
+
+class Adadelta(Optimizer):
+    """Adadelta, PyTorch's ``torch.optim.Adadelta``: state ``step``, ``square_avg``, ``acc_delta``.
+    One fused op per group (``adadelta_update_``)."""
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
+                 maximize=False, differentiable=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        capturable=capturable, foreach=foreach, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+            for p in group["params"]:
+                self._ensure_step_tensor(self.state.get(p, {}))
+
+    @flow.no_grad()
+    def step(self, closure=None):
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            packed = []
+            for p, g in self._grads_of(group):
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = self._new_step()
+                    state["square_avg"] = flow.zeros_like(p)
+                    state["acc_delta"] = flow.zeros_like(p)
+                packed += (p, g, state["square_avg"], state["acc_delta"], state["step"])
+            self._run("adadelta_update_", packed, lr=group["lr"], rho=group["rho"], eps=group["eps"],
+                      weight_decay=group["weight_decay"], maximize=group["maximize"])
+        return loss

@@ -1,0 +1,59 @@
+"""Adagrad (PyTorch's formulas: lr_decay, weight_decay, initial_accumulator_value, eps, maximize)."""
+import oneflow as flow
+
+from .optimizer import Optimizer
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    """Adagrad, PyTorch's ``torch.optim.Adagrad``: state ``step`` and ``sum`` (created at construction,
+    ``sum`` filled with initial_accumulator_value). One fused op per group (``adagrad_update_``)."""
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
+                 foreach=None, *, maximize=False, differentiable=False, fused=None):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                state["step"] = self._new_step()
+                state["sum"] = flow.full_like(p, group["initial_accumulator_value"])
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", None)
+            for p in group["params"]:
+                self._ensure_step_tensor(self.state.get(p, {}))
+
+    @flow.no_grad()
+    def step(self, closure=None):
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            packed = []
+            for p, g in self._grads_of(group):
+                state = self.state[p]
+                if len(state) == 0:  # a group added after construction
+                    state["step"] = self._new_step()
+                    state["sum"] = flow.full_like(p, group["initial_accumulator_value"])
+                packed += (p, g, state["sum"], state["step"])
+            self._run("adagrad_update_", packed, lr=group["lr"], lr_decay=group["lr_decay"],
+                      weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"])
+        return loss

@@ -1,0 +1,66 @@
+"""RMSprop (PyTorch's formulas: alpha, eps, weight_decay, momentum, centered, maximize)."""
+import oneflow as flow
+
+from .optimizer import Optimizer
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    """RMSprop, PyTorch's ``torch.optim.RMSprop``: state ``step``, ``square_avg`` (+ ``momentum_buffer``
+    when momentum > 0, + ``grad_avg`` when centered). One fused op per group (``rmsprop_update_``)."""
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("momentum", 0)
+            group.setdefault("centered", False)
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+            for p in group["params"]:
+                self._ensure_step_tensor(self.state.get(p, {}))
+
+    @flow.no_grad()
+    def step(self, closure=None):
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            momentum, centered = group["momentum"], group["centered"]
+            packed = []
+            for p, g in self._grads_of(group):
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = self._new_step()
+                    state["square_avg"] = flow.zeros_like(p)
+                    if momentum > 0:
+                        state["momentum_buffer"] = flow.zeros_like(p)
+                    if centered:
+                        state["grad_avg"] = flow.zeros_like(p)
+                packed += (p, g, state["square_avg"], state["step"])
+                if momentum > 0:
+                    packed.append(state["momentum_buffer"])
+                if centered:
+                    packed.append(state["grad_avg"])
+            self._run("rmsprop_update_", packed, lr=group["lr"], alpha=group["alpha"], eps=group["eps"],
+                      weight_decay=group["weight_decay"], momentum=momentum, centered=centered,
+                      maximize=group["maximize"])
+        return loss

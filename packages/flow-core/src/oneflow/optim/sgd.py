@@ -1,0 +1,61 @@
+"""SGD with momentum, dampening, Nesterov momentum, weight decay and maximize (PyTorch's formulas)."""
+import oneflow as flow
+
+from .optimizer import Optimizer
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent (optionally with momentum), PyTorch's ``torch.optim.SGD``.
+
+    The whole group is updated by one fused op (``sgd_update_``). The momentum buffer starts as the first
+    (weight-decayed) gradient, then ``buf = momentum * buf + (1 - dampening) * grad``.
+    """
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
+                 maximize=False, foreach=None, differentiable=False, fused=None):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
+                        fused=fused)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", None)
+
+    @flow.no_grad()
+    def step(self, closure=None):
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            momentum = group["momentum"]
+            packed, fresh = [], []
+            for i, (p, g) in enumerate(self._grads_of(group)):
+                if momentum != 0:
+                    state = self.state[p]
+                    buf = state.get("momentum_buffer")
+                    if buf is None:
+                        buf = flow.empty_like(p)
+                        state["momentum_buffer"] = buf
+                        fresh.append(i)
+                    packed += (p, g, buf)
+                else:
+                    packed += (p, g)
+            self._run("sgd_update_", packed, lr=group["lr"], momentum=momentum, dampening=group["dampening"],
+                      weight_decay=group["weight_decay"], nesterov=group["nesterov"], maximize=group["maximize"],
+                      fresh=fresh)
+        return loss

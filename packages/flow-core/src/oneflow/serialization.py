@@ -1,0 +1,757 @@
+"""``flow.save`` / ``flow.load``: checkpoints in the project's own safe format, and safe reading of PyTorch files.
+
+Our format is a zip archive (stored, not compressed; zip gives CRC checks and ZIP64 for free):
+
+    oneflow/version       "1"
+    oneflow/byteorder     "little" | "big"
+    oneflow/data.json     the object tree (tagged JSON) plus the tensor and storage tables
+    oneflow/storages/<i>  the raw bytes of storage i
+
+Every storage is written once; each tensor records (storage, dtype, size, stride, offset), so views, the same
+tensor saved twice and tied weights share memory again after loading. Nothing in the file is ever executed:
+JSON describes data only, and PyTorch pickles go through an unpickler that admits a short list of globals,
+mapped to our own reconstruction functions (torch is never imported).
+"""
+import collections
+import ctypes
+import io
+import json
+import math
+import os
+import pickle
+import sys
+import tempfile
+import zipfile
+import zlib
+
+import numpy as np
+
+from . import _C
+
+__all__ = ["save", "load"]
+
+_FORMAT_VERSION = "1"
+_PREFIX = "oneflow/"
+_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
+_CHUNK = 64 << 20  # bytes per write/read call, so huge storages never need one giant temporary
+
+
+def _dtype_name(dt):
+    return str(dt).split(".")[-1]
+
+
+def _raw_buffer(ptr, nbytes):
+    """A writable memoryview of ``nbytes`` of native memory at ``ptr`` (no copy)."""
+    if nbytes == 0:
+        return memoryview(bytearray(0))
+    return memoryview((ctypes.c_char * nbytes).from_address(ptr)).cast("B")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# encoding (object tree -> JSON-able data + storages)
+# ---------------------------------------------------------------------------------------------------------
+class _Encoder:
+    def __init__(self):
+        self.tensors = []  # JSON records
+        self.tensor_ids = {}  # id(tensor) -> index
+        self.keep = []  # keeps encoded tensors alive until written (ids must stay unique)
+        self.storages = []  # [tensor owning the memory, ptr, nbytes, dtype name]
+        self.storage_ids = {}  # storage data pointer -> index
+        self.active = set()  # ids of containers being encoded (cycle detection)
+
+    def tensor(self, t, path):
+        from .nn.parameter import Parameter
+
+        idx = self.tensor_ids.get(id(t))
+        if idx is not None:
+            return {"T": "tensor", "i": idx}
+        if t.is_meta:
+            raise RuntimeError(f"flow.save: can't save a tensor without data (meta tensor) at {path}")
+        if not t.is_cpu:
+            t_data = t.detach().cpu()
+        else:
+            t_data = t.detach()
+        dt = _dtype_name(t_data.dtype)
+        ptr, nbytes = t_data._storage_ptr(), t_data._storage_nbytes()
+        sidx = self.storage_ids.get(ptr) if ptr else None
+        if sidx is None:
+            sidx = len(self.storages)
+            self.storages.append([t_data, ptr, nbytes, dt])
+            if ptr:
+                self.storage_ids[ptr] = sidx
+        else:
+            rec = self.storages[sidx]
+            if rec[3] != dt:
+                raise RuntimeError(
+                    f"flow.save: cannot save multiple tensors that view the same data as different types "
+                    f"({rec[3]} and {dt}) at {path}")
+            if nbytes > rec[2]:  # two storages over the same memory (e.g. from_numpy views): keep the larger
+                rec[0], rec[2] = t_data, nbytes
+        kind = "parameter" if isinstance(t, Parameter) else "tensor"
+        idx = len(self.tensors)
+        self.tensors.append({
+            "storage": sidx, "dtype": dt, "size": list(t_data.shape), "stride": list(t_data.stride()),
+            "offset": t_data.storage_offset(), "requires_grad": bool(t.requires_grad), "kind": kind,
+            "device": str(t.device),
+        })
+        self.tensor_ids[id(t)] = idx
+        self.keep.append(t)
+        return {"T": "tensor", "i": idx}
+
+    def encode(self, obj, path="obj"):
+        from ._tensor import Tensor
+
+        tp = type(obj)
+        if obj is None or tp is bool or tp is str:
+            return obj
+        if tp is int:
+            return obj
+        if tp is float:
+            if math.isfinite(obj):
+                return obj
+            return {"T": "float", "v": repr(obj)}  # 'nan', 'inf', '-inf'
+        if isinstance(obj, Tensor):
+            return self.tensor(obj, path)
+        if isinstance(obj, (bool, np.bool_)):
+            return bool(obj)
+        if isinstance(obj, (int, np.integer)):
+            return int(obj)
+        if isinstance(obj, (float, np.floating)):
+            return self.encode(float(obj), path)
+        if isinstance(obj, str):
+            return str(obj)
+        if isinstance(obj, (bytes, bytearray)):
+            return {"T": "bytearray" if isinstance(obj, bytearray) else "bytes", "v": bytes(obj).hex()}
+        if isinstance(obj, complex):
+            return {"T": "complex", "v": [repr(obj.real), repr(obj.imag)]}
+        if isinstance(obj, _C.dtype):
+            return {"T": "dtype", "v": _dtype_name(obj)}
+        if isinstance(obj, _C.device):
+            return {"T": "device", "v": str(obj)}
+        if isinstance(obj, (dict, list, tuple, set, frozenset)):
+            if id(obj) in self.active:
+                raise ValueError(f"flow.save: circular reference at {path}")
+            self.active.add(id(obj))
+            try:
+                return self._container(obj, path)
+            finally:
+                self.active.discard(id(obj))
+        raise TypeError(
+            f"flow.save: can't save an object of type {tp.__module__}.{tp.__qualname__} at {path}; supported are "
+            "tensors, dicts, lists, tuples, sets, numbers, strings, bytes, None, dtypes and devices")
+
+    def _container(self, obj, path):
+        if isinstance(obj, dict):
+            items = [[self.encode(k, f"{path} key {k!r}"), self.encode(v, f"{path}[{k!r}]")] for k, v in obj.items()]
+            r = {"T": "odict" if isinstance(obj, collections.OrderedDict) else "dict", "v": items}
+            meta = getattr(obj, "_metadata", None)  # nn.Module.state_dict's per-module versions
+            if meta is not None:
+                r["meta"] = self.encode(meta, f"{path}._metadata")
+            return r
+        from ._tensor import Size
+
+        if isinstance(obj, Size):
+            return {"T": "size", "v": [int(d) for d in obj]}
+        if isinstance(obj, tuple) and hasattr(type(obj), "_fields"):
+            return {"T": "namedtuple", "name": type(obj).__name__, "fields": list(type(obj)._fields),
+                    "v": [self.encode(v, f"{path}.{f}") for f, v in zip(type(obj)._fields, obj)]}
+        tag = "list" if isinstance(obj, list) else "tuple" if isinstance(obj, tuple) else \
+            "frozenset" if isinstance(obj, frozenset) else "set"
+        return {"T": tag, "v": [self.encode(v, f"{path}[{i}]") for i, v in enumerate(obj)]}
+
+
+def _write_archive(fileobj, root, enc):
+    header = {"format": "oneflow", "version": _FORMAT_VERSION, "root": root, "tensors": enc.tensors,
+              "storages": [{"dtype": s[3], "nbytes": s[2]} for s in enc.storages]}
+    data = json.dumps(header, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    with zipfile.ZipFile(fileobj, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        zf.writestr(_PREFIX + "version", _FORMAT_VERSION)
+        zf.writestr(_PREFIX + "byteorder", sys.byteorder)
+        zf.writestr(_PREFIX + "data.json", data)
+        for i, (_owner, ptr, nbytes, _) in enumerate(enc.storages):  # _owner keeps ptr valid
+            with zf.open(f"{_PREFIX}storages/{i}", "w", force_zip64=nbytes >= (1 << 31)) as out:
+                buf = _raw_buffer(ptr, nbytes)
+                for start in range(0, nbytes, _CHUNK):
+                    out.write(buf[start:start + _CHUNK])
+                del buf
+
+
+_umask = None
+
+
+def _default_mode():
+    global _umask
+    if _umask is None:
+        _umask = os.umask(0)
+        os.umask(_umask)
+    return 0o666 & ~_umask
+
+
+def _atomic_write(path, write):
+    """Run ``write(fileobj)`` into a temporary file beside ``path``, fsync it, then rename it over ``path``."""
+    path = os.path.realpath(os.fspath(path))
+    directory, base = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=directory or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = _default_mode()
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:  # make the rename itself durable; not possible everywhere (e.g. some network file systems)
+        dfd = os.open(directory or ".", os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def save(obj, f):
+    """Saves ``obj`` (tensors, state dicts, nested containers of tensors/numbers/strings) to ``f``.
+
+    ``f`` is a path (``str`` / ``os.PathLike``) or a writable binary file object. Writes to a path are
+    atomic: a temporary file in the same directory is renamed over ``f`` only once it is complete, so a
+    failure mid-save leaves any previous file intact. Tensors that share memory are stored once and share it
+    again after :func:`load`. Like ``torch.save``, gradients are not saved.
+    """
+    enc = _Encoder()
+    root = enc.encode(obj)  # may raise before anything touches the disk
+    if isinstance(f, (str, bytes, os.PathLike)):
+        if isinstance(f, bytes):
+            f = os.fsdecode(f)
+        _atomic_write(f, lambda fo: _write_archive(fo, root, enc))
+    elif hasattr(f, "write"):
+        _write_archive(f, root, enc)
+        if hasattr(f, "flush"):
+            f.flush()
+    else:
+        raise TypeError(f"flow.save: expected a path or a writable file object, got {type(f).__name__}")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# loading helpers shared by both formats
+# ---------------------------------------------------------------------------------------------------------
+class _Corrupt(Exception):
+    pass
+
+
+def _check(cond, msg):
+    if not cond:
+        raise _Corrupt(msg)
+
+
+_itemsizes = {}
+
+
+def _itemsize(dtype):
+    if dtype not in _itemsizes:
+        _itemsizes[dtype] = _C._empty([0], getattr(_C, dtype), None).element_size()
+    return _itemsizes[dtype]
+
+
+def _is_int(v):
+    return type(v) is int
+
+
+def _read_storage(zf, name, dtype, nbytes, archive_size, byteorder):
+    """Reads the entry ``name`` (``nbytes`` raw bytes of ``dtype``) into a fresh 1-D tensor."""
+    try:
+        info = zf.getinfo(name)
+    except KeyError:
+        raise _Corrupt(f"missing storage record {name!r}") from None
+    _check(info.file_size >= nbytes, f"storage record {name!r} holds {info.file_size} bytes, expected {nbytes}")
+    _check(info.compress_size <= archive_size, f"storage record {name!r} is larger than the file")
+    # never allocate more than the file can hold (deflate expands at most ~1032x)
+    limit = info.compress_size if info.compress_type == zipfile.ZIP_STORED else 1032 * info.compress_size + 1024
+    _check(nbytes <= limit, f"storage record {name!r} claims {nbytes} bytes but the file can't hold them")
+    item = _itemsize(dtype)
+    _check(nbytes % item == 0, f"storage record {name!r}: {nbytes} bytes is not a multiple of the {dtype} size")
+    t = _C._empty([nbytes // item], getattr(_C, dtype), None)
+    buf = _raw_buffer(t._storage_ptr(), nbytes)
+    if info.compress_type == zipfile.ZIP_STORED and info.file_size == nbytes and not info.flag_bits & 0x1 \
+            and hasattr(zf.fp, "readinto"):
+        _read_stored(zf.fp, info, buf, name)
+    else:
+        _read_via_zipfile(zf, info, buf, name)
+    if byteorder != sys.byteorder and item > 1:
+        np.frombuffer(buf, dtype=f"u{item}").byteswap(inplace=True)
+    del buf
+    return t
+
+
+def _read_stored(fp, info, buf, name):
+    """Reads an uncompressed record straight into ``buf`` (no intermediate bytes), then checks its CRC."""
+    fp.seek(info.header_offset)
+    hdr = fp.read(30)
+    _check(len(hdr) == 30 and hdr[:4] == b"PK\x03\x04", f"bad local header for {name!r}")
+    skip = int.from_bytes(hdr[26:28], "little") + int.from_bytes(hdr[28:30], "little")
+    fp.seek(info.header_offset + 30 + skip)
+    nbytes, pos, crc = len(buf), 0, 0
+    while pos < nbytes:
+        n = fp.readinto(buf[pos:min(nbytes, pos + _CHUNK)])
+        if not n:
+            raise _Corrupt(f"storage record {name!r} is truncated")
+        crc = zlib.crc32(buf[pos:pos + n], crc)
+        pos += n
+    _check(crc == info.CRC, f"storage record {name!r} is corrupted (bad CRC-32)")
+
+
+def _read_via_zipfile(zf, info, buf, name):
+    nbytes = len(buf)
+    with zf.open(info) as src:
+        pos = 0
+        while pos < nbytes:
+            n = src.readinto(buf[pos:min(nbytes, pos + _CHUNK)])
+            if not n:
+                raise _Corrupt(f"storage record {name!r} is truncated")
+            pos += n
+        if info.file_size == nbytes:
+            src.read(1)  # reach EOF so zipfile verifies the CRC
+
+
+def _view(base, size, stride, offset, what):
+    """``as_strided`` over a loaded storage, bounds-checked here with Python ints (no int64 overflow)."""
+    _check(isinstance(size, (list, tuple)) and isinstance(stride, (list, tuple)) and len(size) == len(stride),
+           f"{what}: bad size/stride")
+    _check(all(_is_int(s) and s >= 0 for s in size) and all(_is_int(s) and s >= 0 for s in stride),
+           f"{what}: sizes and strides must be non-negative integers")
+    _check(_is_int(offset) and offset >= 0, f"{what}: bad storage offset")
+    if all(s > 0 for s in size):
+        extent = offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1
+        _check(extent <= base.numel(), f"{what}: size {list(size)} / stride {list(stride)} / offset {offset} "
+                                       f"are out of bounds for a storage of {base.numel()} elements")
+    return _C.ops.as_strided(base, list(size), list(stride), offset).detach()
+
+
+def _apply_map_location(t, location, map_location):
+    if map_location is None:
+        if not location.startswith("cpu"):
+            raise RuntimeError(
+                f"flow.load: the file holds tensors on device '{location}', which this build does not have; "
+                "pass map_location='cpu'")
+        return t
+    if callable(map_location):
+        r = map_location(t, location)
+        if r is None:
+            return t
+        from ._tensor import Tensor
+
+        if not isinstance(r, Tensor) or r.dtype != t.dtype or tuple(r.shape) != tuple(t.shape):
+            raise RuntimeError(
+                "flow.load: a map_location callable must return the storage it was given (a 1-D tensor) or a "
+                f"tensor of the same dtype ({t.dtype}) and shape ({tuple(t.shape)}), e.g. moved to another device")
+        return r.contiguous()
+    if isinstance(map_location, dict):
+        target = map_location.get(location, location)
+        return _apply_map_location(t, location, None if target == location else target)
+    return t.to(_C.device(str(map_location)) if not isinstance(map_location, _C.device) else map_location)
+
+
+def _finish_tensor(t, kind, requires_grad):
+    from .nn.parameter import Parameter
+
+    if kind == "parameter":
+        return Parameter(t, requires_grad=requires_grad)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _archive_size(fileobj):
+    pos = fileobj.tell()
+    fileobj.seek(0, os.SEEK_END)
+    size = fileobj.tell()
+    fileobj.seek(pos)
+    return size
+
+
+# ---------------------------------------------------------------------------------------------------------
+# our format
+# ---------------------------------------------------------------------------------------------------------
+_namedtuples = {}
+
+
+def _load_ours(zf, map_location, archive_size):
+    try:
+        byteorder = zf.read(_PREFIX + "byteorder").decode()
+        version = zf.read(_PREFIX + "version").decode()
+        header = json.loads(zf.read(_PREFIX + "data.json").decode("utf-8"))
+    except KeyError as e:
+        raise _Corrupt(f"missing record {e}") from None
+    _check(version == _FORMAT_VERSION, f"unsupported format version {version!r} (this build reads {_FORMAT_VERSION})")
+    _check(byteorder in ("little", "big"), "bad byteorder record")
+    _check(isinstance(header, dict) and header.get("format") == "oneflow", "bad header")
+    _check(header.get("version") == _FORMAT_VERSION, f"unsupported format version {header.get('version')!r}")
+    storages_meta, tensors_meta = header["storages"], header["tensors"]
+    _check(isinstance(storages_meta, list) and isinstance(tensors_meta, list), "bad tables")
+    storages = {}
+
+    def storage(i):
+        if i not in storages:
+            _check(_is_int(i) and 0 <= i < len(storages_meta), f"bad storage index {i!r}")
+            m = storages_meta[i]
+            _check(m["dtype"] in _DTYPES and _is_int(m["nbytes"]) and m["nbytes"] >= 0, f"bad storage {i}")
+            storages[i] = _read_storage(zf, f"{_PREFIX}storages/{i}", m["dtype"], m["nbytes"], archive_size,
+                                        byteorder)
+        return storages[i]
+
+    tensors = {}
+    mapped_bases = {}
+
+    def tensor(i):
+        if i in tensors:
+            return tensors[i]
+        _check(_is_int(i) and 0 <= i < len(tensors_meta), f"bad tensor index {i!r}")
+        m = tensors_meta[i]
+        _check(isinstance(m, dict), "bad tensor record")
+        base = storage(m["storage"])
+        _check(m["dtype"] == storages_meta[m["storage"]]["dtype"], f"tensor {i}: dtype differs from its storage")
+        device = str(m.get("device", "cpu"))
+        key = m["storage"]
+        if key not in mapped_bases:
+            mapped_bases[key] = _apply_map_location(base, device, map_location)
+        t = _view(mapped_bases[key], m["size"], m["stride"], m["offset"], f"tensor {i}")
+        _check(m.get("kind") in ("tensor", "parameter"), f"tensor {i}: bad kind")
+        t = _finish_tensor(t, m["kind"], bool(m["requires_grad"]))
+        tensors[i] = t
+        return t
+
+    def decode(v, depth=0):
+        _check(depth < 10000, "nesting too deep")
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        _check(isinstance(v, dict) and "T" in v, f"bad value {v!r:.80}")
+        tag = v["T"]
+        if tag == "tensor":
+            return tensor(v["i"])
+        if tag in ("dict", "odict"):
+            r = collections.OrderedDict() if tag == "odict" else {}
+            for kv in v["v"]:
+                _check(isinstance(kv, list) and len(kv) == 2, "bad dict item")
+                r[decode(kv[0], depth + 1)] = decode(kv[1], depth + 1)
+            if "meta" in v:
+                try:
+                    r._metadata = decode(v["meta"], depth + 1)
+                except AttributeError:  # plain dicts take no attributes
+                    pass
+            return r
+        if tag in ("list", "tuple", "set", "frozenset"):
+            _check(isinstance(v["v"], list), f"bad {tag}")
+            items = [decode(x, depth + 1) for x in v["v"]]
+            return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
+        if tag == "namedtuple":
+            name, fields = v["name"], tuple(v["fields"])
+            _check(isinstance(name, str) and all(isinstance(f, str) for f in fields), "bad namedtuple")
+            cls = _namedtuples.get((name, fields))
+            if cls is None:  # namedtuple validates the names as identifiers; nothing from the file is run
+                cls = _namedtuples[(name, fields)] = collections.namedtuple(name, fields)
+            return cls(*[decode(x, depth + 1) for x in v["v"]])
+        if tag == "size":
+            return _torch_size(v["v"])
+        if tag == "float":
+            _check(v["v"] in ("nan", "inf", "-inf"), "bad float")
+            return float(v["v"])
+        if tag in ("bytes", "bytearray"):
+            b = bytes.fromhex(v["v"])
+            return bytearray(b) if tag == "bytearray" else b
+        if tag == "complex":
+            return complex(float(v["v"][0]), float(v["v"][1]))
+        if tag == "dtype":
+            _check(v["v"] in _DTYPES, "bad dtype")
+            return getattr(_C, v["v"])
+        if tag == "device":
+            return _C.device(str(v["v"]))
+        raise _Corrupt(f"unknown tag {tag!r}")
+
+    return decode(header["root"])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# PyTorch files, read through a restricted unpickler
+# ---------------------------------------------------------------------------------------------------------
+_TORCH_STORAGE_DTYPES = {
+    "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16", "BFloat16Storage": "bfloat16",
+    "LongStorage": "int64", "IntStorage": "int32", "ShortStorage": "int16", "CharStorage": "int8",
+    "ByteStorage": "uint8", "BoolStorage": "bool",
+}
+_TORCH_DTYPES = {
+    "float32": "float32", "float": "float32", "float64": "float64", "double": "float64", "float16": "float16",
+    "half": "float16", "bfloat16": "bfloat16", "int64": "int64", "long": "int64", "int32": "int32", "int": "int32",
+    "int16": "int16", "short": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool",
+}
+
+
+class _StorageType:
+    """Stands for ``torch.FloatStorage`` etc. in a pickle: it only carries the dtype."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+
+class _Layout:
+    def __init__(self, name):
+        self.name = name
+
+
+_STRIDED = _Layout("torch.strided")
+
+
+class _TorchStorage:
+    def __init__(self, tensor, location):
+        self.tensor, self.location = tensor, location
+
+
+def _get_layout(name):
+    if name != "torch.strided":
+        raise pickle.UnpicklingError(f"flow.load: only strided tensors can be loaded, not {name}")
+    return _STRIDED
+
+
+def _codecs_encode(s, encoding="utf-8"):
+    if not isinstance(s, str) or encoding not in ("latin1", "latin-1"):
+        raise pickle.UnpicklingError("flow.load: _codecs.encode is only allowed for latin1 byte strings")
+    return s.encode(encoding)
+
+
+def _torch_size(dims=()):
+    from ._tensor import Size
+
+    if not all(_is_int(d) for d in dims):
+        raise pickle.UnpicklingError("flow.load: torch.Size takes integers")
+    return Size(tuple(dims))
+
+
+def _torch_device(kind, index=None):
+    if not isinstance(kind, str) or not (index is None or _is_int(index)):
+        raise pickle.UnpicklingError("flow.load: malformed torch.device")
+    return _C.device(kind if index is None else f"{kind}:{index}")
+
+
+def _no_hooks(hooks):
+    if hooks:
+        raise pickle.UnpicklingError("flow.load: tensors with backward hooks can't be loaded")
+
+
+class _TorchUnpickler(pickle.Unpickler):
+    """Admits only the globals that PyTorch state dicts use; storages come from the archive records."""
+
+    def __init__(self, file, load_storage):
+        super().__init__(file, encoding="utf-8")
+        self._load_storage = load_storage
+
+    def _rebuild_tensor(self, storage, offset, size, stride, requires_grad=False, hooks=None, metadata=None):
+        if not isinstance(storage, _TorchStorage):
+            raise pickle.UnpicklingError("flow.load: _rebuild_tensor_v2 expects a storage")
+        _no_hooks(hooks)
+        t = _view(storage.tensor, list(size), list(stride), offset, "tensor")
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+    def _rebuild_tensor_v3(self, storage, offset, size, stride, requires_grad, hooks, dtype, metadata=None):
+        return self._rebuild_tensor(storage, offset, size, stride, requires_grad, hooks, metadata)
+
+    @staticmethod
+    def _rebuild_parameter(data, requires_grad, hooks, state=None):
+        from .nn.parameter import Parameter
+
+        _no_hooks(hooks)
+        if state:
+            raise pickle.UnpicklingError("flow.load: parameters with extra Python state can't be loaded")
+        return Parameter(data.detach(), requires_grad=requires_grad)
+
+    def find_class(self, module, name):
+        if module in ("collections",) and name == "OrderedDict":
+            return collections.OrderedDict
+        if module == "torch._utils":
+            if name == "_rebuild_tensor_v2":
+                return self._rebuild_tensor
+            if name == "_rebuild_tensor_v3":
+                return self._rebuild_tensor_v3
+            if name in ("_rebuild_parameter", "_rebuild_parameter_with_state"):
+                return self._rebuild_parameter
+        if module == "torch":
+            if name in _TORCH_STORAGE_DTYPES:
+                return _StorageType(_TORCH_STORAGE_DTYPES[name])
+            if name in _TORCH_DTYPES:
+                return getattr(_C, _TORCH_DTYPES[name])
+            if name == "strided":
+                return _STRIDED
+            if name == "Size":
+                return _torch_size
+            if name == "device":
+                return _torch_device
+        if module == "torch.serialization" and name == "_get_layout":
+            return _get_layout
+        if module in ("builtins", "__builtin__") and name in ("set", "frozenset", "complex", "bytearray", "slice"):
+            return {"set": set, "frozenset": frozenset, "complex": complex, "bytearray": bytearray,
+                    "slice": slice}[name]
+        if module == "_codecs" and name == "encode":
+            return _codecs_encode
+        raise pickle.UnpicklingError(
+            f"flow.load: refusing to load the global '{module}.{name}' from the file: only tensors and plain "
+            "containers (dict, OrderedDict, list, tuple, set, numbers, strings) can be loaded safely")
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"):
+            raise pickle.UnpicklingError(f"flow.load: unsupported persistent id {pid!r:.80}")
+        storage_type, key, location, numel = pid[1], pid[2], pid[3], pid[4]
+        if isinstance(storage_type, _C.dtype):  # torch.UntypedStorage paths pass a dtype
+            dtype = _dtype_name(storage_type)
+        elif isinstance(storage_type, _StorageType):
+            dtype = storage_type.dtype
+        else:
+            raise pickle.UnpicklingError(f"flow.load: unsupported storage type {storage_type!r:.80}")
+        if not isinstance(key, str) or not isinstance(location, str) or not _is_int(numel) or numel < 0:
+            raise pickle.UnpicklingError("flow.load: malformed storage reference")
+        return self._load_storage(key, dtype, numel, location)
+
+
+def _load_torch_zip(zf, names, map_location, archive_size):
+    pkl = [n for n in names if n.endswith("data.pkl") and n.count("/") <= 1]
+    _check(len(pkl) == 1, "no single data.pkl record")
+    prefix = pkl[0][: -len("data.pkl")]
+    byteorder = "little"
+    if prefix + "byteorder" in names:
+        byteorder = zf.read(prefix + "byteorder").decode().strip()
+        _check(byteorder in ("little", "big"), "bad byteorder record")
+    loaded = {}
+
+    def load_storage(key, dtype, numel, location):
+        if key not in loaded:
+            base = _read_storage(zf, f"{prefix}data/{key}", dtype, numel * _itemsize(dtype), archive_size, byteorder)
+            loaded[key] = _TorchStorage(_apply_map_location(base, location, map_location), location)
+        else:
+            st = loaded[key]
+            _check(_dtype_name(st.tensor.dtype) == dtype, f"storage {key} is used with two dtypes")
+        return loaded[key]
+
+    with zf.open(pkl[0]) as f:
+        data = io.BytesIO(f.read())
+    return _TorchUnpickler(data, load_storage).load()
+
+
+_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+
+
+def _load_torch_legacy(fo, map_location, archive_size):
+    """The pre-1.6 PyTorch format: pickles of (magic, version, sys_info, object, storage keys), then each storage
+    as an 8-byte element count followed by its raw bytes."""
+    def refuse(*a):
+        raise pickle.UnpicklingError("flow.load: unexpected storage reference in a legacy file header")
+
+    _check(_TorchUnpickler(fo, refuse).load() == _LEGACY_MAGIC, "not a PyTorch file (bad magic number)")
+    _check(_TorchUnpickler(fo, refuse).load() == 1001, "unsupported legacy PyTorch protocol version")
+    sys_info = _TorchUnpickler(fo, refuse).load()
+    _check(isinstance(sys_info, dict), "bad legacy sys_info")
+    byteorder = "little" if sys_info.get("little_endian", True) else "big"
+    pending = {}  # key -> (tensor to fill, dtype, numel, location)
+
+    def load_storage(key, dtype, numel, location):
+        if key not in pending:
+            _check(numel * _itemsize(dtype) <= archive_size, f"storage {key} is larger than the file")
+            pending[key] = _TorchStorage(_C._empty([numel], getattr(_C, dtype), None), location)
+        return pending[key]
+
+    obj = _TorchUnpickler(fo, load_storage).load()  # tensors are views of storages that are filled below
+    keys = _TorchUnpickler(fo, refuse).load()
+    _check(isinstance(keys, list), "bad legacy storage key list")
+    for key in keys:
+        _check(key in pending, f"legacy storage {key!r} is not referenced")
+        t = pending[key].tensor
+        head = fo.read(8)
+        _check(len(head) == 8, "truncated legacy storage")
+        _check(int.from_bytes(head, byteorder) == t.numel(), f"legacy storage {key!r} has the wrong size")
+        buf = _raw_buffer(t._storage_ptr(), t._storage_nbytes())
+        pos = 0
+        while pos < len(buf):
+            n = fo.readinto(buf[pos:])
+            if not n:
+                raise _Corrupt(f"legacy storage {key!r} is truncated")
+            pos += n
+        if byteorder != sys.byteorder and t.element_size() > 1:
+            np.frombuffer(buf, dtype=f"u{t.element_size()}").byteswap(inplace=True)
+        del buf
+    _check(set(keys) == set(pending), "legacy file misses storage data")
+    for st in pending.values():  # the tensors already view these storages, so mapping must keep them in place
+        r = _apply_map_location(st.tensor, st.location, map_location)
+        if r._storage_ptr() != st.tensor._storage_ptr():
+            raise RuntimeError("flow.load: for legacy (non-zip) PyTorch files, map_location must keep tensors "
+                               "on the CPU where they are loaded")
+    return obj
+
+
+# ---------------------------------------------------------------------------------------------------------
+def load(f, map_location=None, weights_only=True, **kwargs):
+    """Loads an object saved with :func:`save` (or a PyTorch ``.pt`` / ``.pth`` state dict) from ``f``.
+
+    ``f`` is a path or a readable binary file object. ``map_location`` may be a device, a device string, a
+    dict mapping saved locations to devices, or a callable ``(tensor, location) -> tensor``. Loading never
+    executes code from the file; ``weights_only`` is accepted for PyTorch compatibility and loading is always
+    restricted to tensors and plain containers (anything else raises ``pickle.UnpicklingError``).
+    """
+    unknown = set(kwargs) - {"mmap", "encoding", "pickle_module"}
+    if unknown:
+        raise TypeError(f"load() got an unexpected keyword argument '{sorted(unknown)[0]}'")
+    if kwargs.get("pickle_module") is not None:
+        raise ValueError("flow.load: pickle_module is not supported; loading always uses the restricted reader")
+    if weights_only is False:
+        weights_only = True  # there is no unrestricted mode: nothing from the file is ever executed
+    if isinstance(f, (str, bytes, os.PathLike)):
+        with open(os.fsdecode(f) if isinstance(f, bytes) else f, "rb") as fo:
+            return _load_file(fo, map_location, os.fspath(f))
+    if not hasattr(f, "read"):
+        raise TypeError(f"flow.load: expected a path or a readable file object, got {type(f).__name__}")
+    if not (hasattr(f, "seekable") and f.seekable()):
+        f = io.BytesIO(f.read())
+    return _load_file(f, map_location, getattr(f, "name", "<file object>"))
+
+
+def _load_file(fo, map_location, name):
+    try:
+        start = fo.tell()
+        magic = fo.read(4)
+        fo.seek(start)
+        if len(magic) == 0:
+            raise _Corrupt("the file is empty")
+        if magic[:2] != b"PK":
+            if magic[:1] == b"\x80":
+                if not hasattr(fo, "readinto"):
+                    fo = io.BytesIO(fo.read())
+                return _load_torch_legacy(fo, map_location, _archive_size(fo))
+            raise _Corrupt("not a oneflow or PyTorch checkpoint (no zip header)")
+        archive_size = _archive_size(fo)
+        with zipfile.ZipFile(fo, "r") as zf:
+            names = zf.namelist()
+            if _PREFIX + "data.json" in names:
+                return _load_ours(zf, map_location, archive_size)
+            if any(n.endswith("data.pkl") for n in names):
+                return _load_torch_zip(zf, names, map_location, archive_size)
+            raise _Corrupt("a zip archive that is neither a oneflow nor a PyTorch checkpoint")
+    except pickle.UnpicklingError as e:
+        if str(e).startswith("flow.load"):
+            raise
+        raise pickle.UnpicklingError(f"flow.load: {name} is corrupted or not a valid checkpoint: {e}") from e
+    except RuntimeError as e:
+        if str(e).startswith("flow.load"):
+            raise
+        raise RuntimeError(f"flow.load: {name} is corrupted or not a valid checkpoint: {e}") from e
+    except _Corrupt as e:
+        raise RuntimeError(f"flow.load: {name} is not a valid checkpoint: {e}") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, json.JSONDecodeError, UnicodeDecodeError, KeyError,
+            IndexError, TypeError, ValueError, AttributeError, EOFError, NotImplementedError, zlib.error, OSError, MemoryError, OverflowError, RecursionError) as e:
+        raise RuntimeError(f"flow.load: {name} is corrupted or not a valid checkpoint: "
+                           f"{type(e).__name__}: {e}") from e
