@@ -171,14 +171,13 @@ void execute(const Cached& c, const std::vector<void*>& bufs) {
 }
 
 memory::desc any_md(const memory::dims& d) { return memory::desc(d, dt::f32, memory::format_tag::any); }
-// Activations (src/dst and their diffs) in our plain layout or oneDNN's choice.
+// Activations (src/dst and their diffs) in our plain layout or oneDNN's choice. With few input channels
+// per group (an image stem: 1-3 channels) the blocked layouts gain nothing and the reorders dominate;
+// measured (64,1,28,28)x(32,1,3,3) fwd+bwd 0.72x -> 0.42x torch's time with plain nchw, while 32/64
+// channels are 20-30% slower plain than blocked.
 bool plain_act(const Geometry& g) {
-  static int mode = [] {
-    const char* v = std::getenv("FLOW_CONV_PLAIN");
-    return v ? std::atoi(v) : 0;
-  }();
-  (void)g;
-  return mode == 1;
+  int64_t groups = g.grouped ? g.wei[0] : 1;
+  return g.src[1] / groups < 8;
 }
 memory::desc act_md(const Geometry& g, const memory::dims& d) {
   return plain_act(g) ? memory::desc(d, dt::f32, plain_tag(d.size())) : any_md(d);
