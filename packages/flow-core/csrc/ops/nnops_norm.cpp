@@ -22,8 +22,11 @@ DType stat_dtype(DType d) { return d == DType::Float64 ? DType::Float64 : DType:
 // the inner loops run at SIMD width (a plain double chain is latency bound and does not vectorise).
 constexpr int64_t kBlock = 1024;
 
+// Everything here is force-inlined: at -O2 the serial (one-thread) copies of the row loops otherwise
+// keep out-of-line calls per element and do not vectorise.
+#define FLOW_AI __attribute__((always_inline))
 template <typename T, typename F>
-double block_sum(int64_t n, F&& term) {
+inline FLOW_AI double block_sum(int64_t n, F&& term) {
   using A = acc_t<T>;
   double total = 0;
   for (int64_t b = 0; b < n; b += kBlock) {
@@ -36,29 +39,29 @@ double block_sum(int64_t n, F&& term) {
   return total;
 }
 template <typename T>
-double sum_of(const T* p, int64_t n) {
-  return block_sum<T>(n, [p](int64_t i) { return static_cast<acc_t<T>>(p[i]); });
+inline FLOW_AI double sum_of(const T* p, int64_t n) {
+  return block_sum<T>(n, [p](int64_t i) FLOW_AI { return static_cast<acc_t<T>>(p[i]); });
 }
 // sum((p - m)^2)
 template <typename T>
-double centred_sumsq(const T* p, int64_t n, double mean) {
+inline FLOW_AI double centred_sumsq(const T* p, int64_t n, double mean) {
   using A = acc_t<T>;
   const A m = static_cast<A>(mean);
-  return block_sum<T>(n, [p, m](int64_t i) {
+  return block_sum<T>(n, [p, m](int64_t i) FLOW_AI {
     A d = static_cast<A>(p[i]) - m;
     return d * d;
   });
 }
 // sum(g * (x - m))
 template <typename T>
-double centred_dot(const T* g, const T* x, int64_t n, double mean) {
+inline FLOW_AI double centred_dot(const T* g, const T* x, int64_t n, double mean) {
   using A = acc_t<T>;
   const A m = static_cast<A>(mean);
-  return block_sum<T>(n, [g, x, m](int64_t i) { return static_cast<A>(g[i]) * (static_cast<A>(x[i]) - m); });
+  return block_sum<T>(n, [g, x, m](int64_t i) FLOW_AI { return static_cast<A>(g[i]) * (static_cast<A>(x[i]) - m); });
 }
 // o = c0 * a + c1 * (b - m) + c2, elementwise (b centred first: no cancellation against a large mean)
 template <typename T>
-void affine2(T* o, const T* a, const T* b, int64_t n, double c0, double c1, double m, double c2) {
+inline FLOW_AI void affine2(T* o, const T* a, const T* b, int64_t n, double c0, double c1, double m, double c2) {
   using A = acc_t<T>;
   const A k0 = static_cast<A>(c0), k1 = static_cast<A>(c1), km = static_cast<A>(m), k2 = static_cast<A>(c2);
 #pragma omp simd
@@ -273,8 +276,8 @@ void rows_bwd(const T* gr, const T* x, const SA* mean, const SA* rstd, const SA*
         s1 = sum_of(gr_, L), s2 = centred_dot(gr_, xr, L, mu);
       } else if (hw == 1) {
         const A m = static_cast<A>(mu);
-        s1 = block_sum<T>(L, [&](int64_t k) { return static_cast<A>(gr_[k]) * static_cast<A>(wo[k]); });
-        s2 = block_sum<T>(L, [&](int64_t k) {
+        s1 = block_sum<T>(L, [&](int64_t k) FLOW_AI { return static_cast<A>(gr_[k]) * static_cast<A>(wo[k]); });
+        s2 = block_sum<T>(L, [&](int64_t k) FLOW_AI {
           return static_cast<A>(gr_[k]) * static_cast<A>(wo[k]) * (static_cast<A>(xr[k]) - m);
         });
       } else {
