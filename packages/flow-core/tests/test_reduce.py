@@ -550,10 +550,20 @@ def test_large_reductions_match_numpy(shape, dim):
         flow.set_num_threads(old)
 
 
-def test_second_order_through_zeros_is_a_clear_error():
-    a = np.array([[1.0, 0.0, 2.0], [3.0, 4.0, 5.0]])
-    for fn in [lambda t: flow.prod(t, 1), lambda t: flow.cumprod(t, 1)]:
-        f = ft(a, True)
-        g, = flow.autograd.grad(fn(f).sum(), [f], create_graph=True)
-        with pytest.raises(NotImplementedError, match="double backward with respect to an input that contains zeros"):
-            flow.autograd.grad(g.sum(), [f])
+def test_second_order_through_zeros_matches_torch():
+    # create_graph=True switches prod/cumprod to a differentiable zero-safe gradient
+    a = np.array([[1.0, 0.0, 2.0], [3.0, 4.0, 5.0], [0.0, 0.0, 1.5]])
+    v = np.arange(9.0).reshape(3, 3) / 7 - 0.5
+    for ff, tf in [(lambda t: flow.prod(t, 1), lambda t: torch.prod(t, 1)),
+                   (lambda t: flow.prod(t), lambda t: torch.prod(t)),
+                   (lambda t: flow.cumprod(t, 1), lambda t: torch.cumprod(t, 1)),
+                   (lambda t: flow.cumprod(t.t(), 0), lambda t: torch.cumprod(t.t(), 0))]:
+        f, t = ft(a, True), torch.tensor(a, requires_grad=True)
+        fo, to = ff(f), tf(t)
+        wo = np.linspace(-1, 1, fo.numel()).reshape(tuple(fo.shape))
+        g, = flow.autograd.grad((fo * flow.tensor(wo)).sum(), [f], create_graph=True)
+        tg, = torch.autograd.grad((to * torch.tensor(wo)).sum(), [t], create_graph=True)
+        np.testing.assert_allclose(to_np(g), tg.detach().numpy(), rtol=1e-12, atol=1e-12)
+        gg, = flow.autograd.grad((g * flow.tensor(v)).sum(), [f])
+        tgg, = torch.autograd.grad((tg * torch.tensor(v)).sum(), [t])
+        np.testing.assert_allclose(to_np(gg), tgg.numpy(), rtol=1e-10, atol=1e-12)

@@ -111,7 +111,7 @@ FLOW_OP(silu_backward)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
       grad_kernel("silu_backward", in, out[0], [](auto tag) {
         using A = acc_t<typename decltype(tag)::type>;
-        return [](A g, A x) -> A {
+        return [](A g, A x) __attribute__((always_inline)) -> A {
           A s = vsigmoid<A>(x);
           return g * s * (A(1) + x * (A(1) - s));
         };
@@ -151,7 +151,7 @@ FLOW_OP(gelu_backward)
       if (tanh_mode) {
         grad_kernel("gelu_backward", in, out[0], [](auto tag) {
           using A = acc_t<typename decltype(tag)::type>;
-          return [](A g, A x) -> A {
+          return [](A g, A x) __attribute__((always_inline)) -> A {
             A x2 = x * x;
             A t = vtanh<A>(A(kGeluBeta) * (x + A(kGeluKappa) * x2 * x));
             A right = A(0.5) * x * (A(1) - t * t) * A(kGeluBeta) * (A(1) + A(3 * kGeluKappa) * x2);
@@ -161,7 +161,7 @@ FLOW_OP(gelu_backward)
       } else {
         grad_kernel("gelu_backward", in, out[0], [](auto tag) {
           using A = acc_t<typename decltype(tag)::type>;
-          return [](A g, A x) -> A {
+          return [](A g, A x) __attribute__((always_inline)) -> A {
             A cdf = A(0.5) * (A(1) + verf_abs<A>(x * A(kSqrt1_2)));
             A pdf = A(kInvSqrt2Pi) * vexp<A>(A(-0.5) * x * x);
             return g * (cdf + x * pdf);
@@ -254,7 +254,7 @@ FLOW_OP(hardswish_backward)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
       grad_kernel("hardswish_backward", in, out[0], [](auto tag) {
         using A = acc_t<typename decltype(tag)::type>;
-        return [](A g, A x) -> A {
+        return [](A g, A x) __attribute__((always_inline)) -> A {
           return x <= A(-3) ? A(0) : (x < A(3) ? g * (x / A(3) + A(0.5)) : g);
         };
       });

@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "../kernels/cpu/loops.h"
+#include "../autograd/grad_mode.h"
+#include "nnops_grad_composite.h"
 #include "nnops_util.h"
 
 namespace flow {
@@ -181,7 +183,11 @@ std::vector<TensorMeta> loss_meta(const TensorList& in, Reduction red, const cha
 TensorList loss_backward(BackwardCtx& c, const TensorList& g, const char* kind, const std::string& red, double param) {
   TensorList in;
   for (size_t i = 0; i < 4; ++i) in.push_back(i < c.num_inputs() ? c.input(static_cast<int>(i)) : Tensor());
-  TensorList r = ops::call("_pointwise_loss_backward", {g[0], in[0], in[1], in[2], in[3]},
+  // grad mode on: create_graph=True, so build the gradient from registered ops (differentiable again)
+  TensorList r = autograd::GradMode::is_enabled()
+      ? nn::pointwise_loss_grad_composite(g[0], in[0], in[1], in[2], in[3], kind,
+                                          nn::parse_reduction(red, "loss backward") == Reduction::Mean, param)
+      : ops::call("_pointwise_loss_backward", {g[0], in[0], in[1], in[2], in[3]},
                            {std::string(kind), red, param});
   TensorList res{c.needs(0) ? r[0] : Tensor(), c.needs(1) ? r[1] : Tensor()};
   for (size_t i = 2; i < c.num_inputs(); ++i) res.push_back(Tensor());
@@ -271,8 +277,8 @@ FLOW_OP(_pointwise_loss_backward)
       if (!gt.is_same(out[1])) ops::copy_into(out[1], gt);
     })
     .backward([](BackwardCtx&, const TensorList&) -> TensorList {
-      fail(ErrorKind::NotImplemented, "pointwise loss: double backward (differentiating the gradient again) is not "
-           "supported");
+      fail(ErrorKind::NotImplemented, "_pointwise_loss_backward: the fused backward kernel is not differentiable; "
+           "differentiate the loss with create_graph=True instead");
     });
 
 }  // namespace flow

@@ -6,6 +6,8 @@
 #include <exception>
 
 #include "../kernels/cpu/parallel.h"
+#include "../autograd/grad_mode.h"
+#include "nnops_grad_composite.h"
 #include "nnops_util.h"
 
 namespace flow {
@@ -14,6 +16,58 @@ namespace {
 using nn::contig_as;
 
 DType stat_dtype(DType d) { return d == DType::Float64 ? DType::Float64 : DType::Float32; }
+
+// Vectorised sums: `omp simd reduction` accumulates in acc_t lanes (float for float32) within blocks of
+// kBlock elements, and blocks add up in double, so float sums stay accurate to ~1e-7 relative while
+// the inner loops run at SIMD width (a plain double chain is latency bound and does not vectorise).
+constexpr int64_t kBlock = 1024;
+
+// Everything here is force-inlined: at -O2 the serial (one-thread) copies of the row loops otherwise
+// keep out-of-line calls per element and do not vectorise.
+#define FLOW_AI __attribute__((always_inline))
+template <typename T, typename F>
+inline FLOW_AI double block_sum(int64_t n, F&& term) {
+  using A = acc_t<T>;
+  double total = 0;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(n, b + kBlock);
+    A s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = b; i < e; ++i) s += term(i);
+    total += static_cast<double>(s);
+  }
+  return total;
+}
+template <typename T>
+inline FLOW_AI double sum_of(const T* p, int64_t n) {
+  return block_sum<T>(n, [p](int64_t i) FLOW_AI { return static_cast<acc_t<T>>(p[i]); });
+}
+// sum((p - m)^2)
+template <typename T>
+inline FLOW_AI double centred_sumsq(const T* p, int64_t n, double mean) {
+  using A = acc_t<T>;
+  const A m = static_cast<A>(mean);
+  return block_sum<T>(n, [p, m](int64_t i) FLOW_AI {
+    A d = static_cast<A>(p[i]) - m;
+    return d * d;
+  });
+}
+// sum(g * (x - m))
+template <typename T>
+inline FLOW_AI double centred_dot(const T* g, const T* x, int64_t n, double mean) {
+  using A = acc_t<T>;
+  const A m = static_cast<A>(mean);
+  return block_sum<T>(n, [g, x, m](int64_t i) FLOW_AI { return static_cast<A>(g[i]) * (static_cast<A>(x[i]) - m); });
+}
+// o = c0 * a + c1 * (b - m) + c2, elementwise (b centred first: no cancellation against a large mean)
+template <typename T>
+inline FLOW_AI void affine2(T* o, const T* a, const T* b, int64_t n, double c0, double c1, double m, double c2) {
+  using A = acc_t<T>;
+  const A k0 = static_cast<A>(c0), k1 = static_cast<A>(c1), km = static_cast<A>(m), k2 = static_cast<A>(c2);
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    o[i] = static_cast<T>(k0 * static_cast<A>(a[i]) + k1 * (static_cast<A>(b[i]) - km) + k2);
+}
 
 // Contiguous outputs allocated here are copied into the dispatcher's outputs at the end.
 struct OutBuf {
@@ -27,8 +81,14 @@ struct OutBuf {
   }
 };
 
-[[noreturn]] void no_double_backward(const char* op) {
-  fail(ErrorKind::NotImplemented, op, ": double backward (differentiating the gradient again) is not supported");
+// Grad mode on during backward means the gradient will be differentiated again (create_graph=True):
+// then the forward ops' backwards build it from registered ops (nnops_grad_composite.cpp) instead of
+// the fused helpers below, which therefore are never recorded in a graph.
+bool composite_grad() { return autograd::GradMode::is_enabled(); }
+
+[[noreturn]] void helper_not_differentiable(const char* op) {
+  fail(ErrorKind::NotImplemented, op, ": the fused backward kernel is not differentiable; differentiate the "
+       "forward op with create_graph=True instead");
 }
 
 // ---- batch norm -----------------------------------------------------------------------------------------
@@ -79,19 +139,10 @@ void batch_norm_fwd(const TensorList& in, const TensorList& out, const Attrs& a)
         double mean, invstd;
         if (training) {
           double s = 0;
-          for (int64_t n = 0; n < N; ++n) {
-            const T* row = xp + (n * C + c) * S;
-            for (int64_t i = 0; i < S; ++i) s += static_cast<double>(row[i]);
-          }
+          for (int64_t n = 0; n < N; ++n) s += sum_of(xp + (n * C + c) * S, S);
           mean = M > 0 ? s / M : std::nan("");
           double ss = 0;
-          for (int64_t n = 0; n < N; ++n) {
-            const T* row = xp + (n * C + c) * S;
-            for (int64_t i = 0; i < S; ++i) {
-              double dv = static_cast<double>(row[i]) - mean;
-              ss += dv * dv;
-            }
-          }
+          for (int64_t n = 0; n < N; ++n) ss += centred_sumsq(xp + (n * C + c) * S, S, mean);
           double var = M > 0 ? ss / M : std::nan("");
           invstd = 1.0 / std::sqrt(var + eps);
           if (rmp) rmp[c] = (1 - momentum) * rmp[c] + momentum * mean;
@@ -108,6 +159,7 @@ void batch_norm_fwd(const TensorList& in, const TensorList& out, const Attrs& a)
         for (int64_t n = 0; n < N; ++n) {
           const T* row = xp + (n * C + c) * S;
           T* yr = yp + (n * C + c) * S;
+#pragma omp simd
           for (int64_t i = 0; i < S; ++i) yr[i] = static_cast<T>(static_cast<acc_t<T>>(row[i]) * scale + shift);
         }
       }
@@ -144,26 +196,19 @@ void batch_norm_bwd(const TensorList& in, const TensorList& out, const Attrs& a)
         double sg = 0, sgx = 0;  // sum(g), sum(g * (x - mean))
         for (int64_t n = 0; n < N; ++n) {
           const T *gr_ = gp + (n * C + c) * S, *xr = xp + (n * C + c) * S;
-          for (int64_t i = 0; i < S; ++i) {
-            double gv = static_cast<double>(gr_[i]);
-            sg += gv;
-            sgx += gv * (static_cast<double>(xr[i]) - mu);
-          }
+          sg += sum_of(gr_, S);
+          sgx += centred_dot(gr_, xr, S, mu);
         }
         gwp[c] = static_cast<T>(sgx * is);
         gbp[c] = static_cast<T>(sg);
         double wc = wp ? static_cast<double>(wp[c]) : 1.0;
+        // training: gx = w * invstd * (g - mean(g) - (x - mean) * invstd^2 * mean(g * (x - mean)))
+        //         = a * g + b * x + c0 with per-channel coefficients; eval: gx = g * w * invstd
+        double a = wc * is, k = training && M > 0 ? sgx * is * is / M : 0.0, mg = training && M > 0 ? sg / M : 0.0;
+        double b = -a * k, c0 = -a * mg;
         for (int64_t n = 0; n < N; ++n) {
           const T *gr_ = gp + (n * C + c) * S, *xr = xp + (n * C + c) * S;
-          T* o = gxp + (n * C + c) * S;
-          if (training) {
-            // gx = w * invstd * (g - mean(g) - xhat * mean(g * xhat))
-            double mg = sg / M, k = sgx * is * is / M;
-            for (int64_t i = 0; i < S; ++i)
-              o[i] = static_cast<T>(wc * is * (static_cast<double>(gr_[i]) - mg - (static_cast<double>(xr[i]) - mu) * k));
-          } else {
-            for (int64_t i = 0; i < S; ++i) o[i] = static_cast<T>(static_cast<double>(gr_[i]) * wc * is);
-          }
+          affine2(gxp + (n * C + c) * S, gr_, xr, S, a, b, mu, c0);
         }
       }
     });
@@ -178,37 +223,38 @@ struct RowGeom {
 template <typename T, typename SA>
 void rows_fwd(const T* x, T* y, SA* mean, SA* rstd, const SA* w, const SA* b, const RowGeom& g, double eps) {
   const int64_t L = g.L;
+  using A = acc_t<T>;
   parallel_for(g.M, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(L, 1)), [&](int64_t rb, int64_t re) {
     for (int64_t r = rb; r < re; ++r) {
       const T* xr = x + r * L;
       T* yr = y + r * L;
-      double s = 0;
-      for (int64_t k = 0; k < L; ++k) s += static_cast<double>(xr[k]);
-      double mu = L > 0 ? s / L : std::nan("");
-      double ss = 0;
-      for (int64_t k = 0; k < L; ++k) {
-        double dv = static_cast<double>(xr[k]) - mu;
-        ss += dv * dv;
-      }
-      double rs = 1.0 / std::sqrt((L > 0 ? ss / L : std::nan("")) + eps);
+      double mu = L > 0 ? sum_of(xr, L) / L : std::nan("");
+      double rs = 1.0 / std::sqrt((L > 0 ? centred_sumsq(xr, L, mu) / L : std::nan("")) + eps);
       mean[r] = static_cast<SA>(mu);
       rstd[r] = static_cast<SA>(rs);
-      int64_t off = (r % g.G) * (L / g.hw);
-      using A = acc_t<T>;
-      A am = static_cast<A>(mu), ar = static_cast<A>(rs);
-      if (!w && !b) {
-        for (int64_t k = 0; k < L; ++k) yr[k] = static_cast<T>((static_cast<A>(xr[k]) - am) * ar);
-      } else if (g.hw == 1) {
+      const int64_t off = (r % g.G) * (L / g.hw);
+      const A am = static_cast<A>(mu), ar = static_cast<A>(rs);
+      if (g.hw == 1 && w && b) {
+        const SA *wo = w + off, *bo = b + off;
+#pragma omp simd
+        for (int64_t k = 0; k < L; ++k)
+          yr[k] = static_cast<T>((static_cast<A>(xr[k]) - am) * ar * static_cast<A>(wo[k]) + static_cast<A>(bo[k]));
+      } else if (g.hw == 1 && (w || b)) {
         for (int64_t k = 0; k < L; ++k) {
           A v = (static_cast<A>(xr[k]) - am) * ar;
           if (w) v = v * static_cast<A>(w[off + k]);
           if (b) v = v + static_cast<A>(b[off + k]);
           yr[k] = static_cast<T>(v);
         }
-      } else {
-        for (int64_t c = 0; c < L / g.hw; ++c) {
+      } else {  // per channel of hw elements (no affine: one channel of L)
+        const int64_t hw = w || b ? g.hw : L;
+        for (int64_t c = 0; c < L / hw; ++c) {
           A wc = w ? static_cast<A>(w[off + c]) : A(1), bc = b ? static_cast<A>(b[off + c]) : A(0);
-          for (int64_t k = c * g.hw; k < (c + 1) * g.hw; ++k) yr[k] = static_cast<T>((static_cast<A>(xr[k]) - am) * ar * wc + bc);
+          A sc = ar * wc, sh = bc - am * ar * wc;
+          const T* xc = xr + c * hw;
+          T* yc = yr + c * hw;
+#pragma omp simd
+          for (int64_t k = 0; k < hw; ++k) yc[k] = static_cast<T>(static_cast<A>(xc[k]) * sc + sh);
         }
       }
     }
@@ -219,26 +265,50 @@ void rows_fwd(const T* x, T* y, SA* mean, SA* rstd, const SA* w, const SA* b, co
 template <typename T, typename SA>
 void rows_bwd(const T* gr, const T* x, const SA* mean, const SA* rstd, const SA* w, T* gx, T* gw, T* gb,
               const RowGeom& g, int64_t P) {
-  const int64_t L = g.L, M = g.M;
-  auto aidx = [&](int64_t r, int64_t k) { return (r % g.G) * (L / g.hw) + k / g.hw; };
+  const int64_t L = g.L, M = g.M, hw = g.hw, CL = L / hw;
+  using A = acc_t<T>;
   parallel_for(M, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(L, 1)), [&](int64_t rb, int64_t re) {
     for (int64_t r = rb; r < re; ++r) {
       const T *gr_ = gr + r * L, *xr = x + r * L;
-      double mu = mean[r], rs = rstd[r], s1 = 0, s2 = 0;
-      for (int64_t k = 0; k < L; ++k) {
-        double wg = static_cast<double>(gr_[k]) * (w ? static_cast<double>(w[aidx(r, k)]) : 1.0);
-        s1 += wg;
-        s2 += wg * (static_cast<double>(xr[k]) - mu) * rs;
+      const SA* wo = w ? w + (r % g.G) * CL : nullptr;
+      double mu = mean[r], rs = rstd[r], s1 = 0, s2 = 0;  // sum(wg), sum(wg * (x - mu))
+      if (!w) {
+        s1 = sum_of(gr_, L), s2 = centred_dot(gr_, xr, L, mu);
+      } else if (hw == 1) {
+        const A m = static_cast<A>(mu);
+        s1 = block_sum<T>(L, [&](int64_t k) FLOW_AI { return static_cast<A>(gr_[k]) * static_cast<A>(wo[k]); });
+        s2 = block_sum<T>(L, [&](int64_t k) FLOW_AI {
+          return static_cast<A>(gr_[k]) * static_cast<A>(wo[k]) * (static_cast<A>(xr[k]) - m);
+        });
+      } else {
+        for (int64_t c = 0; c < CL; ++c) {
+          double wc = static_cast<double>(wo[c]);
+          s1 += wc * sum_of(gr_ + c * hw, hw);
+          s2 += wc * centred_dot(gr_ + c * hw, xr + c * hw, hw, mu);
+        }
       }
-      s1 /= L, s2 /= L;
+      // gx = rs * wg - rs * s1 / L - (x - mu) * rs^3 * s2 / L
+      const A a = static_cast<A>(rs), c0 = static_cast<A>(-rs * s1 / L), k = static_cast<A>(-rs * rs * rs * s2 / L);
+      const A m = static_cast<A>(mu);
       T* o = gx + r * L;
-      for (int64_t k = 0; k < L; ++k) {
-        double wg = static_cast<double>(gr_[k]) * (w ? static_cast<double>(w[aidx(r, k)]) : 1.0);
-        o[k] = static_cast<T>(rs * (wg - s1 - (static_cast<double>(xr[k]) - mu) * rs * s2));
+      if (!w || hw > 1) {
+        for (int64_t c = 0; c < (w ? CL : 1); ++c) {
+          const int64_t n = w ? hw : L;
+          const A ac = w ? a * static_cast<A>(wo[c]) : a;
+          const T *gc = gr_ + c * n, *xc = xr + c * n;
+          T* oc = o + c * n;
+#pragma omp simd
+          for (int64_t i = 0; i < n; ++i)
+            oc[i] = static_cast<T>(ac * static_cast<A>(gc[i]) + k * (static_cast<A>(xc[i]) - m) + c0);
+        }
+      } else {
+#pragma omp simd
+        for (int64_t i = 0; i < L; ++i)
+          o[i] = static_cast<T>(a * static_cast<A>(gr_[i]) * static_cast<A>(wo[i]) + k * (static_cast<A>(xr[i]) - m) + c0);
       }
     }
   });
-  // parameter grads: per-chunk partial sums over rows, merged serially (P parameters)
+  // parameter grads: per-chunk partial sums over rows (double), merged serially (P parameters)
   int nt = std::max(1, std::min<int>(get_num_threads(), static_cast<int>(std::max<int64_t>(1, M * L / kParallelGrain))));
   std::vector<std::vector<double>> pw(nt, std::vector<double>(P, 0.0)), pb(nt, std::vector<double>(P, 0.0));
   parallel_for(nt, 1, [&](int64_t tb, int64_t te) {
@@ -247,12 +317,21 @@ void rows_bwd(const T* gr, const T* x, const SA* mean, const SA* rstd, const SA*
       double *aw = pw[t].data(), *ab = pb[t].data();
       for (int64_t r = r0; r < r1; ++r) {
         const T *gr_ = gr + r * L, *xr = x + r * L;
-        double mu = mean[r], rs = rstd[r];
-        for (int64_t k = 0; k < L; ++k) {
-          double gv = static_cast<double>(gr_[k]);
-          int64_t i = aidx(r, k);
-          aw[i] += gv * (static_cast<double>(xr[k]) - mu) * rs;
-          ab[i] += gv;
+        const double mu = mean[r], rs = rstd[r];
+        const int64_t off = (r % g.G) * CL;
+        if (hw == 1) {
+          double *awo = aw + off, *abo = ab + off;
+#pragma omp simd
+          for (int64_t k = 0; k < L; ++k) {
+            double gv = static_cast<double>(gr_[k]);
+            awo[k] += gv * (static_cast<double>(xr[k]) - mu) * rs;
+            abo[k] += gv;
+          }
+        } else {
+          for (int64_t c = 0; c < CL; ++c) {
+            aw[off + c] += centred_dot(gr_ + c * hw, xr + c * hw, hw, mu) * rs;
+            ab[off + c] += sum_of(gr_ + c * hw, hw);
+          }
         }
       }
     }
@@ -345,7 +424,10 @@ FLOW_OP(native_batch_norm)
     .save_outputs({1, 2})
     .nondiff_outputs({1, 2})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      TensorList r = ops::call("native_batch_norm_backward", {g[0], c.input(0), c.input(1), c.output(1), c.output(2)},
+      TensorList r = composite_grad()
+          ? nn::batch_norm_grad_composite(g[0], c.input(0), c.input(1), c.output(1), c.output(2), c.attrs.b(0),
+                                          c.attrs.f(2))
+          : ops::call("native_batch_norm_backward", {g[0], c.input(0), c.input(1), c.output(1), c.output(2)},
                                {c.attrs.b(0), c.attrs.f(2)});
       return {c.needs(0) ? r[0] : Tensor(), c.needs(1) ? r[1] : Tensor(), c.needs(2) ? r[2] : Tensor(), Tensor(),
               Tensor()};
@@ -361,7 +443,7 @@ FLOW_OP(native_batch_norm_backward)
                                      {{g.C}, d, in[1].device()}};
     })
     .cpu_out(batch_norm_bwd)
-    .backward([](BackwardCtx&, const TensorList&) -> TensorList { no_double_backward("batch_norm"); });
+    .backward([](BackwardCtx&, const TensorList&) -> TensorList { helper_not_differentiable("batch_norm_backward"); });
 
 FLOW_OP(native_layer_norm)
     .schema("native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> (Tensor, Tensor, Tensor)")
@@ -380,7 +462,9 @@ FLOW_OP(native_layer_norm)
     .save_outputs({1, 2})
     .nondiff_outputs({1, 2})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      TensorList r = ops::call("native_layer_norm_backward", {g[0], c.input(0), c.output(1), c.output(2), c.input(1)},
+      TensorList r = composite_grad()
+          ? nn::layer_norm_grad_composite(g[0], c.input(0), c.input(1), c.attrs.ints(0), c.attrs.f(1))
+          : ops::call("native_layer_norm_backward", {g[0], c.input(0), c.output(1), c.output(2), c.input(1)},
                                {c.attrs.ints(0)});
       return {c.needs(0) ? r[0] : Tensor(), c.needs(1) ? r[1] : Tensor(), c.needs(2) ? r[2] : Tensor()};
     });
@@ -398,7 +482,7 @@ FLOW_OP(native_layer_norm_backward)
       RowGeom g = layer_geom(in[1], a.ints(0), in[4], Tensor());
       rows_bwd_kernel(in, out, g, g.L, "layer_norm_backward");
     })
-    .backward([](BackwardCtx&, const TensorList&) -> TensorList { no_double_backward("layer_norm"); });
+    .backward([](BackwardCtx&, const TensorList&) -> TensorList { helper_not_differentiable("layer_norm_backward"); });
 
 FLOW_OP(native_group_norm)
     .schema("native_group_norm(Tensor input, Tensor? weight, Tensor? bias, int group, float eps) -> (Tensor, Tensor, Tensor)")
@@ -417,7 +501,9 @@ FLOW_OP(native_group_norm)
     .save_outputs({1, 2})
     .nondiff_outputs({1, 2})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      TensorList r = ops::call("native_group_norm_backward", {g[0], c.input(0), c.output(1), c.output(2), c.input(1)},
+      TensorList r = composite_grad()
+          ? nn::group_norm_grad_composite(g[0], c.input(0), c.input(1), c.attrs.i(0), c.attrs.f(1))
+          : ops::call("native_group_norm_backward", {g[0], c.input(0), c.output(1), c.output(2), c.input(1)},
                                {c.attrs.i(0)});
       return {c.needs(0) ? r[0] : Tensor(), c.needs(1) ? r[1] : Tensor(), c.needs(2) ? r[2] : Tensor()};
     });
@@ -434,6 +520,6 @@ FLOW_OP(native_group_norm_backward)
       RowGeom g = group_geom(in[1], a.i(0), in[4], Tensor());
       rows_bwd_kernel(in, out, g, in[1].size(1), "group_norm_backward");
     })
-    .backward([](BackwardCtx&, const TensorList&) -> TensorList { no_double_backward("group_norm"); });
+    .backward([](BackwardCtx&, const TensorList&) -> TensorList { helper_not_differentiable("group_norm_backward"); });
 
 }  // namespace flow

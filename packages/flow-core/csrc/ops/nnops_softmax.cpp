@@ -6,6 +6,7 @@
 
 #include "../kernels/cpu/parallel.h"
 #include "nnops_util.h"
+#include "unary_vec.h"
 
 namespace flow {
 namespace {
@@ -27,6 +28,14 @@ Geometry geometry(const Shape& s, int64_t dim) {
 
 constexpr int64_t kColBlock = 64;  // inner elements handled together in the strided layout
 
+// exp that is exactly 0 far below the float range (exp(-inf) of masked entries; the vectorised float
+// exp saturates at exp(-104), a denormal)
+template <typename A>
+inline __attribute__((always_inline)) A exp0(A d) {
+  A v = vexp<A>(d);
+  return d < A(-104) ? A(0) : v;
+}
+
 template <typename T, bool Log>
 void softmax_fwd(const T* x, T* y, const Geometry& g) {
   using A = acc_t<T>;
@@ -37,27 +46,39 @@ void softmax_fwd(const T* x, T* y, const Geometry& g) {
       for (int64_t o = b; o < e; ++o) {
         const T* xr = x + o * D;
         T* yr = y + o * D;
+        // contiguous rows: `omp simd` reductions and the vectorisable exp (unary_vec.h) for float
         A mx = -std::numeric_limits<A>::infinity();
-        for (int64_t i = 0; i < D; ++i) mx = std::max(mx, static_cast<A>(xr[i]));
+        bool nan = false;
+#pragma omp simd reduction(max : mx) reduction(| : nan)
+        for (int64_t i = 0; i < D; ++i) {
+          A v = static_cast<A>(xr[i]);
+          mx = std::max(mx, v);
+          nan |= v != v;
+        }
+        if (nan) mx = std::numeric_limits<A>::quiet_NaN();
         if (std::isinf(mx) && mx < 0) mx = 0;  // all -inf: keep exp(x - mx) = 0, sum 0 -> nan like torch
         A sum = 0;
         if constexpr (Log) {
-          for (int64_t i = 0; i < D; ++i) sum += std::exp(static_cast<A>(xr[i]) - mx);
+#pragma omp simd reduction(+ : sum)
+          for (int64_t i = 0; i < D; ++i) sum += exp0<A>(static_cast<A>(xr[i]) - mx);
           A ls = std::log(sum);  // (x - max) - log(sum): keeps precision for large inputs
+#pragma omp simd
           for (int64_t i = 0; i < D; ++i) yr[i] = static_cast<T>((static_cast<A>(xr[i]) - mx) - ls);
-        } else {
+        } else if constexpr (std::is_same_v<T, A>) {
+#pragma omp simd reduction(+ : sum)
           for (int64_t i = 0; i < D; ++i) {
-            A v = std::exp(static_cast<A>(xr[i]) - mx);
-            yr[i] = static_cast<T>(v);
+            A v = exp0<A>(static_cast<A>(xr[i]) - mx);
+            yr[i] = v;
             sum += v;
           }
-          if constexpr (std::is_same_v<T, A>) {
-            A inv = A(1) / sum;
-            for (int64_t i = 0; i < D; ++i) yr[i] *= inv;
-          } else {
-            // 16-bit outputs: recompute exp in acc_t rather than rounding twice
-            for (int64_t i = 0; i < D; ++i) yr[i] = static_cast<T>(std::exp(static_cast<A>(xr[i]) - mx) / sum);
-          }
+          A inv = A(1) / sum;
+#pragma omp simd
+          for (int64_t i = 0; i < D; ++i) yr[i] *= inv;
+        } else {
+          // 16-bit outputs: recompute exp in acc_t rather than rounding twice
+#pragma omp simd reduction(+ : sum)
+          for (int64_t i = 0; i < D; ++i) sum += exp0<A>(static_cast<A>(xr[i]) - mx);
+          for (int64_t i = 0; i < D; ++i) yr[i] = static_cast<T>(exp0<A>(static_cast<A>(xr[i]) - mx) / sum);
         }
       }
     });
@@ -97,6 +118,28 @@ void softmax_bwd(const T* gr, const T* y, T* gi, const Geometry& g) {
   using A = acc_t<T>;
   const int64_t D = g.D, inner = g.inner;
   if (D == 0) return;
+  if (inner == 1) {  // contiguous rows
+    parallel_for(g.outer, std::max<int64_t>(1, kParallelGrain / D), [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        const T *gr_ = gr + o * D, *yr = y + o * D;
+        T* out = gi + o * D;
+        A s = 0;
+        if constexpr (Log) {
+#pragma omp simd reduction(+ : s)
+          for (int64_t i = 0; i < D; ++i) s += static_cast<A>(gr_[i]);
+#pragma omp simd
+          for (int64_t i = 0; i < D; ++i)
+            out[i] = static_cast<T>(static_cast<A>(gr_[i]) - exp0<A>(static_cast<A>(yr[i])) * s);
+        } else {
+#pragma omp simd reduction(+ : s)
+          for (int64_t i = 0; i < D; ++i) s += static_cast<A>(gr_[i]) * static_cast<A>(yr[i]);
+#pragma omp simd
+          for (int64_t i = 0; i < D; ++i) out[i] = static_cast<T>(static_cast<A>(yr[i]) * (static_cast<A>(gr_[i]) - s));
+        }
+      }
+    });
+    return;
+  }
   const int64_t nblk = (inner + kColBlock - 1) / kColBlock;
   parallel_for(g.outer * nblk, std::max<int64_t>(1, kParallelGrain / (D * std::min(inner, kColBlock))),
                [&](int64_t b, int64_t e) {

@@ -1,5 +1,6 @@
 // Sum-like reductions: sum, nansum, mean, nanmean, prod (and prod's backward helper).
 #include "reduce.h"
+#include "../autograd/grad_mode.h"
 
 #include <cmath>
 
@@ -229,6 +230,8 @@ FLOW_OP(prod)
         Tensor gk = ops::reshape(g[0], {1});
         if (!has_zero(x)) return {ops::mul(ops::reshape(gk, Shape(s.size(), 1)), ops::div(c.output(0), x))};
         Tensor flat = ops::reshape(x, {x.numel()});
+        if (autograd::GradMode::is_enabled())  // create_graph: keep the gradient differentiable
+          return {ops::reshape(ops::prod_backward_differentiable(ops::expand(gk, {x.numel()}), flat, 0), s)};
         return {ops::reshape(ops::call1("_prod_backward", {gk, flat}, {int64_t(0)}), s)};
       }
       int64_t dim = wrap_dim(c.attrs.i(0), x.dim(), "prod");
@@ -238,6 +241,8 @@ FLOW_OP(prod)
         Tensor r = restore_reduced(c.output(0), s, mask, keepdim, false);
         return {ops::mul(gk, ops::div(r, x))};
       }
+      if (autograd::GradMode::is_enabled())  // create_graph: keep the gradient differentiable
+        return {ops::prod_backward_differentiable(ops::expand(gk, s), x, dim)};
       return {ops::call1("_prod_backward", {gk, x}, {dim})};
     });
 
@@ -271,8 +276,10 @@ FLOW_OP(_prod_backward)
     .save_inputs({0, 1})
     .backward([](BackwardCtx& c, const TensorList& gg) -> TensorList {
       // linear in grad: d/dgrad = sum over the line of gg * (product of the others)
+      // prod's backward uses this helper only with grad mode off (plain backward), so it is never
+      // differentiated with respect to self from there; a direct call gets a clear error.
       FLOW_CHECK(!c.needs(1), NotImplemented,
-                 "prod: double backward with respect to an input that contains zeros is not supported");
+                 "_prod_backward: not differentiable with respect to self; differentiate prod with create_graph=True");
       Tensor x = c.input(1);
       int64_t dim = x.dim() == 0 ? 0 : wrap_dim(c.attrs.i(0), x.dim(), "prod");
       Tensor others = ops::call1("_prod_backward", {ops::ones_like(c.input(0)), x}, {dim});

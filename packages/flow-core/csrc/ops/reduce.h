@@ -58,5 +58,8 @@ Tensor logsumexp(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim
 Tensor var(const Tensor& t, const std::vector<int64_t>& dims, double correction = 1.0, bool keepdim = false);
 Tensor vector_norm(const Tensor& t, double ord, const std::vector<int64_t>& dims, bool keepdim = false);
 Tensor cumsum(const Tensor& t, int64_t dim);
+// Zero-safe gradients built from registered ops (differentiable again; reduce_zero_grad.cpp).
+Tensor prod_backward_differentiable(const Tensor& g, const Tensor& x, int64_t dim);
+Tensor cumprod_backward_differentiable(const Tensor& g, const Tensor& x, int64_t dim);
 
 }  // namespace flow::ops

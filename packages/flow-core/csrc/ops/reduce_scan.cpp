@@ -1,5 +1,6 @@
 // Scans along a dim: cumsum, cumprod, with their backward helpers.
 #include "reduce.h"
+#include "../autograd/grad_mode.h"
 
 namespace flow {
 namespace {
@@ -89,6 +90,8 @@ FLOW_OP(cumprod)
       if (x.numel() == 0) return {ops::zeros_like(x)};
       Tensor xc = ops::to_dtype(x, g[0].dtype());
       if (!any_zero(x)) return {ops::div(reverse_cumsum(ops::mul(g[0], c.output(0)), dim), xc)};
+      if (autograd::GradMode::is_enabled())  // create_graph: keep the gradient differentiable
+        return {ops::cumprod_backward_differentiable(g[0], xc, dim)};
       return {ops::call1("_cumprod_backward", {g[0], xc}, {dim})};
     });
 
@@ -137,8 +140,9 @@ FLOW_OP(_cumprod_backward)
       });
     })
     .backward([](BackwardCtx&, const TensorList&) -> TensorList {
+      // cumprod's backward uses this helper only with grad mode off (plain backward)
       fail(ErrorKind::NotImplemented,
-           "cumprod: double backward with respect to an input that contains zeros is not supported");
+           "_cumprod_backward: not differentiable; differentiate cumprod with create_graph=True");
     });
 
 namespace ops {
