@@ -14,13 +14,11 @@ def main():
     flow.set_num_threads(2)
     print(f"oneflow {flow.__version__}: {len(flow.list_ops())} registered ops")
 
-    # tensors, views and broadcasting
-    x = flow.tensor(np.linspace(-1, 1, 64, dtype=np.float32))
-    feats = flow.ones(64, 3)
-    feats[:, 1] = x if hasattr(flow.Tensor, "__setitem__") else None
-    basis = flow.stack([flow.ones(64), x, x * x], 1) if hasattr(flow, "stack") else None
-    if basis is None:
-        basis = flow.tensor(np.stack([np.ones(64), x.numpy(), x.numpy() ** 2], 1).astype(np.float32))
+    # tensors, views, indexing and broadcasting
+    x = flow.linspace(-1, 1, 64)
+    basis = flow.stack([flow.ones(64), x, x * x], 1)
+    column = basis[:, 1]
+    assert column._storage_ptr() == basis._storage_ptr(), "indexing with slices gives a view"
     y = 1 - 2 * x + 3 * x * x
     print("basis", tuple(basis.shape), "view of its transpose contiguous?", basis.t().is_contiguous())
 
