@@ -31,8 +31,6 @@ class Adadelta(Optimizer):
             group.setdefault("maximize", False)
             group.setdefault("differentiable", False)
             group.setdefault("capturable", False)
-            for p in group["params"]:
-                self._ensure_step_tensor(self.state.get(p, {}))
 
     @flow.no_grad()
     def step(self, closure=None):

@@ -39,8 +39,6 @@ class Adagrad(Optimizer):
             group.setdefault("maximize", False)
             group.setdefault("differentiable", False)
             group.setdefault("fused", None)
-            for p in group["params"]:
-                self._ensure_step_tensor(self.state.get(p, {}))
 
     @flow.no_grad()
     def step(self, closure=None):

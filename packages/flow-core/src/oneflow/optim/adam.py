@@ -42,8 +42,6 @@ class Adam(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("fused", None)
             group.setdefault("decoupled_weight_decay", False)
-            for p in group["params"]:
-                self._ensure_step_tensor(self.state.get(p, {}))
 
     @flow.no_grad()
     def step(self, closure=None):
@@ -51,20 +49,27 @@ class Adam(Optimizer):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             amsgrad = group["amsgrad"]
-            packed = []
-            for p, g in self._grads_of(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = self._new_step()
-                    state["exp_avg"] = flow.zeros_like(p)
-                    state["exp_avg_sq"] = flow.zeros_like(p)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = flow.zeros_like(p)
-                packed += (p, g, state["exp_avg"], state["exp_avg_sq"], state["step"])
-                if amsgrad:
-                    packed.append(state["max_exp_avg_sq"])
+            packed = pack_moments(self, group, amsgrad)
             beta1, beta2 = group["betas"]
             self._run("adam_update_", packed, lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
                       weight_decay=group["weight_decay"], amsgrad=amsgrad, maximize=group["maximize"],
                       decoupled_weight_decay=group["decoupled_weight_decay"])
         return loss
+
+
+def pack_moments(optimizer, group, amsgrad):
+    """The flat tensor list of Adam-style update ops: per parameter with a grad, [param, grad, exp_avg,
+    exp_avg_sq, step] (+ max_exp_avg_sq with amsgrad), creating the state on first use."""
+    packed = []
+    for p, g in optimizer._grads_of(group):
+        state = optimizer.state[p]
+        if len(state) == 0:
+            state["step"] = optimizer._new_step()
+            state["exp_avg"] = flow.zeros_like(p)
+            state["exp_avg_sq"] = flow.zeros_like(p)
+            if amsgrad:
+                state["max_exp_avg_sq"] = flow.zeros_like(p)
+        packed += (p, g, state["exp_avg"], state["exp_avg_sq"], state["step"])
+        if amsgrad:
+            packed.append(state["max_exp_avg_sq"])
+    return packed

@@ -1,7 +1,7 @@
 """LAMB (layer-wise adaptive moments), OneFlow's ``flow.optim.LAMB`` with apex's update rule."""
 import oneflow as flow
 
-from .adam import _check_adam_args
+from .adam import _check_adam_args, pack_moments
 from .optimizer import Optimizer
 
 __all__ = ["LAMB"]
@@ -26,30 +26,13 @@ class LAMB(Optimizer):
                         contiguous_params=contiguous_params)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            for p in group["params"]:
-                self._ensure_step_tensor(self.state.get(p, {}))
-
     @flow.no_grad()
     def step(self, closure=None):
         """Perform a single optimization step."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             amsgrad = group["amsgrad"]
-            packed = []
-            for p, g in self._grads_of(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = self._new_step()
-                    state["exp_avg"] = flow.zeros_like(p)
-                    state["exp_avg_sq"] = flow.zeros_like(p)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = flow.zeros_like(p)
-                packed += (p, g, state["exp_avg"], state["exp_avg_sq"], state["step"])
-                if amsgrad:
-                    packed.append(state["max_exp_avg_sq"])
+            packed = pack_moments(self, group, amsgrad)
             beta1, beta2 = group["betas"]
             self._run("lamb_update_", packed, lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
                       weight_decay=group["weight_decay"], adam_w_mode=group["adam_w_mode"],

@@ -139,6 +139,10 @@ class Optimizer:
                      "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks"):
             if name not in self.__dict__:
                 setattr(self, name, OrderedDict())
+        # old pickles may hold plain-number step counters; the update ops want 0-dim tensors
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._ensure_step_tensor(self.state.get(p, {}))
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("
