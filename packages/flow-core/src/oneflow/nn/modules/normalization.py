@@ -21,6 +21,20 @@ def _flow():
     return oneflow
 
 
+def _register_affine(module, shape, affine, bias, kw):
+    """weight (and bias unless ``bias=False``) of ``shape`` when ``affine``, else both registered as None."""
+    flow = _flow()
+    module.register_parameter("weight", Parameter(flow.empty(shape, **kw)) if affine else None)
+    module.register_parameter("bias", Parameter(flow.empty(shape, **kw)) if affine and bias else None)
+
+
+def _reset_affine(module):
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class _NormBase(Module):
     """Common base of BatchNorm and InstanceNorm: affine parameters and running statistics buffers."""
 
@@ -37,15 +51,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if self.affine:
-            self.weight = Parameter(flow.empty(num_features, **kw))
-            if bias:
-                self.bias = Parameter(flow.empty(num_features, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, num_features, self.affine, bias, kw)
         if self.track_running_stats:
             self.register_buffer("running_mean", flow.zeros(num_features, **kw))
             self.register_buffer("running_var", flow.ones(num_features, **kw))
@@ -65,10 +71,7 @@ class _NormBase(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def _check_input_dim(self, input):
         raise NotImplementedError
@@ -218,29 +221,17 @@ class LayerNorm(Module):
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         super().__init__()
-        flow = _flow()
         kw = _factory(device, dtype)
         if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if self.elementwise_affine:
-            self.weight = Parameter(flow.empty(self.normalized_shape, **kw))
-            if bias:
-                self.bias = Parameter(flow.empty(self.normalized_shape, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, self.normalized_shape, self.elementwise_affine, bias, kw)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return _ops.native_layer_norm(input, list(self.normalized_shape), self.weight, self.bias, self.eps)[0]
@@ -257,7 +248,6 @@ class GroupNorm(Module):
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
         super().__init__()
-        flow = _flow()
         kw = _factory(device, dtype)
         if num_channels % num_groups != 0:
             raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
@@ -265,22 +255,11 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if self.affine:
-            self.weight = Parameter(flow.empty(num_channels, **kw))
-            if bias:
-                self.bias = Parameter(flow.empty(num_channels, **kw))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, num_channels, self.affine, bias, kw)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
