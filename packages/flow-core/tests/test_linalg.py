@@ -168,3 +168,70 @@ def test_errors(fn, msg):
 def test_bool_mm_not_implemented():
     with pytest.raises(NotImplementedError):
         flow.mm(flow.ones(2, 2, dtype=flow.bool), flow.ones(2, 2, dtype=flow.bool))
+
+
+def test_mm_transposed_left_operand_with_power_of_two_leading_dim():
+    # A^T with a leading dimension of 1024 floats takes sgemm's padded-copy path (see gemm.cpp).
+    a, b, c = r(1024, 1024), r(1024, 256), r(1024, 256)
+    want = a.T.astype(np.float64) @ b.astype(np.float64)
+    fa, fb = flow.tensor(a), flow.tensor(b)
+    assert_close(flow.mm(fa.t(), fb), want, rtol=1e-3, atol=1e-3)
+    assert_close(flow.addmm(flow.tensor(c), fa.t(), fb, beta=0.5, alpha=2.0), 0.5 * c + 2.0 * want, rtol=1e-3,
+                 atol=2e-3)
+    # both operands transposed, and a batch of such products
+    assert_close(flow.mm(fa.t(), flow.tensor(b.T.copy()).t()), want, rtol=1e-3, atol=1e-3)
+    a3 = r(2, 1024, 512)
+    b3 = r(2, 1024, 256)
+    got = flow.bmm(flow.tensor(a3).transpose(1, 2), flow.tensor(b3))
+    assert_close(got, np.einsum("bkm,bkn->bmn", a3.astype(np.float64), b3), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 6), (2, 2, 3, 6), (0, 3, 6), (6,)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_leading_dims_fold_into_one_gemm(shape, bias):
+    w, bvec = r(5, 6), r(5)
+    x = r(*shape)
+
+    def f(lib):
+        def fn(x, w, *b):
+            return lib.nn.functional.linear(x, w, b[0] if b else None)
+        return fn
+
+    check_vs_torch(f(flow), f(torch), [x, w] + ([bvec] if bias else []), rtol=1e-4, atol=1e-5)
+    # a non-contiguous input (a transposed view) gives the same result
+    if len(shape) == 3 and shape[0]:
+        xt = r(shape[1], shape[0], 6)
+        check_vs_torch(lambda x, w: flow.nn.functional.linear(x.transpose(0, 1), w),
+                       lambda x, w: torch.nn.functional.linear(x.transpose(0, 1), w), [xt, w], rtol=1e-4, atol=1e-5)
+
+
+def test_linear_shape_mismatch_error():
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(6x4 and 3x5\)"):
+        flow.nn.functional.linear(flow.randn(2, 3, 4), flow.randn(5, 3))
+
+
+def test_mm_gradient_keeps_the_operand_layout():
+    # linear multiplies by weight.t(): the weight's gradient must come back contiguous (no copy in AccumulateGrad)
+    x, w = r(7, 4), r(3, 4)
+    fw = flow.tensor(w, requires_grad=True)
+    tw = torch.tensor(w, requires_grad=True)
+    for _ in range(2):  # accumulation into an existing .grad as well
+        flow.mm(flow.tensor(x), fw.t()).square().sum().backward()
+        torch.mm(torch.tensor(x), tw.t()).square().sum().backward()
+    assert fw.grad.is_contiguous()
+    assert_close(fw.grad, tw.grad.numpy(), rtol=1e-4, atol=1e-4)
+    # a column-major left operand: its gradient is column-major as well, values equal
+    a, b, m = r(4, 7), r(4, 3), r(7, 3)
+    fa = flow.tensor(a, requires_grad=True)
+    g = flow.autograd.grad(flow.mm(fa.t(), flow.tensor(b)).sum(), fa)[0]
+    assert g.is_contiguous()  # computed column-major for fa.t(), so contiguous for fa
+    fat = fa.t()
+    fat.retain_grad()
+    (flow.mm(fat, flow.tensor(b)) * flow.tensor(m)).sum().backward()
+    ta = torch.tensor(a, requires_grad=True)
+    tat = ta.t()
+    tat.retain_grad()
+    (torch.mm(tat, torch.tensor(b)) * torch.tensor(m)).sum().backward()
+    assert fa.grad.is_contiguous()
+    assert_close(fat.grad, tat.grad.numpy(), rtol=1e-5, atol=1e-5)
+    assert_close(fa.grad, ta.grad.numpy(), rtol=1e-5, atol=1e-5)

@@ -112,6 +112,16 @@ void add_gemm(const Tensor& self, const Tensor& A, const Tensor& B, const Tensor
   batched_gemm(A, B, out3d, alpha, beta);
 }
 
+// x @ y laid out like `ref` (the operand whose gradient this is): a column-major ref (a transposed weight, as
+// in linear) gets (y^T @ x^T)^T, so its gradient is column-major too and flows back through the transpose as a
+// contiguous tensor that AccumulateGrad can keep instead of copying.
+Tensor mm_like(const Tensor& x, const Tensor& y, const Tensor& ref) {
+  bool col_major = ref.dim() == 2 && ref.size(0) > 1 && ref.size(1) > 1 && ref.stride(0) == 1 &&
+                   ref.stride(1) == ref.size(0);
+  if (!col_major) return ops::mm(x, y);
+  return ops::transpose(ops::mm(ops::transpose(y, 0, 1), ops::transpose(x, 0, 1)), 0, 1);
+}
+
 Tensor scaled(const Tensor& g, const Attrs& a, int k) {
   Scalar s = a.s(k);
   return s.to_double() == 1.0 ? g : ops::mul(g, s);
@@ -128,8 +138,8 @@ FLOW_OP(mm)
     })
     .save_inputs({0, 1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {c.needs(0) ? ops::mm(g[0], ops::transpose(c.input(1), 0, 1)) : Tensor(),
-              c.needs(1) ? ops::mm(ops::transpose(c.input(0), 0, 1), g[0]) : Tensor()};
+      return {c.needs(0) ? mm_like(g[0], ops::transpose(c.input(1), 0, 1), c.input(0)) : Tensor(),
+              c.needs(1) ? mm_like(ops::transpose(c.input(0), 0, 1), g[0], c.input(1)) : Tensor()};
     });
 
 FLOW_OP(bmm)
@@ -158,8 +168,8 @@ FLOW_OP(addmm)
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       return {c.needs(0) ? scaled(g[0], c.attrs, 0) : Tensor(),
-              c.needs(1) ? scaled(ops::mm(g[0], ops::transpose(c.input(2), 0, 1)), c.attrs, 1) : Tensor(),
-              c.needs(2) ? scaled(ops::mm(ops::transpose(c.input(1), 0, 1), g[0]), c.attrs, 1) : Tensor()};
+              c.needs(1) ? scaled(mm_like(g[0], ops::transpose(c.input(2), 0, 1), c.input(1)), c.attrs, 1) : Tensor(),
+              c.needs(2) ? scaled(mm_like(ops::transpose(c.input(1), 0, 1), g[0], c.input(2)), c.attrs, 1) : Tensor()};
     });
 
 FLOW_OP(baddbmm)
