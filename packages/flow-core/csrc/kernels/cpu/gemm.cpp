@@ -195,8 +195,10 @@ void batched_sgemm(const Tensor& A0, const Tensor& B0, const Tensor& C, float al
   auto one = [&](int64_t i) {
     sgemm_rowmajor(ta, tb, M, N, K, alpha, a + off.a[i], lda, b + off.b[i], ldb, beta, c + off.c[i], ldc);
   };
-  // Many small products: one serial sgemm per thread over the batch; otherwise oneDNN threads each product.
-  if (bs > 1 && M * N * K < (1 << 20)) {
+  // Split the batch across threads (each product then runs serial, with no synchronisation inside it) when
+  // the products are small or the batch divides evenly; otherwise oneDNN threads each product in turn.
+  int64_t nt = get_num_threads();
+  if (bs > 1 && (M * N * K < (1 << 20) || bs % nt == 0 || bs >= 4 * nt)) {
     parallel_for(bs, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, M * N * K)), [&](int64_t b0, int64_t b1) {
       for (int64_t i = b0; i < b1; ++i) one(i);
     });
