@@ -1,4 +1,6 @@
 // Data movement: copy_ (broadcasting, casting), clone, contiguous, to_dtype, fill_.
+#include <cstring>
+
 #include "../kernels/cpu/loops.h"
 #include "functions.h"
 
@@ -34,9 +36,21 @@ void copy_kernel(const Tensor& dst, const Tensor& src) {
                 static_cast<double>(static_cast<acc_t<S>>(*reinterpret_cast<const S*>(p[1] + i * st[1]))) != 0.0;
         } else {
           using A = acc_t<S>;
-          for (int64_t i = 0; i < n; ++i)
-            *reinterpret_cast<D*>(p[0] + i * st[0]) =
-                static_cast<D>(static_cast<A>(*reinterpret_cast<const S*>(p[1] + i * st[1])));
+          if (st[0] == sizeof(D) && st[1] == sizeof(S)) {
+            // contiguous runs (e.g. the rows of a transposed tensor made contiguous)
+            if constexpr (std::is_same_v<D, S>) {
+              std::memmove(p[0], p[1], n * sizeof(D));  // memmove: a copy_ between overlapping views
+            } else {
+              D* d = reinterpret_cast<D*>(p[0]);
+              const S* s = reinterpret_cast<const S*>(p[1]);
+#pragma omp simd
+              for (int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(static_cast<A>(s[i]));
+            }
+          } else {
+            for (int64_t i = 0; i < n; ++i)
+              *reinterpret_cast<D*>(p[0] + i * st[0]) =
+                  static_cast<D>(static_cast<A>(*reinterpret_cast<const S*>(p[1] + i * st[1])));
+          }
         }
       });
     });
