@@ -162,9 +162,12 @@ FLOW_OP(gelu_backward)
         grad_kernel("gelu_backward", in, out[0], [](auto tag) {
           using A = acc_t<typename decltype(tag)::type>;
           return [](A g, A x) __attribute__((always_inline)) -> A {
-            A cdf = A(0.5) * (A(1) + verf_abs<A>(x * A(kSqrt1_2)));
-            A pdf = A(kInvSqrt2Pi) * vexp<A>(A(-0.5) * x * x);
-            return g * (cdf + x * pdf);
+            A e = vexp<A>(A(-0.5) * x * x);  // exp(-x^2/2): the pdf's, and erf(x/sqrt2)'s exp(-z^2)
+            A erf;
+            if constexpr (std::is_same_v<A, float>) erf = vec::erf_abs_f32(x * A(kSqrt1_2), e);
+            else erf = std::erf(x * A(kSqrt1_2));
+            A cdf = A(0.5) * (A(1) + erf);
+            return g * (cdf + x * (A(kInvSqrt2Pi) * e));
           };
         });
       }

@@ -57,7 +57,8 @@ FLOW_VEC_INLINE float tanh_f32(float x) {
 
 // Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7), as PyTorch's vectorised erf; for gelu only,
 // where the absolute error is what matters (the erf op itself keeps libm's relative accuracy).
-FLOW_VEC_INLINE float erf_abs_f32(float x) {
+// `exp_neg_x2` is exp(-x*x), passed in so that gelu's backward shares it with the normal pdf.
+FLOW_VEC_INLINE float erf_abs_f32(float x, float exp_neg_x2) {
   float ax = x < 0 ? -x : x;
   float t = 1.0f / (1.0f + 0.3275911f * ax);
   float p = 1.061405429f;
@@ -65,9 +66,10 @@ FLOW_VEC_INLINE float erf_abs_f32(float x) {
   p = p * t + 1.421413741f;
   p = p * t - 0.284496736f;
   p = p * t + 0.254829592f;
-  float r = 1.0f - p * t * exp_f32(-x * x);
+  float r = 1.0f - p * t * exp_neg_x2;
   return x < 0 ? -r : r;
 }
+FLOW_VEC_INLINE float erf_abs_f32(float x) { return erf_abs_f32(x, exp_f32(-x * x)); }
 
 FLOW_VEC_INLINE float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
 
