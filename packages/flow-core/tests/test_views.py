@@ -284,3 +284,35 @@ def test_unbind_mixed_dtype_root_grads():
     (g,) = flow.autograd.grad([r0, r2], [x], [flow.ones(2, dtype=flow.float64), flow.full((2,), 2.0)])
     assert g.dtype == flow.float32
     np.testing.assert_allclose(g.numpy(), [[1, 1], [0, 0], [2, 2]])
+
+
+# ---- copies between transposed layouts (tiled; 8 x 8 register blocks for 4-byte elements) ----------------
+@pytest.mark.parametrize("dt", ["float32", "int32", "float64", "int64", "float16", "bfloat16", "int8", "bool"])
+@pytest.mark.parametrize("shape,perm", [
+    ((256, 1024), (1, 0)),      # whole tiles
+    ((97, 203), (1, 0)),        # partial tiles at both edges
+    ((3, 70, 45), (0, 2, 1)),   # a batch dim
+    ((2, 4, 64, 40), (0, 1, 3, 2)),
+    ((40, 3, 5, 64), (3, 1, 2, 0)),  # unit-stride dims far apart, others in between
+    ((20, 31), (1, 0)),         # below the tile size: the generic loop
+])
+def test_transposed_copies_match_torch(dt, shape, perm):
+    n = int(np.prod(shape))
+    base = np.arange(n).reshape(shape) % 251
+    arr = base > 120 if dt == "bool" else base.astype(np.float32 if dt == "bfloat16" else dt)
+    f = flow.tensor(arr)
+    t = torch.tensor(arr)
+    if dt == "bfloat16":
+        f, t = f.to(flow.bfloat16), t.to(torch.bfloat16)
+    fp, tp = f.permute(*perm), t.permute(*perm)
+    got = fp.contiguous()
+    assert got.is_contiguous()
+    assert_close(got, tp.contiguous())
+    # into a strided destination: copy_ into a transposed view of a contiguous buffer
+    fd = flow.zeros(*reversed(fp.shape), dtype=f.dtype).permute(*range(fp.dim() - 1, -1, -1))
+    fd.copy_(fp)
+    assert_close(fd, tp)
+    # a source at a storage offset (a slice of a bigger buffer)
+    big = flow.cat([f.reshape(-1), f.reshape(-1)[:7]]).narrow(0, 7, n).reshape(shape)
+    tbig = torch.cat([t.reshape(-1), t.reshape(-1)[:7]]).narrow(0, 7, n).reshape(shape)
+    assert_close(big.permute(*perm).contiguous(), tbig.permute(*perm).contiguous())
