@@ -499,3 +499,20 @@ def test_normalize():
     check_vs_torch(lambda x: F.normalize(x), lambda x: TF.normalize(x), [x], rtol=1e-5, atol=1e-6)
     check_vs_torch(lambda x: F.normalize(x, p=1, dim=0), lambda x: TF.normalize(x, p=1, dim=0), [x], rtol=1e-5,
                    atol=1e-6)
+
+
+@pytest.mark.parametrize("ls", [0.0, 0.1])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_wide_rows_grad(ls, weighted):
+    """(N, C) rows wide enough for the vectorised fill of nll_loss_backward (unweighted) and its weighted
+    strided loop; ignored targets get zero rows."""
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((37, 1000)).astype(np.float32)
+    t = rng.integers(0, 1000, 37)
+    t[[3, 20]] = 7
+    w = rng.random(1000).astype(np.float32) + 0.5 if weighted else None
+    kw = dict(label_smoothing=ls, ignore_index=7)
+    check_vs_torch(lambda a: F.cross_entropy(a, flow.tensor(t), weight=None if w is None else flow.tensor(w), **kw),
+                   lambda a: torch.nn.functional.cross_entropy(a, torch.tensor(t),
+                                                               weight=None if w is None else torch.tensor(w), **kw),
+                   [x], rtol=1e-5, atol=1e-6)
