@@ -540,3 +540,23 @@ def test_cross_entropy_wide_rows_grad(ls, weighted):
                    lambda a: torch.nn.functional.cross_entropy(a, torch.tensor(t),
                                                                weight=None if w is None else torch.tensor(w), **kw),
                    [x], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("padding_idx,freq", [(None, False), (3, False), (None, True)])
+def test_embedding_backward_accumulates_like_torch(dt, padding_idx, freq):
+    """Repeated indices accumulate, padding rows get no gradient, scale_grad_by_freq divides by counts;
+    200 columns span several parallel column blocks; float/double accumulate in the output itself."""
+    rng = np.random.default_rng(13)
+    w = rng.standard_normal((50, 200)).astype(np.float32)
+    idx = rng.integers(0, 50, (7, 33))
+    idx[0, :5] = 3
+    g = rng.standard_normal((7, 33, 200)).astype(np.float32)
+    res = []
+    for lib, Fn in ((flow, F), (torch, TF)):
+        wt = lib.tensor(w).to(getattr(lib, dt)).requires_grad_(True)
+        out = Fn.embedding(lib.tensor(idx), wt, padding_idx=padding_idx, scale_grad_by_freq=freq)
+        (gw,) = lib.autograd.grad(out, [wt], [lib.tensor(g).to(getattr(lib, dt))])
+        res.append(gw)
+    tol = dict(rtol=1e-5, atol=1e-5) if dt in ("float32", "float64") else dict(rtol=2e-2, atol=5e-2)
+    assert_close(res[0], res[1], **tol)
