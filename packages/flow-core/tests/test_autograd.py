@@ -234,3 +234,56 @@ def test_grad_fn_graph_introspection():
     assert nxt.name() == "MulBackward"
     acc = nxt.next_functions[0][0]
     assert acc.name() == "AccumulateGrad"
+
+
+def _ops_during(fn):
+    from oneflow._dispatch import DispatchMode
+
+    class Log(DispatchMode):
+        names = []
+
+        def __flow_dispatch__(self, op, inputs, attrs):
+            self.names.append(op.name)
+            return op.redispatch(inputs, attrs)
+
+    with Log() as log:
+        fn()
+    return log.names
+
+
+def test_accumulate_grad_takes_unshared_view_gradients_without_copy():
+    # linear's weight gradient arrives as the transpose of a fresh product, its bias gradient as a view of a
+    # fresh sum: both become .grad without a clone, and are plain (non-view) contiguous tensors
+    lin = flow.nn.Linear(4, 3)
+    x = flow.randn(2, 5, 4)
+    names = _ops_during(lambda: lin(x).sum().backward())
+    assert "clone" not in names, names
+    assert lin.weight.grad.is_contiguous() and lin.bias.grad.is_contiguous()
+    assert lin.weight.grad._base is None
+    tl = torch.nn.Linear(4, 3)
+    with torch.no_grad():
+        tl.weight.copy_(torch.tensor(lin.weight.detach().numpy()))
+        tl.bias.copy_(torch.tensor(lin.bias.detach().numpy()))
+    tl(torch.tensor(x.numpy())).sum().backward()
+    assert_close(lin.weight.grad, tl.weight.grad.numpy(), rtol=1e-5, atol=1e-5)
+    assert_close(lin.bias.grad, tl.bias.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_accumulate_grad_copies_views_of_tensors_others_hold():
+    kept = flow.randn(4, 3)
+
+    class ReturnsView(flow.autograd.Function):
+        @staticmethod
+        def forward(ctx, w):
+            return w * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return kept.view(3, 4)  # a contiguous view of a tensor the caller still holds
+
+    w = flow.randn(3, 4, requires_grad=True)
+    ReturnsView.apply(w).sum().backward()
+    before = kept.numpy().copy()
+    w.grad.add_(1.0)  # must not write through into `kept`
+    np.testing.assert_array_equal(kept.numpy(), before)
+    assert_close(w.grad, before.reshape(3, 4) + 1, rtol=0, atol=0)

@@ -108,6 +108,18 @@ def test_float64_gradchecks():
     gradcheck(lambda x, y: flow.mv(x, y) * 2, [a, v])
     gradcheck(lambda x, y: flow.addmm(flow.slice(x, 1, 0, 2).sum(1, keepdim=True), x, y, beta=0.3, alpha=1.7), [a, b])
     gradcheck(lambda x, y: flow.einsum("bij,jk->bk", x, y), [c, b])
+    # strided, broadcast batches (the _batch_matmul path) and their double backward
+    d = flow.tensor(r(5, 3, 4, dtype=np.float64), requires_grad=True)
+    gradcheck(lambda x, y: flow.matmul(x.transpose(0, 1), y.permute(1, 2, 0)), [c, d])
+    e = flow.tensor(r(1, 3, 4, 2, dtype=np.float64), requires_grad=True)
+    gradcheck(lambda x, y: flow.matmul(x.permute(1, 0, 2), y).square(), [c, e])
+    x0 = flow.tensor(r(2, 3, 4, dtype=np.float64), requires_grad=True)
+    (g,) = flow.autograd.grad(flow.matmul(x0, x0.transpose(1, 2)).square().sum(), [x0], create_graph=True)
+    (gg,) = flow.autograd.grad(g.square().sum(), [x0])
+    tx = torch.tensor(x0.detach().numpy(), requires_grad=True)
+    (tg,) = torch.autograd.grad(torch.matmul(tx, tx.transpose(1, 2)).square().sum(), [tx], create_graph=True)
+    (tgg,) = torch.autograd.grad(tg.square().sum(), [tx])
+    assert_close(gg, tgg.numpy(), rtol=1e-9, atol=1e-9)
 
 
 def test_double_backward_mm():
@@ -168,3 +180,157 @@ def test_errors(fn, msg):
 def test_bool_mm_not_implemented():
     with pytest.raises(NotImplementedError):
         flow.mm(flow.ones(2, 2, dtype=flow.bool), flow.ones(2, 2, dtype=flow.bool))
+
+
+def test_mm_transposed_left_operand_with_power_of_two_leading_dim():
+    # A^T with a leading dimension of 1024 floats takes sgemm's padded-copy path (see gemm.cpp).
+    a, b, c = r(1024, 1024), r(1024, 256), r(1024, 256)
+    want = a.T.astype(np.float64) @ b.astype(np.float64)
+    fa, fb = flow.tensor(a), flow.tensor(b)
+    assert_close(flow.mm(fa.t(), fb), want, rtol=1e-3, atol=1e-3)
+    assert_close(flow.addmm(flow.tensor(c), fa.t(), fb, beta=0.5, alpha=2.0), 0.5 * c + 2.0 * want, rtol=1e-3,
+                 atol=2e-3)
+    # both operands transposed, and a batch of such products
+    assert_close(flow.mm(fa.t(), flow.tensor(b.T.copy()).t()), want, rtol=1e-3, atol=1e-3)
+    a3 = r(2, 1024, 512)
+    b3 = r(2, 1024, 256)
+    got = flow.bmm(flow.tensor(a3).transpose(1, 2), flow.tensor(b3))
+    assert_close(got, np.einsum("bkm,bkn->bmn", a3.astype(np.float64), b3), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 6), (2, 2, 3, 6), (0, 3, 6), (6,)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_leading_dims_fold_into_one_gemm(shape, bias):
+    w, bvec = r(5, 6), r(5)
+    x = r(*shape)
+
+    def f(lib):
+        def fn(x, w, *b):
+            return lib.nn.functional.linear(x, w, b[0] if b else None)
+        return fn
+
+    check_vs_torch(f(flow), f(torch), [x, w] + ([bvec] if bias else []), rtol=1e-4, atol=1e-5)
+    # a non-contiguous input (a transposed view) gives the same result
+    if len(shape) == 3 and shape[0]:
+        xt = r(shape[1], shape[0], 6)
+        check_vs_torch(lambda x, w: flow.nn.functional.linear(x.transpose(0, 1), w),
+                       lambda x, w: torch.nn.functional.linear(x.transpose(0, 1), w), [xt, w], rtol=1e-4, atol=1e-5)
+
+
+def test_linear_shape_mismatch_error():
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(6x4 and 3x5\)"):
+        flow.nn.functional.linear(flow.randn(2, 3, 4), flow.randn(5, 3))
+
+
+def test_mm_gradient_keeps_the_operand_layout():
+    # linear multiplies by weight.t(): the weight's gradient must come back contiguous (no copy in AccumulateGrad)
+    x, w = r(7, 4), r(3, 4)
+    fw = flow.tensor(w, requires_grad=True)
+    tw = torch.tensor(w, requires_grad=True)
+    for _ in range(2):  # accumulation into an existing .grad as well
+        flow.mm(flow.tensor(x), fw.t()).square().sum().backward()
+        torch.mm(torch.tensor(x), tw.t()).square().sum().backward()
+    assert fw.grad.is_contiguous()
+    assert_close(fw.grad, tw.grad.numpy(), rtol=1e-4, atol=1e-4)
+    # a column-major left operand: its gradient is column-major as well, values equal
+    a, b, m = r(4, 7), r(4, 3), r(7, 3)
+    fa = flow.tensor(a, requires_grad=True)
+    g = flow.autograd.grad(flow.mm(fa.t(), flow.tensor(b)).sum(), fa)[0]
+    assert g.is_contiguous()  # computed column-major for fa.t(), so contiguous for fa
+    fat = fa.t()
+    fat.retain_grad()
+    (flow.mm(fat, flow.tensor(b)) * flow.tensor(m)).sum().backward()
+    ta = torch.tensor(a, requires_grad=True)
+    tat = ta.t()
+    tat.retain_grad()
+    (torch.mm(tat, torch.tensor(b)) * torch.tensor(m)).sum().backward()
+    assert fa.grad.is_contiguous()
+    assert_close(fat.grad, tat.grad.numpy(), rtol=1e-5, atol=1e-5)
+    assert_close(fa.grad, ta.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def _heads(lib, x, nh):
+    """(b, t, c) -> (b, nh, t, c // nh): attention's head split, a strided (non-mergeable) batch layout."""
+    b, t, c = x.shape
+    return x.view(b, t, nh, c // nh).transpose(1, 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_head_split_operands_forward_backward(dtype):
+    qkv = r(2, 5, 24, dtype=dtype)
+
+    def attn(lib):
+        def fn(qkv):
+            q, k, v = qkv.split(8, dim=2)
+            q, k, v = _heads(lib, q, 2), _heads(lib, k, 2), _heads(lib, v, 2)
+            att = lib.softmax(lib.matmul(q, k.transpose(-2, -1)), dim=-1)
+            return lib.matmul(att, v).transpose(1, 2).reshape(2, 5, 8)
+        return fn
+
+    check_vs_torch(attn(flow), attn(torch), [qkv], rtol=1e-4, atol=1e-5)
+
+
+def test_matmul_strided_batch_issues_no_copy():
+    from oneflow._dispatch import DispatchMode
+
+    class Log(DispatchMode):
+        def __init__(self):
+            self.names = []
+
+        def __flow_dispatch__(self, op, inputs, attrs):
+            out = op.redispatch(inputs, attrs)
+            if op.name == "reshape" and out.data_ptr() != inputs[0].data_ptr():
+                self.names.append("reshape (copied)")
+            else:
+                self.names.append(op.name)
+            return out
+
+    xq, xk = r(2, 5, 8), r(2, 5, 8)
+    fq, fk = flow.tensor(xq, requires_grad=True), flow.tensor(xk, requires_grad=True)
+    with Log() as log:
+        y = flow.matmul(_heads(flow, fq, 2), _heads(flow, fk, 2).transpose(-2, -1))
+        y.sum().backward()
+    assert "_batch_matmul" in log.names
+    # gradients come back in the operands' layout, so the views' backwards never copy
+    for copying in ("reshape (copied)", "contiguous", "copy_"):
+        assert copying not in log.names, log.names
+    assert fq.grad.is_contiguous() and fk.grad.is_contiguous()
+    tq, tk = torch.tensor(xq, requires_grad=True), torch.tensor(xk, requires_grad=True)
+    torch.matmul(_heads(torch, tq, 2), _heads(torch, tk, 2).transpose(-2, -1)).sum().backward()
+    assert_close(fq.grad, tq.grad.numpy(), rtol=1e-4, atol=1e-5)
+    assert_close(fk.grad, tk.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("order", [None, [0, 2, 1, 3], [0, 3, 1, 2], [1, 0, 2, 3], [3, 2, 1, 0]])
+def test_batch_matmul_memory_order(order):
+    a, b = r(2, 3, 4, 5), r(2, 3, 5, 6)
+    want = a.astype(np.float64) @ b
+    out = flow._C.ops._batch_matmul(flow.tensor(a), flow.tensor(b), order)
+    assert_close(out, want, rtol=1e-4, atol=1e-4)
+    strides = out.stride()
+    if order is None or order == [1, 0, 2, 3]:
+        inner = 3 if order is None else 3
+        assert strides[inner] == 1
+    if order == [0, 2, 1, 3]:
+        assert strides == (72, 6, 18, 1)
+    if order == [0, 3, 1, 2]:  # columns innermost: written column-major
+        assert strides == (72, 4, 1, 12)
+    if order == [3, 2, 1, 0]:  # a batch dim innermost cannot be written by a GEMM: contiguous
+        assert out.is_contiguous()
+
+
+def test_batch_matmul_errors_and_edge_cases():
+    with pytest.raises(RuntimeError, match="_batch_matmul: shapes cannot be multiplied"):
+        flow._C.ops._batch_matmul(flow.randn(2, 3, 4), flow.randn(3, 4, 5))
+    with pytest.raises(RuntimeError, match="equal rank >= 3"):
+        flow._C.ops._batch_matmul(flow.randn(3, 4), flow.randn(4, 5))
+    # empty inner dimension gives zeros, empty batch gives an empty result
+    assert_close(flow.matmul(flow.randn(2, 3, 0), flow.randn(2, 0, 4)), np.zeros((2, 3, 4)), rtol=0, atol=0)
+    assert flow.matmul(flow.randn(0, 3, 2), flow.randn(0, 2, 4)).shape == (0, 3, 4)
+    # integer and 16-bit batches with strided, broadcast batch dims
+    a = np.arange(2 * 3 * 4).reshape(3, 2, 4) % 5 - 2
+    b = np.arange(4 * 5).reshape(1, 4, 5) % 3 - 1
+    for dt in ("int64", "bfloat16"):
+        fa = flow.tensor(a, dtype=getattr(flow, dt)).transpose(0, 1)
+        got = flow.matmul(fa, flow.tensor(b, dtype=getattr(flow, dt)))
+        assert_close(got.float(), np.transpose(a, (1, 0, 2)) @ b, rtol=0, atol=0)

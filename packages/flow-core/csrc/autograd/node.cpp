@@ -135,6 +135,31 @@ TensorList OpNode::apply(TensorList&& grad_outputs) {
   return g;
 }
 
+namespace {
+
+// The incoming gradient itself when .grad may take it without a copy: nobody else holds it and it is
+// contiguous. A view qualifies when it is the only holder of its base and storage (the transpose of a
+// just-computed product, the reshape of a just-computed sum); it is re-homed as a plain tensor on the same
+// storage so that .grad is not a view. Undefined when a copy is needed.
+Tensor stealable(const Tensor& g) {
+  if (g.impl_ptr().use_count() > 2 || !g.is_contiguous()) return {};
+  const auto& base = g.impl()->base;
+  if (!base) return g;
+  if (base.use_count() != 1 || g.impl()->storage.use_count() != 2) return {};
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = g.impl()->storage;
+  impl->sizes = g.sizes();
+  impl->strides = g.strides();
+  impl->offset = g.offset();
+  impl->dtype = g.dtype();
+  impl->device = g.device();
+  impl->is_inference = g.impl()->is_inference;
+  impl->refresh_geometry();
+  return Tensor(std::move(impl));
+}
+
+}  // namespace
+
 TensorList AccumulateGrad::apply(TensorList&& grads) {
   Tensor g = grads.empty() ? Tensor() : grads[0];
   if (!g.defined()) return {};
@@ -143,7 +168,10 @@ TensorList AccumulateGrad::apply(TensorList&& grads) {
   if (!m.grad.defined()) {
     // Steal the incoming grad when nobody else can see it; otherwise copy so .grad owns its memory.
     if (GradMode::is_enabled()) m.grad = g;
-    else m.grad = g.impl_ptr().use_count() <= 2 && g.is_contiguous() && !g.impl()->base ? g : ops::clone(g);
+    else {
+      Tensor own = stealable(g);
+      m.grad = own.defined() ? own : ops::clone(g);
+    }
   } else if (GradMode::is_enabled()) {
     m.grad = ops::add(m.grad, g);  // create_graph: keep the graph of the accumulation
   } else {

@@ -112,6 +112,16 @@ void add_gemm(const Tensor& self, const Tensor& A, const Tensor& B, const Tensor
   batched_gemm(A, B, out3d, alpha, beta);
 }
 
+// x @ y laid out like `ref` (the operand whose gradient this is): a column-major ref (a transposed weight, as
+// in linear) gets (y^T @ x^T)^T, so its gradient is column-major too and flows back through the transpose as a
+// contiguous tensor that AccumulateGrad can keep instead of copying.
+Tensor mm_like(const Tensor& x, const Tensor& y, const Tensor& ref) {
+  bool col_major = ref.dim() == 2 && ref.size(0) > 1 && ref.size(1) > 1 && ref.stride(0) == 1 &&
+                   ref.stride(1) == ref.size(0);
+  if (!col_major) return ops::mm(x, y);
+  return ops::transpose(ops::mm(ops::transpose(y, 0, 1), ops::transpose(x, 0, 1)), 0, 1);
+}
+
 Tensor scaled(const Tensor& g, const Attrs& a, int k) {
   Scalar s = a.s(k);
   return s.to_double() == 1.0 ? g : ops::mul(g, s);
@@ -128,8 +138,8 @@ FLOW_OP(mm)
     })
     .save_inputs({0, 1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {c.needs(0) ? ops::mm(g[0], ops::transpose(c.input(1), 0, 1)) : Tensor(),
-              c.needs(1) ? ops::mm(ops::transpose(c.input(0), 0, 1), g[0]) : Tensor()};
+      return {c.needs(0) ? mm_like(g[0], ops::transpose(c.input(1), 0, 1), c.input(0)) : Tensor(),
+              c.needs(1) ? mm_like(ops::transpose(c.input(0), 0, 1), g[0], c.input(1)) : Tensor()};
     });
 
 FLOW_OP(bmm)
@@ -158,8 +168,8 @@ FLOW_OP(addmm)
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       return {c.needs(0) ? scaled(g[0], c.attrs, 0) : Tensor(),
-              c.needs(1) ? scaled(ops::mm(g[0], ops::transpose(c.input(2), 0, 1)), c.attrs, 1) : Tensor(),
-              c.needs(2) ? scaled(ops::mm(ops::transpose(c.input(1), 0, 1), g[0]), c.attrs, 1) : Tensor()};
+              c.needs(1) ? scaled(mm_like(g[0], ops::transpose(c.input(2), 0, 1), c.input(1)), c.attrs, 1) : Tensor(),
+              c.needs(2) ? scaled(mm_like(ops::transpose(c.input(1), 0, 1), g[0], c.input(2)), c.attrs, 1) : Tensor()};
     });
 
 FLOW_OP(baddbmm)
@@ -249,8 +259,85 @@ FLOW_OP(outer)
 
 namespace {
 
+// Memory order of t's dims, outermost first (by decreasing stride; ties keep dim order, broadcast dims last).
+std::vector<int64_t> memory_order(const Tensor& t) {
+  std::vector<int64_t> order(t.dim());
+  for (int64_t d = 0; d < t.dim(); ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return t.stride(x) > t.stride(y); });
+  return order;
+}
+
+// Dense strides for `sizes` laid out in `order` (outermost first), or contiguous strides when `order` is not a
+// permutation or leaves neither matrix dim innermost (the GEMM writes rows or columns with unit stride).
+Shape strides_in_order(const Shape& sizes, const std::vector<int64_t>& order) {
+  int64_t r = static_cast<int64_t>(sizes.size());
+  std::vector<bool> seen(r, false);
+  bool ok = static_cast<int64_t>(order.size()) == r && r >= 2;
+  for (int64_t d : order) {
+    if (!ok || d < 0 || d >= r || seen[d]) {
+      ok = false;
+      break;
+    }
+    seen[d] = true;
+  }
+  if (!ok || (order.back() != r - 1 && order.back() != r - 2)) return contiguous_strides(sizes);
+  Shape st(r);
+  int64_t acc = 1;
+  for (int64_t i = r - 1; i >= 0; --i) {
+    st[order[i]] = acc;
+    acc *= std::max<int64_t>(sizes[order[i]], 1);
+  }
+  return st;
+}
+
+std::vector<TensorMeta> meta_batch_matmul(const TensorList& in, const Attrs&) {
+  const Tensor &a = in[0], &b = in[1];
+  FLOW_RUNTIME_CHECK(a.dim() >= 3 && b.dim() == a.dim(), "_batch_matmul: expected operands of equal rank >= 3, got ",
+                     a.dim(), "-D and ", b.dim(), "-D");
+  Shape out(a.sizes().begin(), a.sizes().end() - 1);
+  FLOW_RUNTIME_CHECK(Shape(b.sizes().begin(), b.sizes().end() - 2) == Shape(out.begin(), out.end() - 1) &&
+                         a.size(-1) == b.size(-2),
+                     "_batch_matmul: shapes cannot be multiplied (", dims_str(a), " and ", dims_str(b), ")");
+  check_same_dtype(a, b, "expected self and other");
+  out.push_back(b.size(-1));
+  return {{out, a.dtype(), common_device(in, "_batch_matmul")}};
+}
+
+// The product laid out like `ref` (the operand whose gradient it is), so the gradient flows back through the
+// views that made `ref` (transpose, view of a split) without copies.
+Tensor batch_matmul_like(const Tensor& x, const Tensor& y, const Tensor& ref) {
+  return ops::call1("_batch_matmul", {x, y}, {memory_order(ref)});
+}
+
+}  // namespace
+
+// matmul's batched case: (batch..., n, k) @ (batch..., k, m) with equal batch sizes and any strides, so
+// transposed or head-split operands multiply in place instead of being copied into a 3-D bmm.
+// `memory_order` lays the result out in that dim order (outermost first); the default is contiguous.
+FLOW_OP(_batch_matmul)
+    .schema("_batch_matmul(Tensor self, Tensor other, int[]? memory_order=None) -> Tensor")
+    .traits(kMatmulLike)
+    .meta(meta_batch_matmul)
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      Shape sizes = meta_batch_matmul(in, a)[0].sizes;  // compute kernels check their inputs themselves
+      Tensor out = a.none(0) ? empty(sizes, in[0].dtype(), in[0].device())
+                             : empty_strided(sizes, strides_in_order(sizes, a.ints(0)), in[0].dtype(), in[0].device());
+      batched_gemm(in[0], in[1], out, 1.0, 0.0);
+      return {out};
+    })
+    .save_inputs({0, 1})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      Tensor a = c.input(0), b = c.input(1);
+      int64_t r = a.dim();
+      return {c.needs(0) ? batch_matmul_like(g[0], ops::transpose(b, r - 2, r - 1), a) : Tensor(),
+              c.needs(1) ? batch_matmul_like(ops::transpose(a, r - 2, r - 1), g[0], b) : Tensor()};
+    });
+
+namespace {
+
 // PyTorch's matmul: dot / mv / mm for 1-D and 2-D operands; a >= 3-D left operand times a matrix or vector
-// is folded into one mm; everything else broadcasts the batch dims and runs bmm.
+// is folded into one mm; everything else broadcasts the batch dims and runs _batch_matmul on the (possibly
+// strided, never copied) operands.
 Tensor matmul_impl(const Tensor& a, const Tensor& b) {
   int64_t da = a.dim(), db = b.dim();
   FLOW_RUNTIME_CHECK(da > 0 && db > 0, "both arguments to matmul need to be at least 1D, but they are ", da,
@@ -276,15 +363,14 @@ Tensor matmul_impl(const Tensor& a, const Tensor& b) {
   Shape batch = broadcast_shapes(ba, bb, "matmul");
   FLOW_RUNTIME_CHECK(k == k2, "Expected size for first two dimensions of batch2 tensor to be: [", shape_numel(batch),
                      ", ", k, "] but got: [", shape_numel(batch), ", ", k2, "].");
-  int64_t B = shape_numel(batch);
   Shape ea = batch, eb = batch;
   ea.insert(ea.end(), {n, k});
   eb.insert(eb.end(), {k, m});
-  Tensor r = ops::bmm(ops::reshape(ops::expand(a1, ea), {B, n, k}), ops::reshape(ops::expand(b1, eb), {B, k, m}));
+  Tensor r = ops::call1("_batch_matmul", {ops::expand(a1, ea), ops::expand(b1, eb)});
   Shape out = batch;
   if (da > 1) out.push_back(n);
   if (db > 1) out.push_back(m);
-  return ops::reshape(r, out);
+  return out == r.sizes() ? r : ops::reshape(r, out);
 }
 
 }  // namespace

@@ -10,8 +10,9 @@
 
 namespace flow {
 
-// A (batch x M x K), B (batch x K x N) of any strides (batch stride 0 = broadcast), C contiguous
-// (batch x M x N) of the same dtype. When beta == 0, C's previous contents are ignored (NaN included).
+// A (batch... x M x K), B (batch... x K x N), C (batch... x M x N): equal ranks >= 3 and batch sizes, any
+// strides (0 = broadcast; the batch dims need not merge into one), C's matrices row- or column-major (other
+// layouts go through a temporary). When beta == 0, C's previous contents are ignored (NaN included).
 void batched_gemm(const Tensor& A, const Tensor& B, const Tensor& C, double alpha, double beta);
 
 // Row-major single-precision GEMM entry (used by the convolution's im2col path as well).

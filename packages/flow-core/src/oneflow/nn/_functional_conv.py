@@ -1,4 +1,5 @@
 """Convolution, pooling and linear functions of ``oneflow.nn.functional`` (torch.nn.functional signatures)."""
+import math
 from .. import _C
 
 ops = _C.ops
@@ -188,8 +189,12 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``."""
     wt = ops.transpose(weight, 0, 1) if weight.dim() == 2 else weight
-    if bias is not None and input.dim() == 2 and weight.dim() == 2:
-        return ops.addmm(bias, input, wt)
+    if weight.dim() == 2 and input.dim() >= 2:
+        # Fold leading dims into one GEMM and let it start from the bias (beta = 1): no separate bias pass.
+        lead = input.shape[:-1]
+        x2 = input if input.dim() == 2 else ops.reshape(input, (math.prod(lead), input.shape[-1]))
+        out = ops.addmm(bias, x2, wt) if bias is not None else ops.mm(x2, wt)
+        return out if input.dim() == 2 else ops.reshape(out, (*lead, weight.shape[0]))
     out = ops.matmul(input, wt)
     return out + bias if bias is not None else out
 
