@@ -215,6 +215,8 @@ def test_split_family_edge_cases_like_torch():
         assert lib.zeros(0, 2).unbind(0) == ()
         assert [tuple(p.shape) for p in lib.zeros(2, 3).split(3, 1)] == [(2, 3)]
         assert [tuple(p.shape) for p in lib.split(lib.zeros(6), [1, 5])] == [(1,), (5,)]
+        assert [tuple(p.shape) for p in lib.split(lib.zeros(6), split_size_or_sections=4)] == [(4,), (2,)]
+        assert [tuple(p.shape) for p in lib.zeros(6).split(split_size=4, dim=0)] == [(4,), (2,)]
     x = flow.zeros(3)
     for call, exc, msg in [
         (lambda: x.split(0), RuntimeError, "split_size can only be 0 if dimension size is 0"),

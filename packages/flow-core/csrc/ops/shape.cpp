@@ -103,7 +103,8 @@ std::vector<int64_t> cat_lengths(const TensorList& in, int64_t dim) {
 TensorMeta split_backward_meta(const TensorList& in, const Attrs& a) {
   const std::vector<int64_t>& sizes = a.ints(0);
   const std::vector<int64_t>& lens = a.ints(1);
-  FLOW_RUNTIME_CHECK(in.size() == lens.size(), "split_backward: got ", in.size(), " gradients for ", lens.size(), " pieces");
+  FLOW_RUNTIME_CHECK(in.size() == lens.size(), "split_backward: got ", in.size(), " gradients for ", lens.size(),
+                     " pieces");
   int64_t nd = static_cast<int64_t>(sizes.size());
   int64_t dim = wrap_dim(a.i(2), nd, "split_backward");
   int64_t total = 0;

@@ -121,6 +121,12 @@ def split(tensor, split_size_or_sections, dim=0):
     return ops.split_with_sizes(tensor, [int(s) for s in split_size_or_sections], dim)
 
 
+def _split_method(self, split_size, dim=0):
+    """``Tensor.split``: PyTorch names the size argument ``split_size`` here (``split_size_or_sections`` in
+    ``torch.split``)."""
+    return split(self, split_size, dim)
+
+
 def chunk(input, chunks, dim=0):
     if input.dim() == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
@@ -169,7 +175,7 @@ def expand_as(self, other):
 
 TENSOR_METHODS = {
     "view": view, "reshape": reshape, "expand": expand, "permute": permute, "transpose": transpose, "t": t,
-    "squeeze": squeeze, "flatten": flatten, "unflatten": unflatten, "narrow": narrow, "split": split,
+    "squeeze": squeeze, "flatten": flatten, "unflatten": unflatten, "narrow": narrow, "split": _split_method,
     "chunk": chunk, "unbind": unbind, "movedim": movedim, "swapaxes": swapaxes, "swapdims": swapdims,
     "view_as": view_as, "reshape_as": reshape_as, "expand_as": expand_as,
     "T": property(lambda self: ops.permute(self, list(range(self.dim() - 1, -1, -1)))),
