@@ -43,11 +43,11 @@ FLOW_VEC_INLINE float exp_f32(float x) {
 // exp(x) for x <= 0 (or NaN) where only the absolute error matters (gelu's erf and pdf, softmax's
 // exp(x - max)): results below 2^-125 (x < -86.6) are flushed to 0, which spares exp_f32's clamping to
 // the denormal range and its two-step scaling: 2^n goes straight into the exponent bits. Same polynomial,
-// so results in the normal range are exp_f32's; exp(0) is exactly 1.
+// so results in the normal range are exp_f32's; exp(0) is exactly 1. A NaN stays NaN through the
+// arithmetic (its n converts to INT_MIN, whose shifted bits are 0). Callers never pass x > 0.
 FLOW_VEC_INLINE float exp_nonpos_f32(float x) {
   const float lo = -86.6f;  // round(lo * log2(e)) = -125: y * 2^n stays normal for y in [0.7, 1.42]
   float xc = x < lo ? lo : x;
-  xc = xc > 0.0f ? 0.0f : xc;
   const float shift = 12582912.0f;
   float n = (xc * 1.44269504088896341f + shift) - shift;
   float r = xc - n * 0.693359375f;
@@ -61,10 +61,9 @@ FLOW_VEC_INLINE float exp_nonpos_f32(float x) {
   float y = p * r * r + r + 1.0f;
   int32_t bits;
   std::memcpy(&bits, &y, 4);
-  bits += static_cast<int32_t>(n) * (1 << 23);
+  bits += static_cast<int32_t>(static_cast<uint32_t>(static_cast<int32_t>(n)) << 23);
   std::memcpy(&y, &bits, 4);
-  y = x < lo ? 0.0f : y;
-  return x != x ? x : y;
+  return x < lo ? 0.0f : y;
 }
 
 // Cephes tanhf: odd polynomial near 0 (keeps relative accuracy), 1 - 2/(exp(2|x|)+1) elsewhere.
