@@ -560,3 +560,28 @@ def test_embedding_backward_accumulates_like_torch(dt, padding_idx, freq):
         res.append(gw)
     tol = dict(rtol=1e-5, atol=1e-5) if dt in ("float32", "float64") else dict(rtol=2e-2, atol=5e-2)
     assert_close(res[0], res[1], **tol)
+
+
+@pytest.mark.parametrize("kind", ["layer_norm", "layer_norm_no_affine", "group_norm"])
+def test_norm_backward_large_one_pass(kind):
+    """Inputs big enough for several thread chunks: input and parameter gradients (accumulated per chunk in
+    the same pass over the rows) against torch."""
+    rng = np.random.default_rng(14)
+    if kind.startswith("layer_norm"):
+        x, g = rng.standard_normal((8, 128, 256)), rng.standard_normal((8, 128, 256))
+        mods = (flow.nn.LayerNorm(256, elementwise_affine=kind == "layer_norm"),
+                torch.nn.LayerNorm(256, elementwise_affine=kind == "layer_norm"))
+    else:
+        x, g = rng.standard_normal((16, 32, 24, 24)), rng.standard_normal((16, 32, 24, 24))
+        mods = (flow.nn.GroupNorm(8, 32), torch.nn.GroupNorm(8, 32))
+    params = [rng.standard_normal(tuple(p.shape)).astype(np.float32) for p in mods[1].parameters()]
+    res = []
+    for lib, m in zip((flow, torch), mods):
+        with lib.no_grad():
+            for p, v in zip(m.parameters(), params):
+                p.copy_(lib.tensor(v))
+        xt = lib.tensor(x.astype(np.float32), requires_grad=True)
+        grads = lib.autograd.grad(m(xt), [xt] + list(m.parameters()), [lib.tensor(g.astype(np.float32))])
+        res.append(grads)
+    for a, b in zip(*res):
+        assert_close(a, b, rtol=1e-4, atol=1e-4)
