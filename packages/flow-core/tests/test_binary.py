@@ -624,3 +624,108 @@ def test_float_remainder_fmod_exact_on_hard_values(dt, scale):
         assert np.array_equal(got, exp, equal_nan=True)
         ok = ~np.isnan(exp)
         assert np.array_equal(np.signbit(got[ok]), np.signbit(exp[ok]))
+
+
+# ---- the vectorised runs of the binary loop: dense, scalar on either side, in place, strided fallback ------
+VEC_DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool"]
+VEC_OPS = [("add", operator.add), ("sub", operator.sub), ("mul", operator.mul), ("maximum", None), ("eq", operator.eq)]
+
+
+def _vals(shape, dt):
+    if dt == "bool":
+        return rng.random(shape) > 0.5
+    if dt in ("int32", "int64", "uint8"):
+        return rng.integers(0, 50, shape).astype(dt)
+    return randn(*shape)
+
+
+def _lib_tensor(lib, arr, dt):
+    return lib.tensor(arr).to(getattr(lib, dt))
+
+
+@pytest.mark.parametrize("dt", VEC_DTYPES)
+@pytest.mark.parametrize("name,op", VEC_OPS, ids=[o[0] for o in VEC_OPS])
+def test_binary_vectorised_runs_vs_torch(name, op, dt):
+    """Lengths off the vector width, several parallel chunks, scalar operands on each side (0-dim tensors
+    and Python numbers), inner and outer broadcasts, strided operands (the generic loop)."""
+    if dt == "bool" and name in ("sub", "maximum"):
+        return
+    fn = (lambda lib: op) if op else (lambda lib: getattr(lib, name))
+    tol = dict(rtol=1e-2, atol=1e-2) if dt in ("float16", "bfloat16") else {}
+    big = _vals((131, 517), dt)  # > the parallel grain, odd run lengths
+    pairs = [
+        (big, _vals((131, 517), dt)),
+        (big, _vals((), dt)), (_vals((), dt), big),
+        (big, _vals((517,), dt)), (_vals((131, 1), dt), big),
+        (_vals((7,), dt), _vals((3, 7), dt)),
+    ]
+    for a, b in pairs:
+        for lib_a, lib_b in [(a, b)]:
+            got = fn(flow)(_lib_tensor(flow, lib_a, dt), _lib_tensor(flow, lib_b, dt))
+            want = fn(torch)(_lib_tensor(torch, lib_a, dt), _lib_tensor(torch, lib_b, dt))
+            assert_close(got, want, **tol)
+    # strided views on both sides, and a transposed output shape
+    fa, ta = _lib_tensor(flow, big, dt), _lib_tensor(torch, big, dt)
+    got = fn(flow)(sl(fa, 1, 1, None, 2), sl(fa, 1, 0, -1, 2))
+    want = fn(torch)(sl(ta, 1, 1, None, 2), sl(ta, 1, 0, -1, 2))
+    assert_close(got, want, **tol)
+    assert_close(fn(flow)(fa.t(), fa.t()), fn(torch)(ta.t(), ta.t()), **tol)
+    if dt not in ("bool", "uint8") and name in ("add", "mul"):
+        s = 3 if dt.startswith("int") else 0.5
+        assert_close(fn(flow)(fa, s), fn(torch)(ta, s), **tol)
+        assert_close(fn(flow)(s, fa), fn(torch)(s, ta), **tol)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "int64"])
+def test_binary_inplace_aliasing_vectorised(dt):
+    """out == an input (x += x), a 0-dim operand, and mixed-dtype in-place (float32 += float64)."""
+    a = _vals((129, 301), dt)
+    f, t = _lib_tensor(flow, a, dt), _lib_tensor(torch, a, dt)
+    f.add_(f)
+    t.add_(t)
+    assert_close(f, t)
+    f.mul_(f[3, 4].clone())
+    t.mul_(t[3, 4].clone())
+    assert_close(f, t)
+    g = _lib_tensor(flow, a, dt)
+    h = _lib_tensor(torch, a, dt)
+    f.sub_(g.t().t())
+    t.sub_(h)
+    assert_close(f, t)
+    if dt == "float32":
+        d = randn(129, 301, dtype=np.float64)
+        f.add_(flow.tensor(d))
+        t.add_(torch.tensor(d))
+        assert_close(f, t)
+
+
+def test_binary_mixed_dtype_broadcast_vs_torch():
+    """Mixed dtypes take the cast prelude before the vectorised loop: float32 * float64 scalar tensor,
+    int * float, half + float broadcast."""
+    a32, a64 = randn(64, 257), randn(257, dtype=np.float64)
+    cases = [
+        (a32, a64), (a32, np.array(2.5)), (rng.integers(0, 9, (64, 257)), a32),
+        (randn(64, 257).astype(np.float16), randn(257)),
+    ]
+    for a, b in cases:
+        for op in (operator.add, operator.mul, operator.truediv):
+            assert_close(op(flow.tensor(a), flow.tensor(b)), op(torch.tensor(a), torch.tensor(b)), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "float16", "int64", "bool"])
+def test_contiguous_of_transposed_4d(dt):
+    """transpose(1, 2).contiguous() of attention outputs: contiguous inner runs copied whole, and casting
+    copies through the same runs."""
+    a = _vals((3, 4, 33, 17), dt)
+    f, t = _lib_tensor(flow, a, dt), _lib_tensor(torch, a, dt)
+    got = f.transpose(1, 2).contiguous()
+    assert got.is_contiguous()
+    assert_close(got, t.transpose(1, 2).contiguous())
+    if dt != "bool":
+        out = flow.empty(3, 33, 4, 17, dtype=flow.float64)
+        out.copy_(f.transpose(1, 2))
+        assert_close(out, t.transpose(1, 2).double())
+    # a copy between overlapping views of one buffer (exact alias is a no-op)
+    x = flow.arange(10.0)
+    x[1:].copy_(x[1:])
+    assert x.tolist() == list(range(10))

@@ -50,6 +50,30 @@ def test_softmax_edge_cases():
         F.softmax(flow.tensor(np.arange(3)), 0)
 
 
+# (16-bit log_softmax rounds large log-probabilities an ulp or two away from torch's, before and after the
+# vectorised passes, so it is left to the float32 case)
+@pytest.mark.parametrize("fn,dt", [("softmax", "float32"), ("softmax", "float16"), ("softmax", "bfloat16"),
+                                   ("log_softmax", "float32")])
+def test_softmax_wide_rows_masked_nan_and_tails(fn, dt):
+    """Rows long enough for the vectorised max / exp passes: a causal -inf mask, an all -inf row, a NaN row,
+    differences to the max that underflow (the flushed exp tail) and large magnitudes."""
+    x = randn(6, 37, 131) * 30
+    x[0] = np.where(np.triu(np.ones((37, 131), bool), 1), -np.inf, x[0])
+    x[1, 3] = -np.inf
+    x[1, 4, 17] = np.nan
+    x[2, :, ::3] -= 200.0  # exp(x - max) below float's normal range
+    x[3] *= 1000.0
+    f, t = flow.tensor(x).to(getattr(flow, dt)), torch.tensor(x).to(getattr(torch, dt))
+    tol = dict(rtol=1e-5, atol=1e-6) if dt == "float32" else dict(rtol=1e-2, atol=1e-3)
+    assert_close(getattr(F, fn)(f, -1), getattr(TF, fn)(t, -1), **tol)
+    if dt == "float32":
+        g = randn(6, 37, 131)
+        fx, tx = f.clone().requires_grad_(True), t.clone().requires_grad_(True)
+        (fg,) = flow.autograd.grad(getattr(F, fn)(fx, -1), [fx], [flow.tensor(g)])
+        (tg,) = torch.autograd.grad(getattr(TF, fn)(tx, -1), [tx], [torch.tensor(g)])
+        assert_close(fg, tg, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
 def test_softmax_gradcheck_and_double_backward(fn):
     gradcheck(lambda x: getattr(F, fn)(x, 1), [f64(randn(3, 4))])
@@ -499,3 +523,65 @@ def test_normalize():
     check_vs_torch(lambda x: F.normalize(x), lambda x: TF.normalize(x), [x], rtol=1e-5, atol=1e-6)
     check_vs_torch(lambda x: F.normalize(x, p=1, dim=0), lambda x: TF.normalize(x, p=1, dim=0), [x], rtol=1e-5,
                    atol=1e-6)
+
+
+@pytest.mark.parametrize("ls", [0.0, 0.1])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_wide_rows_grad(ls, weighted):
+    """(N, C) rows wide enough for the vectorised fill of nll_loss_backward (unweighted) and its weighted
+    strided loop; ignored targets get zero rows."""
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((37, 1000)).astype(np.float32)
+    t = rng.integers(0, 1000, 37)
+    t[[3, 20]] = 7
+    w = rng.random(1000).astype(np.float32) + 0.5 if weighted else None
+    kw = dict(label_smoothing=ls, ignore_index=7)
+    check_vs_torch(lambda a: F.cross_entropy(a, flow.tensor(t), weight=None if w is None else flow.tensor(w), **kw),
+                   lambda a: torch.nn.functional.cross_entropy(a, torch.tensor(t),
+                                                               weight=None if w is None else torch.tensor(w), **kw),
+                   [x], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("padding_idx,freq", [(None, False), (3, False), (None, True)])
+def test_embedding_backward_accumulates_like_torch(dt, padding_idx, freq):
+    """Repeated indices accumulate, padding rows get no gradient, scale_grad_by_freq divides by counts;
+    200 columns span several parallel column blocks; float/double accumulate in the output itself."""
+    rng = np.random.default_rng(13)
+    w = rng.standard_normal((50, 200)).astype(np.float32)
+    idx = rng.integers(0, 50, (7, 33))
+    idx[0, :5] = 3
+    g = rng.standard_normal((7, 33, 200)).astype(np.float32)
+    res = []
+    for lib, Fn in ((flow, F), (torch, TF)):
+        wt = lib.tensor(w).to(getattr(lib, dt)).requires_grad_(True)
+        out = Fn.embedding(lib.tensor(idx), wt, padding_idx=padding_idx, scale_grad_by_freq=freq)
+        (gw,) = lib.autograd.grad(out, [wt], [lib.tensor(g).to(getattr(lib, dt))])
+        res.append(gw)
+    tol = dict(rtol=1e-5, atol=1e-5) if dt in ("float32", "float64") else dict(rtol=2e-2, atol=5e-2)
+    assert_close(res[0], res[1], **tol)
+
+
+@pytest.mark.parametrize("kind", ["layer_norm", "layer_norm_no_affine", "group_norm"])
+def test_norm_backward_large_one_pass(kind):
+    """Inputs big enough for several thread chunks: input and parameter gradients (accumulated per chunk in
+    the same pass over the rows) against torch."""
+    rng = np.random.default_rng(14)
+    if kind.startswith("layer_norm"):
+        x, g = rng.standard_normal((8, 128, 256)), rng.standard_normal((8, 128, 256))
+        mods = (flow.nn.LayerNorm(256, elementwise_affine=kind == "layer_norm"),
+                torch.nn.LayerNorm(256, elementwise_affine=kind == "layer_norm"))
+    else:
+        x, g = rng.standard_normal((16, 32, 24, 24)), rng.standard_normal((16, 32, 24, 24))
+        mods = (flow.nn.GroupNorm(8, 32), torch.nn.GroupNorm(8, 32))
+    params = [rng.standard_normal(tuple(p.shape)).astype(np.float32) for p in mods[1].parameters()]
+    res = []
+    for lib, m in zip((flow, torch), mods):
+        with lib.no_grad():
+            for p, v in zip(m.parameters(), params):
+                p.copy_(lib.tensor(v))
+        xt = lib.tensor(x.astype(np.float32), requires_grad=True)
+        grads = lib.autograd.grad(m(xt), [xt] + list(m.parameters()), [lib.tensor(g.astype(np.float32))])
+        res.append(grads)
+    for a, b in zip(*res):
+        assert_close(a, b, rtol=1e-4, atol=1e-4)

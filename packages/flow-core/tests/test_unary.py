@@ -534,3 +534,15 @@ def test_math_constants():
     assert_close(flow.erfinv(flow.erf(flow.tensor(x * 0.5))), x * 0.5, rtol=1e-12, atol=1e-12)
     assert abs(float(flow.sigmoid(flow.tensor(0.0)).numpy()) - 0.5) < 1e-7
     assert math.isclose(float(F.gelu(flow.tensor(1.0, dtype=flow.float64)).numpy()), float(TF.gelu(torch.tensor(1.0, dtype=torch.float64))), rel_tol=1e-14)
+
+
+def test_gelu_backward_shared_exp_accuracy():
+    """gelu's exact backward shares exp(-x^2/2) between the erf and the pdf: against torch's float64 gradient
+    over the tails (exp underflow, erf -> +-1), zero and non-finite inputs, on the vectorised path."""
+    x = np.concatenate([np.linspace(-12, 12, 40_001), [0.0, -0.0, np.inf, -np.inf, np.nan]]).astype(np.float32)
+    g = np.random.default_rng(11).standard_normal(x.shape).astype(np.float32)
+    fx = flow.tensor(x, requires_grad=True)
+    (fg,) = flow.autograd.grad(F.gelu(fx), [fx], [flow.tensor(g)])
+    tx = torch.tensor(x.astype(np.float64), requires_grad=True)
+    (tg,) = torch.autograd.grad(TF.gelu(tx), [tx], [torch.tensor(g.astype(np.float64))])
+    assert_close(fg, tg.float(), rtol=1e-5, atol=1e-6)

@@ -113,3 +113,208 @@ def test_version_counter_shared_by_views():
     v0 = x._version
     v.mul_(2)
     assert x._version == v0 + 1 == v._version
+
+
+# ---- split / chunk / unbind: views from one multi-output op whose backward writes every piece at once ----
+SPLITS = [
+    ("split_int_last_dim", lambda x: x.split(2, dim=-1)),
+    ("split_int_uneven", lambda x: x.split(3, dim=2)),
+    ("split_int_larger_than_dim", lambda x: x.split(7, dim=1)),
+    ("split_sizes_with_zero", lambda x: x.split([1, 0, x.shape[1] - 1], dim=1)),
+    ("split_dim0", lambda x: x.split(1)),
+    ("chunk_uneven", lambda x: x.chunk(3, dim=-1)),
+    ("chunk_more_than_size", lambda x: x.chunk(5, dim=1)),
+    ("unbind_0", lambda x: x.unbind(0)),
+    ("unbind_last", lambda x: x.unbind(-1)),
+]
+NONCONTIG = [
+    ("contiguous", lambda x: x),
+    ("transposed", lambda x: x.transpose(0, 2)),
+    ("sliced", lambda x: x[:, 1:, ::2]),
+]
+
+
+@pytest.mark.parametrize("layout,mk", NONCONTIG, ids=[c[0] for c in NONCONTIG])
+@pytest.mark.parametrize("name,fn", SPLITS, ids=[c[0] for c in SPLITS])
+@pytest.mark.parametrize("drop", [None, 0, "all_but_last"])
+def test_split_family_forward_views_and_grads_vs_torch(name, fn, layout, mk, drop):
+    """Every piece a view of the input; gradients match torch when only some pieces are used (the missing
+    pieces' gradient is zeros), on contiguous and strided inputs."""
+    a = np.random.default_rng(3).standard_normal((4, 5, 6)).astype(np.float32)
+    fx, tx = flow.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    fb, tb = mk(fx * 1), mk(tx * 1)
+    fo, to = fn(fb), fn(tb)
+    assert isinstance(fo, tuple) and len(fo) == len(to)
+    for f, t in zip(fo, to):
+        assert_close(f, t)
+        assert f._is_view and f._storage_ptr() == fb._storage_ptr()
+        assert f.stride() == t.stride()
+    keep = range(len(to))
+    if drop == 0:
+        keep = range(1, len(to))
+    elif drop == "all_but_last":
+        keep = [len(to) - 1]
+    rng = np.random.default_rng(4)
+    fl, tl = 0, 0
+    for i in keep:
+        w = rng.standard_normal(tuple(to[i].shape)).astype(np.float32)
+        fl = fl + (fo[i] * flow.tensor(w)).sum()
+        tl = tl + (to[i] * torch.tensor(w)).sum()
+    if not isinstance(tl, torch.Tensor):
+        return
+    fl.backward()
+    tl.backward()
+    assert_close(fx.grad, tx.grad)
+
+
+def test_split_backward_is_one_op():
+    """q, k, v = x.split(c, dim=2): backward runs one split_backward, not a zero-filled slice_backward per
+    piece plus adds."""
+    from oneflow._dispatch import DispatchMode
+
+    class Names(DispatchMode):
+        def __init__(self):
+            self.names = []
+
+        def __flow_dispatch__(self, op, inputs, attrs):
+            self.names.append(op.name)
+            return op.redispatch(inputs, attrs)
+
+    x = flow.randn(2, 3, 12, requires_grad=True)
+    q, k, v = (x * 1).split(4, dim=2)
+    loss = (q * k).sum() + v.sum()
+    rec = Names()
+    with rec:
+        loss.backward()
+    assert rec.names.count("split_backward") == 1
+    assert "slice_backward" not in rec.names and "add" not in rec.names
+    assert q.grad_fn.name() == "SplitWithSizesBackward"
+    xs = x.detach().numpy()
+    np.testing.assert_allclose(x.grad.numpy()[..., :4], xs[..., 4:8], rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy()[..., 4:8], xs[..., :4], rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy()[..., 8:], 1.0)
+
+
+@pytest.mark.parametrize("name,fn", SPLITS, ids=[c[0] for c in SPLITS])
+def test_split_family_double_backward(name, fn):
+    x = flow.tensor(A.astype(np.float64) / 10, requires_grad=True)
+    # squares make the first derivative depend on x, so the second one goes through split_backward's backward
+    gradcheck(lambda t: tuple(p * p for p in fn(t)), [x])
+    (g,) = flow.autograd.grad(sum((p * p * p).sum() for p in fn(x)), [x], create_graph=True)
+    (gg,) = flow.autograd.grad(g.sum(), [x])
+    np.testing.assert_allclose(gg.numpy(), 6 * x.detach().numpy(), rtol=1e-12)
+
+
+def test_split_family_edge_cases_like_torch():
+    for lib in (flow, torch):
+        z = lib.zeros(0, 3)
+        assert [tuple(p.shape) for p in z.split(2)] == [(0, 3)]
+        assert [tuple(p.shape) for p in z.split(0)] == [(0, 3)]
+        assert [tuple(p.shape) for p in lib.zeros(0).chunk(3)] == [(0,)] * 3
+        assert [tuple(p.shape) for p in lib.zeros(5).chunk(4)] == [(2,), (2,), (1,)]
+        assert lib.zeros(0, 2).unbind(0) == ()
+        assert [tuple(p.shape) for p in lib.zeros(2, 3).split(3, 1)] == [(2, 3)]
+        assert [tuple(p.shape) for p in lib.split(lib.zeros(6), [1, 5])] == [(1,), (5,)]
+        assert [tuple(p.shape) for p in lib.split(lib.zeros(6), split_size_or_sections=4)] == [(4,), (2,)]
+        assert [tuple(p.shape) for p in lib.zeros(6).split(split_size=4, dim=0)] == [(4,), (2,)]
+    x = flow.zeros(3)
+    for call, exc, msg in [
+        (lambda: x.split(0), RuntimeError, "split_size can only be 0 if dimension size is 0"),
+        (lambda: x.split(-1), RuntimeError, "split_size be non-negative"),
+        (lambda: x.split([1, -1, 3]), RuntimeError, "only non-negative entries"),
+        (lambda: x.split([1, 1]), RuntimeError, "to sum exactly to 3"),
+        (lambda: x.split(2, dim=1), IndexError, "Dimension out of range"),
+        (lambda: x.chunk(0), RuntimeError, "greater than 0"),
+        (lambda: x.chunk(2, dim=-2), IndexError, "Dimension out of range"),
+        (lambda: flow.tensor(1.0).split(1), RuntimeError, "at least a 1-dimensional"),
+        (lambda: flow.tensor(1.0).chunk(1), RuntimeError, "at least a 1-dimensional"),
+        (lambda: flow.tensor(1.0).unbind(), IndexError, "has no dimensions"),
+        (lambda: x.unbind(1), IndexError, "Dimension out of range"),
+    ]:
+        with pytest.raises(exc, match=msg):
+            call()
+
+
+def test_split_outputs_share_version_and_inplace():
+    """In-place on a split output writes the input's storage; with autograd the gradient flows both around
+    the modified piece and through the op that modified it (the in-place-on-view path)."""
+    x = flow.arange(6.0)
+    a, b = x.split(3)
+    v0 = x._version
+    b.mul_(2)
+    assert x.tolist() == [0, 1, 2, 6, 8, 10] and x._version == v0 + 1 == a._version
+    u = x.unbind(0)
+    u[0].fill_(7)
+    assert x[0].item() == 7
+
+    res = []
+    for lib in (flow, torch):
+        w = lib.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], requires_grad=True)
+        y = w * 2
+        # torch forbids in-place on the outputs of its multi-output views; narrow gives it the same graph
+        p, q = y.split(3) if lib is flow else (y.narrow(0, 0, 3), y.narrow(0, 3, 3))
+        q.mul_(3)
+        q.add_(p)  # a sibling piece as the other operand
+        (y * y).sum().backward()
+        res.append((y.detach(), w.grad))
+    assert_close(res[0][0], res[1][0])
+    assert_close(res[0][1], res[1][1])
+
+
+def test_split_grads_with_retain_and_hooks():
+    """Gradients reach split outputs' hooks, and a split in a graph backward twice (retain_graph) gives the
+    same gradient."""
+    x = flow.randn(4, 6, requires_grad=True)
+    seen = []
+    a, b, c = x.chunk(3, dim=1)
+    b.register_hook(lambda g: seen.append(g.shape))
+    loss = (a * 2).sum() + (b * 3).sum()
+    loss.backward(retain_graph=True)
+    g1 = x.grad.clone()
+    loss.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * g1.numpy())
+    assert seen == [(4, 2), (4, 2)]
+    np.testing.assert_allclose(g1.numpy()[:, :2], 2.0)
+    np.testing.assert_allclose(g1.numpy()[:, 2:4], 3.0)
+    np.testing.assert_allclose(g1.numpy()[:, 4:], 0.0)
+
+
+def test_unbind_mixed_dtype_root_grads():
+    """autograd.grad with root gradients of another dtype than the pieces: the result has the input's dtype."""
+    x = flow.randn(3, 2, requires_grad=True)
+    r0, r1, r2 = x.unbind(0)
+    (g,) = flow.autograd.grad([r0, r2], [x], [flow.ones(2, dtype=flow.float64), flow.full((2,), 2.0)])
+    assert g.dtype == flow.float32
+    np.testing.assert_allclose(g.numpy(), [[1, 1], [0, 0], [2, 2]])
+
+
+# ---- copies between transposed layouts (tiled; 8 x 8 register blocks for 4-byte elements) ----------------
+@pytest.mark.parametrize("dt", ["float32", "int32", "float64", "int64", "float16", "bfloat16", "int8", "bool"])
+@pytest.mark.parametrize("shape,perm", [
+    ((256, 1024), (1, 0)),      # whole tiles
+    ((97, 203), (1, 0)),        # partial tiles at both edges
+    ((3, 70, 45), (0, 2, 1)),   # a batch dim
+    ((2, 4, 64, 40), (0, 1, 3, 2)),
+    ((40, 3, 5, 64), (3, 1, 2, 0)),  # unit-stride dims far apart, others in between
+    ((20, 31), (1, 0)),         # below the tile size: the generic loop
+])
+def test_transposed_copies_match_torch(dt, shape, perm):
+    n = int(np.prod(shape))
+    base = np.arange(n).reshape(shape) % 251
+    arr = base > 120 if dt == "bool" else base.astype(np.float32 if dt == "bfloat16" else dt)
+    f = flow.tensor(arr)
+    t = torch.tensor(arr)
+    if dt == "bfloat16":
+        f, t = f.to(flow.bfloat16), t.to(torch.bfloat16)
+    fp, tp = f.permute(*perm), t.permute(*perm)
+    got = fp.contiguous()
+    assert got.is_contiguous()
+    assert_close(got, tp.contiguous())
+    # into a strided destination: copy_ into a transposed view of a contiguous buffer
+    fd = flow.zeros(*reversed(fp.shape), dtype=f.dtype).permute(*range(fp.dim() - 1, -1, -1))
+    fd.copy_(fp)
+    assert_close(fd, tp)
+    # a source at a storage offset (a slice of a bigger buffer)
+    big = flow.cat([f.reshape(-1), f.reshape(-1)[:7]]).narrow(0, 7, n).reshape(shape)
+    tbig = torch.cat([t.reshape(-1), t.reshape(-1)[:7]]).narrow(0, 7, n).reshape(shape)
+    assert_close(big.permute(*perm).contiguous(), tbig.permute(*perm).contiguous())

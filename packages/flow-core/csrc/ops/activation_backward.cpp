@@ -162,9 +162,17 @@ FLOW_OP(gelu_backward)
         grad_kernel("gelu_backward", in, out[0], [](auto tag) {
           using A = acc_t<typename decltype(tag)::type>;
           return [](A g, A x) __attribute__((always_inline)) -> A {
-            A cdf = A(0.5) * (A(1) + verf_abs<A>(x * A(kSqrt1_2)));
-            A pdf = A(kInvSqrt2Pi) * vexp<A>(A(-0.5) * x * x);
-            return g * (cdf + x * pdf);
+            // exp(-x^2/2): the pdf's, and erf(x/sqrt2)'s exp(-z^2)
+            A e, erf;
+            if constexpr (std::is_same_v<A, float>) {
+              e = vec::exp_nonpos_f32(A(-0.5) * x * x);
+              erf = vec::erf_abs_f32(x * A(kSqrt1_2), e);
+            } else {
+              e = std::exp(A(-0.5) * x * x);
+              erf = std::erf(x * A(kSqrt1_2));
+            }
+            A cdf = A(0.5) * (A(1) + erf);
+            return g * (cdf + x * (A(kInvSqrt2Pi) * e));
           };
         });
       }

@@ -44,7 +44,7 @@ void float_binary_kernel(const char* name, const TensorList& in, const Tensor& o
   with_compute_dtype(in, out, ct, ct, [&](const Tensor& o, const TensorList& c) {
     dispatch_floating(ct, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      binary::binary_loop_simd<T, T>(o, c[0], c[1], make_f(tag));
+      binary_loop<T, T>(o, c[0], c[1], make_f(tag));
     });
   });
 }
@@ -108,7 +108,7 @@ void mod_kernel(const char* name, const TensorList& in, const Tensor& out) {
           return r;
         });
       } else {
-        binary::binary_loop_simd<T, T>(o, c[0], c[1], [](A x, A y) -> A {
+        binary_loop<T, T>(o, c[0], c[1], [](A x, A y) -> A {
           if constexpr (Python) return remainder_fast(x, y);
           else return fmod_fast(x, y);
         });
@@ -227,7 +227,7 @@ void minmax_kernel(const char* name, const TensorList& in, const Tensor& out) {
     dispatch_all(ct, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
       using A = acc_t<T>;
-      binary::binary_loop_simd<T, T>(o, c[0], c[1], [](A x, A y) -> A {
+      binary_loop<T, T>(o, c[0], c[1], [](A x, A y) -> A {
         A m = Max ? (x > y ? x : y) : (x < y ? x : y);  // a NaN x gives y; a NaN y gives y
         if constexpr (std::is_floating_point_v<A>) {
           if constexpr (IgnoreNan) return y != y ? x : m;

@@ -30,36 +30,6 @@ inline DType float_result_type(const TensorList& in) {
   return is_floating(d) ? d : default_float_dtype();
 }
 
-// binary_loop (loops.h) with `omp simd` on the contiguous and scalar-broadcast runs: our -O2 build only
-// vectorises loops the cheap cost model accepts, and selects/NaN checks (maximum, comparisons) miss it.
-template <typename Out, typename In, typename F>
-void binary_loop_simd(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
-  using A = acc_t<In>;
-  for_each_element<3>({&out, &a, &b}, out.sizes(), [f](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t n) {
-    Out* o = reinterpret_cast<Out*>(p[0]);
-    const In* x = reinterpret_cast<const In*>(p[1]);
-    const In* y = reinterpret_cast<const In*>(p[2]);
-    constexpr int64_t zo = sizeof(Out), zi = sizeof(In);
-    if (s[0] == zo && s[1] == zi && s[2] == zi) {
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Out>(f(static_cast<A>(x[i]), static_cast<A>(y[i])));
-    } else if (s[0] == zo && s[1] == zi && s[2] == 0) {
-      const A yv = static_cast<A>(*y);
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Out>(f(static_cast<A>(x[i]), yv));
-    } else if (s[0] == zo && s[1] == 0 && s[2] == zi) {
-      const A xv = static_cast<A>(*x);
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Out>(f(xv, static_cast<A>(y[i])));
-    } else {
-      for (int64_t i = 0; i < n; ++i)
-        *reinterpret_cast<Out*>(p[0] + i * s[0]) =
-            static_cast<Out>(f(static_cast<A>(*reinterpret_cast<const In*>(p[1] + i * s[1])),
-                               static_cast<A>(*reinterpret_cast<const In*>(p[2] + i * s[2]))));
-    }
-  });
-}
-
 // Whether an integral tensor holds a zero (checked before integer division so that nothing is written when
 // the op raises, in-place variants included).
 inline bool any_zero(const Tensor& b) {

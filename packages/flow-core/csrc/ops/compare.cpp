@@ -29,7 +29,7 @@ void compare_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
     dispatch_all(ct, "comparison", [&](auto tag) {
       using T = typename decltype(tag)::type;
       using A = acc_t<T>;
-      binary::binary_loop_simd<bool, T>(o, c[0], c[1], [](A x, A y) { return cmp<C, A>(x, y); });
+      binary_loop<bool, T>(o, c[0], c[1], [](A x, A y) { return cmp<C, A>(x, y); });
     });
   });
 }
@@ -39,7 +39,7 @@ void compare_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
 template <typename F>
 void logical_kernel(const TensorList& in, const TensorList& out, F f) {
   with_compute_dtype(in, out[0], DType::Bool, DType::Bool, [&](const Tensor& o, const TensorList& c) {
-    binary::binary_loop_simd<uint8_t, uint8_t>(o, c[0], c[1], f);
+    binary_loop<uint8_t, uint8_t>(o, c[0], c[1], f);
   });
 }
 
@@ -59,9 +59,9 @@ void bitwise_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
   with_compute_dtype(in, out[0], ct, ct, [&](const Tensor& o, const TensorList& c) {
     dispatch_integral(ct, "bitwise", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (B == Bit::And) binary::binary_loop_simd<T, T>(o, c[0], c[1], [](T x, T y) { return static_cast<T>(x & y); });
-      else if constexpr (B == Bit::Or) binary::binary_loop_simd<T, T>(o, c[0], c[1], [](T x, T y) { return static_cast<T>(x | y); });
-      else if constexpr (B == Bit::Xor) binary::binary_loop_simd<T, T>(o, c[0], c[1], [](T x, T y) { return static_cast<T>(x ^ y); });
+      if constexpr (B == Bit::And) binary_loop<T, T>(o, c[0], c[1], [](T x, T y) { return static_cast<T>(x & y); });
+      else if constexpr (B == Bit::Or) binary_loop<T, T>(o, c[0], c[1], [](T x, T y) { return static_cast<T>(x | y); });
+      else if constexpr (B == Bit::Xor) binary_loop<T, T>(o, c[0], c[1], [](T x, T y) { return static_cast<T>(x ^ y); });
       else if constexpr (std::is_same_v<T, bool>) fail(ErrorKind::NotImplemented, "shift: not implemented for 'Bool'");
       else if constexpr (B == Bit::Lshift) {
         // PyTorch: shifts by a negative amount or by >= the bit width give 0

@@ -110,20 +110,27 @@ FLOW_OP(embedding_dense_backward)
       dispatch_floating(d, "embedding_backward", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
-        std::vector<A> acc(num * D, A(0));
-        const T* gp = gr.data<T>();
-        parallel_for(D, 64, [&](int64_t jb, int64_t je) {
-          for (int64_t i = 0; i < n; ++i) {
-            if (f[i] == 0.0) continue;
-            A fi = static_cast<A>(f[i]);
-            A* row = acc.data() + idx[i] * D;
-            const T* g = gp + i * D;
-            for (int64_t j = jb; j < je; ++j) row[j] += fi * static_cast<A>(g[j]);
-          }
-        });
         Tensor ob = o.is_contiguous() ? o : empty(o.sizes(), d);
         T* op_ = ob.data<T>();
-        for (int64_t k = 0; k < num * D; ++k) op_[k] = static_cast<T>(acc[k]);
+        // float and double accumulate straight into the output; 16-bit types in a float buffer
+        constexpr bool direct = std::is_same_v<T, A>;
+        std::vector<A> buf(direct ? 0 : num * D);
+        A* acc = direct ? reinterpret_cast<A*>(op_) : buf.data();
+        const T* gp = gr.data<T>();
+        parallel_for(D, 64, [&](int64_t jb, int64_t je) {
+          for (int64_t r = 0; r < num; ++r) std::fill(acc + r * D + jb, acc + r * D + je, A(0));
+          for (int64_t i = 0; i < n; ++i) {
+            if (f[i] == 0.0) continue;
+            const A fi = static_cast<A>(f[i]);
+            A* row = acc + idx[i] * D;
+            const T* g = gp + i * D;
+#pragma omp simd
+            for (int64_t j = jb; j < je; ++j) row[j] += fi * static_cast<A>(g[j]);
+          }
+          if constexpr (!direct)
+            for (int64_t r = 0; r < num; ++r)
+              for (int64_t j = jb; j < je; ++j) op_[r * D + j] = static_cast<T>(acc[r * D + j]);
+        });
         if (!ob.is_same(o)) ops::copy_into(o, ob);
       });
     })

@@ -163,7 +163,13 @@ void nll_backward_kernel(const TensorList& in, const TensorList& out, const Attr
           for (int64_t c = 0; c < C; ++c) base[c * S] = T(0);
           continue;
         }
-        for (int64_t c = 0; c < C; ++c) base[c * S] = static_cast<T>(-sc * smooth * (wp ? wp[c] : A(1)));
+        if (S == 1 && !wp) {  // class rows (N, C): the common case, vectorised
+          const T v = static_cast<T>(-sc * smooth);
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c) base[c] = v;
+        } else {
+          for (int64_t c = 0; c < C; ++c) base[c * S] = static_cast<T>(-sc * smooth * (wp ? wp[c] : A(1)));
+        }
         base[tc * S] = static_cast<T>(static_cast<A>(base[tc * S]) - sc * keep * (wp ? wp[tc] : A(1)));
       }
     });

@@ -267,65 +267,61 @@ void rows_bwd(const T* gr, const T* x, const SA* mean, const SA* rstd, const SA*
               const RowGeom& g, int64_t P) {
   const int64_t L = g.L, M = g.M, hw = g.hw, CL = L / hw;
   using A = acc_t<T>;
-  parallel_for(M, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(L, 1)), [&](int64_t rb, int64_t re) {
-    for (int64_t r = rb; r < re; ++r) {
-      const T *gr_ = gr + r * L, *xr = x + r * L;
-      const SA* wo = w ? w + (r % g.G) * CL : nullptr;
-      double mu = mean[r], rs = rstd[r], s1 = 0, s2 = 0;  // sum(wg), sum(wg * (x - mu))
-      if (!w) {
-        s1 = sum_of(gr_, L), s2 = centred_dot(gr_, xr, L, mu);
-      } else if (hw == 1) {
-        const A m = static_cast<A>(mu);
-        s1 = block_sum<T>(L, [&](int64_t k) FLOW_AI { return static_cast<A>(gr_[k]) * static_cast<A>(wo[k]); });
-        s2 = block_sum<T>(L, [&](int64_t k) FLOW_AI {
-          return static_cast<A>(gr_[k]) * static_cast<A>(wo[k]) * (static_cast<A>(xr[k]) - m);
-        });
-      } else {
-        for (int64_t c = 0; c < CL; ++c) {
-          double wc = static_cast<double>(wo[c]);
-          s1 += wc * sum_of(gr_ + c * hw, hw);
-          s2 += wc * centred_dot(gr_ + c * hw, xr + c * hw, hw, mu);
-        }
-      }
-      // gx = rs * wg - rs * s1 / L - (x - mu) * rs^3 * s2 / L
-      const A a = static_cast<A>(rs), c0 = static_cast<A>(-rs * s1 / L), k = static_cast<A>(-rs * rs * rs * s2 / L);
-      const A m = static_cast<A>(mu);
-      T* o = gx + r * L;
-      if (!w || hw > 1) {
-        for (int64_t c = 0; c < (w ? CL : 1); ++c) {
-          const int64_t n = w ? hw : L;
-          const A ac = w ? a * static_cast<A>(wo[c]) : a;
-          const T *gc = gr_ + c * n, *xc = xr + c * n;
-          T* oc = o + c * n;
-#pragma omp simd
-          for (int64_t i = 0; i < n; ++i)
-            oc[i] = static_cast<T>(ac * static_cast<A>(gc[i]) + k * (static_cast<A>(xc[i]) - m) + c0);
-        }
-      } else {
-#pragma omp simd
-        for (int64_t i = 0; i < L; ++i)
-          o[i] = static_cast<T>(a * static_cast<A>(gr_[i]) * static_cast<A>(wo[i]) + k * (static_cast<A>(xr[i]) - m) + c0);
-      }
-    }
-  });
-  // parameter grads: per-chunk partial sums over rows (double), merged serially (P parameters)
+  // One pass over the rows does both: the input gradient of a row, then its share of the parameter grads
+  // while the row is still in L1. Parameter grads are partial sums per thread chunk (double), merged
+  // serially (P parameters).
   int nt = std::max(1, std::min<int>(get_num_threads(), static_cast<int>(std::max<int64_t>(1, M * L / kParallelGrain))));
   std::vector<std::vector<double>> pw(nt, std::vector<double>(P, 0.0)), pb(nt, std::vector<double>(P, 0.0));
   parallel_for(nt, 1, [&](int64_t tb, int64_t te) {
     for (int64_t t = tb; t < te; ++t) {
-      int64_t r0 = M * t / nt, r1 = M * (t + 1) / nt;
       double *aw = pw[t].data(), *ab = pb[t].data();
-      for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t r = M * t / nt, r1 = M * (t + 1) / nt; r < r1; ++r) {
         const T *gr_ = gr + r * L, *xr = x + r * L;
-        const double mu = mean[r], rs = rstd[r];
+        const SA* wo = w ? w + (r % g.G) * CL : nullptr;
+        double mu = mean[r], rs = rstd[r], s1 = 0, s2 = 0;  // sum(wg), sum(wg * (x - mu))
+        if (!w) {
+          s1 = sum_of(gr_, L), s2 = centred_dot(gr_, xr, L, mu);
+        } else if (hw == 1) {
+          const A m = static_cast<A>(mu);
+          s1 = block_sum<T>(L, [&](int64_t k) FLOW_AI { return static_cast<A>(gr_[k]) * static_cast<A>(wo[k]); });
+          s2 = block_sum<T>(L, [&](int64_t k) FLOW_AI {
+            return static_cast<A>(gr_[k]) * static_cast<A>(wo[k]) * (static_cast<A>(xr[k]) - m);
+          });
+        } else {
+          for (int64_t c = 0; c < CL; ++c) {
+            double wc = static_cast<double>(wo[c]);
+            s1 += wc * sum_of(gr_ + c * hw, hw);
+            s2 += wc * centred_dot(gr_ + c * hw, xr + c * hw, hw, mu);
+          }
+        }
+        // gx = rs * wg - rs * s1 / L - (x - mu) * rs^3 * s2 / L
+        const A a = static_cast<A>(rs), c0 = static_cast<A>(-rs * s1 / L), k = static_cast<A>(-rs * rs * rs * s2 / L);
+        const A m = static_cast<A>(mu);
+        T* o = gx + r * L;
+        if (!w || hw > 1) {
+          for (int64_t c = 0; c < (w ? CL : 1); ++c) {
+            const int64_t n = w ? hw : L;
+            const A ac = w ? a * static_cast<A>(wo[c]) : a;
+            const T *gc = gr_ + c * n, *xc = xr + c * n;
+            T* oc = o + c * n;
+#pragma omp simd
+            for (int64_t i = 0; i < n; ++i)
+              oc[i] = static_cast<T>(ac * static_cast<A>(gc[i]) + k * (static_cast<A>(xc[i]) - m) + c0);
+          }
+        } else {
+#pragma omp simd
+          for (int64_t i = 0; i < L; ++i)
+            o[i] = static_cast<T>(a * static_cast<A>(gr_[i]) * static_cast<A>(wo[i]) + k * (static_cast<A>(xr[i]) - m) + c0);
+        }
+        // parameter grads: gw[idx] += g * xhat; gb[idx] += g
         const int64_t off = (r % g.G) * CL;
         if (hw == 1) {
           double *awo = aw + off, *abo = ab + off;
 #pragma omp simd
-          for (int64_t k = 0; k < L; ++k) {
-            double gv = static_cast<double>(gr_[k]);
-            awo[k] += gv * (static_cast<double>(xr[k]) - mu) * rs;
-            abo[k] += gv;
+          for (int64_t q = 0; q < L; ++q) {
+            double gv = static_cast<double>(gr_[q]);
+            awo[q] += gv * (static_cast<double>(xr[q]) - mu) * rs;
+            abo[q] += gv;
           }
         } else {
           for (int64_t c = 0; c < CL; ++c) {

@@ -35,6 +35,12 @@ inline __attribute__((always_inline)) A exp0(A d) {
   A v = vexp<A>(d);
   return d < A(-104) ? A(0) : v;
 }
+// exp(x - max), whose argument is never positive: the cheaper float routine (flushes below 2^-125)
+template <typename A>
+inline __attribute__((always_inline)) A exp_shifted(A d) {
+  if constexpr (std::is_same_v<A, float>) return vec::exp_nonpos_f32(d);
+  else return exp0<A>(d);
+}
 
 template <typename T, bool Log>
 void softmax_fwd(const T* x, T* y, const Geometry& g) {
@@ -48,26 +54,26 @@ void softmax_fwd(const T* x, T* y, const Geometry& g) {
         T* yr = y + o * D;
         // contiguous rows: `omp simd` reductions and the vectorisable exp (unary_vec.h) for float
         A mx = -std::numeric_limits<A>::infinity();
-        bool nan = false;
+        int nan = 0;  // an int flag: GCC does not vectorise a bool `|` reduction
 #pragma omp simd reduction(max : mx) reduction(| : nan)
         for (int64_t i = 0; i < D; ++i) {
           A v = static_cast<A>(xr[i]);
           mx = std::max(mx, v);
-          nan |= v != v;
+          nan |= static_cast<int>(v != v);
         }
         if (nan) mx = std::numeric_limits<A>::quiet_NaN();
         if (std::isinf(mx) && mx < 0) mx = 0;  // all -inf: keep exp(x - mx) = 0, sum 0 -> nan like torch
         A sum = 0;
         if constexpr (Log) {
 #pragma omp simd reduction(+ : sum)
-          for (int64_t i = 0; i < D; ++i) sum += exp0<A>(static_cast<A>(xr[i]) - mx);
+          for (int64_t i = 0; i < D; ++i) sum += exp_shifted<A>(static_cast<A>(xr[i]) - mx);
           A ls = std::log(sum);  // (x - max) - log(sum): keeps precision for large inputs
 #pragma omp simd
           for (int64_t i = 0; i < D; ++i) yr[i] = static_cast<T>((static_cast<A>(xr[i]) - mx) - ls);
         } else if constexpr (std::is_same_v<T, A>) {
 #pragma omp simd reduction(+ : sum)
           for (int64_t i = 0; i < D; ++i) {
-            A v = exp0<A>(static_cast<A>(xr[i]) - mx);
+            A v = exp_shifted<A>(static_cast<A>(xr[i]) - mx);
             yr[i] = v;
             sum += v;
           }
@@ -77,8 +83,8 @@ void softmax_fwd(const T* x, T* y, const Geometry& g) {
         } else {
           // 16-bit outputs: recompute exp in acc_t rather than rounding twice
 #pragma omp simd reduction(+ : sum)
-          for (int64_t i = 0; i < D; ++i) sum += exp0<A>(static_cast<A>(xr[i]) - mx);
-          for (int64_t i = 0; i < D; ++i) yr[i] = static_cast<T>(exp0<A>(static_cast<A>(xr[i]) - mx) / sum);
+          for (int64_t i = 0; i < D; ++i) sum += exp_shifted<A>(static_cast<A>(xr[i]) - mx);
+          for (int64_t i = 0; i < D; ++i) yr[i] = static_cast<T>(exp_shifted<A>(static_cast<A>(xr[i]) - mx) / sum);
         }
       }
     });

@@ -52,25 +52,30 @@ Tensor narrow_raw(const Tensor& t, int64_t dim, int64_t start, int64_t len) {
   return make_view(t, s, t.strides(), t.offset() + (len > 0 ? start * t.strides()[dim] : 0));
 }
 
-void cat_kernel(const TensorList& in, const Tensor& out, int64_t dim) {
+// Writes `in` one after another along `dim` of `out`; piece i spans lens[i] indices of `dim`. An undefined
+// piece is written as zeros (split_backward's missing gradients); cat's legacy empty pieces have length 0.
+void cat_kernel(const TensorList& in, const std::vector<int64_t>& lens, const Tensor& out, int64_t dim) {
   if (out.numel() == 0) return;
   bool fast = out.is_contiguous();
-  for (const Tensor& t : in)
-    if (!legacy_empty(t) && (!t.is_contiguous() || t.dtype() != out.dtype())) fast = false;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (lens[i] > 0 && in[i].defined() && (!in[i].is_contiguous() || in[i].dtype() != out.dtype())) fast = false;
   if (fast) {
     int64_t outer = 1, inner = out.itemsize();
     for (int64_t j = 0; j < dim; ++j) outer *= out.sizes()[j];
     for (int64_t j = dim + 1; j < out.dim(); ++j) inner *= out.sizes()[j];
     int64_t row = out.sizes()[dim] * inner;
     char* o = static_cast<char*>(out.raw_data());
+    // (source or null for zeros, bytes per outer row)
     std::vector<std::pair<const char*, int64_t>> parts;
-    for (const Tensor& t : in)
-      if (!legacy_empty(t) && t.numel() > 0) parts.push_back({static_cast<const char*>(t.raw_data()), t.sizes()[dim] * inner});
+    for (size_t i = 0; i < in.size(); ++i)
+      if (lens[i] > 0)
+        parts.push_back({in[i].defined() ? static_cast<const char*>(in[i].raw_data()) : nullptr, lens[i] * inner});
     parallel_for(outer, std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(row, 1)), [&](int64_t b, int64_t e) {
       for (int64_t k = b; k < e; ++k) {
         char* dst = o + k * row;
         for (auto& p : parts) {
-          std::memcpy(dst, p.first + k * p.second, p.second);
+          if (p.first) std::memcpy(dst, p.first + k * p.second, p.second);
+          else std::memset(dst, 0, p.second);
           dst += p.second;
         }
       }
@@ -78,12 +83,48 @@ void cat_kernel(const TensorList& in, const Tensor& out, int64_t dim) {
     return;
   }
   int64_t off = 0;
-  for (const Tensor& t : in) {
-    if (legacy_empty(t)) continue;
-    int64_t n = t.sizes()[dim];
-    ops::copy_into(narrow_raw(out, dim, off, n), t);
-    off += n;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (lens[i] == 0) continue;
+    Tensor part = narrow_raw(out, dim, off, lens[i]);
+    if (in[i].defined()) ops::copy_into(part, in[i]);
+    else ops::copy_into(part, ops::scalar_tensor(Scalar(int64_t(0)), out.dtype(), out.device()));
+    off += lens[i];
   }
+}
+
+std::vector<int64_t> cat_lengths(const TensorList& in, int64_t dim) {
+  std::vector<int64_t> lens(in.size(), 0);
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!legacy_empty(in[i])) lens[i] = in[i].sizes()[dim];
+  return lens;
+}
+
+// split_backward's output: the input's shape, dtype and device of the first gradient given.
+TensorMeta split_backward_meta(const TensorList& in, const Attrs& a) {
+  const std::vector<int64_t>& sizes = a.ints(0);
+  const std::vector<int64_t>& lens = a.ints(1);
+  FLOW_RUNTIME_CHECK(in.size() == lens.size(), "split_backward: got ", in.size(), " gradients for ", lens.size(),
+                     " pieces");
+  int64_t nd = static_cast<int64_t>(sizes.size());
+  int64_t dim = wrap_dim(a.i(2), nd, "split_backward");
+  int64_t total = 0;
+  for (int64_t l : lens) {
+    FLOW_RUNTIME_CHECK(l >= 0, "split_backward: negative piece length");
+    total += l;
+  }
+  FLOW_RUNTIME_CHECK(total == sizes[dim], "split_backward: piece lengths sum to ", total, ", not ", sizes[dim]);
+  const Tensor* ref = nullptr;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!in[i].defined()) continue;
+    if (!ref) ref = &in[i];
+    FLOW_RUNTIME_CHECK(in[i].dim() == nd, "split_backward: gradient ", i, " has ", in[i].dim(), " dims, expected ", nd);
+    for (int64_t j = 0; j < nd; ++j)
+      FLOW_RUNTIME_CHECK(in[i].sizes()[j] == (j == dim ? lens[i] : sizes[j]), "split_backward: gradient ", i,
+                         " has shape ", shape_str(in[i].sizes()), ", which does not fit its piece of ",
+                         shape_str(Shape(sizes.begin(), sizes.end())));
+  }
+  FLOW_RUNTIME_CHECK(ref != nullptr, "split_backward: expected at least one gradient");
+  return {Shape(sizes.begin(), sizes.end()), ref->dtype(), common_device(in, "split_backward")};
 }
 
 std::vector<int64_t> wrap_dims_unique(const std::vector<int64_t>& dims, int64_t nd, const char* op) {
@@ -141,7 +182,7 @@ FLOW_OP(cat)
       int64_t d;
       DType dt;
       cat_shape(in, a.i(0), &d, &dt);
-      cat_kernel(in, out[0], d);
+      cat_kernel(in, cat_lengths(in, d), out[0], d);
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       TensorList grads(c.num_inputs());
@@ -158,6 +199,28 @@ FLOW_OP(cat)
         if (s.size() == 1 && s[0] == 0) continue;
         if (c.needs(static_cast<int>(i))) grads[i] = ops::slice(g[0], dim, off, off + s[dim]);
         off += s[dim];
+      }
+      return grads;
+    });
+
+// split_backward(grads, input_sizes, split_sizes, dim): the gradient of split_with_sizes / unbind, every
+// piece's gradient written into its place of one tensor (zeros for a piece that got none).
+FLOW_OP(split_backward)
+    .schema("split_backward(Tensor?[] grads, int[] input_sizes, int[] split_sizes, int dim) -> Tensor")
+    .traits(kBackwardHelper | kShape)
+    .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> { return {split_backward_meta(in, a)}; })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      split_backward_meta(in, a);
+      cat_kernel(in, a.ints(1), out[0], wrap_dim(a.i(2), out[0].dim(), "split_backward"));
+    })
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      const std::vector<int64_t>& lens = c.attrs.ints(1);
+      int64_t dim = wrap_dim(c.attrs.i(2), g[0].dim(), "split_backward");
+      TensorList grads(c.num_inputs());
+      int64_t off = 0;
+      for (size_t i = 0; i < c.num_inputs() && i < lens.size(); ++i) {
+        if (c.needs(static_cast<int>(i))) grads[i] = ops::slice(g[0], dim, off, off + lens[i]);
+        off += lens[i];
       }
       return grads;
     });

@@ -43,22 +43,9 @@ void simd_unary(const Tensor& out, const Tensor& a_in, F f) {
   unary_loop<T, T>(out, a_in, f);
 }
 
-// out[i] = f(a[i], b[i]), all of type T (a, b broadcast to out).
+// out[i] = f(a[i], b[i]), all of type T (a, b broadcast to out); binary_loop vectorises the dense runs.
 template <typename T, typename F>
 void simd_binary(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
-  if constexpr (std::is_same_v<T, acc_t<T>>) {
-    if (out.is_contiguous() && a.is_contiguous() && b.is_contiguous() && out.sizes() == a.sizes() &&
-        out.sizes() == b.sizes()) {
-      T* o = out.data<T>();
-      const T* x = a.data<T>();
-      const T* y = b.data<T>();
-      parallel_for(out.numel(), kParallelGrain, [&](int64_t lo, int64_t hi) {
-#pragma omp simd
-        for (int64_t i = lo; i < hi; ++i) o[i] = static_cast<T>(f(x[i], y[i]));
-      });
-      return;
-    }
-  }
   binary_loop<T, T>(out, a, b, f);
 }
 

@@ -2,6 +2,7 @@
 // one element at a time), plus a contiguous-loop driver using `omp simd`. Accuracy is within ~2 ulp, like
 // the SLEEF routines PyTorch's vectorised CPU kernels use.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -39,6 +40,32 @@ FLOW_VEC_INLINE float exp_f32(float x) {
   return x != x ? x : y;
 }
 
+// exp(x) for x <= 0 (or NaN) where only the absolute error matters (gelu's erf and pdf, softmax's
+// exp(x - max)): results below 2^-125 (x < -86.6) are flushed to 0, which spares exp_f32's clamping to
+// the denormal range and its two-step scaling: 2^n goes straight into the exponent bits. Same polynomial,
+// so results in the normal range are exp_f32's; exp(0) is exactly 1. A NaN stays NaN through the
+// arithmetic (its n converts to INT_MIN, whose shifted bits are 0). Callers never pass x > 0.
+FLOW_VEC_INLINE float exp_nonpos_f32(float x) {
+  const float lo = -86.6f;  // round(lo * log2(e)) = -125: y * 2^n stays normal for y in [0.7, 1.42]
+  float xc = x < lo ? lo : x;
+  const float shift = 12582912.0f;
+  float n = (xc * 1.44269504088896341f + shift) - shift;
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float y = p * r * r + r + 1.0f;
+  int32_t bits;
+  std::memcpy(&bits, &y, 4);
+  bits += static_cast<int32_t>(static_cast<uint32_t>(static_cast<int32_t>(n)) << 23);
+  std::memcpy(&y, &bits, 4);
+  return x < lo ? 0.0f : y;
+}
+
 // Cephes tanhf: odd polynomial near 0 (keeps relative accuracy), 1 - 2/(exp(2|x|)+1) elsewhere.
 FLOW_VEC_INLINE float tanh_f32(float x) {
   float ax = x < 0 ? -x : x;
@@ -57,17 +84,21 @@ FLOW_VEC_INLINE float tanh_f32(float x) {
 
 // Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7), as PyTorch's vectorised erf; for gelu only,
 // where the absolute error is what matters (the erf op itself keeps libm's relative accuracy).
-FLOW_VEC_INLINE float erf_abs_f32(float x) {
-  float ax = x < 0 ? -x : x;
+// `exp_neg_x2` is exp(-x*x), passed in so that gelu's backward shares it with the normal pdf.
+FLOW_VEC_INLINE float erf_abs_f32(float x, float exp_neg_x2) {
+  // fabs/copysign rather than `x < 0 ? -x : x`: GCC if-converts that select by evaluating the division and
+  // the polynomial once per branch
+  float ax = std::fabs(x);
   float t = 1.0f / (1.0f + 0.3275911f * ax);
   float p = 1.061405429f;
   p = p * t - 1.453152027f;
   p = p * t + 1.421413741f;
   p = p * t - 0.284496736f;
   p = p * t + 0.254829592f;
-  float r = 1.0f - p * t * exp_f32(-x * x);
-  return x < 0 ? -r : r;
+  float r = 1.0f - p * t * exp_neg_x2;
+  return std::copysign(r, x);
 }
+FLOW_VEC_INLINE float erf_abs_f32(float x) { return erf_abs_f32(x, exp_nonpos_f32(-x * x)); }
 
 FLOW_VEC_INLINE float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
 

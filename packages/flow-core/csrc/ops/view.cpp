@@ -85,6 +85,19 @@ void clamp_slice(int64_t size, int64_t& start, int64_t& end) {
   end = std::clamp<int64_t>(end, start, size);
 }
 
+// The gradient of split_with_sizes / unbind: the pieces' gradients written into one tensor of the input's
+// shape, zeros where a piece got none; undefined when no piece got one.
+Tensor split_backward(const TensorList& grads, const Shape& in_sizes, const std::vector<int64_t>& split_sizes,
+                      int64_t dim) {
+  bool any = false;
+  for (const Tensor& t : grads) any |= t.defined();
+  if (!any) return Tensor();
+  TensorList g(grads.begin(), grads.end());
+  g.resize(split_sizes.size());
+  return ops::call1("split_backward", g,
+                    {std::vector<int64_t>(in_sizes.begin(), in_sizes.end()), split_sizes, dim});
+}
+
 }  // namespace
 
 FLOW_OP(view)
@@ -312,6 +325,70 @@ FLOW_OP(slice_backward)
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       return {ops::call1("slice", {g[0]}, {c.attrs.i(1), c.attrs.at(2), c.attrs.at(3), c.attrs.i(4)})};
+    });
+
+// split_with_sizes(self, split_sizes, dim): views of consecutive pieces of `dim` (torch.split / chunk).
+// One op with many outputs rather than one slice per piece, so that backward is a single split_backward
+// writing every piece's gradient into its place in one buffer (PyTorch's SplitBackward); per-piece slices
+// would each zero-fill a full-size gradient and autograd would then add them up.
+FLOW_OP(split_with_sizes)
+    .schema("split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]")
+    .traits(kView | kIndexing)
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      const Tensor& t = in[0];
+      FLOW_RUNTIME_CHECK(t.dim() > 0, "split expects at least a 1-dimensional tensor");
+      int64_t d = wrap_dim(a.i(1), t.dim(), "split_with_sizes");
+      const std::vector<int64_t>& sizes = a.ints(0);
+      int64_t total = 0;
+      bool negative = false;
+      for (int64_t s : sizes) {
+        negative |= s < 0;
+        total += s;
+      }
+      FLOW_RUNTIME_CHECK(!negative, "split_with_sizes expects split_sizes have only non-negative entries, but got "
+                         "split_sizes=", shape_str(Shape(sizes.begin(), sizes.end())));
+      FLOW_RUNTIME_CHECK(total == t.sizes()[d], "split_with_sizes expects split_sizes to sum exactly to ",
+                         t.sizes()[d], " (input tensor's size at dimension ", d, "), but got split_sizes=",
+                         shape_str(Shape(sizes.begin(), sizes.end())));
+      TensorList out;
+      out.reserve(sizes.size());
+      int64_t start = 0;
+      for (int64_t s : sizes) {
+        out.push_back(raw_slice(t, d, start, start + s, 1));
+        start += s;
+      }
+      return out;
+    })
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      const Shape& in_sizes = c.input_meta(0).sizes;
+      int64_t d = wrap_dim(c.attrs.i(1), static_cast<int64_t>(in_sizes.size()), "split_with_sizes");
+      return {split_backward(g, in_sizes, c.attrs.ints(0), d)};
+    });
+
+// unbind(self, dim): the select views of every index of `dim`; backward stacks the gradients in one op.
+FLOW_OP(unbind)
+    .schema("unbind(Tensor self, int dim=0) -> Tensor[]")
+    .traits(kView | kIndexing)
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      const Tensor& t = in[0];
+      FLOW_INDEX_CHECK(t.dim() > 0, "Dimension specified as ", a.i(0), " but tensor has no dimensions");
+      int64_t d = wrap_dim(a.i(0), t.dim(), "unbind");
+      Shape s = t.sizes(), st = t.strides();
+      int64_t step = st[d];
+      s.erase(s.begin() + d);
+      st.erase(st.begin() + d);
+      TensorList out;
+      out.reserve(t.sizes()[d]);
+      for (int64_t i = 0; i < t.sizes()[d]; ++i) out.push_back(make_view(t, s, st, t.offset() + i * step));
+      return out;
+    })
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      const Shape& in_sizes = c.input_meta(0).sizes;
+      int64_t d = wrap_dim(c.attrs.i(0), static_cast<int64_t>(in_sizes.size()), "unbind");
+      TensorList pieces(g.size());
+      for (size_t i = 0; i < g.size(); ++i)
+        if (g[i].defined()) pieces[i] = ops::unsqueeze(g[i], d);
+      return {split_backward(pieces, in_sizes, std::vector<int64_t>(in_sizes[d], 1), d)};
     });
 
 FLOW_OP(select)

@@ -93,38 +93,55 @@ def narrow(input, dim, start, length):
     return ops.slice(input, dim, start, start + length, 1)
 
 
+def _dim_size(t, dim):
+    """Size of ``dim`` (negative counts from the end), with PyTorch's IndexError when out of range."""
+    nd = t.dim()
+    if not -nd <= dim < nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})")
+    return t.shape[dim]
+
+
 def split(tensor, split_size_or_sections, dim=0):
-    """Splits into chunks of ``split_size_or_sections`` (an int or a list of sizes) along ``dim``."""
-    size = tensor.shape[dim]
-    if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
-        if step <= 0 and size > 0:
+    """Splits into chunks of ``split_size_or_sections`` (an int or a list of sizes) along ``dim``: views of
+    ``tensor`` from one ``split_with_sizes`` op, whose backward writes all the pieces' gradients at once."""
+    if not isinstance(split_size_or_sections, (list, tuple)) and hasattr(split_size_or_sections, "__index__"):
+        if tensor.dim() == 0:
+            raise RuntimeError("split expects at least a 1-dimensional tensor")
+        size = _dim_size(tensor, dim)
+        step = split_size_or_sections.__index__()
+        if step < 0:
             raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
-        if size == 0:
-            return (tensor,)
-        return tuple(ops.slice(tensor, dim, i, min(i + step, size), 1) for i in range(0, size, step))
-    sections = list(split_size_or_sections)
-    if sum(sections) != size:
-        raise RuntimeError(
-            f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension "
-            f"{dim}), but got split_sizes={sections}")
-    out, start = [], 0
-    for s in sections:
-        out.append(ops.slice(tensor, dim, start, start + s, 1))
-        start += s
-    return tuple(out)
+        if step == 0 and size > 0:
+            raise RuntimeError(
+                f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
+        # PyTorch's rule: max(ceil(size / step), 1) pieces, the last one holding the remainder
+        n = max(-(-size // step), 1) if step > 0 else 1
+        sections = [step] * (n - 1) + [size - step * (n - 1)]
+        return ops.split_with_sizes(tensor, sections, dim)
+    return ops.split_with_sizes(tensor, [int(s) for s in split_size_or_sections], dim)
+
+
+def _split_method(self, split_size, dim=0):
+    """``Tensor.split``: PyTorch names the size argument ``split_size`` here (``split_size_or_sections`` in
+    ``torch.split``)."""
+    return split(self, split_size, dim)
 
 
 def chunk(input, chunks, dim=0):
+    if input.dim() == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
-        raise RuntimeError("chunk expects `chunks` to be greater than 0")
-    size = input.shape[dim]
-    step = max(1, -(-size // chunks))
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    size = _dim_size(input, dim)
+    step = -(-size // chunks)
+    if step == 0:
+        # an empty dim gives `chunks` empty pieces (PyTorch's rule)
+        return ops.split_with_sizes(input, [0] * chunks, dim)
     return split(input, step, dim)
 
 
 def unbind(input, dim=0):
-    return tuple(ops.select(input, dim, i) for i in range(input.shape[dim]))
+    return ops.unbind(input, dim)
 
 
 def movedim(input, source, destination):
@@ -158,7 +175,7 @@ def expand_as(self, other):
 
 TENSOR_METHODS = {
     "view": view, "reshape": reshape, "expand": expand, "permute": permute, "transpose": transpose, "t": t,
-    "squeeze": squeeze, "flatten": flatten, "unflatten": unflatten, "narrow": narrow, "split": split,
+    "squeeze": squeeze, "flatten": flatten, "unflatten": unflatten, "narrow": narrow, "split": _split_method,
     "chunk": chunk, "unbind": unbind, "movedim": movedim, "swapaxes": swapaxes, "swapdims": swapdims,
     "view_as": view_as, "reshape_as": reshape_as, "expand_as": expand_as,
     "T": property(lambda self: ops.permute(self, list(range(self.dim() - 1, -1, -1)))),

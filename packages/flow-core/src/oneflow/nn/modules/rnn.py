@@ -2,14 +2,13 @@
 PyTorch's parameter names, shapes, initialisation and argument checks.
 
 Time steps run on registered ops. The input projection of every time step is one matmul per gate over the
-whole sequence; the steps are then split out with ``_Unbind`` (whose backward is a single stack instead of
-one full-size scatter per step) and each step is one ``addmm`` per gate plus contiguous pointwise ops."""
+whole sequence; the steps are then split out with the ``unbind`` op (whose backward is a single stack
+instead of one full-size scatter per step) and each step is one ``addmm`` per gate plus contiguous pointwise ops."""
 import math
 import numbers
 import warnings
 
 from ... import _C
-from ...autograd.function import Function
 from .. import functional as F
 from ..parameter import Parameter
 from ..utils import rnn as _rnn_utils
@@ -24,26 +23,6 @@ def _flow():
     import oneflow
 
     return oneflow
-
-
-class _Unbind(Function):
-    """``input.unbind(dim)`` whose backward stacks the step gradients in one op."""
-
-    @staticmethod
-    def forward(ctx, input, dim):
-        ctx.dim = dim
-        return tuple(ops.select(input, dim, i) for i in range(input.shape[dim]))
-
-    @staticmethod
-    def backward(ctx, *grads):
-        return _flow().stack(grads, ctx.dim), None
-
-
-def _unbind(x, dim):
-    if x.requires_grad and _C.is_grad_enabled():
-        out = _Unbind.apply(x, dim)
-        return out if isinstance(out, tuple) else (out,)
-    return tuple(ops.select(x, dim, i) for i in range(x.shape[dim]))
 
 
 # ---- one time step of each cell kind ------------------------------------------------------------------
@@ -113,7 +92,7 @@ def _run_direction(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, masks=N
     seq, n, feat = x.shape
     hs = w_hh.shape[0] // {"LSTM": 4, "GRU": 3}.get(mode, 1)
     xw = _input_projection(mode, ops.reshape(x, [seq * n, feat]), w_ih, b_ih, b_hh, hs)
-    steps = [_unbind(ops.reshape(xk, [seq, n, hs]), 0) for xk in xw]
+    steps = [ops.unbind(ops.reshape(xk, [seq, n, hs]), 0) for xk in xw]
     step = _STEPS[mode]
     relu = mode == "RNN_RELU"
     whh = _gate_weights(w_hh, len(xw), hs)
@@ -258,10 +237,10 @@ class RNNBase(Module):
         if lengths is not None:
             masks = [flow.tensor((lengths > t).reshape(-1, 1)) for t in range(x.shape[0])]
         num_directions = 2 if self.bidirectional else 1
-        h0s = _unbind(h0, 0) if h0.requires_grad else tuple(h0[i] for i in range(h0.shape[0]))
+        h0s = ops.unbind(h0, 0)
         c0s = None
         if c0 is not None:
-            c0s = _unbind(c0, 0) if c0.requires_grad else tuple(c0[i] for i in range(c0.shape[0]))
+            c0s = ops.unbind(c0, 0)
         hn, cn = [], []
         for layer in range(self.num_layers):
             outs = []
