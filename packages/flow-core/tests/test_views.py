@@ -107,6 +107,20 @@ def test_caching_allocator_reuses_blocks():
     assert flow._C._allocator_stats()["num_system_allocs"] == before
 
 
+def test_large_blocks_are_huge_page_aligned_and_reused():
+    # blocks of 2 MiB and more are rounded to whole 2 MiB pages, 2 MiB-aligned (madvised as huge pages)
+    x = flow.empty(3 << 18)  # 3 MiB of float32
+    assert x.data_ptr() % (2 << 20) == 0
+    small = flow.empty(1000)
+    assert small.data_ptr() % 64 == 0
+    ptr = x.data_ptr()
+    del x
+    y = flow.empty((4 << 20) // 4 - 7)  # another size in the same 4 MiB class takes the freed block
+    assert y.data_ptr() == ptr
+    y.fill_(1.5)
+    assert float(y.sum()) == 1.5 * y.numel()
+
+
 def test_version_counter_shared_by_views():
     x = flow.zeros(4)
     v = x.view(2, 2)

@@ -1,5 +1,7 @@
 #include "allocator.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -16,10 +18,24 @@ constexpr size_t kAlign = 64;
 constexpr size_t kMaxCachedBlock = size_t(1) << 31;
 constexpr size_t kMaxCachedTotal = size_t(8) << 30;
 
+// Blocks of 2 MiB and more are whole, aligned huge pages: GEMM packing and strided copies walk them with
+// far fewer TLB misses, and a first touch faults once per 2 MiB instead of once per 4 KiB.
+constexpr size_t kHuge = size_t(2) << 20;
+
 size_t round_size(size_t n) {
   if (n <= 512) return 512;
   if (n <= (size_t(1) << 20)) return (n + 511) & ~size_t(511);
-  return (n + 65535) & ~size_t(65535);
+  if (n < kHuge) return (n + 65535) & ~size_t(65535);
+  return (n + kHuge - 1) & ~(kHuge - 1);
+}
+
+void* system_alloc(size_t sz) {
+  bool huge = sz >= kHuge;
+  void* p = std::aligned_alloc(huge ? kHuge : kAlign, sz);
+#ifdef MADV_HUGEPAGE
+  if (p && huge) madvise(p, sz, MADV_HUGEPAGE);  // advisory: failure just leaves normal pages
+#endif
+  return p;
 }
 
 struct Cache {
@@ -50,10 +66,10 @@ void* cpu_alloc(size_t nbytes) {
       return p;
     }
   }
-  void* p = std::aligned_alloc(kAlign, sz);
+  void* p = system_alloc(sz);
   if (!p) {
     cpu_empty_cache();
-    p = std::aligned_alloc(kAlign, sz);
+    p = system_alloc(sz);
   }
   FLOW_RUNTIME_CHECK(p != nullptr, "CPU out of memory: tried to allocate ", nbytes, " bytes");
   std::lock_guard<std::mutex> g(c.mu);
