@@ -190,6 +190,9 @@ def test_mm_transposed_left_operand_with_power_of_two_leading_dim():
     assert_close(flow.mm(fa.t(), fb), want, rtol=1e-3, atol=1e-3)
     assert_close(flow.addmm(flow.tensor(c), fa.t(), fb, beta=0.5, alpha=2.0), 0.5 * c + 2.0 * want, rtol=1e-3,
                  atol=2e-3)
+    # a transposed right operand with such a leading dimension (linear's forward from 1024 features)
+    w = r(256, 1024)
+    assert_close(flow.mm(fa, flow.tensor(w).t()), a.astype(np.float64) @ w.T, rtol=1e-3, atol=1e-3)
     # both operands transposed, and a batch of such products
     assert_close(flow.mm(fa.t(), flow.tensor(b.T.copy()).t()), want, rtol=1e-3, atol=1e-3)
     a3 = r(2, 1024, 512)
