@@ -41,7 +41,7 @@ def test_conv_vs_torch(case, bias):
 
 
 # Channel-rich float32 shapes that reach each of the kernel's per-geometry paths (csrc/kernels/cpu/conv.cpp,
-# onednn_conv.cpp): im2col + sgemm forward (batch x output positions <= 256) and backward-weight (< 1024
+# onednn_conv.cpp): im2col + sgemm forward (batch x output positions < 128) and backward-weight (< 64
 # output positions per image, several images per GEMM: one partial group, a full group plus a remainder,
 # one image per GEMM), oneDNN nhwc forward/backward-data, plain layouts for 1x1 kernels, the blocked
 # backward-weight of large images, and grouped convolutions.
@@ -58,7 +58,8 @@ CONV_PATHS = [  # (nd, N, Cin, Cout, spatial, k, kwargs)
     (2, 2, 9, 10, (6, 7), (2, 3), dict(padding=(1, 0), stride=(2, 1))),
     (1, 3, 16, 8, (20,), 3, dict(padding=2, dilation=2)),
     (1, 6, 16, 8, (90,), 5, dict(stride=3)),
-    (3, 2, 8, 8, (4, 5, 6), 3, dict(padding=1, stride=(1, 2, 1))),
+    (3, 1, 8, 8, (4, 5, 6), 3, dict(padding=1, stride=(1, 2, 1))),
+    (3, 2, 8, 8, (4, 5, 6), 3, dict(padding=1, stride=(2, 2, 1))),
 ]
 
 

@@ -220,18 +220,20 @@ void run_typed(const char* op, const TensorList& ins, const Tensor& out, F32&& f
   if (!o.is_same(out)) ops::copy_into(out, o);
 }
 
-// float32 runs oneDNN except where our im2col + one well-shaped sgemm measured faster (AVX2, 2 threads):
-// - forward with few output positions in all (batch x spatial <= 256: batch-1 inference of the late layers),
-//   where oneDNN's blocked kernels spend the call reordering the weights: TODO numbers
-// - backward-weight on small images (< 1024 output positions each), several images per GEMM: TODO numbers
+// float32 runs oneDNN except where our im2col + one well-shaped sgemm measured faster (AVX2, 2 threads, ms
+// per call against oneDNN's best layout):
+// - forward with few output positions in all (batch x spatial < 128: batch-1 inference of the late layers;
+//   512ch 4x4 0.60 -> 0.50, 256->512 8x8/2 0.28 -> 0.25; at 16x16, 256 positions, oneDNN wins 0.46 vs 0.57);
+// - backward-weight on small images (< 64 output positions each), several images per GEMM (batch 32:
+//   512ch 4x4 ~21-25 -> ~17, 256->512 8x8/2 10.2 -> 8.7; at 8x8 and above oneDNN is as fast or faster).
 bool pointwise(const Plan& p) { return p.KK() == 1; }
 bool col_forward_wins(const Plan& p) {
   if (const char* e = std::getenv("FLOW_CONV_COL")) return e[0] == '1';
-  return p.G == 1 && !pointwise(p) && p.N * p.P() <= 256;
+  return p.G == 1 && !pointwise(p) && p.N * p.P() < 128;
 }
 bool col_backward_weight_wins(const Plan& p) {
   if (const char* e = std::getenv("FLOW_CONV_COL")) return e[1] == '1';
-  return p.G == 1 && !pointwise(p) && p.P() < 1024;
+  return p.G == 1 && !pointwise(p) && p.P() < 64;
 }
 
 }  // namespace

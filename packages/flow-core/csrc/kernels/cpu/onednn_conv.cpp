@@ -189,13 +189,13 @@ memory::desc wei_md(const Geometry& g) { return memory::desc(g.wei, dt::f32, wei
 // - few input channels per group (an image stem: 1-3 channels): plain nchw; blocked layouts gain nothing and the
 //   reorders dominate ((64,1,28,28)x(32,1,3,3) fwd+bwd 0.72x -> 0.42x torch's time).
 // - forward: nhwc (oneDNN's brgemm kernels: 64ch 32x32 14.8 -> 14.6, 256->512 8x8/2 7.3 -> 6.7 over the blocked
-//   default) unless the kernel is 1x1 or there are few output positions (batch x spatial < 128, batch-1
-//   inference of the small late layers): then plain nchw, where oneDNN's GEMM path reads the weights as they are
-//   instead of reordering them on every call (1x1/2 64->128 32x32 3.8 -> 1.6; b1 512ch 4x4 2.3 -> 0.7).
+//   default; batch 1, 128ch 16x16: 0.71 -> 0.59), plain nchw for 1x1 kernels, where oneDNN's GEMM path reads
+//   the weights as they are instead of reordering them on every call (1x1/2 64->128 32x32 3.8 -> 1.6). (Few
+//   output positions in all, batch-1 inference of the late layers, do not get here: conv.cpp's im2col path.)
 // - backward-data: nhwc (512ch 4x4 15.5 -> 13.6, 256ch 8x8 17.9 -> 15.8), plain for 1x1 kernels (4.6 -> 1.8).
 // - backward-weight: oneDNN's blocked kernel only pays off on large images (64ch 32x32: 19.8 vs 24.5 plain);
 //   below 1024 output positions per image the plain GEMM path wins without any reorders (128ch 16x16 17.5 ->
-//   16.8, 256->512 8x8/2 13.1 -> 11.1, 1x1/2 2.7 -> 1.7).
+//   16.8, 256ch 8x8 17.8 -> 16.6, 1x1/2 2.7 -> 1.7; the smallest images go to conv.cpp's im2col path).
 // Grouped convolutions keep oneDNN's own choice (its nhwc/plain coverage of them is uneven).
 Fmt act_fmt(const Geometry& g, Dir d) {
   int64_t groups = g.grouped ? g.wei[0] : 1;
@@ -211,7 +211,7 @@ Fmt act_fmt(const Geometry& g, Dir d) {
   int64_t out_pos = 1;  // output positions per image
   for (size_t i = 2; i < g.dst.size(); ++i) out_pos *= g.dst[i];
   switch (d) {
-    case Dir::Fwd: return pointwise || g.dst[0] * out_pos < 128 ? Fmt::Plain : Fmt::Nhwc;
+    case Dir::Fwd: return pointwise ? Fmt::Plain : Fmt::Nhwc;
     case Dir::BwdData: return pointwise ? Fmt::Plain : Fmt::Nhwc;
     default: return out_pos >= 1024 ? Fmt::Any : Fmt::Plain;
   }
