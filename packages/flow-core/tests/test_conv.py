@@ -44,7 +44,7 @@ def test_conv_vs_torch(case, bias):
 # onednn_conv.cpp): im2col + sgemm forward (batch x output positions < 128) and backward-weight (< 64
 # output positions per image, several images per GEMM: one partial group, a full group plus a remainder,
 # one image per GEMM), oneDNN nhwc forward/backward-data, plain layouts for 1x1 kernels, the blocked
-# backward-weight of large images, and grouped convolutions.
+# backward-data/-weight of large images, and grouped convolutions.
 CONV_PATHS = [  # (nd, N, Cin, Cout, spatial, k, kwargs)
     (2, 3, 16, 24, (8, 8), 3, dict(padding=1)),
     (2, 40, 8, 8, (4, 4), 3, dict(padding=1)),

@@ -3,7 +3,6 @@
 #include "conv.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -228,11 +227,9 @@ void run_typed(const char* op, const TensorList& ins, const Tensor& out, F32&& f
 //   512ch 4x4 ~21-25 -> ~17, 256->512 8x8/2 10.2 -> 8.7; at 8x8 and above oneDNN is as fast or faster).
 bool pointwise(const Plan& p) { return p.KK() == 1; }
 bool col_forward_wins(const Plan& p) {
-  if (const char* e = std::getenv("FLOW_CONV_COL")) return e[0] == '1';
   return p.G == 1 && !pointwise(p) && p.N * p.P() < 128;
 }
 bool col_backward_weight_wins(const Plan& p) {
-  if (const char* e = std::getenv("FLOW_CONV_COL")) return e[1] == '1';
   return p.G == 1 && !pointwise(p) && p.P() < 64;
 }
 

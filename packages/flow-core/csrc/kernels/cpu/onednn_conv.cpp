@@ -1,7 +1,6 @@
 // float32 convolution through oneDNN. Our tensors are plain (ncw/nchw/ncdhw); the primitive picks its own
 // (blocked) layouts, and reorders move data in and out. Primitive creation takes milliseconds, so each
 // (direction, shapes, geometry) builds its primitive and reorders once and caches them.
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <new>
@@ -71,7 +70,7 @@ Geometry geometry(const Shape& src, const Shape& wei, const Shape& dst, const Co
   return r;
 }
 
-enum class Dir { Fwd = 0, BwdData = 1, BwdWeight = 2 };
+enum class Dir { Fwd, BwdData, BwdWeight };
 enum class Fmt { Plain, Any, Nhwc };
 
 // A primitive plus the reorders between our plain buffers and its chosen layouts (one per argument).
@@ -89,9 +88,9 @@ struct Cached {
 std::mutex g_mu;
 std::unordered_map<std::string, std::shared_ptr<Cached>> g_cache;
 
-std::string key_of(int kind, const Geometry& g, bool bias, int fmt) {
+std::string key_of(int kind, const Geometry& g, bool bias) {
   std::ostringstream os;
-  os << kind << '|' << bias << '|' << fmt;
+  os << kind << '|' << bias;
   for (auto* v : {&g.src, &g.wei, &g.dst, &g.stride, &g.dil, &g.pad_l, &g.pad_r}) {
     os << '|';
     for (auto x : *v) os << x << ',';
@@ -109,6 +108,7 @@ Cached::Arg make_arg(int id, const memory::desc& user, const memory::desc& inner
   return a;
 }
 
+// The cache key leaves out the layout: act_fmt derives it from the same geometry.
 // `build(fmt)` makes the primitive with activations in `fmt`; should that land on oneDNN's reference
 // implementation (a layout the optimized kernels do not cover for this geometry, hundreds of times slower),
 // the primitive is rebuilt with the layouts left to oneDNN, as before the per-shape choice existed.
@@ -124,7 +124,6 @@ std::shared_ptr<Cached> get_or_build(const std::string& key, Fmt fmt, Build&& bu
   std::lock_guard<std::mutex> l(g_mu);
   if (g_cache.size() > 512) g_cache.clear();  // bound memory on shape-churning workloads
   g_cache.emplace(key, c);
-  if (std::getenv("FLOW_CONV_VERBOSE")) fprintf(stderr, "conv %s -> %s\n", key.c_str(), c->impl.c_str());
   return c;
 }
 
@@ -192,7 +191,8 @@ memory::desc wei_md(const Geometry& g) { return memory::desc(g.wei, dt::f32, wei
 //   default; batch 1, 128ch 16x16: 0.71 -> 0.59), plain nchw for 1x1 kernels, where oneDNN's GEMM path reads
 //   the weights as they are instead of reordering them on every call (1x1/2 64->128 32x32 3.8 -> 1.6). (Few
 //   output positions in all, batch-1 inference of the late layers, do not get here: conv.cpp's im2col path.)
-// - backward-data: nhwc (512ch 4x4 15.5 -> 13.6, 256ch 8x8 17.9 -> 15.8), plain for 1x1 kernels (4.6 -> 1.8).
+// - backward-data: nhwc (512ch 4x4 15.5 -> 13.6, 256ch 8x8 17.9 -> 15.8), plain for 1x1 kernels (4.6 -> 1.8),
+//   blocked on large images (64ch 32x32: 14.0 vs 14.6 nhwc).
 // - backward-weight: oneDNN's blocked kernel only pays off on large images (64ch 32x32: 19.8 vs 24.5 plain);
 //   below 1024 output positions per image the plain GEMM path wins without any reorders (128ch 16x16 17.5 ->
 //   16.8, 256ch 8x8 17.8 -> 16.6, 1x1/2 2.7 -> 1.7; the smallest images go to conv.cpp's im2col path).
@@ -200,10 +200,6 @@ memory::desc wei_md(const Geometry& g) { return memory::desc(g.wei, dt::f32, wei
 Fmt act_fmt(const Geometry& g, Dir d) {
   int64_t groups = g.grouped ? g.wei[0] : 1;
   if (g.src[1] / groups < 8) return Fmt::Plain;
-  if (const char* e = std::getenv("FLOW_CONV_FMT")) {
-    char c = e[static_cast<int>(d)];
-    if (c != 'r') return c == 'p' ? Fmt::Plain : c == 'n' ? Fmt::Nhwc : Fmt::Any;
-  }
   if (groups > 1) return Fmt::Any;
   size_t first_k = g.wei.size() - (g.src.size() - 2);
   bool pointwise = true;
@@ -212,7 +208,7 @@ Fmt act_fmt(const Geometry& g, Dir d) {
   for (size_t i = 2; i < g.dst.size(); ++i) out_pos *= g.dst[i];
   switch (d) {
     case Dir::Fwd: return pointwise ? Fmt::Plain : Fmt::Nhwc;
-    case Dir::BwdData: return pointwise ? Fmt::Plain : Fmt::Nhwc;
+    case Dir::BwdData: return pointwise ? Fmt::Plain : out_pos >= 1024 ? Fmt::Any : Fmt::Nhwc;
     default: return out_pos >= 1024 ? Fmt::Any : Fmt::Plain;
   }
 }
@@ -243,8 +239,7 @@ convolution_forward::primitive_desc fwd_pd(const Geometry& g, bool bias, prop_ki
 void onednn_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const ConvGeom& cg) {
   Geometry g = geometry(x.sizes(), w.sizes(), y.sizes(), cg);
   bool bias = b.defined();
-  Fmt f = act_fmt(g, Dir::Fwd);
-  auto c = get_or_build(key_of(0, g, bias, static_cast<int>(f)), f, [&](Fmt f) {
+  auto c = get_or_build(key_of(0, g, bias), act_fmt(g, Dir::Fwd), [&](Fmt f) {
     auto pd = fwd_pd(g, bias, prop_kind::forward_inference, f);
     auto r = std::make_shared<Cached>();
     r->impl = pd.impl_info_str();
@@ -263,8 +258,7 @@ void onednn_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, cons
 
 void onednn_conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvGeom& cg) {
   Geometry g = geometry(gx.sizes(), w.sizes(), gy.sizes(), cg);
-  Fmt f = act_fmt(g, Dir::BwdData);
-  auto c = get_or_build(key_of(1, g, false, static_cast<int>(f)), f, [&](Fmt f) {
+  auto c = get_or_build(key_of(1, g, false), act_fmt(g, Dir::BwdData), [&](Fmt f) {
     engine& e = cpu_engine();
     auto hint = fwd_pd(g, false, prop_kind::forward_training, f);
     auto pd = convolution_backward_data::primitive_desc(e, algorithm::convolution_direct, act_md(f, g.src),
@@ -283,8 +277,7 @@ void onednn_conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& 
 
 void onednn_conv_backward_weight(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvGeom& cg) {
   Geometry g = geometry(x.sizes(), gw.sizes(), gy.sizes(), cg);
-  Fmt f = act_fmt(g, Dir::BwdWeight);
-  auto c = get_or_build(key_of(2, g, false, static_cast<int>(f)), f, [&](Fmt f) {
+  auto c = get_or_build(key_of(2, g, false), act_fmt(g, Dir::BwdWeight), [&](Fmt f) {
     engine& e = cpu_engine();
     auto hint = fwd_pd(g, false, prop_kind::forward_training, f);
     auto pd = convolution_backward_weights::primitive_desc(e, algorithm::convolution_direct, act_md(f, g.src),
