@@ -40,6 +40,54 @@ def test_conv_vs_torch(case, bias):
     check_vs_torch(lambda *a: f(*a, **kw), lambda *a: t(*a, **kw), arrs, rtol=1e-4, atol=1e-4)
 
 
+# Channel-rich float32 shapes that reach each of the kernel's per-geometry paths (csrc/kernels/cpu/conv.cpp,
+# onednn_conv.cpp): im2col + sgemm forward (batch x output positions < 128) and backward-weight (< 64
+# output positions per image, several images per GEMM: one partial group, a full group plus a remainder,
+# one image per GEMM), oneDNN nhwc forward/backward-data, plain layouts for 1x1 kernels, the blocked
+# backward-data/-weight of large images, and grouped convolutions.
+CONV_PATHS = [  # (nd, N, Cin, Cout, spatial, k, kwargs)
+    (2, 3, 16, 24, (8, 8), 3, dict(padding=1)),
+    (2, 40, 8, 8, (4, 4), 3, dict(padding=1)),
+    (2, 8, 16, 32, (16, 16), 3, dict(stride=2, padding=1)),
+    (2, 1, 16, 32, (9, 9), 3, dict(stride=2, padding=1, dilation=2)),
+    (2, 2, 8, 8, (25, 24), 3, dict(padding=(0, 2), stride=(1, 1))),
+    (2, 2, 16, 8, (33, 32), 3, dict(padding=1)),
+    (2, 4, 12, 16, (7, 9), 1, dict(stride=2)),
+    (2, 5, 12, 16, (7, 9), 1, dict()),
+    (2, 2, 16, 16, (10, 10), 3, dict(groups=2, padding=1)),
+    (2, 2, 9, 10, (6, 7), (2, 3), dict(padding=(1, 0), stride=(2, 1))),
+    (1, 3, 16, 8, (20,), 3, dict(padding=2, dilation=2)),
+    (1, 6, 16, 8, (90,), 5, dict(stride=3)),
+    (3, 1, 8, 8, (4, 5, 6), 3, dict(padding=1, stride=(1, 2, 1))),
+    (3, 2, 8, 8, (4, 5, 6), 3, dict(padding=1, stride=(2, 2, 1))),
+]
+
+
+@pytest.mark.parametrize("case", CONV_PATHS)
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv_kernel_paths_vs_torch(case, bias):
+    nd, n, cin, cout, sp, k, kw = case
+    g = kw.get("groups", 1)
+    ks = list(k) if isinstance(k, tuple) else [k] * nd
+    arrs = [r(n, cin, *sp), r(cout, cin // g, *ks)] + ([r(cout)] if bias else [])
+    f, t = FN[nd]
+    check_vs_torch(lambda *a: f(*a, **kw), lambda *a: t(*a, **kw), arrs, rtol=1e-4, atol=1e-3, grad_rtol=1e-4,
+                   grad_atol=2e-3)
+
+
+def test_conv_kernel_paths_noncontiguous_and_transposed():
+    # a channels-last view of the input and a transposed weight reach the same kernels through copies; a
+    # transposed convolution runs the backward-data kernel forward and the forward kernel backward
+    x = r(2, 12, 12, 16).transpose(0, 3, 1, 2)
+    w = r(3, 3, 24, 16).transpose(2, 3, 0, 1)
+    check_vs_torch(lambda a, b: F.conv2d(a, b, padding=1), lambda a, b: TF.conv2d(a, b, padding=1), [x, w],
+                   rtol=1e-4, atol=1e-3, grad_atol=2e-3)
+    xt, wt = r(3, 16, 5, 5), r(16, 8, 3, 3)
+    check_vs_torch(lambda a, b: F.conv_transpose2d(a, b, stride=2, padding=1),
+                   lambda a, b: TF.conv_transpose2d(a, b, stride=2, padding=1), [xt, wt], rtol=1e-4, atol=1e-3,
+                   grad_atol=2e-3)
+
+
 @pytest.mark.parametrize("case", CONV[::2])
 def test_conv_float64_gradcheck(case):
     nd, n, cin, cout, sp, k, kw = case

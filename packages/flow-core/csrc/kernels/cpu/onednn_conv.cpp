@@ -70,6 +70,9 @@ Geometry geometry(const Shape& src, const Shape& wei, const Shape& dst, const Co
   return r;
 }
 
+enum class Dir { Fwd, BwdData, BwdWeight };
+enum class Fmt { Plain, Any, Nhwc };
+
 // A primitive plus the reorders between our plain buffers and its chosen layouts (one per argument).
 struct Cached {
   primitive prim;
@@ -79,6 +82,7 @@ struct Cached {
     std::optional<reorder> to_inner, to_user;  // input args use to_inner, the output arg to_user
   };
   std::vector<Arg> args;  // inputs first, then the output (last)
+  std::string impl;       // oneDNN's implementation name (impl_info_str)
 };
 
 std::mutex g_mu;
@@ -104,14 +108,19 @@ Cached::Arg make_arg(int id, const memory::desc& user, const memory::desc& inner
   return a;
 }
 
+// The cache key leaves out the layout: act_fmt derives it from the same geometry.
+// `build(fmt)` makes the primitive with activations in `fmt`; should that land on oneDNN's reference
+// implementation (a layout the optimized kernels do not cover for this geometry, hundreds of times slower),
+// the primitive is rebuilt with the layouts left to oneDNN, as before the per-shape choice existed.
 template <typename Build>
-std::shared_ptr<Cached> get_or_build(const std::string& key, Build&& build) {
+std::shared_ptr<Cached> get_or_build(const std::string& key, Fmt fmt, Build&& build) {
   {
     std::lock_guard<std::mutex> l(g_mu);
     auto it = g_cache.find(key);
     if (it != g_cache.end()) return it->second;
   }
-  std::shared_ptr<Cached> c = build();
+  std::shared_ptr<Cached> c = build(fmt);
+  if (fmt != Fmt::Any && c->impl.find("ref") != std::string::npos) c = build(Fmt::Any);
   std::lock_guard<std::mutex> l(g_mu);
   if (g_cache.size() > 512) g_cache.clear();  // bound memory on shape-churning workloads
   g_cache.emplace(key, c);
@@ -171,25 +180,58 @@ void execute(const Cached& c, const std::vector<void*>& bufs) {
 }
 
 memory::desc any_md(const memory::dims& d) { return memory::desc(d, dt::f32, memory::format_tag::any); }
-// Activations (src/dst and their diffs) in our plain layout or oneDNN's choice. With few input channels
-// per group (an image stem: 1-3 channels) the blocked layouts gain nothing and the reorders dominate;
-// measured (64,1,28,28)x(32,1,3,3) fwd+bwd 0.72x -> 0.42x torch's time with plain nchw, while 32/64
-// channels are 20-30% slower plain than blocked.
-bool plain_act(const Geometry& g) {
-  int64_t groups = g.grouped ? g.wei[0] : 1;
-  return g.src[1] / groups < 8;
-}
-memory::desc act_md(const Geometry& g, const memory::dims& d) {
-  return plain_act(g) ? memory::desc(d, dt::f32, plain_tag(d.size())) : any_md(d);
-}
 memory::desc plain_md(const memory::dims& d) { return memory::desc(d, dt::f32, plain_tag(d.size())); }
 memory::desc wei_md(const Geometry& g) { return memory::desc(g.wei, dt::f32, weight_tag(g.wei.size(), g.grouped)); }
 
-convolution_forward::primitive_desc fwd_pd(const Geometry& g, bool bias, prop_kind pk) {
+// The layout the primitive sees its activations (src/dst and their diffs) in, chosen per direction from the
+// geometry by a fixed rule (measured on AVX2, ResNet-18 shapes at batch 32 and 1, 2 threads; ms per call):
+// - few input channels per group (an image stem: 1-3 channels): plain nchw; blocked layouts gain nothing and the
+//   reorders dominate ((64,1,28,28)x(32,1,3,3) fwd+bwd 0.72x -> 0.42x torch's time).
+// - forward: nhwc (oneDNN's brgemm kernels: 64ch 32x32 14.8 -> 14.6, 256->512 8x8/2 7.3 -> 6.7 over the blocked
+//   default; batch 1, 128ch 16x16: 0.71 -> 0.59), plain nchw for 1x1 kernels, where oneDNN's GEMM path reads
+//   the weights as they are instead of reordering them on every call (1x1/2 64->128 32x32 3.8 -> 1.6). (Few
+//   output positions in all, batch-1 inference of the late layers, do not get here: conv.cpp's im2col path.)
+// - backward-data: nhwc (512ch 4x4 15.5 -> 13.6, 256ch 8x8 17.9 -> 15.8), plain for 1x1 kernels (4.6 -> 1.8),
+//   blocked on large images (64ch 32x32: 14.0 vs 14.6 nhwc).
+// - backward-weight: oneDNN's blocked kernel only pays off on large images (64ch 32x32: 19.8 vs 24.5 plain);
+//   below 1024 output positions per image the plain GEMM path wins without any reorders (128ch 16x16 17.5 ->
+//   16.8, 256ch 8x8 17.8 -> 16.6, 1x1/2 2.7 -> 1.7; the smallest images go to conv.cpp's im2col path).
+// Grouped convolutions keep oneDNN's own choice (its nhwc/plain coverage of them is uneven).
+Fmt act_fmt(const Geometry& g, Dir d) {
+  int64_t groups = g.grouped ? g.wei[0] : 1;
+  if (g.src[1] / groups < 8) return Fmt::Plain;
+  if (groups > 1) return Fmt::Any;
+  size_t first_k = g.wei.size() - (g.src.size() - 2);
+  bool pointwise = true;
+  for (size_t i = first_k; i < g.wei.size(); ++i) pointwise = pointwise && g.wei[i] == 1;
+  int64_t out_pos = 1;  // output positions per image
+  for (size_t i = 2; i < g.dst.size(); ++i) out_pos *= g.dst[i];
+  switch (d) {
+    case Dir::Fwd: return pointwise ? Fmt::Plain : Fmt::Nhwc;
+    case Dir::BwdData: return pointwise ? Fmt::Plain : out_pos >= 1024 ? Fmt::Any : Fmt::Nhwc;
+    default: return out_pos >= 1024 ? Fmt::Any : Fmt::Plain;
+  }
+}
+memory::format_tag nhwc_tag(size_t nd) {
+  switch (nd) {
+    case 3: return memory::format_tag::nwc;
+    case 4: return memory::format_tag::nhwc;
+    default: return memory::format_tag::ndhwc;
+  }
+}
+memory::desc act_md(Fmt f, const memory::dims& d) {
+  switch (f) {
+    case Fmt::Plain: return plain_md(d);
+    case Fmt::Nhwc: return memory::desc(d, dt::f32, nhwc_tag(d.size()));
+    default: return any_md(d);
+  }
+}
+
+convolution_forward::primitive_desc fwd_pd(const Geometry& g, bool bias, prop_kind pk, Fmt f) {
   engine& e = cpu_engine();
   memory::desc bmd = bias ? memory::desc({g.dst[1]}, dt::f32, memory::format_tag::x) : memory::desc();
-  return convolution_forward::primitive_desc(e, pk, algorithm::convolution_direct, act_md(g, g.src), any_md(g.wei),
-                                             bmd, act_md(g, g.dst), g.stride, g.dil, g.pad_l, g.pad_r);
+  return convolution_forward::primitive_desc(e, pk, algorithm::convolution_direct, act_md(f, g.src), any_md(g.wei),
+                                             bmd, act_md(f, g.dst), g.stride, g.dil, g.pad_l, g.pad_r);
 }
 
 }  // namespace
@@ -197,9 +239,10 @@ convolution_forward::primitive_desc fwd_pd(const Geometry& g, bool bias, prop_ki
 void onednn_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const ConvGeom& cg) {
   Geometry g = geometry(x.sizes(), w.sizes(), y.sizes(), cg);
   bool bias = b.defined();
-  auto c = get_or_build(key_of(0, g, bias), [&] {
-    auto pd = fwd_pd(g, bias, prop_kind::forward_inference);
+  auto c = get_or_build(key_of(0, g, bias), act_fmt(g, Dir::Fwd), [&](Fmt f) {
+    auto pd = fwd_pd(g, bias, prop_kind::forward_inference, f);
     auto r = std::make_shared<Cached>();
+    r->impl = pd.impl_info_str();
     r->prim = convolution_forward(pd);
     r->args.push_back(make_arg(DNNL_ARG_SRC, plain_md(g.src), pd.src_desc(), false));
     r->args.push_back(make_arg(DNNL_ARG_WEIGHTS, wei_md(g), pd.weights_desc(), false));
@@ -215,13 +258,14 @@ void onednn_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, cons
 
 void onednn_conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvGeom& cg) {
   Geometry g = geometry(gx.sizes(), w.sizes(), gy.sizes(), cg);
-  auto c = get_or_build(key_of(1, g, false), [&] {
+  auto c = get_or_build(key_of(1, g, false), act_fmt(g, Dir::BwdData), [&](Fmt f) {
     engine& e = cpu_engine();
-    auto hint = fwd_pd(g, false, prop_kind::forward_training);
-    auto pd = convolution_backward_data::primitive_desc(e, algorithm::convolution_direct, act_md(g, g.src),
-                                                        any_md(g.wei), act_md(g, g.dst), g.stride, g.dil, g.pad_l,
+    auto hint = fwd_pd(g, false, prop_kind::forward_training, f);
+    auto pd = convolution_backward_data::primitive_desc(e, algorithm::convolution_direct, act_md(f, g.src),
+                                                        any_md(g.wei), act_md(f, g.dst), g.stride, g.dil, g.pad_l,
                                                         g.pad_r, hint);
     auto r = std::make_shared<Cached>();
+    r->impl = pd.impl_info_str();
     r->prim = convolution_backward_data(pd);
     r->args.push_back(make_arg(DNNL_ARG_DIFF_DST, plain_md(g.dst), pd.diff_dst_desc(), false));
     r->args.push_back(make_arg(DNNL_ARG_WEIGHTS, wei_md(g), pd.weights_desc(), false));
@@ -233,13 +277,14 @@ void onednn_conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& 
 
 void onednn_conv_backward_weight(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvGeom& cg) {
   Geometry g = geometry(x.sizes(), gw.sizes(), gy.sizes(), cg);
-  auto c = get_or_build(key_of(2, g, false), [&] {
+  auto c = get_or_build(key_of(2, g, false), act_fmt(g, Dir::BwdWeight), [&](Fmt f) {
     engine& e = cpu_engine();
-    auto hint = fwd_pd(g, false, prop_kind::forward_training);
-    auto pd = convolution_backward_weights::primitive_desc(e, algorithm::convolution_direct, act_md(g, g.src),
-                                                           any_md(g.wei), act_md(g, g.dst), g.stride, g.dil,
+    auto hint = fwd_pd(g, false, prop_kind::forward_training, f);
+    auto pd = convolution_backward_weights::primitive_desc(e, algorithm::convolution_direct, act_md(f, g.src),
+                                                           any_md(g.wei), act_md(f, g.dst), g.stride, g.dil,
                                                            g.pad_l, g.pad_r, hint);
     auto r = std::make_shared<Cached>();
+    r->impl = pd.impl_info_str();
     r->prim = convolution_backward_weights(pd);
     r->args.push_back(make_arg(DNNL_ARG_DIFF_DST, plain_md(g.dst), pd.diff_dst_desc(), false));
     r->args.push_back(make_arg(DNNL_ARG_SRC, plain_md(g.src), pd.src_desc(), false));
