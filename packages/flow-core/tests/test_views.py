@@ -108,14 +108,14 @@ def test_caching_allocator_reuses_blocks():
 
 
 def test_large_blocks_are_huge_page_aligned_and_reused():
-    # blocks of 2 MiB and more are rounded to whole 2 MiB pages, 2 MiB-aligned (madvised as huge pages)
-    x = flow.empty(3 << 18)  # 3 MiB of float32
+    # blocks of 2 MiB and more start on a 2 MiB boundary (their whole 2 MiB pages are madvised as huge pages)
+    x = flow.empty((3 << 20) // 4)  # 3 MiB of float32
     assert x.data_ptr() % (2 << 20) == 0
     small = flow.empty(1000)
     assert small.data_ptr() % 64 == 0
     ptr = x.data_ptr()
     del x
-    y = flow.empty((4 << 20) // 4 - 7)  # another size in the same 4 MiB class takes the freed block
+    y = flow.empty((3 << 20) // 4 - 7)  # rounds to the same 3 MiB size class: takes the freed block
     assert y.data_ptr() == ptr
     y.fill_(1.5)
     assert float(y.sum()) == 1.5 * y.numel()
