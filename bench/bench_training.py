@@ -2,9 +2,11 @@
 workload, peak memory no higher than PyTorch's).
 
 Each model is written once against a framework module `lib` (oneflow or torch), so both run the same code.
-Every (workload, framework) pair runs in its own subprocess, one framework after the other, so that the peak
-resident set (getrusage ru_maxrss) belongs to that framework's run alone; both kinds of child import both
-frameworks (bench/common.py does), so their baselines match. Time is the best per-step time over a few repeats.
+Peak memory: every (workload, framework) pair runs in its own subprocess, so that the peak resident set
+(getrusage ru_maxrss) belongs to that framework's run alone; both kinds of child import both frameworks
+(bench/common.py does), so their baselines match. Speed: one more subprocess builds the workload in both
+frameworks and alternates timed runs between them, so both see the same machine load (these machines are
+shared); each figure is the best per-step time over the alternating rounds.
 
     python bench/bench_training.py                 # all workloads
     python bench/bench_training.py cnn mlp         # some of them
@@ -193,13 +195,13 @@ def build(name, lib):
     raise ValueError(f"unknown workload {name!r}")
 
 
-# (label, steps per timed run, repeats, is latency)
+# (label, steps per timed run, alternating rounds, is latency)
 WORKLOADS = {
-    "cnn": ("SimpleCNN train b64 SGD", 8, 3, False),
-    "resnet18": ("ResNet-18 train b32 SGD-momentum", 2, 3, False),
-    "mlp": ("MLP 784-1024-1024-10 train b128 Adam", 10, 3, False),
-    "gpt": ("GPT 6x256 seq128 train b8 AdamW", 2, 3, False),
-    "resnet18_infer": ("ResNet-18 inference b1 (latency)", 10, 3, True),
+    "cnn": ("SimpleCNN train b64 SGD", 8, 6, False),
+    "resnet18": ("ResNet-18 train b32 SGD-momentum", 2, 4, False),
+    "mlp": ("MLP 784-1024-1024-10 train b128 Adam", 10, 6, False),
+    "gpt": ("GPT 6x256 seq128 train b8 AdamW", 2, 6, False),
+    "resnet18_infer": ("ResNet-18 inference b1 (latency)", 10, 6, True),
 }
 
 
@@ -212,8 +214,8 @@ def child(name, framework):
     if framework == "oneflow":
         flow._C._reset_peak_stats()
     step, samples = build(name, lib)
-    _, number, repeat, _ = WORKLOADS[name]
-    seconds = best_time(step, repeat=repeat, number=number)
+    _, number, _, _ = WORKLOADS[name]
+    seconds = best_time(step, repeat=1, number=number)  # a few steps reach the steady-state peak
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     result = {"seconds": seconds, "samples": samples, "peak_rss_mb": peak_kb / 1024,
               "rss_growth_mb": (peak_kb - base_kb) / 1024}
@@ -222,9 +224,23 @@ def child(name, framework):
     print("RESULT " + json.dumps(result))
 
 
+def pair_child(name):
+    """Time both frameworks on one workload, alternating rounds."""
+    sys.path.insert(0, HERE)
+    from common import best_time, flow, torch  # noqa: F401  (sets the thread counts)
+
+    steps = {fw: build(name, lib)[0] for fw, lib in (("oneflow", flow), ("torch", torch))}
+    _, number, repeat, _ = WORKLOADS[name]
+    best = {fw: float("inf") for fw in steps}
+    for _ in range(repeat):
+        for fw, step in steps.items():
+            best[fw] = min(best[fw], best_time(step, repeat=1, number=number))
+    print("RESULT " + json.dumps(best))
+
+
 def run_child(name, framework):
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name, framework],
-                          capture_output=True, text=True)
+    args = ["--pair", name] if framework == "pair" else ["--child", name, framework]
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), *args], capture_output=True, text=True)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
@@ -236,18 +252,20 @@ def main(names):
     sys.path.insert(0, HERE)
     from common import THREADS, report
 
-    print(f"threads: {THREADS}; each figure is the best of a few timed runs, each framework in its own process")
+    print(f"threads: {THREADS}; speed: best of alternating timed runs of both frameworks in one process; "
+          f"memory: each framework in its own process")
     rows = []
     for name in names:
         label, _, _, latency = WORKLOADS[name]
-        f, t = run_child(name, "oneflow"), run_child(name, "torch")
-        if "error" in f or "error" in t:
-            print(f"{label:<44} failed: oneflow: {f.get('error', 'ok')} | torch: {t.get('error', 'ok')}")
+        f, t, pair = run_child(name, "oneflow"), run_child(name, "torch"), run_child(name, "pair")
+        if "error" in f or "error" in t or "error" in pair:
+            print(f"{label:<44} failed: oneflow: {f.get('error', 'ok')} | torch: {t.get('error', 'ok')} | "
+                  f"alternating: {pair.get('error', 'ok')}")
             continue
         if latency:
-            speedup = report(label, f["seconds"], t["seconds"], unit="ms", scale=1e3)
+            speedup = report(label, pair["oneflow"], pair["torch"], unit="ms", scale=1e3)
         else:
-            speedup = report(label + " (steps/s)", f["seconds"], t["seconds"], unit="steps/s", work=1.0)
+            speedup = report(label + " (steps/s)", pair["oneflow"], pair["torch"], unit="steps/s", work=1.0)
         rows.append((label, speedup, f, t))
     if rows:
         print()
@@ -265,6 +283,8 @@ def main(names):
 if __name__ == "__main__":
     if len(sys.argv) >= 4 and sys.argv[1] == "--child":
         child(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "--pair":
+        pair_child(sys.argv[2])
     else:
         chosen = sys.argv[1:] or list(WORKLOADS)
         unknown = [n for n in chosen if n not in WORKLOADS]
