@@ -213,6 +213,25 @@ def test_max_pool_dilation_and_nan():
     assert_close(F.max_pool2d(flow.tensor(x), 2), TF.max_pool2d(torch.tensor(x), 2))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_pool_2d_fast_path_ties_infinities_nan_indices(dtype):
+    # the non-dilated 1-D/2-D path: values and indices equal torch's with ties (first wins), all -inf
+    # windows, NaNs (first NaN wins) and padding-clipped windows
+    x = np.round(r(2, 3, 9, 10).astype(dtype) * 2) / 2
+    x[0, 0, :3, :3] = -np.inf
+    x[0, 1, 2, 2] = x[0, 1, 4, 5] = np.nan
+    x[1, 2, 0, 1] = np.inf
+    for kw in (dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=(3, 2), stride=1)):
+        fo, fi = F.max_pool2d(flow.tensor(x), **kw, return_indices=True)
+        to, ti = TF.max_pool2d(torch.tensor(x), **kw, return_indices=True)
+        np.testing.assert_array_equal(fo.numpy(), to.numpy())
+        np.testing.assert_array_equal(fi.numpy(), ti.numpy())
+    fo, fi = F.max_pool1d(flow.tensor(x[0, 1]), 3, return_indices=True)
+    to, ti = TF.max_pool1d(torch.tensor(x[0, 1]), 3, return_indices=True)
+    np.testing.assert_array_equal(fo.numpy(), to.numpy())
+    np.testing.assert_array_equal(fi.numpy(), ti.numpy())
+
+
 @pytest.mark.parametrize("case", POOL)
 @pytest.mark.parametrize("count_include_pad", [True, False])
 def test_avg_pool_vs_torch(case, count_include_pad):

@@ -136,11 +136,76 @@ void float_kernel(const char* op, const Tensor& x, const Tensor& out, Body&& bod
   if (!o.is_same(out)) ops::copy_into(out, o);
 }
 
+// Running max of one window element into (best, bi): a greater value or the first NaN takes over, and nothing
+// replaces a NaN. The selects go through bit masks so that the compiler cannot turn them into branches: on
+// random data those mispredict on every other element (measured 10.8 ms vs 2.9 ms on sorted data for a
+// 64x32x28x28 2x2 pool).
+inline void max_step(float v, int64_t li, float& best, int64_t& bi) {
+  int32_t take = -static_cast<int32_t>(!(v <= best) & (best == best));
+  int32_t vb, bb;
+  std::memcpy(&vb, &v, 4);
+  std::memcpy(&bb, &best, 4);
+  bb = (vb & take) | (bb & ~take);
+  std::memcpy(&best, &bb, 4);
+  int64_t m = static_cast<int64_t>(take);
+  bi = (li & m) | (bi & ~m);
+}
+inline void max_step(double v, int64_t li, double& best, int64_t& bi) {
+  int64_t take = -static_cast<int64_t>(!(v <= best) & (best == best));
+  int64_t vb, bb;
+  std::memcpy(&vb, &v, 8);
+  std::memcpy(&bb, &best, 8);
+  bb = (vb & take) | (bb & ~take);
+  std::memcpy(&best, &bb, 8);
+  bi = (li & take) | (bi & ~take);
+}
+
+// 1-D/2-D windows without dilation (the common CNN pool): window bounds per output row and column are
+// computed once, and each output scans its (clipped) window in row-major order with branch-free steps.
+template <typename T>
+void max_pool_2d_loop(const PoolPlan& pl, const T* x, T* y, int64_t* idx) {
+  const Win &W1 = pl.w[1], &W2 = pl.w[2];
+  int64_t ip = pl.in_plane(), op = pl.out_plane();
+  auto clamp_bounds = [](const Win& w) {
+    std::vector<int64_t> b(2 * w.out);
+    for (int64_t o = 0; o < w.out; ++o) {
+      int64_t st = o * w.s - w.p;
+      b[2 * o + 1] = std::min(st + w.k, w.in);
+      b[2 * o] = std::max<int64_t>(st, 0);
+    }
+    return b;
+  };
+  const std::vector<int64_t> rb = clamp_bounds(W1), cb = clamp_bounds(W2);
+  const int64_t win = W2.in, wout = W2.out, hout = W1.out;
+  const int64_t* rbp = rb.data();
+  const int64_t* cbp = cb.data();
+  parallel_for(pl.planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, op * 4)), [=](int64_t b, int64_t e) {
+    for (int64_t pi = b; pi < e; ++pi) {
+      const T* xp = x + pi * ip;
+      T* yp = y + pi * op;
+      int64_t* ix = idx + pi * op;
+      for (int64_t o1 = 0; o1 < hout; ++o1) {
+        const int64_t s1 = rbp[2 * o1], e1 = rbp[2 * o1 + 1];
+        for (int64_t o2 = 0; o2 < wout; ++o2) {
+          const int64_t st = cbp[2 * o2], en = cbp[2 * o2 + 1];
+          T best = -std::numeric_limits<T>::infinity();
+          int64_t bi = s1 * win + st;
+          for (int64_t i1 = s1; i1 < e1; ++i1)
+            for (int64_t i2 = st; i2 < en; ++i2) max_step(xp[i1 * win + i2], i1 * win + i2, best, bi);
+          yp[o1 * wout + o2] = best;
+          ix[o1 * wout + o2] = bi;
+        }
+      }
+    }
+  });
+}
+
 // Max over windows; `adaptive` uses adaptive bounds instead of (k, s, p, d).
 template <typename T>
 void max_pool_loop(const PoolPlan& pl, const T* x, T* y, int64_t* idx, bool adaptive) {
   int64_t ip = pl.in_plane(), op = pl.out_plane();
   const Win &W0 = pl.w[0], &W1 = pl.w[1], &W2 = pl.w[2];
+  if (!adaptive && W0.in == 1 && W0.out == 1 && W1.d == 1 && W2.d == 1) return max_pool_2d_loop(pl, x, y, idx);
   parallel_for(pl.planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, op * 4)), [&](int64_t b, int64_t e) {
     for (int64_t pi = b; pi < e; ++pi) {
       const T* xp = x + pi * ip;
