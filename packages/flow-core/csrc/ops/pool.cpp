@@ -160,6 +160,34 @@ inline void max_step(double v, int64_t li, double& best, int64_t& bi) {
   bi = (li & take) | (bi & ~take);
 }
 
+// The CNN pool: 2x2 windows, stride 2, no padding, every window inside the input: four branch-free steps per
+// output with no window bookkeeping.
+template <typename T>
+void max_pool_2x2_loop(const PoolPlan& pl, const T* x, T* y, int64_t* idx) {
+  const int64_t win = pl.w[2].in, wout = pl.w[2].out, hout = pl.w[1].out;
+  const int64_t ip = pl.in_plane(), op = pl.out_plane();
+  parallel_for(pl.planes * hout, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, wout * 4)), [=](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const int64_t pi = r / hout, o1 = r % hout;
+      const T* r0 = x + pi * ip + 2 * o1 * win;
+      const T* r1 = r0 + win;
+      T* yr = y + pi * op + o1 * wout;
+      int64_t* ir = idx + pi * op + o1 * wout;
+      const int64_t rowbase = 2 * o1 * win;
+      for (int64_t o2 = 0; o2 < wout; ++o2) {
+        const int64_t li = rowbase + 2 * o2;
+        T best = r0[2 * o2];
+        int64_t bi = li;
+        max_step(r0[2 * o2 + 1], li + 1, best, bi);
+        max_step(r1[2 * o2], li + win, best, bi);
+        max_step(r1[2 * o2 + 1], li + win + 1, best, bi);
+        yr[o2] = best;
+        ir[o2] = bi;
+      }
+    }
+  });
+}
+
 // 1-D/2-D windows without dilation (the common CNN pool): window bounds per output row and column are
 // computed once, and each output scans its (clipped) window in row-major order with branch-free steps.
 template <typename T>
@@ -205,7 +233,11 @@ template <typename T>
 void max_pool_loop(const PoolPlan& pl, const T* x, T* y, int64_t* idx, bool adaptive) {
   int64_t ip = pl.in_plane(), op = pl.out_plane();
   const Win &W0 = pl.w[0], &W1 = pl.w[1], &W2 = pl.w[2];
-  if (!adaptive && W0.in == 1 && W0.out == 1 && W1.d == 1 && W2.d == 1) return max_pool_2d_loop(pl, x, y, idx);
+  if (!adaptive && W0.in == 1 && W0.out == 1 && W1.d == 1 && W2.d == 1) {
+    bool two_by_two = W1.k == 2 && W2.k == 2 && W1.s == 2 && W2.s == 2 && W1.p == 0 && W2.p == 0 &&
+                      2 * W1.out <= W1.in && 2 * W2.out <= W2.in;
+    return two_by_two ? max_pool_2x2_loop(pl, x, y, idx) : max_pool_2d_loop(pl, x, y, idx);
+  }
   parallel_for(pl.planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, op * 4)), [&](int64_t b, int64_t e) {
     for (int64_t pi = b; pi < e; ++pi) {
       const T* xp = x + pi * ip;
