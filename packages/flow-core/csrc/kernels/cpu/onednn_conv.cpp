@@ -189,7 +189,8 @@ memory::desc wei_md(const Geometry& g) { return memory::desc(g.wei, dt::f32, wei
 //   reorders dominate ((64,1,28,28)x(32,1,3,3) fwd+bwd 0.72x -> 0.42x torch's time).
 // - forward: nhwc (oneDNN's brgemm kernels: 64ch 32x32 14.8 -> 14.6, 256->512 8x8/2 7.3 -> 6.7 over the blocked
 //   default; batch 1, 128ch 16x16: 0.71 -> 0.59), plain nchw for 1x1 kernels, where oneDNN's GEMM path reads
-//   the weights as they are instead of reordering them on every call (1x1/2 64->128 32x32 3.8 -> 1.6). (Few
+//   the weights as they are instead of reordering them on every call (1x1/2 64->128 32x32 3.8 -> 1.6), and
+//   blocked on large images (64ch 56x56 at batch 64: 1.33-1.48x torch's speed in nhwc, 1.6x blocked). (Few
 //   output positions in all, batch-1 inference of the late layers, do not get here: conv.cpp's im2col path.)
 // - backward-data: nhwc (512ch 4x4 15.5 -> 13.6, 256ch 8x8 17.9 -> 15.8), plain for 1x1 kernels (4.6 -> 1.8),
 //   blocked on large images (64ch 32x32: 14.0 vs 14.6 nhwc).
@@ -207,7 +208,7 @@ Fmt act_fmt(const Geometry& g, Dir d) {
   int64_t out_pos = 1;  // output positions per image
   for (size_t i = 2; i < g.dst.size(); ++i) out_pos *= g.dst[i];
   switch (d) {
-    case Dir::Fwd: return pointwise ? Fmt::Plain : Fmt::Nhwc;
+    case Dir::Fwd: return pointwise ? Fmt::Plain : out_pos >= 2048 ? Fmt::Any : Fmt::Nhwc;
     case Dir::BwdData: return pointwise ? Fmt::Plain : out_pos >= 1024 ? Fmt::Any : Fmt::Nhwc;
     default: return out_pos >= 1024 ? Fmt::Any : Fmt::Plain;
   }
