@@ -52,6 +52,7 @@ CONV_PATHS = [  # (nd, N, Cin, Cout, spatial, k, kwargs)
     (2, 1, 16, 32, (9, 9), 3, dict(stride=2, padding=1, dilation=2)),
     (2, 2, 8, 8, (25, 24), 3, dict(padding=(0, 2), stride=(1, 1))),
     (2, 2, 16, 8, (33, 32), 3, dict(padding=1)),
+    (2, 1, 8, 16, (48, 50), 3, dict(padding=1)),  # 2400 output positions: blocked forward
     (2, 4, 12, 16, (7, 9), 1, dict(stride=2)),
     (2, 5, 12, 16, (7, 9), 1, dict()),
     (2, 2, 16, 16, (10, 10), 3, dict(groups=2, padding=1)),
