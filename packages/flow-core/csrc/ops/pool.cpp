@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "../kernels/cpu/parallel.h"
 #include "functions.h"
@@ -140,24 +141,17 @@ void float_kernel(const char* op, const Tensor& x, const Tensor& out, Body&& bod
 // replaces a NaN. The selects go through bit masks so that the compiler cannot turn them into branches: on
 // random data those mispredict on every other element (measured 10.8 ms vs 2.9 ms on sorted data for a
 // 64x32x28x28 2x2 pool).
-inline void max_step(float v, int64_t li, float& best, int64_t& bi) {
-  int32_t take = -static_cast<int32_t>(!(v <= best) & (best == best));
-  int32_t vb, bb;
-  std::memcpy(&vb, &v, 4);
-  std::memcpy(&bb, &best, 4);
+template <typename T>
+inline void max_step(T v, int64_t li, T& best, int64_t& bi) {
+  using Bits = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  Bits take = -static_cast<Bits>(!(v <= best) & (best == best));
+  Bits vb, bb;
+  std::memcpy(&vb, &v, sizeof(T));
+  std::memcpy(&bb, &best, sizeof(T));
   bb = (vb & take) | (bb & ~take);
-  std::memcpy(&best, &bb, 4);
-  int64_t m = static_cast<int64_t>(take);
+  std::memcpy(&best, &bb, sizeof(T));
+  int64_t m = static_cast<int64_t>(take);  // sign-extends: all ones or zero
   bi = (li & m) | (bi & ~m);
-}
-inline void max_step(double v, int64_t li, double& best, int64_t& bi) {
-  int64_t take = -static_cast<int64_t>(!(v <= best) & (best == best));
-  int64_t vb, bb;
-  std::memcpy(&vb, &v, 8);
-  std::memcpy(&bb, &best, 8);
-  bb = (vb & take) | (bb & ~take);
-  std::memcpy(&best, &bb, 8);
-  bi = (li & take) | (bi & ~take);
 }
 
 // The CNN pool: 2x2 windows, stride 2, no padding, every window inside the input: four branch-free steps per

@@ -19,12 +19,11 @@ FLOW_VEC_INLINE float pow2i(int32_t n) {  // 2^n for n in [-126, 127]
   return f;
 }
 
-// Cephes expf: exp(x) = 2^n * exp(r), |r| <= ln2/2, with a degree-6 polynomial for exp(r).
-FLOW_VEC_INLINE float exp_f32(float x) {
-  float xc = x < -104.0f ? -104.0f : x;
-  xc = xc > 88.8f ? 88.8f : xc;
+// Cephes expf's core: exp(x) = 2^n * exp(r), |r| <= ln2/2, with a degree-6 polynomial for exp(r).
+// Returns exp(r) and sets n; the callers scale by 2^n in their own way.
+FLOW_VEC_INLINE float exp_reduced(float xc, float& n) {
   const float shift = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  float n = (xc * 1.44269504088896341f + shift) - shift;
+  n = (xc * 1.44269504088896341f + shift) - shift;
   float r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -33,7 +32,14 @@ FLOW_VEC_INLINE float exp_f32(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  float y = p * r * r + r + 1.0f;
+  return p * r * r + r + 1.0f;
+}
+
+FLOW_VEC_INLINE float exp_f32(float x) {
+  float xc = x < -104.0f ? -104.0f : x;
+  xc = xc > 88.8f ? 88.8f : xc;
+  float n;
+  float y = exp_reduced(xc, n);
   int32_t ni = static_cast<int32_t>(n);
   int32_t n1 = ni >> 1;  // two steps so that 2^n stays a normal float at both ends of the range
   y = y * pow2i(n1) * pow2i(ni - n1);
@@ -48,17 +54,8 @@ FLOW_VEC_INLINE float exp_f32(float x) {
 FLOW_VEC_INLINE float exp_nonpos_f32(float x) {
   const float lo = -86.6f;  // round(lo * log2(e)) = -125: y * 2^n stays normal for y in [0.7, 1.42]
   float xc = x < lo ? lo : x;
-  const float shift = 12582912.0f;
-  float n = (xc * 1.44269504088896341f + shift) - shift;
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  float y = p * r * r + r + 1.0f;
+  float n;
+  float y = exp_reduced(xc, n);
   int32_t bits;
   std::memcpy(&bits, &y, 4);
   bits += static_cast<int32_t>(static_cast<uint32_t>(static_cast<int32_t>(n)) << 23);
