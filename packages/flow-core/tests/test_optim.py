@@ -487,3 +487,16 @@ def test_repr_and_hooks():
     h2.remove()
     o.step()
     assert seen == ["pre", "post"]
+
+
+@pytest.mark.parametrize("cls,option,default", [
+    ("SGD", "nesterov", False), ("Adam", "amsgrad", False), ("Adam", "decoupled_weight_decay", False),
+    ("AdamW", "decoupled_weight_decay", True), ("RMSprop", "centered", False), ("RMSprop", "momentum", 0),
+    ("Adadelta", "maximize", False), ("Adagrad", "fused", None)])
+def test_unpickling_fills_group_options_older_pickles_lack(cls, option, default):
+    opt = getattr(flow.optim, cls)([flow.nn.Parameter(flow.ones(2))], lr=0.1)
+    state = {k: v for k, v in opt.__dict__.items()}
+    state["param_groups"] = [{k: v for k, v in g.items() if k != option} for g in opt.param_groups]
+    restored = getattr(flow.optim, cls).__new__(getattr(flow.optim, cls))
+    restored.__setstate__(state)
+    assert restored.param_groups[0][option] == default

@@ -10,6 +10,8 @@ class Adadelta(Optimizer):
     """Adadelta, PyTorch's ``torch.optim.Adadelta``: state ``step``, ``square_avg``, ``acc_delta``.
     One fused op per group (``adadelta_update_``)."""
 
+    _load_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
+
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
         if not 0.0 <= lr:
@@ -23,14 +25,6 @@ class Adadelta(Optimizer):
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
 
     @flow.no_grad()
     def step(self, closure=None):

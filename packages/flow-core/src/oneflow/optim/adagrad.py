@@ -10,6 +10,8 @@ class Adagrad(Optimizer):
     """Adagrad, PyTorch's ``torch.optim.Adagrad``: state ``step`` and ``sum`` (created at construction,
     ``sum`` filled with initial_accumulator_value). One fused op per group (``adagrad_update_``)."""
 
+    _load_defaults = dict(foreach=None, maximize=False, differentiable=False, fused=None)
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
         if not 0.0 <= lr:
@@ -31,14 +33,6 @@ class Adagrad(Optimizer):
                 state = self.state[p]
                 state["step"] = self._new_step()
                 state["sum"] = flow.full_like(p, group["initial_accumulator_value"])
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
 
     @flow.no_grad()
     def step(self, closure=None):

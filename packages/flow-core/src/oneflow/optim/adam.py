@@ -23,6 +23,9 @@ class Adam(Optimizer):
     """Adam, PyTorch's ``torch.optim.Adam``: state ``step`` (0-dim tensor), ``exp_avg``, ``exp_avg_sq``
     (and ``max_exp_avg_sq`` with amsgrad). One fused op (``adam_update_``) updates a whole group."""
 
+    _load_defaults = dict(amsgrad=False, maximize=False, foreach=None, capturable=False, differentiable=False,
+                         fused=None, decoupled_weight_decay=False)
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
@@ -31,17 +34,6 @@ class Adam(Optimizer):
                         maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
                         fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
-            group.setdefault("decoupled_weight_decay", False)
 
     @flow.no_grad()
     def step(self, closure=None):

@@ -132,6 +132,9 @@ class Optimizer:
     def __getstate__(self):
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
+    # Group options that pickles from older versions may lack, filled in on unpickling (PyTorch's defaults).
+    _load_defaults = {}
+
     def __setstate__(self, state):
         self.__dict__.update(state)
         for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
@@ -141,6 +144,8 @@ class Optimizer:
                 setattr(self, name, OrderedDict())
         # old pickles may hold plain-number step counters; the update ops want 0-dim tensors
         for group in self.param_groups:
+            for k, v in self._load_defaults.items():
+                group.setdefault(k, v)
             for p in group["params"]:
                 self._ensure_step_tensor(self.state.get(p, {}))
 

@@ -10,6 +10,9 @@ class RMSprop(Optimizer):
     """RMSprop, PyTorch's ``torch.optim.RMSprop``: state ``step``, ``square_avg`` (+ ``momentum_buffer``
     when momentum > 0, + ``grad_avg`` when centered). One fused op per group (``rmsprop_update_``)."""
 
+    _load_defaults = dict(momentum=0, centered=False, foreach=None, maximize=False, differentiable=False,
+                         capturable=False)
+
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
         if not 0.0 <= lr:
@@ -26,16 +29,6 @@ class RMSprop(Optimizer):
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach, maximize=maximize,
                         differentiable=differentiable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
 
     @flow.no_grad()
     def step(self, closure=None):

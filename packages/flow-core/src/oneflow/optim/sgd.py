@@ -13,6 +13,8 @@ class SGD(Optimizer):
     (weight-decayed) gradient, then ``buf = momentum * buf + (1 - dampening) * grad``.
     """
 
+    _load_defaults = dict(nesterov=False, maximize=False, foreach=None, differentiable=False, fused=None)
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
         if lr < 0.0:
@@ -27,15 +29,6 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
 
     @flow.no_grad()
     def step(self, closure=None):
