@@ -140,6 +140,24 @@ void run_chunks(const Group& g, const char* op, const K& k) {
   run_chunks(g, tasks, total, op, k);
 }
 
+// Calls f with a std::bool_constant per runtime flag, so that every combination of options compiles to its
+// own branch-free loop.
+template <typename F>
+void with_flags(bool x, F&& f) {
+  if (x) f(std::true_type{});
+  else f(std::false_type{});
+}
+template <typename F>
+void with_flags(bool x, bool y, F&& f) {
+  with_flags(x, [&](auto fx) { with_flags(y, [&](auto fy) { f(fx, fy); }); });
+}
+
+// The gradient as the update formulas see it: negated when maximizing, plus the L2 term (wd == 0 adds nothing).
+template <typename A, typename T>
+inline A decayed_grad(A sign, T g, A wd, A w) {
+  return sign * static_cast<A>(g) + wd * w;
+}
+
 // PyTorch's lerp: exact at both ends, the form chosen by the weight's size.
 template <typename A>
 inline A lerp(A self, A end, A w) {
@@ -176,10 +194,8 @@ FLOW_OP(sgd_update_)
         if (mom == 0) {
           #pragma omp simd
           for (int64_t i = b; i < e; ++i) {
-            A gv = sign * static_cast<A>(gr[i]);
             A wv = static_cast<A>(w[i]);
-            gv = gv + wd_ * wv;
-            w[i] = static_cast<T>(wv + lr_ * gv);
+            w[i] = static_cast<T>(wv + lr_ * decayed_grad(sign, gr[i], wd_, wv));
           }
           return;
         }
@@ -187,9 +203,8 @@ FLOW_OP(sgd_update_)
         auto loop = [&](auto fr, auto nest) {
           #pragma omp simd
           for (int64_t i = b; i < e; ++i) {
-            A gv = sign * static_cast<A>(gr[i]);
             A wv = static_cast<A>(w[i]);
-            gv = gv + wd_ * wv;  // wd_ == 0 adds nothing
+            A gv = decayed_grad(sign, gr[i], wd_, wv);
             A bv;
             if constexpr (decltype(fr)::value) bv = gv;  // a new buffer starts as the gradient
             else bv = static_cast<A>(buf[i]) * m_ + d_ * gv;
@@ -199,11 +214,7 @@ FLOW_OP(sgd_update_)
             w[i] = static_cast<T>(wv + lr_ * gv);
           }
         };
-        const bool fr = fresh[p];
-        if (fr && nesterov) loop(std::true_type{}, std::true_type{});
-        else if (fr) loop(std::true_type{}, std::false_type{});
-        else if (nesterov) loop(std::false_type{}, std::true_type{});
-        else loop(std::false_type{}, std::false_type{});
+        with_flags(fresh[p] != 0, nesterov, loop);
       });
       g.finish();
       return no_outputs();
@@ -241,7 +252,7 @@ FLOW_OP(adam_update_)
           #pragma omp simd
           for (int64_t i = b; i < e; ++i) {
             const A w0 = static_cast<A>(w[i]);
-            const A gv = sign * static_cast<A>(gr[i]) + l2 * w0;
+            const A gv = decayed_grad(sign, gr[i], l2, w0);
             const A wv = w0 * decay;
             const A mv = lerp(static_cast<A>(m[i]), gv, w1);
             const A vv = static_cast<A>(v[i]) * b2_ + w2 * gv * gv;
@@ -255,8 +266,7 @@ FLOW_OP(adam_update_)
             w[i] = static_cast<T>(wv + neg_step * mv / (std::sqrt(vd) / bc2s + eps_));
           }
         };
-        if (amsgrad) loop(std::true_type{});
-        else loop(std::false_type{});
+        with_flags(amsgrad, loop);
       });
       g.finish();
       return no_outputs();
@@ -283,9 +293,8 @@ FLOW_OP(adagrad_update_)
         const A wd_ = static_cast<A>(wd), eps_ = static_cast<A>(eps);
         #pragma omp simd
         for (int64_t i = b; i < e; ++i) {
-          A gv = sign * static_cast<A>(gr[i]);
           A wv = static_cast<A>(w[i]);
-          gv = gv + wd_ * wv;  // wd_ == 0 adds nothing
+          A gv = decayed_grad(sign, gr[i], wd_, wv);
           A sv = static_cast<A>(s[i]) + gv * gv;
           s[i] = static_cast<T>(sv);
           w[i] = static_cast<T>(wv + nclr * gv / (std::sqrt(sv) + eps_));
@@ -317,9 +326,8 @@ FLOW_OP(adadelta_update_)
                 wd_ = static_cast<A>(wd), nlr = static_cast<A>(-lr);
         #pragma omp simd
         for (int64_t i = b; i < e; ++i) {
-          A gv = sign * static_cast<A>(gr[i]);
           A wv = static_cast<A>(w[i]);
-          gv = gv + wd_ * wv;  // wd_ == 0 adds nothing
+          A gv = decayed_grad(sign, gr[i], wd_, wv);
           A sv = static_cast<A>(sq[i]) * rho_ + r1 * gv * gv;
           sq[i] = static_cast<T>(sv);
           A delta = std::sqrt(static_cast<A>(acc[i]) + eps_) / std::sqrt(sv + eps_) * gv;
@@ -357,9 +365,8 @@ FLOW_OP(rmsprop_update_)
         auto loop = [&](auto cen, auto hm) {
           #pragma omp simd
           for (int64_t i = b; i < e; ++i) {
-            A gv = sign * static_cast<A>(gr[i]);
             A wv = static_cast<A>(w[i]);
-            gv = gv + wd_ * wv;  // wd_ == 0 adds nothing
+            A gv = decayed_grad(sign, gr[i], wd_, wv);
             A sv = static_cast<A>(sq[i]) * al + a1 * gv * gv;
             sq[i] = static_cast<T>(sv);
             A avg;
@@ -379,10 +386,7 @@ FLOW_OP(rmsprop_update_)
             }
           }
         };
-        if (centered && mom > 0) loop(std::true_type{}, std::true_type{});
-        else if (centered) loop(std::true_type{}, std::false_type{});
-        else if (mom > 0) loop(std::false_type{}, std::true_type{});
-        else loop(std::false_type{}, std::false_type{});
+        with_flags(centered, mom > 0, loop);
       });
       g.finish();
       return no_outputs();
