@@ -146,16 +146,10 @@ Tensor stealable(const Tensor& g) {
   const auto& base = g.impl()->base;
   if (!base) return g;
   if (base.use_count() != 1 || g.impl()->storage.use_count() != 2) return {};
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = g.impl()->storage;
-  impl->sizes = g.sizes();
-  impl->strides = g.strides();
-  impl->offset = g.offset();
-  impl->dtype = g.dtype();
-  impl->device = g.device();
-  impl->is_inference = g.impl()->is_inference;
-  impl->refresh_geometry();
-  return Tensor(std::move(impl));
+  Tensor own = shallow_copy(g);
+  own.impl()->base.reset();
+  own.impl()->is_inference = g.impl()->is_inference;
+  return own;
 }
 
 }  // namespace
