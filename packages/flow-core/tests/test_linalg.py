@@ -201,6 +201,41 @@ def test_mm_transposed_left_operand_with_power_of_two_leading_dim():
     assert_close(got, np.einsum("bkm,bkn->bmn", a3.astype(np.float64), b3), rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("m,n,k", [(64, 64, 64), (97, 131, 250), (301, 17, 513), (5, 600, 300), (768, 256, 1024)])
+def test_mm_transposed_left_operand_packed_kernel(m, n, k):
+    # float32 A^T @ B of at least 2^18 multiply-adds runs the own packed kernel (sgemm_packed.cpp): partial
+    # 6x16 register tiles, K split into several blocks, alpha/beta, and a NaN-filled C with beta = 0.
+    at, b, c = r(k, m), r(k, n), r(m, n)
+    want = at.T.astype(np.float64) @ b.astype(np.float64)
+    fa, fb = flow.tensor(at).t(), flow.tensor(b)
+    assert_close(flow.mm(fa, fb), want, rtol=1e-3, atol=1e-3)
+    assert_close(flow.addmm(flow.tensor(c), fa, fb, beta=0.5, alpha=-2.0), 0.5 * c - 2.0 * want, rtol=1e-3,
+                 atol=2e-3)
+    nan = flow.full((m, n), float("nan"))
+    assert_close(flow.addmm(nan, fa, fb, beta=0.0), want, rtol=1e-3, atol=1e-3)
+    # a strided A^T (every other row of a wider matrix) and an output written into a column slice
+    wide = r(k, 2 * m)
+    out = flow.zeros(m, n + 3)
+    out[:, 1:n + 1].addmm_(flow.tensor(wide)[:, ::2].contiguous().t(), fb, beta=0.0)
+    assert_close(out[:, 1:n + 1], wide[:, ::2].T.astype(np.float64) @ b, rtol=1e-3, atol=1e-3)
+    assert_close(out[:, 0], np.zeros(m, np.float32))
+
+
+def test_mm_packed_kernel_threads_and_batches():
+    # the batch split runs each product inside a parallel region (the kernel then stays serial); one thread
+    # runs everything serial; results must not depend on either
+    a3, b3 = r(4, 300, 97), r(4, 300, 130)
+    want = np.einsum("bkm,bkn->bmn", a3.astype(np.float64), b3)
+    got = flow.bmm(flow.tensor(a3).transpose(1, 2), flow.tensor(b3))
+    assert_close(got, want, rtol=1e-3, atol=1e-3)
+    nt = flow.get_num_threads()
+    try:
+        flow.set_num_threads(1)
+        assert_close(flow.bmm(flow.tensor(a3).transpose(1, 2), flow.tensor(b3)), want, rtol=1e-3, atol=1e-3)
+    finally:
+        flow.set_num_threads(nt)
+
+
 @pytest.mark.parametrize("shape", [(4, 3, 6), (2, 2, 3, 6), (0, 3, 6), (6,)])
 @pytest.mark.parametrize("bias", [True, False])
 def test_linear_leading_dims_fold_into_one_gemm(shape, bias):

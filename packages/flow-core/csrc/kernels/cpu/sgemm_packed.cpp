@@ -1,0 +1,234 @@
+#include "sgemm_packed.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+#include "parallel.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define FLOW_PACKED_SGEMM 1
+#endif
+
+namespace flow {
+
+#ifdef FLOW_PACKED_SGEMM
+
+namespace {
+
+// Register block MR x NR: 12 ymm accumulators + 2 B vectors + 1 broadcast A fit AVX2's 16 registers.
+// KC x NR of B (16 KiB) stays in L1 while the MC x KC block of A (144 KiB) streams from L2; the KC x NC block
+// of B lives in L3. Zen 3 sizes (32 KiB L1d, 512 KiB L2 per core).
+constexpr int64_t MR = 6, NR = 16, KC = 256, MC = 144, NC = 4080;
+
+struct FreeDeleter {
+  void operator()(float* p) const { std::free(p); }
+};
+
+// One growing 64-byte-aligned buffer per thread and purpose, kept for the thread's lifetime: a GEMM then
+// allocates nothing.
+float* scratch(std::unique_ptr<float[], FreeDeleter>& buf, size_t& cap, size_t n) {
+  if (n > cap) {
+    size_t bytes = ((n * sizeof(float) + 63) / 64) * 64;
+    buf.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    cap = buf ? n : 0;
+  }
+  return buf.get();
+}
+
+// A's rows [i0, i0 + mc) and columns [p0, p0 + kc) as ceil(mc / MR) panels of kc x MR (row index fastest),
+// zero-padded to whole panels. A(m, k) sits at A[m * lda + k], or A[k * lda + m] when ta.
+void pack_a(bool ta, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
+  if (ta) {  // read each of A^T's rows once, front to back, dealing its values out to the panels
+    int64_t full = mc / MR * MR;
+    for (int64_t k = 0; k < kc; ++k) {
+      const float* src = A + (p0 + k) * lda + i0;
+      float* o = out + k * MR;
+      for (int64_t ir = 0; ir < full; ir += MR) {
+        float* d = o + ir * kc;
+        for (int64_t r = 0; r < MR; ++r) d[r] = src[ir + r];
+      }
+      if (full < mc) {
+        float* d = o + full * kc;
+        for (int64_t r = 0; r < MR; ++r) d[r] = full + r < mc ? src[full + r] : 0.f;
+      }
+    }
+    return;
+  }
+  for (int64_t ir = 0; ir < mc; ir += MR) {
+    int64_t mr = std::min(MR, mc - ir);
+    float* o = out + ir * kc;
+    const float* src = A + (i0 + ir) * lda + p0;
+    for (int64_t r = 0; r < MR; ++r) {
+      const float* row = src + r * lda;
+      if (r < mr)
+        for (int64_t k = 0; k < kc; ++k) o[k * MR + r] = row[k];
+      else
+        for (int64_t k = 0; k < kc; ++k) o[k * MR + r] = 0.f;
+    }
+  }
+}
+
+// B's rows [p0, p0 + kc) and columns [j0, j0 + nc) as ceil(nc / NR) panels of kc x NR (column index
+// fastest), zero-padded. B(k, n) sits at B[k * ldb + n], or B[n * ldb + k] when tb.
+void pack_b(bool tb, const float* B, int64_t ldb, int64_t j0, int64_t nc, int64_t p0, int64_t kc, float* out) {
+  for (int64_t jr = 0; jr < nc; jr += NR) {
+    int64_t nr = std::min(NR, nc - jr);
+    float* o = out + jr * kc;
+    if (!tb) {
+      const float* src = B + p0 * ldb + j0 + jr;
+      if (nr == NR) {
+        for (int64_t k = 0; k < kc; ++k, o += NR, src += ldb) {
+          _mm256_store_ps(o, _mm256_loadu_ps(src));
+          _mm256_store_ps(o + 8, _mm256_loadu_ps(src + 8));
+        }
+      } else {
+        for (int64_t k = 0; k < kc; ++k, o += NR, src += ldb) {
+          int64_t c = 0;
+          for (; c < nr; ++c) o[c] = src[c];
+          for (; c < NR; ++c) o[c] = 0.f;
+        }
+      }
+    } else {
+      const float* src = B + (j0 + jr) * ldb + p0;
+      for (int64_t c = 0; c < NR; ++c) {
+        const float* row = src + c * ldb;
+        if (c < nr)
+          for (int64_t k = 0; k < kc; ++k) o[k * NR + c] = row[k];
+        else
+          for (int64_t k = 0; k < kc; ++k) o[k * NR + c] = 0.f;
+      }
+    }
+  }
+}
+
+// C tile (mr x nr <= MR x NR, stride ldc) = alpha * a_panel @ b_panel + beta * C tile.
+void microkernel(int64_t kc, const float* __restrict a, const float* __restrict b, float* c, int64_t ldc,
+                 int64_t mr, int64_t nr, float alpha, float beta) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  if (mr == MR && nr == NR)
+    for (int64_t r = 0; r < MR; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+  for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
+    __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), av;
+    av = _mm256_broadcast_ss(a + 0);
+    c00 = _mm256_fmadd_ps(av, b0, c00);
+    c01 = _mm256_fmadd_ps(av, b1, c01);
+    av = _mm256_broadcast_ss(a + 1);
+    c10 = _mm256_fmadd_ps(av, b0, c10);
+    c11 = _mm256_fmadd_ps(av, b1, c11);
+    av = _mm256_broadcast_ss(a + 2);
+    c20 = _mm256_fmadd_ps(av, b0, c20);
+    c21 = _mm256_fmadd_ps(av, b1, c21);
+    av = _mm256_broadcast_ss(a + 3);
+    c30 = _mm256_fmadd_ps(av, b0, c30);
+    c31 = _mm256_fmadd_ps(av, b1, c31);
+    av = _mm256_broadcast_ss(a + 4);
+    c40 = _mm256_fmadd_ps(av, b0, c40);
+    c41 = _mm256_fmadd_ps(av, b1, c41);
+    av = _mm256_broadcast_ss(a + 5);
+    c50 = _mm256_fmadd_ps(av, b0, c50);
+    c51 = _mm256_fmadd_ps(av, b1, c51);
+  }
+  alignas(32) float tile[MR][NR];
+  _mm256_store_ps(tile[0], c00);
+  _mm256_store_ps(tile[0] + 8, c01);
+  _mm256_store_ps(tile[1], c10);
+  _mm256_store_ps(tile[1] + 8, c11);
+  _mm256_store_ps(tile[2], c20);
+  _mm256_store_ps(tile[2] + 8, c21);
+  _mm256_store_ps(tile[3], c30);
+  _mm256_store_ps(tile[3] + 8, c31);
+  _mm256_store_ps(tile[4], c40);
+  _mm256_store_ps(tile[4] + 8, c41);
+  _mm256_store_ps(tile[5], c50);
+  _mm256_store_ps(tile[5] + 8, c51);
+  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  for (int64_t r = 0; r < mr; ++r) {
+    float* cr = c + r * ldc;
+    if (nr == NR) {
+      __m256 x0 = _mm256_mul_ps(va, _mm256_load_ps(tile[r])), x1 = _mm256_mul_ps(va, _mm256_load_ps(tile[r] + 8));
+      if (beta != 0.f) {  // beta == 0 must not read C (it may hold NaN)
+        x0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr), x0);
+        x1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr + 8), x1);
+      }
+      _mm256_storeu_ps(cr, x0);
+      _mm256_storeu_ps(cr + 8, x1);
+    } else {
+      for (int64_t j = 0; j < nr; ++j) cr[j] = alpha * tile[r][j] + (beta != 0.f ? beta * cr[j] : 0.f);
+    }
+  }
+}
+
+// The block loops over C's rows [i0, i1) and columns [j0, j1), on the calling thread.
+void sgemm_block(bool ta, bool tb, int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, float alpha,
+                 const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  thread_local std::unique_ptr<float[], FreeDeleter> abuf, bbuf;
+  thread_local size_t acap = 0, bcap = 0;
+  // Split K into near-equal blocks so no block is a short remainder.
+  int64_t nk = (K + KC - 1) / KC, kb = (K + nk - 1) / nk;
+  float* pa = scratch(abuf, acap, static_cast<size_t>((MC + MR) * kb));
+  float* pb = scratch(bbuf, bcap, static_cast<size_t>((std::min(NC, j1 - j0) + NR) * kb));
+  for (int64_t jc = j0; jc < j1; jc += NC) {
+    int64_t nc = std::min(NC, j1 - jc);
+    for (int64_t pc = 0; pc < K; pc += kb) {
+      int64_t kc = std::min(kb, K - pc);
+      float bet = pc == 0 ? beta : 1.f;
+      pack_b(tb, B, ldb, jc, nc, pc, kc, pb);
+      for (int64_t ic = i0; ic < i1; ic += MC) {
+        int64_t mc = std::min(MC, i1 - ic);
+        pack_a(ta, A, lda, ic, mc, pc, kc, pa);
+        for (int64_t jr = 0; jr < nc; jr += NR)
+          for (int64_t ir = 0; ir < mc; ir += MR)
+            microkernel(kc, pa + ir * kc, pb + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc, std::min(MR, mc - ir),
+                        std::min(NR, nc - jr), alpha, bet);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool packed_sgemm_available() { return true; }
+
+void packed_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                  const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {  // C = beta * C
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
+    return;
+  }
+  int64_t nt = get_num_threads();
+#ifdef _OPENMP
+  if (omp_in_parallel()) nt = 1;
+#endif
+  // Each thread packs all of the operand along the dimension it does not split, so split the larger one
+  // (by whole NR-column tiles or MR-row panels) unless the other has too few units to go round.
+  int64_t ntile = (N + NR - 1) / NR, mpanel = (M + MR - 1) / MR;
+  bool by_cols = (N >= M && ntile >= 2 * nt) || mpanel < 2 * nt;
+  int64_t units = by_cols ? ntile : mpanel, step = by_cols ? NR : MR, extent = by_cols ? N : M;
+  int64_t parts = std::max<int64_t>(1, std::min(nt, units));
+  parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      int64_t b = std::min(extent, units * p / parts * step), e = std::min(extent, units * (p + 1) / parts * step);
+      if (b >= e) continue;
+      if (by_cols)
+        sgemm_block(ta, tb, 0, M, b, e, K, alpha, A, lda, B, ldb, beta, C, ldc);
+      else
+        sgemm_block(ta, tb, b, e, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    }
+  });
+}
+
+#else  // no AVX2/FMA in this build
+
+bool packed_sgemm_available() { return false; }
+
+void packed_sgemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float,
+                  float*, int64_t) {}
+
+#endif
+
+}  // namespace flow
