@@ -41,13 +41,15 @@ def test_conv_vs_torch(case, bias):
 
 
 # Channel-rich float32 shapes that reach each of the kernel's per-geometry paths (csrc/kernels/cpu/conv.cpp,
-# onednn_conv.cpp): im2col + sgemm forward (batch x output positions < 128) and backward-weight (< 64
+# onednn_conv.cpp): im2col + sgemm forward (batch x output positions < 128) and backward-weight (< 256
 # output positions per image, several images per GEMM: one partial group, a full group plus a remainder,
-# one image per GEMM), oneDNN nhwc forward/backward-data, plain layouts for 1x1 kernels, the blocked
+# one image per GEMM, a 512-position group whose rows are padded off a 2 KiB multiple), oneDNN nhwc forward/backward-data, plain layouts for 1x1 kernels, the blocked
 # backward-data/-weight of large images, and grouped convolutions.
 CONV_PATHS = [  # (nd, N, Cin, Cout, spatial, k, kwargs)
     (2, 3, 16, 24, (8, 8), 3, dict(padding=1)),
     (2, 40, 8, 8, (4, 4), 3, dict(padding=1)),
+    (2, 9, 16, 24, (8, 8), 3, dict(padding=1)),
+    (2, 3, 8, 8, (15, 15), 3, dict(padding=1)),
     (2, 8, 16, 32, (16, 16), 3, dict(stride=2, padding=1)),
     (2, 1, 16, 32, (9, 9), 3, dict(stride=2, padding=1, dilation=2)),
     (2, 2, 8, 8, (25, 24), 3, dict(padding=(0, 2), stride=(1, 1))),

@@ -174,23 +174,25 @@ void col_backward_weight(const Tensor& gy, const Tensor& x, const Tensor& gw, co
   T* gwd = gw.data<T>();
   int64_t KK = p.KK(), P = p.P(), R = p.Cg * KK;
   int64_t per = std::clamp<int64_t>((kMinInner + P - 1) / P, 1, p.N);  // images per GEMM
+  // Rows of a whole number of 2 KiB would alias in L1 inside the GEMM (see gemm.cpp): pad them by a line.
+  int64_t ld = per * P + (per * P * sizeof(T) % 2048 == 0 ? 64 / sizeof(T) : 0);
   Tensor hold_col, hold_gy;
-  T* col = scratch_of<T>(hold_col, R * per * P);
-  T* gyc = per > 1 ? scratch_of<T>(hold_gy, p.Og * per * P) : nullptr;
+  T* col = scratch_of<T>(hold_col, R * ld);
+  T* gyc = per > 1 ? scratch_of<T>(hold_gy, p.Og * ld) : nullptr;
   bool first = true;
   for (int64_t n0 = 0; n0 < p.N; n0 += per) {
     int64_t cnt = std::min(per, p.N - n0), K = cnt * P;
     for (int64_t gi = 0; gi < p.G; ++gi) {
-      for (int64_t j = 0; j < cnt; ++j) im2col<T>(p, xd + ((n0 + j) * p.C + gi * p.Cg) * p.I(), col + j * P, K);
+      for (int64_t j = 0; j < cnt; ++j) im2col<T>(p, xd + ((n0 + j) * p.C + gi * p.Cg) * p.I(), col + j * P, ld);
       const T* a = gyd + (n0 * p.O + gi * p.Og) * P;
       int64_t lda = P;
       if (cnt > 1) {
         for (int64_t o = 0; o < p.Og; ++o)
           for (int64_t j = 0; j < cnt; ++j)
-            std::memcpy(gyc + o * K + j * P, gyd + ((n0 + j) * p.O + gi * p.Og + o) * P, sizeof(T) * P);
-        a = gyc, lda = K;
+            std::memcpy(gyc + o * ld + j * P, gyd + ((n0 + j) * p.O + gi * p.Og + o) * P, sizeof(T) * P);
+        a = gyc, lda = ld;
       }
-      gemm_rm(false, true, p.Og, R, K, a, lda, col, K, first ? T(0) : T(1), gwd + gi * p.Og * R, R);
+      gemm_rm(false, true, p.Og, R, K, a, lda, col, ld, first ? T(0) : T(1), gwd + gi * p.Og * R, R);
     }
     first = false;
   }
@@ -223,14 +225,15 @@ void run_typed(const char* op, const TensorList& ins, const Tensor& out, F32&& f
 // per call against oneDNN's best layout):
 // - forward with few output positions in all (batch x spatial < 128: batch-1 inference of the late layers;
 //   512ch 4x4 0.60 -> 0.50, 256->512 8x8/2 0.28 -> 0.25; at 16x16, 256 positions, oneDNN wins 0.46 vs 0.57);
-// - backward-weight on small images (< 64 output positions each), several images per GEMM (batch 32:
-//   512ch 4x4 ~21-25 -> ~17, 256->512 8x8/2 10.2 -> 8.7; at 8x8 and above oneDNN is as fast or faster).
+// - backward-weight on small images (< 256 output positions each), several images per GEMM, whose rows are
+//   padded off 2 KiB multiples (batch 32: 512ch 4x4 ~21-25 -> ~17-19, 256ch 8x8 19-20 -> 17-18, 128->256
+//   16x16/2 10.6 -> 8.7; at 16x16 outputs and above the two are level within this VM's noise).
 bool pointwise(const Plan& p) { return p.KK() == 1; }
 bool col_forward_wins(const Plan& p) {
   return p.G == 1 && !pointwise(p) && p.N * p.P() < 128;
 }
 bool col_backward_weight_wins(const Plan& p) {
-  return p.G == 1 && !pointwise(p) && p.P() < 64;
+  return p.G == 1 && !pointwise(p) && p.P() < 256;
 }
 
 }  // namespace
