@@ -4,6 +4,7 @@
 
 #include "../autograd/grad_mode.h"
 #include "../autograd/node.h"
+#include "../core/mem_overlap.h"
 #include "../ops/functions.h"
 #include "autocast.h"
 
@@ -171,6 +172,7 @@ static TensorList call_inplace(const OpDef& op, const TensorList& inputs, const 
                          dtype_name(metas[0].dtype), " can't be cast to the desired output type ",
                          dtype_name(self.dtype()));
     }
+    check_inplace_overlap(self, inputs, f.has(kAliasedOutputOk));
     if (need_grad && self.impl()->base) return inplace_on_view(f, inputs, attrs);
     TensorList saved_self;
     bool saves_self = std::find(f.saved_inputs.begin(), f.saved_inputs.end(), 0) != f.saved_inputs.end();

@@ -216,7 +216,7 @@ FLOW_OP(to_dtype)
 
 FLOW_OP(fill)
     .schema("fill(Tensor self, Scalar value) -> Tensor")
-    .traits(kElementwise | kCreation)
+    .traits(kElementwise | kCreation | kAliasedOutputOk)
     .meta(same_meta)
     .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
       Tensor v = ops::scalar_tensor(a.s(0), out[0].dtype());

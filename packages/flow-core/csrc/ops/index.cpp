@@ -425,7 +425,7 @@ void check_bool_mask(const Tensor& mask, const char* msg_prefix) {
 // masked_fill(self, mask, value): value is a Python number or a 0-dim tensor.
 FLOW_OP(masked_fill)
     .schema("masked_fill(Tensor self, Tensor mask, Tensor value) -> Tensor")
-    .traits(kIndexing | kElementwise)
+    .traits(kIndexing | kElementwise | kAliasedOutputOk)
     .meta([](const TensorList& in, const Attrs&) -> std::vector<TensorMeta> {
       check_bool_mask(in[1], "masked_fill_");
       FLOW_RUNTIME_CHECK(in[2].dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",

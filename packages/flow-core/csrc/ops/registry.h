@@ -57,6 +57,10 @@ enum OpTrait : uint64_t {
   // Defined by other ops: runs above autograd and interception, so its parts are recorded and seen one
   // by one (PyTorch's CompositeImplicitAutograd). Needs a compute function and no backward.
   kComposite = 1u << 20,
+  // Its in-place form may write through an output whose elements share memory (an expanded tensor): every
+  // write stores the same kind of value, so the result is well defined. PyTorch allows fill_ and
+  // masked_fill_ there and refuses other in-place ops.
+  kAliasedOutputOk = 1u << 21,
 };
 std::vector<std::string> trait_names(uint64_t traits);
 
