@@ -122,7 +122,7 @@ def test_prelu(num, shape):
 def test_prelu_gradcheck_and_errors():
     w = flow.tensor([0.2, -0.4, 0.7], dtype=flow.float64, requires_grad=True)
     x = flow.tensor(np.random.randn(2, 3, 2) + 0.05, requires_grad=True)
-    from oneflow.nn.modules.activation import prelu
+    from oneflow.nn.functional import prelu
 
     gradcheck(prelu, [x, w])
     with pytest.raises(RuntimeError, match="channel size"):

@@ -6,7 +6,8 @@ ops = _C.ops
 __all__ = [
     "relu", "relu_", "relu6", "gelu", "silu", "softplus", "elu", "elu_", "selu", "celu", "leaky_relu",
     "leaky_relu_", "hardtanh", "hardtanh_", "hardswish", "hardsigmoid", "mish", "logsigmoid", "softsign",
-    "tanhshrink", "hardshrink", "softshrink", "threshold", "threshold_", "sigmoid", "tanh", "glu",
+    "tanhshrink", "hardshrink", "softshrink", "threshold", "threshold_", "sigmoid", "tanh", "glu", "prelu",
+    "selu_", "celu_",
 ]
 
 
@@ -53,9 +54,37 @@ def selu(input, inplace=False):
     return ops.selu_(input) if inplace else ops.selu(input)
 
 
+def selu_(input):
+    return ops.selu_(input)
+
+
 def celu(input, alpha=1.0, inplace=False):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     return ops.celu_(input, alpha) if inplace else ops.celu(input, alpha)
+
+
+def celu_(input, alpha=1.0):
+    return ops.celu_(input, alpha)
+
+
+def prelu(input, weight):
+    """``max(0, x) + weight * min(0, x)``; ``weight`` has 1 or C (channel dim 1) entries."""
+    n = weight.numel()
+    if n != 1:
+        if input.dim() == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.dim() >= 2 else 1
+        if n != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{n} and channel size = {channels}.")
+        shape = [1] * input.dim()
+        shape[1] = n
+        w = ops.reshape(weight, shape)
+    else:
+        w = ops.reshape(weight, [])
+    # relu(x) + w * (x - relu(x)): differentiable in both x and w through registered ops.
+    pos = ops.relu(input)
+    return ops.add(pos, ops.mul(w, ops.sub(input, pos)))
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):

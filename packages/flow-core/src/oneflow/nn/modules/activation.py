@@ -261,27 +261,6 @@ class GLU(Module):
         return f"dim={self.dim}"
 
 
-def prelu(input, weight):
-    """``max(0, x) + weight * min(0, x)``; ``weight`` has 1 or C (channel dim 1) entries."""
-    ops = _C.ops
-    n = weight.numel()
-    if n != 1:
-        if input.dim() == 0:
-            raise RuntimeError("Not allow zero-dim input tensor.")
-        channels = input.shape[1] if input.dim() >= 2 else 1
-        if n != channels:
-            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
-                               f"{n} and channel size = {channels}.")
-        shape = [1] * input.dim()
-        shape[1] = n
-        w = ops.reshape(weight, shape)
-    else:
-        w = ops.reshape(weight, [])
-    # relu(x) + w * (x - relu(x)): differentiable in both x and w through registered ops.
-    pos = ops.relu(input)
-    return ops.add(pos, ops.mul(w, ops.sub(input, pos)))
-
-
 class PReLU(Module):
     """``max(0, x) + a * min(0, x)`` with a learnable slope ``a`` (one, or one per channel)."""
 
@@ -296,7 +275,7 @@ class PReLU(Module):
             self.weight.fill_(self.init)
 
     def forward(self, input):
-        return prelu(input, self.weight)
+        return F.prelu(input, self.weight)
 
     def extra_repr(self):
         return f"num_parameters={self.num_parameters}"

@@ -8,13 +8,14 @@ from ..._tensor import Tensor
 from ..parameter import Buffer, Parameter
 
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
 
 class _IncompatibleKeysResult(_IncompatibleKeys):
     def __repr__(self):
         if not self.missing_keys and not self.unexpected_keys:
             return "<All keys matched successfully>"
-        return super().__repr__()
+        return f"_IncompatibleKeys(missing_keys={self.missing_keys!r}, unexpected_keys={self.unexpected_keys!r})"
 
     __str__ = __repr__
 
@@ -71,7 +72,9 @@ class Module:
         d["_backward_hooks"] = OrderedDict()
         d["_backward_pre_hooks"] = OrderedDict()
         d["_state_dict_hooks"] = OrderedDict()
+        d["_state_dict_pre_hooks"] = OrderedDict()
         d["_load_state_dict_pre_hooks"] = OrderedDict()
+        d["_load_state_dict_post_hooks"] = OrderedDict()
 
     forward = None
 
@@ -135,6 +138,21 @@ class Module:
             if not isinstance(mod, Module):
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
+
+    def set_submodule(self, target, module, strict=False):
+        """Sets the submodule at dotted path ``target`` to ``module``; its parent must exist. With ``strict``,
+        the attribute must already exist and be a module."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
 
     def get_parameter(self, target):
         mod_path, _, name = target.rpartition(".")
@@ -208,6 +226,9 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        # modules pickled before these hook tables existed
+        for name in ("_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
+            self.__dict__.setdefault(name, OrderedDict())
 
     # ---- iteration ----------------------------------------------------------------------------------
     def _named_members(self, get_members, prefix="", recurse=True, remove_duplicate=True):
@@ -297,9 +318,10 @@ class Module:
                     g.requires_grad_(False)
                 _C.ops.fill_(g, 0)
 
-    def _apply(self, fn):
-        for m in self.children():
-            m._apply(fn)
+    def _apply(self, fn, recurse=True):
+        if recurse:
+            for m in self.children():
+                m._apply(fn)
         for key, p in self._parameters.items():
             if p is None:
                 continue
@@ -370,7 +392,31 @@ class Module:
     def type(self, dst_type):
         return self._apply(lambda t: t.to(dst_type))
 
+    def to_empty(self, *, device=None, recurse=True):
+        """Replaces every parameter and buffer with an uninitialised tensor of the same shape and dtype on
+        ``device`` (for modules built without real storage, to be filled afterwards)."""
+        def empty_like(t):
+            from ... import empty
+
+            return empty(t.shape, dtype=t.dtype, device=device if device is not None else t.device)
+
+        return self._apply(empty_like, recurse=recurse)
+
     # ---- state dict ---------------------------------------------------------------------------------
+    def get_extra_state(self):
+        """Extra picklable state for ``state_dict`` (key ``<prefix>_extra_state``); override together with
+        ``set_extra_state``. Only called when a subclass overrides it."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called. "
+                           "Override get_extra_state() together with set_extra_state().")
+
+    def set_extra_state(self, state):
+        """Restores what ``get_extra_state`` returned; override together with it."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called. "
+                           "Override set_extra_state() together with get_extra_state().")
+
+    def _has_extra_state(self):
+        return type(self).get_extra_state is not Module.get_extra_state
+
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         for name, p in self._parameters.items():
             if p is not None:
@@ -378,6 +424,8 @@ class Module:
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if self._has_extra_state():
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """An ordered dict of every parameter and persistent buffer, keyed like PyTorch (``layer.0.weight``)."""
@@ -387,6 +435,8 @@ class Module:
             keep_vars = args[2] if len(args) > 2 else keep_vars
         if destination is None:
             destination = OrderedDict()
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, m in self._modules.items():
             if m is not None:
@@ -403,6 +453,12 @@ class Module:
             hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         local = {k: v for k, v in self._parameters.items() if v is not None}
         local.update({k: v for k, v in self._buffers.items() if v is not None and k not in self._non_persistent_buffers_set})
+        extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        if self._has_extra_state():
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
         for name, param in local.items():
             key = prefix + name
             if key not in state_dict:
@@ -431,7 +487,11 @@ class Module:
                 if key.startswith(prefix) and key != prefix:
                     rest = key[len(prefix):]
                     first = rest.split(".", 1)[0]
-                    if first not in self._modules and rest not in local:
+                    if key == extra_key and self._has_extra_state():
+                        continue
+                    if "." in rest and first in self._modules:
+                        continue
+                    if rest not in local:
                         unexpected_keys.append(key)
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
@@ -441,13 +501,24 @@ class Module:
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing, unexpected, errors = [], [], []
 
+        loaded = []
+
         def load(module, prefix=""):
             module._load_from_state_dict(state_dict, prefix, {}, True, missing, unexpected, errors, assign)
+            loaded.append(module)
             for name, child in module._modules.items():
                 if child is not None:
                     load(child, prefix + name + ".")
 
         load(self)
+        # post hooks see (and may prune) the incompatible keys before strict mode judges them
+        keys = _IncompatibleKeysResult(missing, unexpected)
+        for module in loaded:
+            for hook in module._load_state_dict_post_hooks.values():
+                if hook(module, keys) is not None:
+                    raise RuntimeError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                                       "expected to return new values, if incompatible_keys need to be modified, "
+                                       "it should be done inplace.")
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")
@@ -455,7 +526,7 @@ class Module:
                 errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
         if errors:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
-        return _IncompatibleKeysResult(missing if strict else [], unexpected if strict else [])
+        return keys
 
     def _register_state_dict_hook(self, hook):
         h = RemovableHandle(self._state_dict_hooks)
@@ -465,6 +536,34 @@ class Module:
     def _register_load_state_dict_pre_hook(self, hook, with_module=False):
         h = RemovableHandle(self._load_state_dict_pre_hooks)
         self._load_state_dict_pre_hooks[h.id] = functools.partial(hook, self) if with_module else hook
+        return h
+
+    def register_state_dict_pre_hook(self, hook):
+        """``hook(module, prefix, keep_vars)`` runs before this module saves its entries in ``state_dict``."""
+        h = RemovableHandle(self._state_dict_pre_hooks)
+        self._state_dict_pre_hooks[h.id] = hook
+        return h
+
+    def register_state_dict_post_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata)`` runs after this module's entries (and its
+        children's) are in ``state_dict``; it edits the dict in place and returns None."""
+        def checked(module, state_dict, prefix, local_metadata):
+            if hook(module, state_dict, prefix, local_metadata) is not None:
+                raise RuntimeError("state_dict post-hook must return None")
+
+        return self._register_state_dict_hook(checked)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs)`` runs before this module loads its entries; it may edit ``state_dict`` in place."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def register_load_state_dict_post_hook(self, hook):
+        """``hook(module, incompatible_keys)`` runs after ``load_state_dict`` has loaded every module and before
+        strict mode raises; it may remove entries from ``incompatible_keys.missing_keys`` /
+        ``unexpected_keys`` in place, and must return None."""
+        h = RemovableHandle(self._load_state_dict_post_hooks)
+        self._load_state_dict_post_hooks[h.id] = hook
         return h
 
     # ---- hooks and call -----------------------------------------------------------------------------
