@@ -74,6 +74,62 @@ static bool any_handler(const TensorList& in) {
   return false;
 }
 
+// The memory layout of an elementwise result, PyTorch's TensorIterator rule: the output's dims are ordered
+// (fastest first) by the inputs' strides, the first input with a definite preference deciding each pair
+// (broadcast dims and equal strides abstain; equal strides put the smaller dim first). Contiguous inputs
+// give a contiguous result; a channels-last or transposed input passes its layout on.
+static Tensor empty_like_inputs(const TensorMeta& m, const TensorList& inputs, Device dev) {
+  const Shape& shape = m.sizes;
+  int64_t nd = static_cast<int64_t>(shape.size());
+  bool all_contiguous = true;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.dim() > 0 && !t.is_contiguous()) all_contiguous = false;
+  if (all_contiguous || nd < 2) return empty(shape, m.dtype, dev);
+  // each input's strides aligned to the output's dims, 0 where it broadcasts
+  std::vector<std::vector<int64_t>> st;
+  for (const Tensor& t : inputs) {
+    if (!t.defined() || t.dim() == 0 || t.dim() > nd) continue;
+    std::vector<int64_t> s(nd, 0);
+    int64_t off = nd - t.dim();
+    for (int64_t i = 0; i < t.dim(); ++i)
+      s[off + i] = (t.size(i) == 1 && shape[off + i] != 1) ? 0 : t.stride(i);
+    st.push_back(std::move(s));
+  }
+  auto should_swap = [&](int64_t d0, int64_t d1) {
+    for (const auto& s : st) {
+      if (s[d0] == 0 || s[d1] == 0) continue;
+      if (s[d0] < s[d1]) return -1;
+      if (s[d0] > s[d1]) return 1;
+      if (shape[d0] > shape[d1]) return 1;
+    }
+    return 0;
+  };
+  std::vector<int64_t> perm(nd);  // fastest dim first
+  for (int64_t i = 0; i < nd; ++i) perm[i] = nd - 1 - i;
+  for (int64_t i = 1; i < nd; ++i) {
+    int64_t d1 = i;
+    for (int64_t d0 = i - 1; d0 >= 0; --d0) {
+      int c = should_swap(perm[d0], perm[d1]);
+      if (c > 0) {
+        std::swap(perm[d0], perm[d1]);
+        d1 = d0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  bool identity = true;
+  for (int64_t i = 0; i < nd; ++i) identity = identity && perm[i] == nd - 1 - i;
+  if (identity) return empty(shape, m.dtype, dev);
+  Shape strides(nd);
+  int64_t cur = 1;
+  for (int64_t d : perm) {
+    strides[d] = cur;
+    cur *= std::max<int64_t>(shape[d], 1);
+  }
+  return empty_strided(shape, strides, m.dtype, dev);
+}
+
 TensorList run_kernel(const OpDef& op, const TensorList& inputs, const Attrs& attrs, const TensorList* out) {
   Device dev = common_device(inputs, op.name.c_str());
   check_device_available(dev);
@@ -90,7 +146,8 @@ TensorList run_kernel(const OpDef& op, const TensorList& inputs, const Attrs& at
     std::vector<TensorMeta> metas = op.meta(inputs, attrs);
     TensorList outs;
     outs.reserve(metas.size());
-    for (auto& m : metas) outs.push_back(empty(m.sizes, m.dtype, dev));
+    bool follow = op.has(kElementwise);
+    for (auto& m : metas) outs.push_back(follow ? empty_like_inputs(m, inputs, dev) : empty(m.sizes, m.dtype, dev));
     op.out_kernel[d](inputs, outs, attrs);
     return outs;
   }

@@ -3,6 +3,7 @@
 // innermost run of n elements, with byte strides per operand. Fast paths for contiguous and
 // scalar-broadcast operands are left to `run`, which sees the strides.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -37,8 +38,23 @@ ElementwiseGeometry<N> make_geometry(const std::array<const Tensor*, N>& ops, co
     st[k] = broadcast_byte_strides(*ops[k], shape);
     g.base[k] = static_cast<char*>(ops[k]->raw_data());
   }
+  // Walk the dims in the output's memory order (outermost = largest stride), so an output laid out in a
+  // permuted order (channels-last, transposed) and inputs laid out like it coalesce into long unit-stride
+  // runs. A contiguous output keeps the logical order, and so does one with a stride-0 dim (an expanded
+  // fill, or the offset-indexed view of a scatter, whose duplicate targets must be written in index order).
+  std::vector<size_t> order(shape.size());
+  bool reorder = true;
+  for (size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+    if (shape[i] > 1 && st[0][i] == 0) reorder = false;
+  }
+  if (reorder)
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      int64_t sa = st[0][a] < 0 ? -st[0][a] : st[0][a], sb = st[0][b] < 0 ? -st[0][b] : st[0][b];
+      return sa > sb;
+    });
   // drop size-1 dims, then merge dims that are contiguous with each other for every operand
-  for (size_t i = 0; i < shape.size(); ++i) {
+  for (size_t i : order) {
     if (shape[i] == 1) continue;
     std::array<int64_t, N> s;
     for (int k = 0; k < N; ++k) s[k] = st[k][i];
