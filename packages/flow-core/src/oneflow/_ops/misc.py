@@ -80,9 +80,9 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     if prepend is not None or append is not None:
         parts = [prepend] if prepend is not None else []
         parts += [input] + ([append] if append is not None else [])
-        x = _C.ops.cat([p if p.dim() > 0 else _C.ops.expand(p, list(input.shape[:dim % nd]) + [1] +
-                                                                 list(input.shape[dim % nd + 1:]))
-                        for p in parts], dim)
+        if any(p.dim() != nd for p in parts):
+            raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+        x = _C.ops.cat(parts, dim)
     for _ in range(n):
         size = x.shape[dim]
         if size == 0:

@@ -271,7 +271,17 @@ def _median_all(input, ignore_nan):
         from .creation import tensor
 
         return tensor(float("nan"), dtype=input.dtype)
-    return ops.reshape(_median_dim("median", flat, 0, False, ignore_nan, median_return)[0], [])
+    med = ops.reshape(_median_dim("median", flat, 0, False, ignore_nan, median_return)[0], [])
+    if not (flat.requires_grad and _C.is_grad_enabled()):
+        return med
+    # PyTorch spreads the gradient evenly over every element equal to the median (every NaN for a NaN median):
+    # the mean of those elements, its value replaced by the exact median where that is finite
+    from .creation import tensor
+
+    m = med.detach()
+    hit = ops.logical_or(ops.eq(flat, m), ops.logical_and(ops.isnan(flat), ops.isnan(m)))
+    mean_hit = ops.div(ops.sum(ops.where(hit, flat, tensor(0.0, dtype=flat.dtype))), ops.sum(hit, dtype=flat.dtype))
+    return ops.where(ops.isfinite(m), ops.add(m, ops.sub(mean_hit, mean_hit.detach())), mean_hit)
 
 
 def median(input, dim=None, keepdim=False):
@@ -332,7 +342,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     n = x.shape[-1]
     lead = list(x.shape[:-1])
     nans = ops.sum(ops.isnan(x.detach()), [-1], True, dtype=x.dtype)
-    qq = ops.reshape(q.detach(), [1] * len(lead) + [-1])
+    qq = ops.reshape(q, [1] * len(lead) + [-1])
     if ignore_nan:  # ranks among the non-NaN values; an all-NaN slice reads position 0 (a NaN)
         rank = ops.clamp_min(ops.mul(qq, ops.add(ops.neg(nans), n - 1)), 0)
     else:  # a NaN in the slice makes every quantile NaN: read the last position

@@ -220,9 +220,17 @@ def unfold(self, dimension, size, step):
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
     shape, strides = list(self.shape), list(self.stride())
-    shape[d] = (n - size) // step + 1
+    count = (n - size) // step + 1
+    shape[d] = count
     strides[d] = strides[d] * step
-    return ops.as_strided(self, shape + [size], strides + [self.stride(d)])
+    # as_strided differentiates only a contiguous input: view a permuted-dense tensor through its contiguous
+    # permutation (same storage and strides); other layouts get a copy built from strided slices
+    perm = sorted(range(self.dim()), key=lambda i: -self.stride(i))
+    dense = ops.permute(self, perm)
+    if dense.is_contiguous():
+        return ops.as_strided(dense, shape + [size], strides + [self.stride(d)])
+    windows = [ops.slice(self, d, j, j + step * (count - 1) + 1, step) for j in range(size)]
+    return ops.cat([ops.unsqueeze(w, -1) for w in windows], -1)
 
 
 def ndimension(self):
