@@ -2,6 +2,7 @@
 ``true_divide``, ...), ``where`` with its one-argument form, ``rsub``, and ``equal``/``allclose`` returning
 Python bools. The ops themselves live in the C++ registry (binary.cpp, binary_math.cpp, compare.cpp,
 ternary.cpp)."""
+import math
 import numbers
 
 from .. import _C
@@ -9,7 +10,8 @@ from .. import _C
 ops = _C.ops
 
 __all__ = ["where", "equal", "allclose", "rsub", "true_divide", "greater", "greater_equal", "less", "less_equal",
-           "not_equal", "subtract", "multiply", "divide", "arctan2"]
+           "not_equal", "subtract", "multiply", "divide", "arctan2", "logaddexp", "logaddexp2", "heaviside",
+           "float_power"]
 
 
 def _operand(o):
@@ -47,6 +49,64 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 def rsub(input, other, *, alpha=1):
     """``other - alpha * input``."""
     return ops.sub(other, input, alpha=alpha)
+
+
+_TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _float_only(name, *tensors):
+    for t in tensors:
+        if isinstance(t, _C.TensorBase) and not t.dtype.is_floating_point:
+            dt = str(t.dtype).split(".")[-1]
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_TORCH_NAMES.get(dt, dt)}\'')
+
+
+def _logaddexp(name, input, other, exp, log1p_scale):
+    _float_only(name, input, other)
+    m = ops.maximum(input, other)
+    tail = ops.log1p(exp(ops.neg(ops.abs(ops.sub(input, other))))) if log1p_scale is None else \
+        ops.mul(ops.log1p(exp(ops.neg(ops.abs(ops.sub(input, other))))), log1p_scale)
+    # equal infinities: the difference is NaN, the answer is the infinity itself
+    return ops.where(ops.logical_and(ops.isinf(m), ops.eq(input, other)), m, ops.add(m, tail))
+
+
+def logaddexp(input, other):
+    """``log(exp(input) + exp(other))``, computed without overflow (floating-point inputs)."""
+    return _logaddexp("logaddexp", input, other, ops.exp, None)
+
+
+def logaddexp2(input, other):
+    """``log2(2**input + 2**other)``, computed without overflow (floating-point inputs)."""
+    return _logaddexp("logaddexp2", input, other, ops.exp2, 1.0 / math.log(2.0))
+
+
+def heaviside(input, values):
+    """The Heaviside step function: 0 where ``input < 0``, ``values`` where ``input == 0``, 1 where
+    ``input > 0``. ``input`` and ``values`` must have the same dtype."""
+    if input.dtype != values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    step = ops.to_dtype(ops.gt(input, 0), input.dtype)
+    return ops.where(ops.eq(input, 0), values, step)
+
+
+def float_power(input, exponent):
+    """``input ** exponent`` computed in double precision (float64 result), either side may be a number."""
+    def f64(v):
+        return ops.to_dtype(v, _C.float64) if isinstance(v, _C.TensorBase) else float(v)
+
+    if not isinstance(input, _C.TensorBase):
+        from .creation import tensor
+
+        input = tensor(float(input), dtype=_C.float64)
+    return ops.pow(f64(input), f64(exponent))
+
+
+def _float_power_(self, exponent):
+    if self.dtype != _C.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {str(self.dtype).split('.')[-1].capitalize()}"
+                           " but the operation's result requires dtype Double")
+    return ops.pow_(self, ops.to_dtype(exponent, _C.float64) if isinstance(exponent, _C.TensorBase)
+                    else float(exponent))
 
 
 # PyTorch's aliases
@@ -126,6 +186,8 @@ TENSOR_METHODS = {
     # defining __eq__ must not make tensors unhashable (they are dict keys in optimizers and hooks)
     "__hash__": object.__hash__,
     "where": _tensor_where,
+    "logaddexp": logaddexp, "logaddexp2": logaddexp2, "heaviside": heaviside, "float_power": float_power,
+    "float_power_": _float_power_,
     "equal": equal,
     "allclose": allclose,
     "true_divide": ops.div, "true_divide_": ops.div_,

@@ -11,7 +11,8 @@ _TensorBase = _C.TensorBase
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "nonzero",
            "argwhere", "sort", "argsort", "msort", "topk", "unique", "unique_consecutive", "tile", "flip", "fliplr",
-           "flipud", "roll", "repeat_interleave", "scatter", "index_put", "index_put_", "take_along_dim"]
+           "flipud", "roll", "repeat_interleave", "scatter", "index_put", "index_put_", "take_along_dim", "rot90",
+           "index_fill"]
 
 sort_return = collections.namedtuple("sort", ["values", "indices"])
 topk_return = collections.namedtuple("topk", ["values", "indices"])
@@ -271,15 +272,98 @@ def take_along_dim(input, indices, dim=None):
     return ops.gather(ops.expand(input, bi_in), d, ops.expand(indices, bi_ix))
 
 
-def _index_fill(self, dim, index, value):
-    idx = index if index.dim() == 1 else ops.reshape(index, [-1])
-    shape = list(self.shape) if self.dim() > 0 else [1]
-    d = dim + len(shape) if dim < 0 else dim
-    shape[d] = idx.numel()
-    from .creation import full
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotates ``input`` by 90 degrees ``k`` times in the plane of ``dims``, from the first towards the second
+    (negative ``k`` rotates the other way)."""
+    dims = list(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    nd = input.dim()
+    if nd < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {nd}")
+    d0, d1 = dims
+    for d in dims:
+        if not -nd <= d < nd:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {d})")
+    if d0 % nd == d1 % nd:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return ops.transpose(ops.flip(input, [d1]), d0, d1)
+    if k == 2:
+        return ops.flip(input, [d0, d1])
+    if k == 3:
+        return ops.transpose(ops.flip(input, [d0]), d0, d1)
+    return ops.clone(input)
 
-    src = full(shape, value.item() if isinstance(value, _TensorBase) else value, dtype=self.dtype)
-    return ops.index_copy(self, dim, idx, src if self.dim() > 0 else ops.reshape(src, []))
+
+def _index_fill_args(self, dim, index, value):
+    """(mask, value tensor) for ``index_fill``: a bool mask, True at ``index`` along ``dim``, broadcastable to
+    ``self``."""
+    from .creation import tensor, zeros
+
+    nd = max(self.dim(), 1)
+    if not -nd <= dim < nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})")
+    if index.dtype != _C.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    if index.dim() > 1:
+        raise IndexError("index_fill_(): Index is supposed to be a vector")
+    if isinstance(value, _TensorBase):
+        if value.dim() != 0:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.dim()} dimension(s).")
+    else:
+        value = tensor(value, dtype=self.dtype)
+    d = dim % nd
+    n = self.shape[d] if self.dim() else 1
+    idx = ops.reshape(index, [-1])
+    if idx.numel():
+        lo, hi = int(ops.min(idx).item()), int(ops.max(idx).item())
+        bad = hi if hi >= n else (lo if lo < -n else None)
+        if bad is not None:
+            raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+    mask = ops.index_put(zeros(n, dtype=_C.bool), tensor(True), [idx], False)
+    if self.dim():
+        shape = [1] * self.dim()
+        shape[d] = n
+        mask = ops.reshape(mask, shape)
+    else:
+        mask = ops.reshape(mask, [])
+    return mask, value
+
+
+def index_fill(input, dim, index, value):
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value`` (a number or a 0-dim
+    tensor; gradients flow to both ``input`` and a tensor ``value``)."""
+    mask, value = _index_fill_args(input, dim, index, value)
+    return ops.masked_fill(input, mask, value)
+
+
+def index_fill_(self, dim, index, value):
+    """In-place ``index_fill``."""
+    mask, value = _index_fill_args(self, dim, index, value)
+    return ops.masked_fill_(self, mask, value)
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Fills the main diagonal of ``self`` (2-D, or any dims all of equal length) with ``fill_value`` in place.
+    With ``wrap=True`` a tall matrix's diagonal restarts every ``ncols + 1`` rows."""
+    nd = self.dim()
+    if nd < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    shape = list(self.shape)
+    if nd > 2 and any(s != shape[0] for s in shape):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    numel = self.numel()
+    step = sum(int(np.prod(shape[i + 1:])) for i in range(nd))  # contiguous strides of the logical shape
+    end = numel if (wrap and nd == 2 and shape[0] > shape[1]) else min(numel, min(shape) * step)
+    flat = np.zeros(numel, dtype=bool)
+    flat[0:end:step] = True
+    from .creation import tensor
+
+    mask = tensor(flat.reshape(shape))
+    return ops.masked_fill_(self, mask, tensor(fill_value, dtype=self.dtype))
 
 
 TENSOR_METHODS = {
@@ -287,5 +371,6 @@ TENSOR_METHODS = {
     "nonzero": nonzero, "argwhere": argwhere, "sort": sort, "argsort": argsort, "msort": msort, "topk": topk,
     "unique": unique, "unique_consecutive": unique_consecutive, "repeat_interleave": repeat_interleave,
     "scatter": scatter, "scatter_": scatter_, "index_put": index_put, "index_put_": index_put_,
-    "take_along_dim": take_along_dim, "index_fill": _index_fill,
+    "take_along_dim": take_along_dim, "index_fill": index_fill,
+    "index_fill_": index_fill_, "rot90": rot90, "fill_diagonal_": fill_diagonal_,
 }

@@ -4,7 +4,7 @@ from .. import _C
 ops = _C.ops
 
 __all__ = ["einsum", "matmul", "mm", "bmm", "dot", "vdot", "mv", "outer", "ger", "addmm", "baddbmm", "addmv",
-           "inner"]
+           "inner", "trace", "kron", "diag", "diagflat", "diag_embed", "cross", "dist", "cov", "corrcoef"]
 
 
 def einsum(equation, *operands):
@@ -85,8 +85,153 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
     return ops.addmv(input, mat, vec, beta=beta, alpha=alpha)
 
 
+def trace(input):
+    """The sum of the main diagonal of a 2-D tensor."""
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    return ops.sum(ops.diagonal(input, 0, 0, 1))
+
+
+def kron(input, other):
+    """The Kronecker product: ``out[i*B + j] = input[i] * other[j]`` in every dim (the fewer-dim operand gets
+    leading 1s)."""
+    nd = max(input.dim(), other.dim())
+    sa = [1] * (nd - input.dim()) + list(input.shape)
+    sb = [1] * (nd - other.dim()) + list(other.shape)
+    a = ops.reshape(input, [x for s in sa for x in (s, 1)])
+    b = ops.reshape(other, [x for s in sb for x in (1, s)])
+    return ops.reshape(ops.mul(a, b), [x * y for x, y in zip(sa, sb)])
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """A tensor whose diagonals (``offset`` from the main one, in the planes of ``dim1`` and ``dim2`` of the
+    result) hold the last dim of ``input``; zeros elsewhere."""
+    nd = input.dim() + 1
+    d1, d2 = (dim1 + nd if dim1 < 0 else dim1), (dim2 + nd if dim2 < 0 else dim2)
+    for d in (dim1, dim2):
+        if not -nd <= d < nd:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {d})")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    m = (input.shape[-1] if input.dim() else 1) + abs(offset)
+    rest = iter(list(input.shape[:-1]))
+    shape = [m if i in (d1, d2) else next(rest) for i in range(nd)]
+    from .creation import zeros
+
+    out = zeros(shape, dtype=input.dtype)
+    ops.copy_(ops.diagonal(out, offset, d1, d2), input)
+    return out
+
+
+def diag(input, diagonal=0):
+    """1-D ``input``: a square matrix with ``input`` on its ``diagonal``-th diagonal. 2-D ``input``: a copy of
+    its ``diagonal``-th diagonal."""
+    if input.dim() == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if input.dim() == 2:
+        return ops.clone(ops.diagonal(input, diagonal, 0, 1))
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
+
+
+def diagflat(input, offset=0):
+    """``diag`` of the flattened ``input``: a square matrix with its elements on the ``offset``-th diagonal."""
+    return diag_embed(ops.reshape(input, [-1]), offset, 0, 1)
+
+
+def cross(input, other, dim=None):
+    """The 3-D cross product of vectors along ``dim`` (broadcast); ``dim=None`` takes the first dim of size 3."""
+    shape = list(_broadcast(input, other))
+    if dim is None:
+        dim = next((i for i, s in enumerate(shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    nd = len(shape)
+    if not -nd <= dim < nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})")
+    if input.shape[dim] != 3 or other.shape[dim] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. "
+                           f"Got {input.shape[dim]} and {other.shape[dim]}")
+    a = ops.expand(input, shape)
+    b = ops.expand(other, shape)
+    a0, a1, a2 = (ops.slice(a, dim, i, i + 1, 1) for i in range(3))
+    b0, b1, b2 = (ops.slice(b, dim, i, i + 1, 1) for i in range(3))
+    return ops.cat([ops.sub(ops.mul(a1, b2), ops.mul(a2, b1)), ops.sub(ops.mul(a2, b0), ops.mul(a0, b2)),
+                    ops.sub(ops.mul(a0, b1), ops.mul(a1, b0))], dim)
+
+
+def _broadcast(a, b):
+    return _C._broadcast_shapes(list(a.shape), list(b.shape))
+
+
+def dist(input, other, p=2):
+    """The ``p``-norm of ``input - other`` (broadcast)."""
+    return ops.linalg_vector_norm(ops.sub(input, other), float(p))
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """The covariance matrix of the variables in the rows of ``input`` (observations in columns; a 1-D input is
+    one variable), with optional integer frequency weights ``fweights`` and observation weights ``aweights``."""
+    if input.dim() > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
+                           f"{input.dim()} dimensions")
+    x = input if input.dim() == 2 else ops.reshape(input, [1, -1])
+    if not x.dtype.is_floating_point:
+        x = ops.to_dtype(x, _C.get_default_dtype())
+    n_obs = x.shape[1]
+    w = None
+    for name, wt in (("fweights", fweights), ("aweights", aweights)):
+        if wt is None:
+            continue
+        if wt.dim() > 1:
+            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with "
+                               f"{wt.dim()} dimensions")
+        if wt.numel() != n_obs:
+            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the "
+                               f"input but got {wt.numel()} != {n_obs}")
+        if name == "fweights" and wt.dtype.is_floating_point:
+            raise RuntimeError("cov(): expected fweights to have integral dtype but got fweights with "
+                               f"{str(wt.dtype).split('.')[-1].capitalize()} dtype")
+        w = wt if w is None else ops.mul(w, wt)
+    if w is None:
+        avg = ops.mean(x, [1])
+        w_sum = float(n_obs)
+        norm = w_sum - correction
+    else:
+        w = ops.to_dtype(w, x.dtype)
+        w_sum_t = ops.sum(w)
+        avg = ops.div(ops.sum(ops.mul(x, w), [1]), w_sum_t)
+        w_sum = w_sum_t
+        if correction == 0:
+            norm = w_sum_t
+        elif aweights is None:
+            norm = ops.sub(w_sum_t, correction)
+        else:
+            norm = ops.sub(w_sum_t, ops.div(ops.mul(ops.sum(ops.mul(w, ops.to_dtype(aweights, x.dtype))),
+                                                    correction), w_sum_t))
+    if isinstance(norm, _C.TensorBase):
+        norm = ops.clamp_min(norm, 0)
+    else:
+        norm = max(norm, 0)
+    xm = ops.sub(x, ops.unsqueeze(avg, 1))
+    xw = xm if w is None else ops.mul(xm, w)
+    c = ops.div(ops.mm(xm, ops.transpose(xw, 0, 1)), norm)
+    return ops.squeeze(c)
+
+
+def corrcoef(input):
+    """The Pearson correlation coefficients of the variables in the rows of ``input`` (see ``cov``), clipped
+    to [-1, 1]."""
+    c = cov(input)
+    if c.dim() == 0:
+        return ops.div(c, c)
+    std = ops.sqrt(ops.diagonal(c, 0, 0, 1))
+    c = ops.div(ops.div(c, ops.unsqueeze(std, 1)), ops.unsqueeze(std, 0))
+    return ops.clamp(c, -1, 1)
+
+
 TENSOR_METHODS = {
     "matmul": matmul, "mm": mm, "bmm": bmm, "dot": dot,
     "vdot": vdot, "mv": mv, "outer": outer, "ger": outer, "inner": inner, "addmm": addmm, "baddbmm": baddbmm,
-    "addmv": addmv,
+    "addmv": addmv, "trace": trace, "kron": kron, "diag": diag, "diagflat": diagflat, "diag_embed": diag_embed,
+    "cross": cross, "dist": dist, "cov": cov, "corrcoef": corrcoef,
 }

@@ -6,7 +6,7 @@ from . import creation
 
 __all__ = ["numel", "result_type", "can_cast", "broadcast_shapes", "broadcast_tensors", "broadcast_to",
            "is_floating_point", "is_nonzero", "clone", "detach", "atleast_1d", "atleast_2d", "atleast_3d",
-           "is_same_size", "zero_"]
+           "is_same_size", "zero_", "is_signed", "diff"]
 
 
 def numel(input):
@@ -61,6 +61,38 @@ def is_nonzero(input):
     return builtins.bool(input.item())
 
 
+def is_signed(input):
+    """Whether ``input``'s dtype is a signed type (every dtype but ``bool`` and ``uint8``)."""
+    return input.dtype not in (_C.bool, _C.uint8)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The ``n``-th forward difference along ``dim`` (``out[i] = x[i + 1] - x[i]``, applied ``n`` times), after
+    concatenating ``prepend`` / ``append`` to ``input`` along ``dim``. Bool tensors give ``x[i + 1] != x[i]``."""
+    if input.dim() == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    nd = input.dim()
+    if not -nd <= dim < nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})")
+    x = input
+    if prepend is not None or append is not None:
+        parts = [prepend] if prepend is not None else []
+        parts += [input] + ([append] if append is not None else [])
+        if any(p.dim() != nd for p in parts):
+            raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+        x = _C.ops.cat(parts, dim)
+    for _ in range(n):
+        size = x.shape[dim]
+        if size == 0:
+            break
+        hi = _C.ops.slice(x, dim, 1, size, 1)
+        lo = _C.ops.slice(x, dim, 0, size - 1, 1)
+        x = _C.ops.logical_xor(hi, lo) if x.dtype == _C.bool else _C.ops.sub(hi, lo)
+    return x
+
+
 def is_same_size(a, b):
     return tuple(a.shape) == tuple(b.shape)
 
@@ -109,6 +141,6 @@ def _new(kind):
 
 TENSOR_METHODS = {
     "new_zeros": _new("zeros"), "new_ones": _new("ones"), "new_empty": _new("empty"), "new_full": _new("full"),
-    "zero_": zero_, "is_nonzero": is_nonzero, "is_same_size": is_same_size,
+    "zero_": zero_, "is_signed": is_signed, "diff": diff, "is_nonzero": is_nonzero, "is_same_size": is_same_size,
     "broadcast_to": broadcast_to, "dim_order": lambda self: tuple(sorted(range(self.dim()), key=lambda d: -self.stride(d))),
 }

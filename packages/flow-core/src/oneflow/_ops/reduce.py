@@ -3,6 +3,7 @@
 ``unbiased``, ``norm``, ``aminmax`` and ``linalg.vector_norm``."""
 import builtins
 import importlib
+import math
 import sys
 import types
 
@@ -10,7 +11,8 @@ from .. import _C
 
 ops = _C.ops
 
-__all__ = ["max", "min", "var", "std", "var_mean", "std_mean", "norm", "aminmax"]
+__all__ = ["max", "min", "var", "std", "var_mean", "std_mean", "norm", "aminmax", "cummax", "cummin", "kthvalue",
+           "median", "nanmedian", "quantile", "nanquantile", "histc", "bincount"]
 
 
 def _return_type(name, fields):
@@ -42,6 +44,11 @@ def _return_type(name, fields):
 max_return = _return_type("max", ("values", "indices"))
 min_return = _return_type("min", ("values", "indices"))
 aminmax_return = _return_type("aminmax", ("min", "max"))
+cummax_return = _return_type("cummax", ("values", "indices"))
+cummin_return = _return_type("cummin", ("values", "indices"))
+kthvalue_return = _return_type("kthvalue", ("values", "indices"))
+median_return = _return_type("median", ("values", "indices"))
+nanmedian_return = _return_type("nanmedian", ("values", "indices"))
 
 
 def _extreme(name, binary, full, along, rt, input, dim, keepdim, other):
@@ -160,6 +167,286 @@ def aminmax(input, *, dim=None, keepdim=False):
     return aminmax_return((ops.amin(input, dims, keepdim), ops.amax(input, dims, keepdim)))
 
 
+def _norm_dim(input, dim):
+    nd = builtins.max(input.dim(), 1)
+    if not -nd <= dim < nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})")
+    return dim % nd
+
+
+def _long_arange(n):
+    from .creation import arange
+
+    return arange(n, dtype=_C.int64)
+
+
+def _cum_extreme(input, dim, cmp, rt):
+    """Running max/min along ``dim`` with the index of the (latest) extreme: a log-step scan of
+    (value, index) pairs on detached data, then a ``gather`` so gradients flow to the selected elements.
+    NaN wins, as in PyTorch: once seen, it stays the running value (with the latest NaN's index)."""
+    d = _norm_dim(input, dim)
+    if input.dim() == 0:
+        return rt((ops.clone(input), ops.mul(ops.to_dtype(input.detach(), _C.int64), 0)))
+    x = ops.transpose(input.detach(), d, -1)
+    n = x.shape[-1]
+    v = x
+    i = ops.expand(_long_arange(n), list(x.shape))
+    s = 1
+    while s < n:
+        lv, li = ops.slice(v, -1, 0, n - s, 1), ops.slice(i, -1, 0, n - s, 1)
+        rv, ri = ops.slice(v, -1, s, n, 1), ops.slice(i, -1, s, n, 1)
+        take_r = ops.logical_or(ops.isnan(rv), cmp(rv, lv)) if x.dtype.is_floating_point else cmp(rv, lv)
+        v = ops.cat([ops.slice(v, -1, 0, s, 1), ops.where(take_r, rv, lv)], -1)
+        i = ops.cat([ops.slice(i, -1, 0, s, 1), ops.where(take_r, ri, li)], -1)
+        s *= 2
+    idx = ops.contiguous(ops.transpose(i, d, -1))
+    return rt((ops.gather(input, d, idx), idx))
+
+
+def cummax(input, dim):
+    """Running maximum along ``dim``: ``(values, indices)``, the index of the latest maximum (NaN propagates)."""
+    return _cum_extreme(input, dim, ops.ge, cummax_return)
+
+
+def cummin(input, dim):
+    """Running minimum along ``dim``: ``(values, indices)``, the index of the latest minimum (NaN propagates)."""
+    return _cum_extreme(input, dim, ops.le, cummin_return)
+
+
+def _pick(input, d, sorted_idx, pos, keepdim, rt):
+    """Values and indices of ``input`` at sorted position ``pos`` (a tensor shaped like a keepdim reduction)."""
+    idx = ops.gather(sorted_idx, d, pos)
+    vals = ops.gather(input, d, idx)
+    if not keepdim:
+        vals, idx = ops.squeeze_dim(vals, d), ops.squeeze_dim(idx, d)
+    return rt((vals, idx))
+
+
+def _0d(input, rt):
+    return rt((ops.clone(input), ops.mul(ops.to_dtype(input.detach(), _C.int64), 0)))
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The ``k``-th smallest element of each slice along ``dim`` and its index: ``(values, indices)``."""
+    d = _norm_dim(input, dim)
+    n = input.shape[d] if input.dim() else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    if input.dim() == 0:
+        return _0d(input, kthvalue_return)
+    si = ops.sort(input.detach(), d, False, stable=True)[1]
+    idx = ops.slice(si, d, k - 1, k, 1)
+    vals = ops.gather(input, d, idx)
+    if not keepdim:
+        vals, idx = ops.squeeze_dim(vals, d), ops.squeeze_dim(idx, d)
+    return kthvalue_return((vals, idx))
+
+
+def _median_dim(name, input, dim, keepdim, ignore_nan, rt):
+    d = _norm_dim(input, dim)
+    if input.dim() == 0:
+        return _0d(input, rt)
+    n = input.shape[d]
+    if n == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    si = ops.sort(input.detach(), d, False, stable=True)[1]  # NaN sorts last
+    shape = list(input.shape)
+    shape[d] = 1
+    if not input.dtype.is_floating_point:
+        from .creation import full
+
+        pos = full(shape, (n - 1) // 2, dtype=_C.int64)
+    else:
+        nans = ops.sum(ops.isnan(input.detach()), [d], True, dtype=_C.int64)
+        if ignore_nan:  # lower median of the non-NaN values (position 0, a NaN, when all are NaN)
+            pos = ops.clamp_min(ops.floor_divide(ops.add(ops.neg(nans), n - 1), 2), 0)
+        else:  # a NaN in the slice makes it the answer: the first NaN
+            pos = ops.where(ops.gt(nans, 0), ops.add(ops.neg(nans), n), ops.add(ops.mul(nans, 0), (n - 1) // 2))
+    return _pick(input, d, si, ops.to_dtype(pos, _C.int64), keepdim, rt)
+
+
+def _median_all(input, ignore_nan):
+    flat = ops.reshape(input, [-1])
+    if flat.shape[0] == 0:
+        from .creation import tensor
+
+        return tensor(float("nan"), dtype=input.dtype)
+    med = ops.reshape(_median_dim("median", flat, 0, False, ignore_nan, median_return)[0], [])
+    if not (flat.requires_grad and _C.is_grad_enabled()):
+        return med
+    # PyTorch spreads the gradient evenly over every element equal to the median (every NaN for a NaN median):
+    # the mean of those elements, its value replaced by the exact median where that is finite
+    from .creation import tensor
+
+    m = med.detach()
+    hit = ops.logical_or(ops.eq(flat, m), ops.logical_and(ops.isnan(flat), ops.isnan(m)))
+    mean_hit = ops.div(ops.sum(ops.where(hit, flat, tensor(0.0, dtype=flat.dtype))), ops.sum(hit, dtype=flat.dtype))
+    return ops.where(ops.isfinite(m), ops.add(m, ops.sub(mean_hit, mean_hit.detach())), mean_hit)
+
+
+def median(input, dim=None, keepdim=False):
+    """median(input) -> Tensor: the lower median of all elements (NaN if any is NaN).
+
+    median(input, dim=-1, keepdim=False) -> (values, indices): the lower median of each slice along ``dim``
+    and its index; a slice holding NaN gives NaN and the index of its first NaN."""
+    if dim is None:
+        return _median_all(input, False)
+    return _median_dim("median", input, dim, keepdim, False, median_return)
+
+
+def nanmedian(input, dim=None, keepdim=False):
+    """Like ``median``, but ignoring NaN (a slice of only NaN gives NaN)."""
+    if dim is None:
+        return _median_all(input, True)
+    return _median_dim("nanmedian", input, dim, keepdim, True, nanmedian_return)
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
+    from .creation import tensor
+
+    if input.numel() == 0:
+        raise RuntimeError(f"{name}() input tensor must be non-empty")
+    if input.dtype not in (_C.float32, _C.float64):
+        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest, "
+                           f"but got {interpolation}")
+    scalar_q = not isinstance(q, _C.TensorBase)
+    if scalar_q:
+        if not 0 <= q <= 1:
+            raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {q}")
+        q = tensor([float(q)], dtype=input.dtype)
+    else:
+        if q.dim() > 1:
+            raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
+        if q.dtype != input.dtype:
+            raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
+        scalar_q = q.dim() == 0
+        q = ops.reshape(q, [-1])
+        if q.numel() and not builtins.bool(ops.all(ops.logical_and(ops.ge(q, 0), ops.le(q, 1))).item()):
+            raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
+    if dim is None:
+        x, out_shape = ops.reshape(input, [-1]), ([1] * input.dim() if keepdim else [])
+    else:
+        d = _norm_dim(input, dim)
+        x = ops.transpose(input, d, -1) if input.dim() else ops.reshape(input, [1])
+        out_shape = list(input.shape)
+        if keepdim:
+            out_shape[d] = 1
+        else:
+            out_shape = out_shape[:d] + out_shape[d + 1:]
+    srt = ops.sort(x, -1)[0]  # NaN sorts last
+    n = x.shape[-1]
+    lead = list(x.shape[:-1])
+    nans = ops.sum(ops.isnan(x.detach()), [-1], True, dtype=x.dtype)
+    qq = ops.reshape(q, [1] * len(lead) + [-1])
+    if ignore_nan:  # ranks among the non-NaN values; an all-NaN slice reads position 0 (a NaN)
+        rank = ops.clamp_min(ops.mul(qq, ops.add(ops.neg(nans), n - 1)), 0)
+    else:  # a NaN in the slice makes every quantile NaN: read the last position
+        rank = ops.where(ops.gt(nans, 0), ops.add(ops.mul(nans, 0), n - 1), ops.mul(qq, n - 1))
+    if interpolation == "nearest":
+        rank = ops.round(rank)
+    lo = ops.floor(rank)
+    hi = ops.ceil(rank)
+    full_shape = lead + [q.shape[0]]
+    lo_i = ops.expand(ops.to_dtype(lo, _C.int64), full_shape)
+    hi_i = ops.expand(ops.to_dtype(hi, _C.int64), full_shape)
+    if interpolation in ("lower", "nearest"):
+        r = ops.gather(srt, -1, lo_i)
+    elif interpolation == "higher":
+        r = ops.gather(srt, -1, hi_i)
+    else:
+        vlo, vhi = ops.gather(srt, -1, lo_i), ops.gather(srt, -1, hi_i)
+        w = ops.sub(rank, lo) if interpolation == "linear" else 0.5
+        r = ops.lerp(vlo, vhi, ops.expand(w if isinstance(w, _C.TensorBase) else tensor(w, dtype=x.dtype),
+                                          full_shape))
+    # (lead..., nq) -> (nq, out_shape...)
+    r = ops.permute(r, [r.dim() - 1] + list(range(r.dim() - 1)))
+    r = ops.reshape(r, [q.shape[0]] + out_shape)
+    return ops.squeeze_dim(r, 0) if scalar_q else r
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The ``q``-th quantiles (``q`` a number or 1-D tensor in [0, 1]) of ``input`` along ``dim`` (all elements
+    by default). Between two data points ``interpolation`` is ``'linear'`` (default), ``'lower'``,
+    ``'higher'``, ``'midpoint'`` or ``'nearest'``. A tensor ``q`` adds a leading dim of size ``len(q)``.
+    Slices holding NaN give NaN."""
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """Like ``quantile``, but ignoring NaN (a slice of only NaN gives NaN)."""
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
+
+
+def histc(input, bins=100, min=0, max=0):
+    """A histogram of ``input`` with ``bins`` equal-width bins over ``[min, max]`` (the data's range when
+    both are 0); elements outside are ignored. Not differentiable."""
+    if not input.dtype.is_floating_point:
+        dt = str(input.dtype).split(".")[-1]
+        names = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+        raise NotImplementedError(f'"histogram_cpu" not implemented for \'{names.get(dt, dt)}\'')
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    if min > max:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    from .creation import zeros
+
+    x = ops.reshape(input.detach(), [-1])
+    lo, hi = float(min), float(max)
+    if lo == hi and x.numel() > 0:
+        lo, hi = float(ops.min(x).item()), float(ops.max(x).item())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histogram(): range of [{lo}, {hi}] is not finite")
+    inside = ops.logical_and(ops.ge(x, lo), ops.le(x, hi))
+    x = ops.masked_select(x, inside)
+    pos = ops.to_dtype(ops.mul(ops.div(ops.sub(x, lo), hi - lo), bins), _C.int64)
+    pos = ops.clamp(pos, 0, bins - 1)  # x == max lands in the last bin
+    return ops.index_add(zeros(bins, dtype=input.dtype), 0, pos, ops.add(ops.mul(x, 0), 1))
+
+
+def bincount(input, weights=None, minlength=0):
+    """Counts of each value in a 1-D tensor of non-negative integers (``weights`` summed instead of 1s):
+    length ``max(input.max() + 1, minlength)``; int64 without weights, else float64 unless weights are float32."""
+    if input.dim() != 1 or input.dtype.is_floating_point or input.dtype == _C.bool or \
+            (input.numel() and ops.min(input).item() < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if weights is not None and (weights.dim() != 1 or weights.shape[0] != input.shape[0]):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    from .creation import zeros
+
+    n = builtins.max(int(ops.max(input).item()) + 1 if input.numel() else 0, minlength)
+    idx = ops.to_dtype(input, _C.int64)
+    if weights is None:
+        return ops.index_add(zeros(n, dtype=_C.int64), 0, idx, ops.add(ops.mul(idx, 0), 1))
+    dt = _C.float32 if weights.dtype == _C.float32 else _C.float64
+    return ops.index_add(zeros(n, dtype=dt), 0, idx, ops.to_dtype(weights.detach(), dt))
+
+
+def sum_to_size(self, *size):
+    """``Tensor.sum_to_size``: sums ``self`` down to ``size``, which ``self``'s shape must be expandable from."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    size = [int(s) for s in size]
+    shape = list(self.shape)
+    lead = len(shape) - len(size)
+    ok = lead >= 0 and all(s == t or s == 1 for s, t in zip(size, shape[lead:]))
+    if not ok:
+        raise RuntimeError(f"size {{{size}}} is not expandable to size {{{shape}}}.")
+    dims = list(range(lead)) + [lead + i for i, s in enumerate(size) if s == 1 and shape[lead + i] != 1]
+    if not dims:
+        return self
+    r = ops.sum(self, dims, True)
+    return ops.reshape(r, size)
+
+
 def _attach_linalg():
     """``oneflow.linalg.vector_norm``: added to the linalg namespace, created if no other family made one."""
     flow = sys.modules.get("oneflow")
@@ -190,4 +477,7 @@ def _tensor_min(self, dim=None, keepdim=False, *, other=None):
 
 TENSOR_METHODS = {
     "max": _tensor_max, "min": _tensor_min, "var": var, "std": std, "norm": norm, "aminmax": aminmax,
+    "cummax": cummax, "cummin": cummin, "kthvalue": kthvalue, "median": median, "nanmedian": nanmedian,
+    "quantile": quantile, "nanquantile": nanquantile, "histc": histc, "bincount": bincount,
+    "sum_to_size": sum_to_size,
 }

@@ -1,5 +1,7 @@
 """Python-level pieces of the unary family: PyTorch's aliases (``absolute``, ``arcsin``, ``fix``, ...) and
 ``positive``, which returns its input itself."""
+import math
+
 from .. import _C
 
 ops = _C.ops
@@ -10,7 +12,7 @@ _ALIASES = {
     "arccosh": "acosh", "arcsinh": "asinh", "arctanh": "atanh", "fix": "trunc", "sgn": "sign",
 }
 
-__all__ = ["positive"] + list(_ALIASES)
+__all__ = ["positive", "deg2rad", "rad2deg", "signbit"] + list(_ALIASES)
 
 
 def positive(input):
@@ -20,7 +22,48 @@ def positive(input):
     return input
 
 
-TENSOR_METHODS = {"positive": positive}
+def _angle(name, factor):
+    def f(input):
+        if input.dtype == _C.bool:
+            raise RuntimeError(f"{name} is not supported for bool tensors.")
+        if not input.dtype.is_floating_point:
+            input = ops.to_dtype(input, _C.get_default_dtype())
+        return ops.mul(input, factor)
+
+    f.__name__ = name
+    return f
+
+
+deg2rad = _angle("deg2rad", math.pi / 180.0)
+deg2rad.__doc__ = "Converts angles in degrees to radians (integer inputs give the default float dtype)."
+rad2deg = _angle("rad2deg", 180.0 / math.pi)
+rad2deg.__doc__ = "Converts angles in radians to degrees (integer inputs give the default float dtype)."
+
+
+def _in_place(fn):
+    def f(self):
+        if not self.dtype.is_floating_point:
+            raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                               f"{str(self.dtype).split('.')[-1].capitalize()}")
+        return ops.copy_(self, fn(self))
+
+    f.__name__ = fn.__name__ + "_"
+    return f
+
+
+def signbit(input):
+    """True where the sign bit of ``input`` is set: negative numbers, ``-0.0`` and negative NaNs."""
+    if input.dtype == _C.bool:
+        return ops.ne(input, input)
+    if not input.dtype.is_floating_point:
+        return ops.lt(input, 0)
+    from .creation import tensor
+
+    return ops.lt(ops.copysign(tensor(1.0, dtype=input.dtype), input), 0)
+
+
+TENSOR_METHODS = {"positive": positive, "deg2rad": deg2rad, "rad2deg": rad2deg, "signbit": signbit,
+                  "deg2rad_": _in_place(deg2rad), "rad2deg_": _in_place(rad2deg)}
 for _alias, _name in _ALIASES.items():
     globals()[_alias] = getattr(ops, _name)
     TENSOR_METHODS[_alias] = getattr(ops, _name)

@@ -4,7 +4,7 @@ from .. import _C
 ops = _C.ops
 
 __all__ = ["reshape", "flatten", "unflatten", "narrow", "split", "chunk", "unbind", "squeeze", "t",
-           "movedim", "swapaxes", "swapdims", "transpose"]
+           "movedim", "swapaxes", "swapdims", "transpose", "ravel", "tensor_split", "moveaxis", "narrow_copy"]
 
 
 def _shape_args(args, name):
@@ -159,6 +159,83 @@ def movedim(input, source, destination):
 
 
 swapaxes = swapdims = transpose
+moveaxis = movedim
+
+
+def ravel(input):
+    """The elements of ``input`` as a contiguous 1-D tensor (a view when ``input`` is contiguous)."""
+    return ops.reshape(input, [-1])
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    """Splits ``input`` along ``dim`` into views: an int ``n`` gives ``n`` pieces, the first ``size % n`` one
+    element longer; a list of indices gives the pieces between them (Python slice rules: negative indices count
+    from the end, out-of-range ones clamp, so pieces may be empty)."""
+    if input.dim() == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+    size = _dim_size(input, dim)
+    ios = indices_or_sections
+    if isinstance(ios, _C.TensorBase):
+        if ios.dtype.is_floating_point or ios.dim() > 1:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                               "one-dimensional tensor of integer dtype")
+        ios = int(ios.item()) if ios.dim() == 0 else [int(i) for i in ios.tolist()]
+    if not isinstance(ios, (list, tuple)):
+        n = ios.__index__()
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+        q, r = divmod(size, n)
+        bounds, start = [], 0
+        for i in range(n):
+            bounds.append((start, start + q + (1 if i < r else 0)))
+            start = bounds[-1][1]
+    else:
+        cuts = [0] + [int(i) for i in ios] + [size]
+        norm = [min(max(c + size if c < 0 else c, 0), size) for c in cuts]
+        bounds = [(norm[i], max(norm[i], norm[i + 1])) for i in range(len(norm) - 1)]
+        bounds[-1] = (bounds[-1][0], max(bounds[-1][0], size))
+    return tuple(ops.slice(input, dim, s, e, 1) for s, e in bounds)
+
+
+def narrow_copy(input, dim, start, length):
+    """A contiguous copy of ``narrow(input, dim, start, length)``."""
+    return ops.clone(narrow(input, dim, start, length))
+
+
+def unfold(self, dimension, size, step):
+    """``Tensor.unfold``: a view with every slice of ``size`` elements along ``dimension``, ``step`` apart,
+    as a new last dimension (``dimension`` shrinks to the number of slices)."""
+    if self.dim() == 0:
+        if size > 1:
+            raise RuntimeError(f"maximum size for tensor at dimension 0 is 1 but size is {size}")
+        if step <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        return ops.reshape(self, [1])
+    n = _dim_size(self, dimension)
+    d = dimension % self.dim()
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    shape, strides = list(self.shape), list(self.stride())
+    count = (n - size) // step + 1
+    shape[d] = count
+    strides[d] = strides[d] * step
+    # as_strided differentiates only a contiguous input: view a permuted-dense tensor through its contiguous
+    # permutation (same storage and strides); other layouts get a copy built from strided slices
+    perm = sorted(range(self.dim()), key=lambda i: -self.stride(i))
+    dense = ops.permute(self, perm)
+    if dense.is_contiguous():
+        return ops.as_strided(dense, shape + [size], strides + [self.stride(d)])
+    windows = [ops.slice(self, d, j, j + step * (count - 1) + 1, step) for j in range(size)]
+    return ops.cat([ops.unsqueeze(w, -1) for w in windows], -1)
+
+
+def ndimension(self):
+    """Alias of ``Tensor.dim()``."""
+    return self.dim()
 
 
 def view_as(self, other):
@@ -177,6 +254,8 @@ TENSOR_METHODS = {
     "view": view, "reshape": reshape, "expand": expand, "permute": permute, "transpose": transpose, "t": t,
     "squeeze": squeeze, "flatten": flatten, "unflatten": unflatten, "narrow": narrow, "split": _split_method,
     "chunk": chunk, "unbind": unbind, "movedim": movedim, "swapaxes": swapaxes, "swapdims": swapdims,
+    "ravel": ravel, "tensor_split": tensor_split, "moveaxis": movedim, "narrow_copy": narrow_copy,
+    "unfold": unfold, "ndimension": ndimension,
     "view_as": view_as, "reshape_as": reshape_as, "expand_as": expand_as,
     "T": property(lambda self: ops.permute(self, list(range(self.dim() - 1, -1, -1)))),
     "mT": property(lambda self: ops.transpose(self, -2, -1)),

@@ -7,7 +7,7 @@ ops = _C.ops
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
            "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
-           "adaptive_max_pool2d", "adaptive_max_pool3d", "linear", "bilinear"]
+           "adaptive_max_pool2d", "adaptive_max_pool3d", "linear", "bilinear", "unfold", "fold"]
 
 
 def _tuple(v, n, name="argument"):
@@ -203,3 +203,94 @@ def bilinear(input1, input2, weight, bias=None):
     """``y = x1^T A x2 + b`` for each output feature (weight of shape (out, in1, in2))."""
     out = ops.einsum("...i,oij,...j->...o", [input1, weight, input2])
     return out + bias if bias is not None else out
+
+
+def _sliding_args(kernel_size, dilation, padding, stride):
+    k, d, p, s = (_tuple(v, 2, n) for v, n in ((kernel_size, "kernel_size"), (dilation, "dilation"),
+                                                (padding, "padding"), (stride, "stride")))
+    if min(k) <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {k[0]} "
+                           f"kernel_width: {k[1]}")
+    if min(s) <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got dH: {s[0]} dW: {s[1]}")
+    if min(d) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {d[0]} "
+                           f"dilation_width: {d[1]}")
+    if min(p) < 0:
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {p[0]} pad_width: {p[1]}")
+    return k, d, p, s
+
+
+def _blocks(size, k, d, p, s):
+    return [(size[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2)]
+
+
+def _im2col_index(padded_w, k, d, s, blocks):
+    """int64 (kh*kw*L,) positions in the flattened padded image of every kernel element of every block, in
+    im2col order (kernel row, kernel col, block row, block col)."""
+    import numpy as np
+    from .._ops.creation import tensor
+
+    ki = np.arange(k[0]).reshape(-1, 1, 1, 1) * d[0]
+    kj = np.arange(k[1]).reshape(1, -1, 1, 1) * d[1]
+    oh = np.arange(blocks[0]).reshape(1, 1, -1, 1) * s[0]
+    ow = np.arange(blocks[1]).reshape(1, 1, 1, -1) * s[1]
+    return tensor(((oh + ki) * padded_w + ow + kj).reshape(-1), dtype=_C.int64)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Extracts sliding local blocks (im2col): (N, C, H, W) -> (N, C * prod(kernel_size), L), L the number of
+    blocks; a 3-D (C, H, W) input gives (C * prod(kernel_size), L)."""
+    if input.dim() not in (3, 4) or any(x == 0 for x in input.shape[-3:]):
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
+    k, d, p, s = _sliding_args(kernel_size, dilation, padding, stride)
+    x = ops.unsqueeze(input, 0) if input.dim() == 3 else input
+    n, c, h, w = x.shape
+    blocks = _blocks((h, w), k, d, p, s)
+    if min(blocks) < 1:
+        raise RuntimeError(f"Given input with spatial size ({h}, {w}), kernel_size=({k[0]}, {k[1]}), "
+                           f"dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), calculated shape of the array of "
+                           f"sliding blocks as ({blocks[0]}, {blocks[1]}), but its components must be at least one.")
+    if p[0] or p[1]:
+        x = ops.pad(x, [p[1], p[1], p[0], p[0]])
+    hp, wp = h + 2 * p[0], w + 2 * p[1]
+    idx = _im2col_index(wp, k, d, s, blocks)
+    flat = ops.reshape(x, [n, c, hp * wp])
+    cols = ops.gather(flat, 2, ops.expand(ops.reshape(idx, [1, 1, -1]), [n, c, idx.shape[0]]))
+    out = ops.reshape(cols, [n, c * k[0] * k[1], blocks[0] * blocks[1]])
+    return ops.squeeze_dim(out, 0) if input.dim() == 3 else out
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Combines sliding local blocks into an image (col2im, the adjoint of ``unfold``; overlaps are summed):
+    (N, C * prod(kernel_size), L) -> (N, C, *output_size); a 2-D input gives (C, *output_size)."""
+    if input.dim() not in (2, 3) or any(x == 0 for x in input.shape[-2:]):
+        raise RuntimeError("Expected 2D or 3D (batch mode) tensor with possibly 0 batch size and non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
+    osz = _tuple(output_size, 2, "output_size")
+    k, d, p, s = _sliding_args(kernel_size, dilation, padding, stride)
+    x = ops.unsqueeze(input, 0) if input.dim() == 2 else input
+    n, ck, l = x.shape
+    kk = k[0] * k[1]
+    if ck % kk:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, "
+                           f"but got input.size(1)={ck} and kernel_size=({k[0]}, {k[1]}).")
+    blocks = _blocks(osz, k, d, p, s)
+    if min(blocks) < 1 or blocks[0] * blocks[1] != l:
+        raise RuntimeError(f"Given output_size=({osz[0]}, {osz[1]}), kernel_size=({k[0]}, {k[1]}), "
+                           f"dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), stride=({s[0]}, {s[1]}), expected "
+                           f"size of input's dimension 2 to match the calculated number of sliding blocks "
+                           f"{blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)={l}.")
+    c = ck // kk
+    hp, wp = osz[0] + 2 * p[0], osz[1] + 2 * p[1]
+    idx = _im2col_index(wp, k, d, s, blocks)
+    from .._ops.creation import zeros
+
+    src = ops.reshape(x, [n, c, kk * l])
+    out = ops.scatter_add(zeros([n, c, hp * wp], dtype=x.dtype), 2,
+                          ops.expand(ops.reshape(idx, [1, 1, -1]), [n, c, idx.shape[0]]), src)
+    out = ops.reshape(out, [n, c, hp, wp])
+    if p[0] or p[1]:
+        out = ops.slice(ops.slice(out, 2, p[0], p[0] + osz[0], 1), 3, p[1], p[1] + osz[1], 1)
+    return ops.squeeze_dim(out, 0) if input.dim() == 2 else out
