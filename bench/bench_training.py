@@ -6,7 +6,8 @@ Peak memory: every (workload, framework) pair runs in its own subprocess, so tha
 (getrusage ru_maxrss) belongs to that framework's run alone; both kinds of child import both frameworks
 (bench/common.py does), so their baselines match. Speed: one more subprocess builds the workload in both
 frameworks and alternates timed runs between them, so both see the same machine load (these machines are
-shared); each figure is the best per-step time over the alternating rounds.
+shared); each figure is the best per-step time over the alternating rounds, and the per-round ratios (min,
+median, max) show how far the load moved during the run.
 
     python bench/bench_training.py                 # all workloads
     python bench/bench_training.py cnn mlp         # some of them
@@ -198,9 +199,9 @@ def build(name, lib):
 # (label, steps per timed run, alternating rounds, is latency)
 WORKLOADS = {
     "cnn": ("SimpleCNN train b64 SGD", 8, 6, False),
-    "resnet18": ("ResNet-18 train b32 SGD-momentum", 2, 4, False),
+    "resnet18": ("ResNet-18 train b32 SGD-momentum", 1, 12, False),
     "mlp": ("MLP 784-1024-1024-10 train b128 Adam", 10, 6, False),
-    "gpt": ("GPT 6x256 seq128 train b8 AdamW", 2, 6, False),
+    "gpt": ("GPT 6x256 seq128 train b8 AdamW", 2, 12, False),
     "resnet18_infer": ("ResNet-18 inference b1 (latency)", 10, 6, True),
 }
 
@@ -232,9 +233,13 @@ def pair_child(name):
     steps = {fw: build(name, lib)[0] for fw, lib in (("oneflow", flow), ("torch", torch))}
     _, number, repeat, _ = WORKLOADS[name]
     best = {fw: float("inf") for fw in steps}
+    ratios = []  # torch / oneflow time of each round: the spread shows how much the machine's load moved
     for _ in range(repeat):
-        for fw, step in steps.items():
-            best[fw] = min(best[fw], best_time(step, repeat=1, number=number))
+        t = {fw: best_time(step, repeat=1, number=number) for fw, step in steps.items()}
+        ratios.append(t["torch"] / t["oneflow"])
+        best = {fw: min(best[fw], t[fw]) for fw in steps}
+    ratios.sort()
+    best["round_ratios"] = [ratios[0], ratios[len(ratios) // 2], ratios[-1]]
     print("RESULT " + json.dumps(best))
 
 
@@ -266,6 +271,8 @@ def main(names):
             speedup = report(label, pair["oneflow"], pair["torch"], unit="ms", scale=1e3)
         else:
             speedup = report(label + " (steps/s)", pair["oneflow"], pair["torch"], unit="steps/s", work=1.0)
+        lo, med, hi = pair["round_ratios"]
+        print(f"{'':<44} per-round speed-up: min x{lo:.2f}  median x{med:.2f}  max x{hi:.2f}")
         rows.append((label, speedup, f, t))
     if rows:
         print()
