@@ -412,3 +412,49 @@ def test_inplace_activations_exist_and_match():
         getattr(TF, name)(tx, **kw)
         assert r is fx
         assert_close(fx, tx, atol=1e-6)
+
+
+# ---- AdaptiveLogSoftmaxWithLoss -----------------------------------------------------------------------
+def _asm_pair(*args, **kw):
+    tm = torch.nn.AdaptiveLogSoftmaxWithLoss(*args, **kw)
+    fm = flow.nn.AdaptiveLogSoftmaxWithLoss(*args, **kw)
+    assert repr(fm) == repr(tm)
+    assert _tensor_items(fm.state_dict()) == _tensor_items(tm.state_dict())
+    fm.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    return fm, tm
+
+
+@pytest.mark.parametrize("cutoffs,head_bias", [([4, 10, 15], True), ([7], False)])
+def test_adaptive_log_softmax_matches_torch(cutoffs, head_bias):
+    fm, tm = _asm_pair(16, 20, cutoffs, div_value=2.0, head_bias=head_bias)
+    x = rand(9, 16)
+    t = np.array([0, 3, 5, 19, 12, 4, 9, 15, 1])
+    fx, tx = flow.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    fo, to = fm(fx, flow.tensor(t)), tm(tx, torch.tensor(t))
+    assert fo._fields == ("output", "loss")
+    assert_close(fo.output, to.output, atol=1e-5)
+    assert_close(fo.loss, to.loss, atol=1e-5)
+    fo.loss.backward()
+    to.loss.backward()
+    assert_close(fx.grad, tx.grad, atol=1e-5)
+    for (_, a), (_, b) in zip(fm.named_parameters(), tm.named_parameters()):
+        assert_close(a.grad, b.grad, atol=1e-5)
+    assert_close(fm.log_prob(fx), tm.log_prob(tx), atol=1e-5)
+    assert_close(fm.predict(fx), tm.predict(tx))
+    # unbatched: a 1-D input with a 0-D target
+    assert_close(fm(fx[2], flow.tensor(t[2])).output, tm(tx[2], torch.tensor(t[2])).output, atol=1e-5)
+
+
+def test_adaptive_log_softmax_predict_shortlist_only_and_errors():
+    fm, tm = _asm_pair(16, 10, [3, 6])
+    with flow.no_grad(), torch.no_grad():
+        fm.head.weight.zero_(), tm.head.weight.zero_()
+        fm.head.weight[1].fill_(5.0), tm.head.weight[1].fill_(5.0)
+    x = np.abs(rand(4, 16))  # class 1 (in the shortlist) wins in the head for every row
+    assert_close(fm.predict(flow.tensor(x)), tm.predict(torch.tensor(x)))
+    raises(ValueError, "cutoffs should be a sequence of unique, positive integers",
+           lambda: flow.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [6, 3]))
+    raises(ValueError, "length larger than 0", lambda: flow.nn.AdaptiveLogSoftmaxWithLoss(8, 10, []))
+    raises(RuntimeError, "Target values should be in \\[0, 9\\]",
+           lambda: fm(flow.randn(2, 16), flow.tensor([1, 10])))
+    raises(RuntimeError, "same size in the batch dimension", lambda: fm(flow.randn(3, 16), flow.tensor([1, 2])))
