@@ -4,7 +4,7 @@ import os as _os
 
 from .. import _plugins
 from . import functional  # noqa: F401
-from .parameter import Parameter, Buffer  # noqa: F401
+from .parameter import Parameter, Buffer, UninitializedParameter, UninitializedBuffer  # noqa: F401
 from .modules.module import Module  # noqa: F401
 from .modules.container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401
 

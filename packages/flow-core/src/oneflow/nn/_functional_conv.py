@@ -7,7 +7,9 @@ ops = _C.ops
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
            "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
-           "adaptive_max_pool2d", "adaptive_max_pool3d", "linear", "bilinear", "unfold", "fold"]
+           "adaptive_max_pool2d", "adaptive_max_pool3d", "linear", "bilinear", "unfold", "fold",
+           "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices"]
 
 
 def _tuple(v, n, name="argument"):
@@ -119,6 +121,24 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
 
 
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """1-D max pooling returning ``(output, indices)`` whatever ``return_indices`` says."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, True, 1)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """2-D max pooling returning ``(output, indices)`` whatever ``return_indices`` says."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, True, 2)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """3-D max pooling returning ``(output, indices)`` whatever ``return_indices`` says."""
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, True, 3)
+
+
 def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd):
     k = _tuple(kernel_size, nd, "kernel_size")
     s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tuple(stride, nd, "stride")
@@ -184,6 +204,21 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """3-D adaptive max pooling."""
     return _adaptive_max(input, output_size, return_indices, 3)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    """1-D adaptive max pooling returning ``(output, indices)``."""
+    return _adaptive_max(input, output_size, True, 1)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    """2-D adaptive max pooling returning ``(output, indices)``."""
+    return _adaptive_max(input, output_size, True, 2)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    """3-D adaptive max pooling returning ``(output, indices)``."""
+    return _adaptive_max(input, output_size, True, 3)
 
 
 def linear(input, weight, bias=None):

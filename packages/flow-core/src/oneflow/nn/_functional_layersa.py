@@ -7,7 +7,8 @@ from .. import _C
 
 ops = _C.ops
 
-__all__ = ["embedding_bag", "pixel_shuffle", "pixel_unshuffle", "alpha_dropout", "local_response_norm", "rms_norm",
+__all__ = ["embedding_bag", "pixel_shuffle", "pixel_unshuffle", "alpha_dropout", "feature_alpha_dropout",
+           "local_response_norm", "rms_norm",
            "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d"]
 
 
@@ -149,26 +150,40 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def alpha_dropout(input, p=0.5, training=False, inplace=False):
-    """Dropout that keeps SELU's self-normalising mean and variance: dropped units are set to SELU's negative
-    saturation value and the result is affinely corrected."""
+def _alpha_dropout(input, p, training, inplace, feature):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0:
+    if not training or p == 0 or input.numel() == 0:
         return input
+    if feature and input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     flow = _flow()
     if p == 1:
         out = input * 0.0
     else:
         alpha = _SELU_ALPHA * _SELU_SCALE
         a = ((1 - p) * (1 + p * alpha * alpha)) ** -0.5
-        keep = flow.empty(list(input.shape), dtype=input.dtype).bernoulli_(1 - p)
+        # one draw per element, or per (sample, channel) broadcast over the spatial dims
+        shape = list(input.shape[:2]) + [1] * (input.dim() - 2) if feature else list(input.shape)
+        keep = flow.empty(shape, dtype=input.dtype, device=input.device).bernoulli_(1 - p)
         b = (keep - 1.0) * (alpha * a) + alpha * a * p
         out = input * (keep * a) + b
     if inplace:
         input.copy_(out)
         return input
     return out
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps SELU's self-normalising mean and variance: dropped units are set to SELU's negative
+    saturation value and the result is affinely corrected."""
+    return _alpha_dropout(input, p, training, inplace, False)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels: each (sample, channel) of an (N, C, *) input is kept or set to SELU's
+    negative saturation value as a unit, then affinely corrected to keep zero mean and unit variance."""
+    return _alpha_dropout(input, p, training, inplace, True)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):

@@ -13,6 +13,7 @@ __all__ = [
     "pairwise_distance", "cosine_similarity", "soft_margin_loss", "margin_ranking_loss", "hinge_embedding_loss",
     "cosine_embedding_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss", "poisson_nll_loss",
     "gaussian_nll_loss", "multilabel_soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
+    "pdist",
 ]
 
 
@@ -36,6 +37,20 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     if d == 0:
         return diff.abs()
     return diff.norm(p, d - 1, keepdim=keepdim)
+
+
+def pdist(input, p=2):
+    """p-norm distances between every pair of rows of an (N, M) input: the N (N - 1) / 2 entries of the
+    strict upper triangle of the distance matrix, row by row."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    from .._ops.creation import tensor
+
+    i, j = _np.triu_indices(input.shape[0], k=1)
+    rows = lambda k: ops.index_select(input, 0, tensor(k, dtype=_C.int64, device=input.device))  # noqa: E731
+    return ops.linalg_vector_norm(rows(i) - rows(j), float(p), [1])
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):

@@ -10,7 +10,8 @@ from .. import _C
 ops = _C.ops
 
 __all__ = [
-    "softmax", "log_softmax", "softmin", "batch_norm", "layer_norm", "group_norm", "instance_norm", "dropout",
+    "softmax", "log_softmax", "softmin", "gumbel_softmax", "batch_norm", "layer_norm", "group_norm",
+    "instance_norm", "dropout",
     "dropout1d", "dropout2d", "dropout3d", "embedding", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
     "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
     "interpolate", "upsample", "pad", "scaled_dot_product_attention", "normalize",
@@ -51,6 +52,22 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
     return ops.softmax(ops.neg(input), dim, None)
+
+
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """Samples from the Gumbel-softmax distribution: ``softmax((logits + g) / tau)`` with ``g`` i.i.d.
+    Gumbel(0, 1) noise. With ``hard=True`` the result is the one-hot of its argmax in the forward pass but keeps
+    the soft sample's gradient (straight-through estimator)."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    flow = _flow()
+    gumbels = ops.neg(ops.log(flow.empty_like(logits).exponential_()))
+    y_soft = ops.softmax((logits + gumbels) / tau, dim, None)
+    if not hard:
+        return y_soft
+    index = ops.max_dim(y_soft, dim, True)[1]
+    y_hard = ops.scatter(flow.zeros_like(logits), dim, index, flow.ones_like(y_soft))
+    return y_hard - y_soft.detach() + y_soft
 
 
 # ---- normalisation ------------------------------------------------------------------------------------

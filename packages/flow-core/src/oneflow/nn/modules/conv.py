@@ -4,11 +4,13 @@ import math
 from ... import _C
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
-from .module import Module
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
+from .module import Module, _no_grad
 from ._layer_utils import _factory, _pair, _reverse_repeat_tuple, _single, _triple
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d",
+           "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"]
 
 _ops = _C.ops
 _PAD_FN = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
@@ -233,3 +235,94 @@ class ConvTranspose3d(_ConvTransposeNd):
 
     _nd = 3
     _tup = staticmethod(_triple)
+
+
+class _LazyConvXdMixin(LazyModuleMixin):
+    """``in_channels`` from the first input's channel dim; ``weight``/``bias`` are placeholders until then."""
+
+    def _make_lazy(self, out_channels, bias, device, dtype):
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        """Materialises ``weight`` and ``bias`` for the input's channel count, then initialises them."""
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            with _no_grad():
+                if self.transposed:
+                    self.weight.materialize((self.in_channels, self.out_channels // self.groups, *self.kernel_size))
+                else:
+                    self.weight.materialize((self.out_channels, self.in_channels // self.groups, *self.kernel_size))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_channels,))
+                self.reset_parameters()
+
+    def _get_in_channels(self, input):
+        no_batch = self._nd + 1
+        if input.dim() not in (no_batch, no_batch + 1):
+            raise RuntimeError(f"Expected {no_batch}D (unbatched) or {no_batch + 1}D (batched) input to "
+                               f"{self.__class__.__name__}, but got input of size: {list(input.shape)}")
+        return input.shape[1] if input.dim() == no_batch + 1 else input.shape[0]
+
+
+class _LazyConv(_LazyConvXdMixin):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        # bias=False here: the placeholders replace the parameters
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, device, dtype)
+        self._make_lazy(out_channels, bias, device, dtype)
+
+
+class _LazyConvTranspose(_LazyConvXdMixin):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
+                 dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode,
+                         device, dtype)
+        self._make_lazy(out_channels, bias, device, dtype)
+
+
+class LazyConv1d(_LazyConv, Conv1d):
+    """A Conv1d whose ``in_channels`` is inferred from the first input; it then becomes a ``Conv1d``."""
+
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConv, Conv2d):
+    """A Conv2d whose ``in_channels`` is inferred from the first input; it then becomes a ``Conv2d``."""
+
+    cls_to_become = Conv2d
+
+
+class LazyConv3d(_LazyConv, Conv3d):
+    """A Conv3d whose ``in_channels`` is inferred from the first input; it then becomes a ``Conv3d``."""
+
+    cls_to_become = Conv3d
+
+
+class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
+    """A ConvTranspose1d whose ``in_channels`` is inferred from the first input; it then becomes a
+    ``ConvTranspose1d``."""
+
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
+    """A ConvTranspose2d whose ``in_channels`` is inferred from the first input; it then becomes a
+    ``ConvTranspose2d``."""
+
+    cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
+    """A ConvTranspose3d whose ``in_channels`` is inferred from the first input; it then becomes a
+    ``ConvTranspose3d``."""
+
+    cls_to_become = ConvTranspose3d

@@ -1,8 +1,8 @@
-"""Dropout, Dropout1d/2d/3d and AlphaDropout."""
+"""Dropout, Dropout1d/2d/3d, AlphaDropout and FeatureAlphaDropout."""
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -52,3 +52,10 @@ class AlphaDropout(_DropoutNd):
 
     def forward(self, input):
         return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels of (N, C, *) inputs (for SELU networks)."""
+
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training)

@@ -4,8 +4,9 @@ import math
 from ... import _C
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
-from .module import Module
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
+from .module import Module, _no_grad
 from ._layer_utils import _factory
 
 __all__ = ["Identity", "Linear", "Bilinear", "LazyLinear"]
@@ -96,33 +97,29 @@ class Bilinear(Module):
                 f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
-class LazyLinear(Linear):
-    """A Linear whose ``in_features`` is inferred from the first input; it then becomes a plain ``Linear``."""
+class LazyLinear(LazyModuleMixin, Linear):
+    """A Linear whose ``in_features`` is inferred from the first input (``input.shape[-1]``); ``weight`` and
+    ``bias`` are ``UninitializedParameter`` until then, after which the module becomes a plain ``Linear``."""
 
     cls_to_become = Linear
 
     def __init__(self, out_features, bias=True, device=None, dtype=None):
-        Module.__init__(self)
-        self._kw = _factory(device, dtype)
-        self.in_features = 0
+        super().__init__(0, 0, False)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
         self.out_features = out_features
-        self.weight = Parameter(_empty(0, **self._kw))
         if bias:
-            self.bias = Parameter(_empty(0, **self._kw))
-        else:
-            self.register_parameter("bias", None)
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
 
     def reset_parameters(self):
-        if self.in_features != 0:
+        if not self.has_uninitialized_params() and self.in_features != 0:
             super().reset_parameters()
 
-    def forward(self, input):
-        if self.in_features == 0:
-            self.in_features = input.shape[-1]
-            self.weight = Parameter(_empty((self.out_features, self.in_features), **self._kw))
-            if self.bias is not None:
-                self.bias = Parameter(_empty(self.out_features, **self._kw))
-            self.reset_parameters()
-            del self.__dict__["_kw"]
-            self.__class__ = self.cls_to_become
-        return Linear.forward(self, input)
+    def initialize_parameters(self, input):
+        """Materialises ``weight`` (out_features, input.shape[-1]) and ``bias``, then initialises them."""
+        if self.has_uninitialized_params():
+            with _no_grad():
+                self.in_features = input.shape[-1]
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
+                self.reset_parameters()

@@ -5,12 +5,14 @@ import warnings
 from ... import _C
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
-from .module import Module
+from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
+from .lazy import LazyModuleMixin
+from .module import Module, _no_grad
 from ._layer_utils import _factory
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
-           "LayerNorm", "GroupNorm", "LocalResponseNorm", "RMSNorm"]
+           "LayerNorm", "GroupNorm", "LocalResponseNorm", "RMSNorm", "LazyBatchNorm1d", "LazyBatchNorm2d",
+           "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 _ops = _C.ops
 
@@ -211,6 +213,98 @@ class InstanceNorm2d(_InstanceNorm):
 class InstanceNorm3d(_InstanceNorm):
     """Instance normalisation over (N, C, D, H, W) or (C, D, H, W) inputs."""
 
+    _no_batch_dim = 4
+
+
+class _LazyNormBase(LazyModuleMixin, _NormBase):
+    """``num_features`` from the first input's channel dim; affine parameters and running statistics are
+    placeholders until then."""
+
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None, *,
+                 bias=True):
+        # affine/track_running_stats False here: the placeholders replace the tensors
+        super().__init__(0, eps, momentum, False, False, device, dtype, bias=False)
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if self.affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if self.track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            dev = {"device": device} if device is not None else {}
+            self.num_batches_tracked = _flow().tensor(0, dtype=_flow().int64, **dev)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def _feature_dim(self, input):
+        return 1
+
+    def initialize_parameters(self, input):
+        """Materialises the placeholders for the input's channel count, then initialises them."""
+        if self.has_uninitialized_params():
+            self.num_features = input.shape[self._feature_dim(input)]
+            with _no_grad():
+                for t in (self.weight, self.bias, self.running_mean, self.running_var):
+                    if t is not None:
+                        t.materialize((self.num_features,))
+                self.reset_parameters()
+
+
+class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
+    """A BatchNorm1d whose ``num_features`` is inferred from the first input; it then becomes a
+    ``BatchNorm1d``."""
+
+    cls_to_become = BatchNorm1d
+    _check_input_dim = BatchNorm1d._check_input_dim
+
+
+class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
+    """A BatchNorm2d whose ``num_features`` is inferred from the first input; it then becomes a
+    ``BatchNorm2d``."""
+
+    cls_to_become = BatchNorm2d
+    _check_input_dim = BatchNorm2d._check_input_dim
+
+
+class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
+    """A BatchNorm3d whose ``num_features`` is inferred from the first input; it then becomes a
+    ``BatchNorm3d``."""
+
+    cls_to_become = BatchNorm3d
+    _check_input_dim = BatchNorm3d._check_input_dim
+
+
+class _LazyInstanceNorm(_LazyNormBase, _InstanceNorm):
+    def _feature_dim(self, input):
+        # channels of batched and unbatched inputs alike (torch always reads input.shape[1])
+        return input.dim() - self._no_batch_dim
+
+
+class LazyInstanceNorm1d(_LazyInstanceNorm):
+    """An InstanceNorm1d whose ``num_features`` is inferred from the first input; it then becomes an
+    ``InstanceNorm1d``."""
+
+    cls_to_become = InstanceNorm1d
+    _no_batch_dim = 2
+
+
+class LazyInstanceNorm2d(_LazyInstanceNorm):
+    """An InstanceNorm2d whose ``num_features`` is inferred from the first input; it then becomes an
+    ``InstanceNorm2d``."""
+
+    cls_to_become = InstanceNorm2d
+    _no_batch_dim = 3
+
+
+class LazyInstanceNorm3d(_LazyInstanceNorm):
+    """An InstanceNorm3d whose ``num_features`` is inferred from the first input; it then becomes an
+    ``InstanceNorm3d``."""
+
+    cls_to_become = InstanceNorm3d
     _no_batch_dim = 4
 
 
