@@ -146,7 +146,10 @@ def test_deg2rad_rad2deg():
         check_vs_torch(lambda x: getattr(x.t(), name)(), lambda x: getattr(x.t(), name)(), [rand(2, 3)])
         check_vs_torch(lambda x: getattr(x.clone(), name + "_")(), lambda x: getattr(x.clone(), name + "_")(),
                        [rand(5)])
-        raises(RuntimeError, "not supported for bool", lambda: f(flow.tensor([True])))
+        # bool converts to the default float dtype as integers do (torch >= 2 accepts it)
+        check_vs_torch(f, t, [np.array([True, False])])
+        raises(RuntimeError, "can't be cast to the desired output type Long",
+               lambda: getattr(flow.tensor([1, 2]), name + "_")())
 
 
 def test_signbit():
@@ -178,6 +181,8 @@ def test_float_power():
     y.float_power_(2)
     assert y.item() == 4.0
     raises(RuntimeError, "Double", lambda: flow.ones(2).float_power_(2))
+    # PyTorch's scalar-type names in the message ("Float", not "Float32")
+    raises(RuntimeError, "has dtype Float but", lambda: flow.ones(2).float_power_(2))
 
 
 # ---------------------------------------------------------------- linalg-ish
@@ -266,6 +271,8 @@ def test_cov_corrcoef():
     check_vs_torch(lambda a: a.corrcoef(), lambda a: a.corrcoef(), [rand(6)])
     raises(RuntimeError, "two or fewer dimensions", lambda: flow.cov(flow.ones(2, 2, 2)))
     raises(RuntimeError, "integral dtype", lambda: flow.cov(flow.ones(2, 3), fweights=flow.ones(3)))
+    raises(RuntimeError, "fweights with Float dtype", lambda: flow.cov(flow.ones(2, 3), fweights=flow.ones(3)))
+    raises(RuntimeError, "bool dtype is not supported", lambda: flow.cov(flow.ones(2, 3, dtype=flow.bool)))
 
 
 # ---------------------------------------------------------------- indexing
@@ -450,6 +457,13 @@ def test_quantile(name, interp):
                    lambda x: t(x, torch.tensor(q), 1, interpolation=interp), [x], grad=False)
     check_vs_torch(lambda x: f(x, 0.4, 0, interpolation=interp), lambda x: t(x, 0.4, 0, interpolation=interp),
                    [np.float32(2.0)])
+    # 0-dim input with keepdim (used to index out of range building the output shape)
+    for q0 in (0.4, flow.tensor([0.2, 0.9])):
+        tq = q0 if isinstance(q0, float) else torch.tensor(q0.numpy())
+        check_vs_torch(lambda x: f(x, q0, 0, True, interpolation=interp),
+                       lambda x: t(x, tq, 0, True, interpolation=interp), [np.float32(2.0)])
+        check_vs_torch(lambda x: f(x, q0, -1, False, interpolation=interp),
+                       lambda x: t(x, tq, -1, False, interpolation=interp), [np.float32(2.0)])
 
 
 def test_quantile_errors():

@@ -6,6 +6,7 @@ import math
 import numbers
 
 from .. import _C
+from ._names import torch_dtype_name
 
 ops = _C.ops
 
@@ -51,14 +52,10 @@ def rsub(input, other, *, alpha=1):
     return ops.sub(other, input, alpha=alpha)
 
 
-_TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-
-
 def _float_only(name, *tensors):
     for t in tensors:
         if isinstance(t, _C.TensorBase) and not t.dtype.is_floating_point:
-            dt = str(t.dtype).split(".")[-1]
-            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_TORCH_NAMES.get(dt, dt)}\'')
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{torch_dtype_name(t.dtype)}\'')
 
 
 def _logaddexp(name, input, other, exp, log1p_scale):
@@ -103,7 +100,7 @@ def float_power(input, exponent):
 
 def _float_power_(self, exponent):
     if self.dtype != _C.float64:
-        raise RuntimeError(f"the base given to float_power_ has dtype {str(self.dtype).split('.')[-1].capitalize()}"
+        raise RuntimeError(f"the base given to float_power_ has dtype {torch_dtype_name(self.dtype)}"
                            " but the operation's result requires dtype Double")
     return ops.pow_(self, ops.to_dtype(exponent, _C.float64) if isinstance(exponent, _C.TensorBase)
                     else float(exponent))

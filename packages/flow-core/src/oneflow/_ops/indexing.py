@@ -14,14 +14,12 @@ import operator
 import numpy as np
 
 from .. import _C
+from ._names import torch_dtype_name
 
 ops = _C.ops
 _TensorBase = _C.TensorBase
 _INT_DTYPES = (_C.int64, _C.int32, _C.int16, _C.int8)
 _MASK_DTYPES = (_C.bool, _C.uint8)
-_TORCH_NAMES = {_C.bool: "Bool", _C.uint8: "Byte", _C.int8: "Char", _C.int16: "Short", _C.int32: "Int",
-                _C.int64: "Long", _C.float16: "Half", _C.bfloat16: "BFloat16", _C.float32: "Float",
-                _C.float64: "Double"}
 
 
 def _index_tensor(obj):
@@ -233,7 +231,7 @@ def __setitem__(self, index, value):
     is_tensor = isinstance(value, _TensorBase)
     if adv is not None and is_tensor and value.dtype != self.dtype:
         raise RuntimeError("Index put requires the source and destination dtypes match, got "
-                           f"{_TORCH_NAMES[self.dtype]} for the destination and {_TORCH_NAMES[value.dtype]} for the source.")
+                           f"{torch_dtype_name(self.dtype)} for the destination and {torch_dtype_name(value.dtype)} for the source.")
     view = _apply_spec(self, spec)
     if adv is not None:
         ops.index_put_(view, _value_tensor(self, value), adv, False)

@@ -1,5 +1,6 @@
 """Matrix products with PyTorch's Python signatures (``einsum(eq, *operands)``, ``Tensor.__matmul__``)."""
 from .. import _C
+from ._names import torch_dtype_name
 
 ops = _C.ops
 
@@ -174,6 +175,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                            f"{input.dim()} dimensions")
+    if input.dtype == _C.bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     x = input if input.dim() == 2 else ops.reshape(input, [1, -1])
     if not x.dtype.is_floating_point:
         x = ops.to_dtype(x, _C.get_default_dtype())
@@ -190,7 +193,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
                                f"input but got {wt.numel()} != {n_obs}")
         if name == "fweights" and wt.dtype.is_floating_point:
             raise RuntimeError("cov(): expected fweights to have integral dtype but got fweights with "
-                               f"{str(wt.dtype).split('.')[-1].capitalize()} dtype")
+                               f"{torch_dtype_name(wt.dtype)} dtype")
         w = wt if w is None else ops.mul(w, wt)
     if w is None:
         avg = ops.mean(x, [1])

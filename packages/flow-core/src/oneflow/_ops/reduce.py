@@ -8,6 +8,7 @@ import sys
 import types
 
 from .. import _C
+from ._names import torch_dtype_name
 
 ops = _C.ops
 
@@ -334,7 +335,9 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
         d = _norm_dim(input, dim)
         x = ops.transpose(input, d, -1) if input.dim() else ops.reshape(input, [1])
         out_shape = list(input.shape)
-        if keepdim:
+        if not input.dim():  # a 0-dim input reduces to a 0-dim result, keepdim or not
+            pass
+        elif keepdim:
             out_shape[d] = 1
         else:
             out_shape = out_shape[:d] + out_shape[d + 1:]
@@ -386,9 +389,7 @@ def histc(input, bins=100, min=0, max=0):
     """A histogram of ``input`` with ``bins`` equal-width bins over ``[min, max]`` (the data's range when
     both are 0); elements outside are ignored. Not differentiable."""
     if not input.dtype.is_floating_point:
-        dt = str(input.dtype).split(".")[-1]
-        names = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-        raise NotImplementedError(f'"histogram_cpu" not implemented for \'{names.get(dt, dt)}\'')
+        raise NotImplementedError(f'"histogram_cpu" not implemented for \'{torch_dtype_name(input.dtype)}\'')
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     if min > max:

@@ -3,6 +3,7 @@
 import math
 
 from .. import _C
+from ._names import torch_dtype_name
 
 ops = _C.ops
 
@@ -24,9 +25,7 @@ def positive(input):
 
 def _angle(name, factor):
     def f(input):
-        if input.dtype == _C.bool:
-            raise RuntimeError(f"{name} is not supported for bool tensors.")
-        if not input.dtype.is_floating_point:
+        if not input.dtype.is_floating_point:  # integer and bool inputs, as in PyTorch
             input = ops.to_dtype(input, _C.get_default_dtype())
         return ops.mul(input, factor)
 
@@ -35,16 +34,16 @@ def _angle(name, factor):
 
 
 deg2rad = _angle("deg2rad", math.pi / 180.0)
-deg2rad.__doc__ = "Converts angles in degrees to radians (integer inputs give the default float dtype)."
+deg2rad.__doc__ = "Converts angles in degrees to radians (integer and bool inputs give the default float dtype)."
 rad2deg = _angle("rad2deg", 180.0 / math.pi)
-rad2deg.__doc__ = "Converts angles in radians to degrees (integer inputs give the default float dtype)."
+rad2deg.__doc__ = "Converts angles in radians to degrees (integer and bool inputs give the default float dtype)."
 
 
 def _in_place(fn):
     def f(self):
         if not self.dtype.is_floating_point:
             raise RuntimeError(f"result type Float can't be cast to the desired output type "
-                               f"{str(self.dtype).split('.')[-1].capitalize()}")
+                               f"{torch_dtype_name(self.dtype)}")
         return ops.copy_(self, fn(self))
 
     f.__name__ = fn.__name__ + "_"
