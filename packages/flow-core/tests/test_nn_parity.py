@@ -232,6 +232,20 @@ def test_grid_sample_identity_and_pipeline():
                    [x, theta], atol=1e-5, grad_atol=1e-4)
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_non_finite_grid(mode, padding_mode):
+    # NaN/inf positions used to become int64 min and fail the gather; torch samples 0 (nearest/zeros), NaN
+    # (bilinear/zeros) or index 0 / the clamped border (border, reflection)
+    x = np.arange(1.0, 5.0, dtype="float32").reshape(1, 1, 2, 2)
+    for v in (float("nan"), float("inf"), -float("inf")):
+        g = np.array([[[[v, 0.0], [0.0, v], [0.5, -0.5]]]], dtype="float32")
+        for ac in (True, False):
+            assert_close(F.grid_sample(flow.tensor(x), flow.tensor(g), mode, padding_mode, ac),
+                         torch.nn.functional.grid_sample(torch.tensor(x), torch.tensor(g), mode, padding_mode, ac),
+                         )
+
+
 def test_grid_sample_errors():
     x, g = flow.randn(1, 1, 3, 3), flow.randn(1, 2, 2, 2)
     raises(ValueError, "expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: 'linear'",

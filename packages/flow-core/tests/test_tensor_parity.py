@@ -97,6 +97,8 @@ def test_unfold_strided_input():
     # a layout that is no permutation of a dense one (every other column): windows are built from slices
     check_vs_torch(lambda x: x[:, ::2].unfold(1, 2, 1), lambda x: x[:, ::2].unfold(1, 2, 1), [rand(4, 5)])
     check_vs_torch(lambda x: x[1:, ::2].unfold(0, 2, 2), lambda x: x[1:, ::2].unfold(0, 2, 2), [rand(6, 5)])
+    # size 0 on such a layout: no windows to concatenate (used to raise from cat([]))
+    check_vs_torch(lambda x: x[:, ::2].unfold(1, 0, 1), lambda x: x[:, ::2].unfold(1, 0, 1), [rand(4, 5)])
 
 
 def test_unfold_is_view_and_errors():

@@ -229,6 +229,8 @@ def unfold(self, dimension, size, step):
     dense = ops.permute(self, perm)
     if dense.is_contiguous():
         return ops.as_strided(dense, shape + [size], strides + [self.stride(d)])
+    if size == 0:  # no windows to stack: an empty slice of ``self`` reshaped (keeps the autograd link)
+        return ops.reshape(ops.slice(self, d, 0, 0, 1), shape + [0])
     windows = [ops.slice(self, d, j, j + step * (count - 1) + 1, step) for j in range(size)]
     return ops.cat([ops.unsqueeze(w, -1) for w in windows], -1)
 

@@ -96,6 +96,8 @@ def _source_index(coord, size, padding_mode, align_corners):
     elif padding_mode == "reflection":
         coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else _reflect(coord, -1, 2 * size - 1)
         coord = coord.clamp(0, size - 1)
+    if padding_mode != "zeros":  # as torch: a NaN (or a reflected infinity) samples index 0
+        coord = ops.where(ops.isnan(coord), 0.0, coord)
     return coord
 
 
@@ -106,9 +108,10 @@ def _gather_nd(flat, pos, sizes):
     inside, lin = None, None
     stride = 1
     for q, size in reversed(list(zip(pos, sizes))):
-        ok = ops.logical_and(ops.ge(q, 0), ops.le(q, size - 1))
+        ok = ops.logical_and(ops.ge(q, 0), ops.le(q, size - 1))  # False for NaN
         inside = ok if inside is None else ops.logical_and(inside, ok)
-        term = ops.to_dtype(q.clamp(0, size - 1), _C.int64) * stride
+        # read a valid index where the position is outside (or NaN, which no clamp removes); masked below
+        term = ops.to_dtype(ops.where(ok, q, 0.0).clamp(0, size - 1), _C.int64) * stride
         lin = term if lin is None else lin + term
         stride *= size
     vals = ops.gather(flat, 2, ops.expand(ops.unsqueeze(lin, 1), [n, c, p]))
