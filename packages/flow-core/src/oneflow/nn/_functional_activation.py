@@ -55,6 +55,7 @@ def selu(input, inplace=False):
 
 
 def selu_(input):
+    """In-place ``selu``."""
     return ops.selu_(input)
 
 
@@ -64,6 +65,7 @@ def celu(input, alpha=1.0, inplace=False):
 
 
 def celu_(input, alpha=1.0):
+    """In-place ``celu``."""
     return ops.celu_(input, alpha)
 
 
