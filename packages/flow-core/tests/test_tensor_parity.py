@@ -548,3 +548,32 @@ def test_unfold_fold_errors():
     raises(RuntimeError, "stride should be greater than zero", lambda: F.unfold(flow.ones(1, 1, 4, 4), 2, stride=0))
     raises(RuntimeError, "divisible by the product of kernel_size", lambda: F.fold(flow.ones(1, 5, 9), 4, 2))
     raises(RuntimeError, "match the calculated number of sliding blocks", lambda: F.fold(flow.ones(1, 4, 8), 4, 2))
+
+
+_DTYPE_REFUSALS = {
+    "trace_bool": lambda L: L.trace(L.ones(2, 2, dtype=L.bool)),
+    "median_bool": lambda L: L.median(L.ones(2, 2, dtype=L.bool)),
+    "median_dim_bool": lambda L: L.median(L.ones(2, 2, dtype=L.bool), 0),
+    "nanmedian_bool": lambda L: L.nanmedian(L.ones(2, 2, dtype=L.bool)),
+    "kthvalue_bool": lambda L: L.kthvalue(L.ones(2, 2, dtype=L.bool), 1),
+    "cross_bool": lambda L: L.cross(L.ones(3, dtype=L.bool), L.ones(3, dtype=L.bool), dim=0),
+    "unfold_long": lambda L: L.nn.functional.unfold(L.ones(1, 2, 4, 4, dtype=L.int64), 2),
+    "fold_long": lambda L: L.nn.functional.fold(L.ones(1, 8, 9, dtype=L.int64), (4, 4), 2),
+    "grid_sample_long": lambda L: L.nn.functional.grid_sample(
+        L.ones(1, 2, 4, 4, dtype=L.int64), L.zeros(1, 2, 2, 2, dtype=L.int64), align_corners=False),
+    "grid_sample3d_long": lambda L: L.nn.functional.grid_sample(
+        L.ones(1, 1, 2, 2, 2, dtype=L.int64), L.zeros(1, 1, 1, 1, 3, dtype=L.int64), align_corners=False),
+    "grid_sample_mixed": lambda L: L.nn.functional.grid_sample(
+        L.ones(1, 2, 4, 4, dtype=L.float64), L.zeros(1, 2, 2, 2), align_corners=False),
+    "prelu_long": lambda L: L.nn.functional.prelu(L.ones(1, 2, 4, dtype=L.int64), L.ones(1, dtype=L.int64)),
+}
+
+
+@pytest.mark.parametrize("name", list(_DTYPE_REFUSALS))
+def test_dtypes_torch_refuses_are_refused_alike(name):
+    fn = _DTYPE_REFUSALS[name]
+    with pytest.raises(Exception) as want:
+        fn(torch)
+    with pytest.raises(type(want.value)) as got:
+        fn(flow)
+    assert str(got.value) == str(want.value)

@@ -1,6 +1,6 @@
 """Matrix products with PyTorch's Python signatures (``einsum(eq, *operands)``, ``Tensor.__matmul__``)."""
 from .. import _C
-from ._names import torch_dtype_name
+from ._names import reject_dtype, torch_dtype_name
 
 ops = _C.ops
 
@@ -90,6 +90,7 @@ def trace(input):
     """The sum of the main diagonal of a 2-D tensor."""
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    reject_dtype("trace", input, bool_ok=False)
     return ops.sum(ops.diagonal(input, 0, 0, 1))
 
 
@@ -141,6 +142,7 @@ def diagflat(input, offset=0):
 
 def cross(input, other, dim=None):
     """The 3-D cross product of vectors along ``dim`` (broadcast); ``dim=None`` takes the first dim of size 3."""
+    reject_dtype("cross", input, bool_ok=False)
     shape = list(_broadcast(input, other))
     if dim is None:
         dim = next((i for i, s in enumerate(shape) if s == 3), None)

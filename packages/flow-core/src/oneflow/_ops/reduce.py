@@ -8,7 +8,7 @@ import sys
 import types
 
 from .. import _C
-from ._names import torch_dtype_name
+from ._names import reject_dtype, torch_dtype_name
 
 ops = _C.ops
 
@@ -229,6 +229,7 @@ def _0d(input, rt):
 
 def kthvalue(input, k, dim=-1, keepdim=False):
     """The ``k``-th smallest element of each slice along ``dim`` and its index: ``(values, indices)``."""
+    reject_dtype("kthvalue_cpu", input, bool_ok=False)
     d = _norm_dim(input, dim)
     n = input.shape[d] if input.dim() else 1
     if not 1 <= k <= n:
@@ -290,6 +291,7 @@ def median(input, dim=None, keepdim=False):
 
     median(input, dim=-1, keepdim=False) -> (values, indices): the lower median of each slice along ``dim``
     and its index; a slice holding NaN gives NaN and the index of its first NaN."""
+    reject_dtype("median_cpu" if dim is None else "median_out", input, bool_ok=False)
     if dim is None:
         return _median_all(input, False)
     return _median_dim("median", input, dim, keepdim, False, median_return)
@@ -297,6 +299,7 @@ def median(input, dim=None, keepdim=False):
 
 def nanmedian(input, dim=None, keepdim=False):
     """Like ``median``, but ignoring NaN (a slice of only NaN gives NaN)."""
+    reject_dtype("median_cpu" if dim is None else "median_out", input, bool_ok=False)
     if dim is None:
         return _median_all(input, True)
     return _median_dim("nanmedian", input, dim, keepdim, True, nanmedian_return)

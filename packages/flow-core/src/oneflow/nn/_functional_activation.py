@@ -1,5 +1,6 @@
 """Activation functions of ``oneflow.nn.functional`` (``inplace=True`` runs the in-place registry op)."""
 from .. import _C
+from .._ops._names import reject_dtype
 
 ops = _C.ops
 
@@ -71,6 +72,7 @@ def celu_(input, alpha=1.0):
 
 def prelu(input, weight):
     """``max(0, x) + weight * min(0, x)``; ``weight`` has 1 or C (channel dim 1) entries."""
+    reject_dtype("prelu_cpu", input, bool_ok=False, integral_ok=False)
     n = weight.numel()
     if n != 1:
         if input.dim() == 0:

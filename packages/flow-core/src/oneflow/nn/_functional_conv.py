@@ -1,6 +1,7 @@
 """Convolution, pooling and linear functions of ``oneflow.nn.functional`` (torch.nn.functional signatures)."""
 import math
 from .. import _C
+from .._ops._names import reject_dtype
 
 ops = _C.ops
 
@@ -280,6 +281,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
         raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
                            f"dimensions for input, but got: {list(input.shape)}")
     k, d, p, s = _sliding_args(kernel_size, dilation, padding, stride)
+    reject_dtype("im2col_out_cpu", input, bool_ok=False, integral_ok=False)
     x = ops.unsqueeze(input, 0) if input.dim() == 3 else input
     n, c, h, w = x.shape
     blocks = _blocks((h, w), k, d, p, s)
@@ -300,6 +302,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """Combines sliding local blocks into an image (col2im, the adjoint of ``unfold``; overlaps are summed):
     (N, C * prod(kernel_size), L) -> (N, C, *output_size); a 2-D input gives (C, *output_size)."""
+    reject_dtype("col2im_out_cpu", input, bool_ok=False, integral_ok=False)
     if input.dim() not in (2, 3) or any(x == 0 for x in input.shape[-2:]):
         raise RuntimeError("Expected 2D or 3D (batch mode) tensor with possibly 0 batch size and non-zero "
                            f"dimensions for input, but got: {list(input.shape)}")

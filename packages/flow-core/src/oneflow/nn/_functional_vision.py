@@ -7,6 +7,7 @@ import warnings
 import numpy as _np
 
 from .. import _C
+from .._ops._names import reject_dtype, torch_dtype_name
 
 ops = _C.ops
 
@@ -136,6 +137,11 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if input.dim() not in (4, 5) or grid.dim() != input.dim():
         raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but "
                            f"got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    reject_dtype("grid_sampler_2d_cpu_kernel_impl" if input.dim() == 4 else "grid_sampler3d_cpu", input,
+                 bool_ok=False, integral_ok=False)
+    if grid.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {torch_dtype_name(input.dtype)} but found "
+                           f"{torch_dtype_name(grid.dtype)}")
     d = input.dim() - 2
     if grid.shape[0] != input.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
