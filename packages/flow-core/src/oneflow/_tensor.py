@@ -243,6 +243,10 @@ class Tensor(_C.TensorBase):
     def is_complex(self):
         return False
 
+    def is_pinned(self, device=None):
+        """Whether the tensor lives in page-locked host memory (never in this build: it has no accelerator)."""
+        return False
+
     def get_device(self):
         return -1 if self.device.type == "cpu" else (self.device.index or 0)
 

@@ -15,6 +15,7 @@ import queue
 import warnings
 import weakref
 
+from ... import cuda as _cuda
 from . import _transport
 from ._collate import default_collate, default_convert
 from ._worker import (MP_STATUS_CHECK_INTERVAL, ExceptionWrapper, _IterableDatasetStopIteration,
@@ -51,7 +52,8 @@ class DataLoader:
             ``shuffle``, ``sampler`` and ``drop_last``).
         num_workers (int): worker processes (0: load in the main process).
         collate_fn: merges a list of samples into a batch (default ``default_collate``).
-        pin_memory (bool): accepted for compatibility (CPU only: no effect).
+        pin_memory (bool): page-locked batches for an accelerator; without one (this build) it warns, as
+            PyTorch does, and has no effect.
         drop_last (bool): drop the last incomplete batch.
         timeout (float): seconds to wait for a batch from the workers before raising ``RuntimeError`` (0: forever).
         worker_init_fn: called as ``worker_init_fn(worker_id)`` in each worker after seeding.
@@ -196,6 +198,9 @@ class DataLoader:
 
     # ---- iteration ----------------------------------------------------------------------------------------
     def _get_iterator(self):
+        if self.pin_memory and not _cuda.is_available():
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
+                          "memory won't be used.", stacklevel=3)
         if self.num_workers == 0:
             return _SingleProcessDataLoaderIter(self)
         return _MultiProcessingDataLoaderIter(self)
