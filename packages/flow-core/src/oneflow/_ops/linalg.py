@@ -1,11 +1,14 @@
 """Matrix products with PyTorch's Python signatures (``einsum(eq, *operands)``, ``Tensor.__matmul__``)."""
+import warnings
+
 from .. import _C
 from ._names import reject_dtype, torch_dtype_name
 
 ops = _C.ops
 
 __all__ = ["einsum", "matmul", "mm", "bmm", "dot", "vdot", "mv", "outer", "ger", "addmm", "baddbmm", "addmv",
-           "inner", "trace", "kron", "diag", "diagflat", "diag_embed", "cross", "dist", "cov", "corrcoef"]
+           "inner", "trace", "kron", "diag", "diagflat", "diag_embed", "cross", "dist", "cov", "corrcoef",
+           "chain_matmul"]
 
 
 def einsum(equation, *operands):
@@ -84,6 +87,24 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat @ vec)``."""
     return ops.addmv(input, mat, vec, beta=beta, alpha=alpha)
+
+
+def chain_matmul(*matrices, out=None):
+    """The matrix product of the 2-D ``matrices``, left to right (deprecated in PyTorch in favour of
+    ``linalg.multi_dot``; warns likewise). One matrix is returned as a copy."""
+    warnings.warn("oneflow.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
+                  "successive oneflow.matmul calls instead.", UserWarning, stacklevel=2)
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for m in matrices:
+        if m.dim() != 2:
+            raise RuntimeError(f"Tensor dimension is {m.dim()}, expected 2 instead.")
+    result = ops.clone(matrices[0])
+    for m in matrices[1:]:
+        result = ops.mm(result, m)
+    if out is not None:
+        return ops.copy_(out, result)
+    return result
 
 
 def trace(input):

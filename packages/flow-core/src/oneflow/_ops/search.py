@@ -1,0 +1,86 @@
+"""Binary-search style lookups: ``searchsorted`` and ``bucketize``. There is no registry op for them, so each
+value is compared against every boundary and the leading run of "boundary before value" is counted (the
+position a binary search finds, NaNs sorting last as in PyTorch); cost is O(len(values) * len(boundaries))."""
+import numbers
+
+from .. import _C
+
+ops = _C.ops
+
+__all__ = ["searchsorted", "bucketize"]
+
+
+def _insertion_index(boundaries, values, right, out_int32):
+    """Insertion points of ``values[..., j]`` into each sorted row ``boundaries[..., :]`` (leading dims
+    equal, or ``boundaries`` 1-D)."""
+    dtype = _C.promote_types(boundaries.dtype, values.dtype)
+    b, v = ops.to_dtype(boundaries, dtype), ops.to_dtype(values, dtype)
+    if boundaries.dim() == 1:
+        b = ops.reshape(b, [1] * values.dim() + [-1])
+    else:
+        b = ops.unsqueeze(b, -2)
+    v = ops.unsqueeze(v, -1)
+    # a boundary lies before the value unless it is >= (left) or > (right) the value; NaN values go last
+    before = ops.logical_not(ops.gt(b, v) if right else ops.ge(b, v))
+    leading = ops.cumprod(ops.to_dtype(before, _C.int64), -1)
+    out = ops.sum(leading, [-1])
+    return ops.to_dtype(out, _C.int32) if out_int32 else out
+
+
+def _as_tensor(values, like):
+    if isinstance(values, numbers.Number):
+        from .creation import tensor
+
+        return tensor(values, dtype=_C.promote_types(like.dtype, tensor(values).dtype))
+    return values
+
+
+def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None, sorter=None, out=None):
+    """Indices where ``values`` would be inserted into the innermost dim of ``sorted_sequence`` to keep it
+    sorted: the first such index (``right=False`` / ``side='left'``) or the last (``right=True`` /
+    ``side='right'``). ``sorted_sequence`` is 1-D or has the same leading dims as ``values``; ``sorter``
+    (int64 indices) sorts an unsorted sequence; ``values`` may be a number (giving a 0-D result). The result is
+    int64, or int32 with ``out_int32``."""
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
+                               "while right was True")
+        right = side == "right"
+    if sorted_sequence.dim() == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
+                           "dimension")
+    values = _as_tensor(values, sorted_sequence)
+    if sorted_sequence.dim() != 1 and list(sorted_sequence.shape[:-1]) != list(values.shape[:-1]):
+        raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                           f"dimensions of boundaries tensor and input value tensor must match, but we got "
+                           f"boundaries tensor {list(sorted_sequence.shape)} and input value tensor "
+                           f"{list(values.shape)}")
+    if sorter is not None:
+        if sorter.dtype != _C.int64:
+            from ._names import torch_dtype_name
+
+            raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but got dtype "
+                               f"{torch_dtype_name(sorter.dtype)}")
+        if list(sorter.shape) != list(sorted_sequence.shape):
+            raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size, but got "
+                               f"boundary tensor {list(sorted_sequence.shape)}and got sorter tensor "
+                               f"{list(sorter.shape)}")
+        sorted_sequence = ops.gather(sorted_sequence, -1, sorter)
+    result = _insertion_index(sorted_sequence, values, right, out_int32)
+    if out is not None:
+        return ops.copy_(out, result)
+    return result
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+    """The index of the bucket of each element of ``input`` given 1-D increasing ``boundaries``:
+    ``boundaries[i-1] < x <= boundaries[i]`` (``right=False``) or ``boundaries[i-1] <= x < boundaries[i]``
+    (``right=True``). ``input`` may be a number (giving a 0-D result)."""
+    if boundaries.dim() != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
+    result = _insertion_index(boundaries, _as_tensor(input, boundaries), right, out_int32)
+    if out is not None:
+        return ops.copy_(out, result)
+    return result
