@@ -302,3 +302,87 @@ def test_chain_matmul():
         warnings.simplefilter("ignore")
         raises_like(RuntimeError, "Expected one or more matrices", flow.chain_matmul)
         raises_like(RuntimeError, "Tensor dimension is 1, expected 2 instead.", flow.chain_matmul, flow.ones(3))
+
+
+# ---------------------------------------------------------------------------------------------- global switches
+
+
+def test_float32_matmul_precision():
+    assert flow.get_float32_matmul_precision() == torch.get_float32_matmul_precision() == "highest"
+    try:
+        for value in ("high", "medium", "highest"):
+            flow.set_float32_matmul_precision(value)
+            assert flow.get_float32_matmul_precision() == value
+        flow.set_float32_matmul_precision("medium")
+        with pytest.warns(UserWarning, match="is not one of 'highest', 'high', or 'medium'"):
+            flow.set_float32_matmul_precision("foo")
+        assert flow.get_float32_matmul_precision() == "medium"
+        raises_like(RuntimeError, "expects a str, but got int", flow.set_float32_matmul_precision, 1)
+    finally:
+        flow.set_float32_matmul_precision("highest")
+
+
+def test_deterministic_algorithms():
+    assert not flow.are_deterministic_algorithms_enabled()
+    assert not flow.is_deterministic_algorithms_warn_only_enabled()
+    try:
+        flow.use_deterministic_algorithms(True, warn_only=True)
+        assert flow.are_deterministic_algorithms_enabled() and flow.is_deterministic_algorithms_warn_only_enabled()
+        flow.use_deterministic_algorithms(True)
+        assert flow.are_deterministic_algorithms_enabled() and not flow.is_deterministic_algorithms_warn_only_enabled()
+        raises_like(TypeError, "argument 'mode' (position 1) must be bool, not int", flow.use_deterministic_algorithms, 1)
+        raises_like(TypeError, "argument 'warn_only' must be bool, not int", flow.use_deterministic_algorithms, True,
+                    warn_only=1)
+    finally:
+        flow.use_deterministic_algorithms(False)
+    assert not flow.are_deterministic_algorithms_enabled()
+
+
+def test_default_device():
+    assert flow.get_default_device() == flow.device("cpu")
+    flow.set_default_device("cpu")
+    flow.set_default_device(flow.device("cpu"))
+    flow.set_default_device(None)
+    assert flow.get_default_device().type == "cpu"
+    with pytest.raises(RuntimeError) as expected:
+        flow.ones(1, device="cuda")
+    for request in ("cuda", "cuda:0", flow.device("cuda")):
+        raises_like(RuntimeError, str(expected.value), flow.set_default_device, request)
+    with pytest.raises(RuntimeError):
+        flow.set_default_device("foo")
+    assert flow.get_default_device().type == "cpu"
+
+
+def test_backends():
+    import oneflow.backends.cudnn as cudnn
+
+    assert cudnn is flow.backends.cudnn
+    for attr in ("enabled", "benchmark", "deterministic", "allow_tf32"):
+        assert getattr(flow.backends.cudnn, attr) == getattr(torch.backends.cudnn, attr), attr
+    assert flow.backends.cudnn.is_available() is False and flow.backends.cudnn.version() is None
+    old = flow.backends.cudnn.benchmark
+    flow.backends.cudnn.benchmark = True
+    assert cudnn.benchmark is True
+    flow.backends.cudnn.benchmark = old
+    assert flow.backends.mkldnn.is_available() is True and flow.backends.mkldnn.enabled is True
+    assert flow.backends.cpu.get_cpu_capability() == torch.backends.cpu.get_cpu_capability()
+
+
+def test_cpu_capability_from_flags(monkeypatch, tmp_path):
+    import builtins
+
+    from oneflow.backends import cpu
+
+    real_open = builtins.open
+
+    def fake(flags):
+        path = tmp_path / "cpuinfo"
+        path.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+        monkeypatch.setattr(builtins, "open", lambda p, *a, **k: real_open(path if p == "/proc/cpuinfo" else p, *a, **k))
+
+    fake("fpu sse avx avx2 fma avx512f avx512bw avx512vl avx512dq")
+    assert cpu.get_cpu_capability() == "AVX512"
+    fake("fpu sse avx avx2 fma")
+    assert cpu.get_cpu_capability() == "AVX2"
+    fake("fpu sse sse2")
+    assert cpu.get_cpu_capability() == "DEFAULT"
