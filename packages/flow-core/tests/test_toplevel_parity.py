@@ -386,3 +386,37 @@ def test_cpu_capability_from_flags(monkeypatch, tmp_path):
     assert cpu.get_cpu_capability() == "AVX2"
     fake("fpu sse sse2")
     assert cpu.get_cpu_capability() == "DEFAULT"
+
+
+# ------------------------------------------------------------------------------------------------------ special
+
+SPECIAL_X = np.array([-60.0, -40.0, -37.0, -10.0, -3.0, -1.5, -1.0, -0.5, 0.3, 1.0, 2.0, 5.0, 10.0])
+
+
+@pytest.mark.parametrize("name", ["expit", "erf", "erfc", "expm1", "exp2", "sinc", "ndtr", "log_ndtr"])
+def test_special_unary(name):
+    check_vs_torch(getattr(flow.special, name), getattr(torch.special, name), [SPECIAL_X], rtol=1e-9, atol=1e-12)
+    check_vs_torch(getattr(flow.special, name), getattr(torch.special, name), [SPECIAL_X.astype(np.float32)],
+                   rtol=1e-5, atol=1e-6)
+    assert_close(getattr(flow.special, name)(flow.tensor([0, 1, 2])), getattr(torch.special, name)(torch.tensor([0, 1, 2])))
+
+
+def test_special_domains():
+    check_vs_torch(flow.special.log1p, torch.special.log1p, [np.abs(SPECIAL_X) + 0.1])
+    check_vs_torch(flow.special.erfinv, torch.special.erfinv, [np.linspace(-0.9, 0.9, 7)])
+    check_vs_torch(flow.special.entr, torch.special.entr, [np.abs(SPECIAL_X) + 0.1])
+    values = flow.tensor([-1.0, 0.0, 2.0, float("nan")])
+    assert_close(flow.special.entr(values), torch.special.entr(torch.tensor(values.numpy())))
+    assert_close(flow.special.sinc(flow.tensor([0.0])), torch.special.sinc(torch.tensor([0.0])))
+    for eps in (None, 1e-3):
+        check_vs_torch(lambda a: flow.special.logit(a, eps), lambda a: torch.special.logit(a, eps),
+                       [np.linspace(0.05, 0.95, 7)])
+    check_vs_torch(flow.special.xlogy, torch.special.xlogy, [np.array([0.0, 1, 2]), np.array([0.5, 1, 3])])
+
+
+def test_special_reductions():
+    x = rng.standard_normal((3, 4))
+    for name in ("logsumexp", "softmax", "log_softmax"):
+        check_vs_torch(lambda a: getattr(flow.special, name)(a, 1), lambda a: getattr(torch.special, name)(a, 1), [x])
+    check_vs_torch(lambda a: flow.special.log_softmax(a, 0, dtype=flow.float64),
+                   lambda a: torch.special.log_softmax(a, 0, dtype=torch.float64), [x.astype(np.float32)])

@@ -68,3 +68,4 @@ __version__ = "0.1.0"
 from . import optim  # noqa: E402,F401
 from . import cuda  # noqa: E402,F401
 from . import backends  # noqa: E402,F401
+from . import special  # noqa: E402,F401

@@ -1,0 +1,118 @@
+"""``oneflow.special``: the part of ``torch.special`` composable from existing ops (so autograd works).
+Functions needing new kernels (Bessel functions such as ``i0``, ``gammaln``/``digamma`` and the like) are not
+provided."""
+import math
+
+from . import _C
+
+ops = _C.ops
+
+__all__ = ["expit", "logit", "erf", "erfc", "erfinv", "log1p", "expm1", "exp2", "logsumexp", "softmax",
+           "log_softmax", "xlogy", "entr", "sinc", "ndtr", "log_ndtr"]
+
+
+def _float(input):
+    """Integer and bool inputs are computed in the default float dtype, as PyTorch's unary float ops do."""
+    return input if input.dtype.is_floating_point else ops.to_dtype(input, _C.get_default_dtype())
+
+
+def _unary(op_name, doc):
+    def f(input):
+        return getattr(ops, op_name)(_float(input))
+
+    f.__doc__ = doc
+    return f
+
+
+expit = _unary("sigmoid", "The logistic sigmoid ``1 / (1 + exp(-input))``.")
+erf = _unary("erf", "The error function.")
+erfc = _unary("erfc", "The complementary error function ``1 - erf(input)``.")
+erfinv = _unary("erfinv", "The inverse error function.")
+log1p = _unary("log1p", "``log(1 + input)``, accurate for small inputs.")
+expm1 = _unary("expm1", "``exp(input) - 1``, accurate for small inputs.")
+exp2 = _unary("exp2", "``2 ** input``.")
+for _f, _n in ((expit, "expit"), (erf, "erf"), (erfc, "erfc"), (erfinv, "erfinv"), (log1p, "log1p"),
+               (expm1, "expm1"), (exp2, "exp2")):
+    _f.__name__ = _n
+del _f, _n
+
+
+def logit(input, eps=None):
+    """``log(p / (1 - p))``, with ``input`` first clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+    x = _float(input)
+    if eps is not None:
+        x = ops.clamp(x, eps, 1.0 - eps)
+    return ops.log(ops.div(x, ops.sub(1.0, x)))
+
+
+def logsumexp(input, dim, keepdim=False):
+    """``log(sum(exp(input), dim))``, computed stably."""
+    from . import logsumexp as _logsumexp
+
+    return _logsumexp(input, dim, keepdim)
+
+
+def softmax(input, dim, *, dtype=None):
+    """Softmax along ``dim`` (after casting to ``dtype`` when given)."""
+    from .nn.functional import softmax as _softmax
+
+    return _softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    """Log-softmax along ``dim`` (after casting to ``dtype`` when given)."""
+    from .nn.functional import log_softmax as _log_softmax
+
+    return _log_softmax(input, dim, dtype=dtype)
+
+
+def xlogy(input, other):
+    """``input * log(other)``, 0 where ``input`` is 0 (NaN where ``other`` is NaN)."""
+    from . import xlogy as _xlogy
+
+    return _xlogy(input, other)
+
+
+def entr(input):
+    """Elementwise entropy ``-x * log(x)``: 0 at 0, ``-inf`` for negative ``x``. (The gradient is 0 at and below 0;
+    PyTorch's is ``inf`` at 0 and NaN below.)"""
+    x = _float(input)
+    positive = ops.gt(x, 0.0)
+    xs = ops.where(positive, x, 1.0)
+    body = ops.where(positive, ops.neg(ops.mul(xs, ops.log(xs))), 0.0)
+    return ops.where(ops.lt(x, 0.0), -math.inf, ops.where(ops.isnan(x), x, body))
+
+
+def sinc(input):
+    """The normalized sinc ``sin(pi x) / (pi x)``, 1 at 0."""
+    x = _float(input)
+    zero = ops.eq(x, 0.0)
+    px = ops.mul(ops.where(zero, 1.0, x), math.pi)  # keeps the gradient at 0 finite (it is 0 there)
+    return ops.where(zero, 1.0, ops.div(ops.sin(px), px))
+
+
+def ndtr(input):
+    """The standard normal CDF ``(1 + erf(x / sqrt(2))) / 2``."""
+    return ops.mul(ops.erfc(ops.mul(_float(input), -1.0 / math.sqrt(2.0))), 0.5)
+
+
+def log_ndtr(input):
+    """``log(ndtr(input))``, accurate in the far left tail (uses the asymptotic ``erfc`` form there)."""
+    x = _float(input)
+    left = ops.lt(x, -1.0)
+    # for x < -1: log(erfc(t) / 2) with t = -x/sqrt2 is -t^2 + log(erfcx(t) / 2); erfcx(t) = erfc(t) exp(t^2)
+    # while erfc(t) is representable (t <= 26), else the asymptotic series
+    # 1/(t sqrt(pi)) * (1 - 1/(2t^2) + 3/(4t^4) - 15/(8t^6)). Each branch sees only inputs valid for it, so
+    # the unused one contributes no NaN gradient.
+    t = ops.mul(ops.where(left, x, -2.0), -1.0 / math.sqrt(2.0))
+    far = ops.gt(t, 26.0)
+    tn = ops.where(far, 1.0, t)
+    direct = ops.mul(ops.erfc(tn), ops.exp(ops.mul(tn, tn)))
+    tf = ops.where(far, t, 30.0)
+    u = ops.reciprocal(ops.mul(tf, tf))
+    poly = ops.add(1.0, ops.mul(u, ops.add(-0.5, ops.mul(u, ops.add(0.75, ops.mul(u, -1.875))))))
+    series = ops.div(poly, ops.mul(tf, math.sqrt(math.pi)))
+    tail = ops.add(ops.neg(ops.mul(t, t)), ops.log(ops.mul(ops.where(far, series, direct), 0.5)))
+    xr = ops.where(left, 0.0, x)
+    head = ops.log1p(ops.neg(ops.mul(ops.erfc(ops.mul(xr, 1.0 / math.sqrt(2.0))), 0.5)))
+    return ops.where(left, tail, head)
