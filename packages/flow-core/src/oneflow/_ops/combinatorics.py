@@ -29,12 +29,12 @@ def meshgrid(*tensors, indexing=None):
                       "argument.", UserWarning, stacklevel=2)
         indexing = "ij"
     if indexing not in ("xy", "ij"):
-        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+        raise RuntimeError(f'oneflow.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
     if not tensors:
         raise RuntimeError("meshgrid expects a non-empty TensorList")
     for t in tensors:
         if t.dim() > 1:
-            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got a "
+            raise RuntimeError(f"oneflow.meshgrid: Expected 0D or 1D tensor in the tensor list but got a "
                                f"{t.dim()}D tensor of shape {list(t.shape)}")
         if t.dtype != tensors[0].dtype:
             raise RuntimeError("meshgrid expects all tensors to have the same dtype")
@@ -116,7 +116,7 @@ def block_diag(*tensors):
     mats = []
     for i, t in enumerate(tensors):
         if t.dim() > 2:
-            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+            raise RuntimeError(f"oneflow.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
                                f"{t.dim()} dimensions")
         mats.append(ops.reshape(t, [1, 1] if t.dim() == 0 else [1, -1] if t.dim() == 1 else list(t.shape)))
     from .creation import zeros

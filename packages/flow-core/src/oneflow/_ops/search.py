@@ -43,17 +43,17 @@ def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=
     int64, or int32 with ``out_int32``."""
     if side is not None:
         if side not in ("left", "right"):
-            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+            raise RuntimeError(f"oneflow.searchsorted(): side can only be 'left' or 'right' but got {side}")
         if right and side == "left":
-            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
+            raise RuntimeError("oneflow.searchsorted(): side and right can't be set to opposites, got side of left "
                                "while right was True")
         right = side == "right"
     if sorted_sequence.dim() == 0:
-        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
+        raise RuntimeError("oneflow.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
                            "dimension")
     values = _as_tensor(values, sorted_sequence)
     if sorted_sequence.dim() != 1 and list(sorted_sequence.shape[:-1]) != list(values.shape[:-1]):
-        raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+        raise RuntimeError(f"oneflow.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
                            f"dimensions of boundaries tensor and input value tensor must match, but we got "
                            f"boundaries tensor {list(sorted_sequence.shape)} and input value tensor "
                            f"{list(values.shape)}")
@@ -61,10 +61,10 @@ def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=
         if sorter.dtype != _C.int64:
             from ._names import torch_dtype_name
 
-            raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but got dtype "
+            raise RuntimeError(f"oneflow.searchsorted(): sorter must be a tensor of long dtype but got dtype "
                                f"{torch_dtype_name(sorter.dtype)}")
         if list(sorter.shape) != list(sorted_sequence.shape):
-            raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same size, but got "
+            raise RuntimeError(f"oneflow.searchsorted(): boundary and sorter must have the same size, but got "
                                f"boundary tensor {list(sorted_sequence.shape)}and got sorter tensor "
                                f"{list(sorter.shape)}")
         sorted_sequence = ops.gather(sorted_sequence, -1, sorter)
