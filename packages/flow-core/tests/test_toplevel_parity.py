@@ -368,6 +368,25 @@ def test_backends():
     assert flow.backends.cpu.get_cpu_capability() == torch.backends.cpu.get_cpu_capability()
 
 
+def test_backends_cuda_switches_like_torch():
+    fc, tc = flow.backends.cuda, torch.backends.cuda
+    assert fc.is_built() is tc.is_built() is False
+    for flag in ("allow_tf32", "allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
+        assert getattr(fc.matmul, flag) == getattr(tc.matmul, flag), flag
+    fc.matmul.allow_tf32 = True
+    assert fc.matmul.allow_tf32 is True
+    fc.matmul.allow_tf32 = False
+    for lib in (fc, tc):
+        with pytest.raises(AttributeError, match="Unknown attribute allow_tf33"):
+            lib.matmul.allow_tf33 = True
+    for kind in ("flash", "mem_efficient", "math"):
+        assert getattr(fc, f"{kind}_sdp_enabled")() == getattr(tc, f"{kind}_sdp_enabled")()
+        getattr(fc, f"enable_{kind}_sdp")(False)
+        assert getattr(fc, f"{kind}_sdp_enabled")() is False
+        getattr(fc, f"enable_{kind}_sdp")(True)
+    assert fc.flash_sdp_enabled.__name__ == "flash_sdp_enabled" and fc.enable_math_sdp.__doc__
+
+
 def test_cpu_capability_from_flags(monkeypatch, tmp_path):
     import builtins
 
