@@ -6,7 +6,7 @@ import math
 import numbers
 
 from .. import _C
-from ._names import torch_dtype_name
+from ._names import reject_dtype, torch_dtype_name
 
 ops = _C.ops
 
@@ -54,8 +54,8 @@ def rsub(input, other, *, alpha=1):
 
 def _float_only(name, *tensors):
     for t in tensors:
-        if isinstance(t, _C.TensorBase) and not t.dtype.is_floating_point:
-            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{torch_dtype_name(t.dtype)}\'')
+        if isinstance(t, _C.TensorBase):
+            reject_dtype(f"{name}_cpu", t, bool_ok=False, integral_ok=False)
 
 
 def _logaddexp(name, input, other, exp, log1p_scale):

@@ -8,7 +8,7 @@ import sys
 import types
 
 from .. import _C
-from ._names import reject_dtype, torch_dtype_name
+from ._names import reject_dtype
 
 ops = _C.ops
 
@@ -337,12 +337,10 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     else:
         d = _norm_dim(input, dim)
         x = ops.transpose(input, d, -1) if input.dim() else ops.reshape(input, [1])
-        out_shape = list(input.shape)
-        if not input.dim():  # a 0-dim input reduces to a 0-dim result, keepdim or not
-            pass
-        elif keepdim:
+        out_shape = list(input.shape)  # a 0-dim input reduces to a 0-dim result, keepdim or not
+        if input.dim() and keepdim:
             out_shape[d] = 1
-        else:
+        elif input.dim():
             out_shape = out_shape[:d] + out_shape[d + 1:]
     srt = ops.sort(x, -1)[0]  # NaN sorts last
     n = x.shape[-1]
@@ -391,8 +389,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 def histc(input, bins=100, min=0, max=0):
     """A histogram of ``input`` with ``bins`` equal-width bins over ``[min, max]`` (the data's range when
     both are 0); elements outside are ignored. Not differentiable."""
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f'"histogram_cpu" not implemented for \'{torch_dtype_name(input.dtype)}\'')
+    reject_dtype("histogram_cpu", input, bool_ok=False, integral_ok=False)
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     if min > max:
