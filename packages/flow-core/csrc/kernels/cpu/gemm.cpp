@@ -45,7 +45,7 @@ void sgemm_rowmajor(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
   // packing order; oneDNN runs them at 0.4-0.9x its untransposed speed. Tiny ones stay with oneDNN, whose
   // small-matrix path has less setup.
   if (ta && !tb && M * N * K >= (int64_t(1) << 18) && packed_sgemm_available()) {
-    packed_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    packed_sgemm_tn(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
   Tensor pa, pb;

@@ -49,10 +49,7 @@ ElementwiseGeometry<N> make_geometry(const std::array<const Tensor*, N>& ops, co
     if (shape[i] > 1 && st[0][i] == 0) reorder = false;
   }
   if (reorder)
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      int64_t sa = st[0][a] < 0 ? -st[0][a] : st[0][a], sb = st[0][b] < 0 ? -st[0][b] : st[0][b];
-      return sa > sb;
-    });
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return st[0][a] > st[0][b]; });
   // drop size-1 dims, then merge dims that are contiguous with each other for every operand
   for (size_t i : order) {
     if (shape[i] == 1) continue;

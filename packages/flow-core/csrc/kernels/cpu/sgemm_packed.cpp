@@ -37,67 +37,42 @@ float* scratch(std::unique_ptr<float[], FreeDeleter>& buf, size_t& cap, size_t n
   return buf.get();
 }
 
-// A's rows [i0, i0 + mc) and columns [p0, p0 + kc) as ceil(mc / MR) panels of kc x MR (row index fastest),
-// zero-padded to whole panels. A(m, k) sits at A[m * lda + k], or A[k * lda + m] when ta.
-void pack_a(bool ta, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
-  if (ta) {  // read each of A^T's rows once, front to back, dealing its values out to the panels
-    int64_t full = mc / MR * MR;
-    for (int64_t k = 0; k < kc; ++k) {
-      const float* src = A + (p0 + k) * lda + i0;
-      float* o = out + k * MR;
-      for (int64_t ir = 0; ir < full; ir += MR) {
-        float* d = o + ir * kc;
-        for (int64_t r = 0; r < MR; ++r) d[r] = src[ir + r];
-      }
-      if (full < mc) {
-        float* d = o + full * kc;
-        for (int64_t r = 0; r < MR; ++r) d[r] = full + r < mc ? src[full + r] : 0.f;
-      }
+// Rows [i0, i0 + mc) and columns [p0, p0 + kc) of A = At^T (At is K x M, stride lda) as ceil(mc / MR)
+// panels of kc x MR (row index fastest), zero-padded to whole panels. Each row of At is read once, front to
+// back, and its values dealt out to the panels.
+void pack_a(const float* At, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
+  int64_t full = mc / MR * MR;
+  for (int64_t k = 0; k < kc; ++k) {
+    const float* src = At + (p0 + k) * lda + i0;
+    float* o = out + k * MR;
+    for (int64_t ir = 0; ir < full; ir += MR) {
+      float* d = o + ir * kc;
+      for (int64_t r = 0; r < MR; ++r) d[r] = src[ir + r];
     }
-    return;
-  }
-  for (int64_t ir = 0; ir < mc; ir += MR) {
-    int64_t mr = std::min(MR, mc - ir);
-    float* o = out + ir * kc;
-    const float* src = A + (i0 + ir) * lda + p0;
-    for (int64_t r = 0; r < MR; ++r) {
-      const float* row = src + r * lda;
-      if (r < mr)
-        for (int64_t k = 0; k < kc; ++k) o[k * MR + r] = row[k];
-      else
-        for (int64_t k = 0; k < kc; ++k) o[k * MR + r] = 0.f;
+    if (full < mc) {
+      float* d = o + full * kc;
+      for (int64_t r = 0; r < MR; ++r) d[r] = full + r < mc ? src[full + r] : 0.f;
     }
   }
 }
 
-// B's rows [p0, p0 + kc) and columns [j0, j0 + nc) as ceil(nc / NR) panels of kc x NR (column index
-// fastest), zero-padded. B(k, n) sits at B[k * ldb + n], or B[n * ldb + k] when tb.
-void pack_b(bool tb, const float* B, int64_t ldb, int64_t j0, int64_t nc, int64_t p0, int64_t kc, float* out) {
+// B's rows [p0, p0 + kc) and columns [j0, j0 + nc) (B is K x N, stride ldb) as ceil(nc / NR) panels of
+// kc x NR (column index fastest), zero-padded.
+void pack_b(const float* B, int64_t ldb, int64_t j0, int64_t nc, int64_t p0, int64_t kc, float* out) {
   for (int64_t jr = 0; jr < nc; jr += NR) {
     int64_t nr = std::min(NR, nc - jr);
     float* o = out + jr * kc;
-    if (!tb) {
-      const float* src = B + p0 * ldb + j0 + jr;
-      if (nr == NR) {
-        for (int64_t k = 0; k < kc; ++k, o += NR, src += ldb) {
-          _mm256_store_ps(o, _mm256_loadu_ps(src));
-          _mm256_store_ps(o + 8, _mm256_loadu_ps(src + 8));
-        }
-      } else {
-        for (int64_t k = 0; k < kc; ++k, o += NR, src += ldb) {
-          int64_t c = 0;
-          for (; c < nr; ++c) o[c] = src[c];
-          for (; c < NR; ++c) o[c] = 0.f;
-        }
+    const float* src = B + p0 * ldb + j0 + jr;
+    if (nr == NR) {
+      for (int64_t k = 0; k < kc; ++k, o += NR, src += ldb) {
+        _mm256_store_ps(o, _mm256_loadu_ps(src));
+        _mm256_store_ps(o + 8, _mm256_loadu_ps(src + 8));
       }
     } else {
-      const float* src = B + (j0 + jr) * ldb + p0;
-      for (int64_t c = 0; c < NR; ++c) {
-        const float* row = src + c * ldb;
-        if (c < nr)
-          for (int64_t k = 0; k < kc; ++k) o[k * NR + c] = row[k];
-        else
-          for (int64_t k = 0; k < kc; ++k) o[k * NR + c] = 0.f;
+      for (int64_t k = 0; k < kc; ++k, o += NR, src += ldb) {
+        int64_t c = 0;
+        for (; c < nr; ++c) o[c] = src[c];
+        for (; c < NR; ++c) o[c] = 0.f;
       }
     }
   }
@@ -165,7 +140,7 @@ void update_c(const float* tile, float* c, int64_t ldc, int64_t mr, int64_t nr, 
 }
 
 // The block loops over C's rows [i0, i1) and columns [j0, j1), on the calling thread.
-void sgemm_block(bool ta, bool tb, int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, float alpha,
+void sgemm_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, float alpha,
                  const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   thread_local std::unique_ptr<float[], FreeDeleter> abuf, bbuf;
   thread_local size_t acap = 0, bcap = 0;
@@ -179,10 +154,10 @@ void sgemm_block(bool ta, bool tb, int64_t i0, int64_t i1, int64_t j0, int64_t j
     for (int64_t pc = 0; pc < K; pc += kb) {
       int64_t kc = std::min(kb, K - pc);
       float bet = pc == 0 ? beta : 1.f;
-      pack_b(tb, B, ldb, jc, nc, pc, kc, pb);
+      pack_b(B, ldb, jc, nc, pc, kc, pb);
       for (int64_t ic = i0; ic < i1; ic += MC) {
         int64_t mc = std::min(MC, i1 - ic);
-        pack_a(ta, A, lda, ic, mc, pc, kc, pa);
+        pack_a(A, lda, ic, mc, pc, kc, pa);
         for (int64_t jr = 0; jr < nc; jr += NR)
           for (int64_t ir = 0; ir < mc; ir += MR) {
             microkernel(kc, pa + ir * kc, pb + jr * kc, tile);
@@ -198,8 +173,8 @@ void sgemm_block(bool ta, bool tb, int64_t i0, int64_t i1, int64_t j0, int64_t j
 
 bool packed_sgemm_available() { return true; }
 
-void packed_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-                  const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+void packed_sgemm_tn(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+                     int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {  // C = beta * C
     for (int64_t i = 0; i < M; ++i)
@@ -221,9 +196,9 @@ void packed_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha
       int64_t b = std::min(extent, units * p / parts * step), e = std::min(extent, units * (p + 1) / parts * step);
       if (b >= e) continue;
       if (by_cols)
-        sgemm_block(ta, tb, 0, M, b, e, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        sgemm_block(0, M, b, e, K, alpha, A, lda, B, ldb, beta, C, ldc);
       else
-        sgemm_block(ta, tb, b, e, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        sgemm_block(b, e, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     }
   });
 }
@@ -232,8 +207,8 @@ void packed_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha
 
 bool packed_sgemm_available() { return false; }
 
-void packed_sgemm(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float,
-                  float*, int64_t) {}
+void packed_sgemm_tn(int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float, float*,
+                     int64_t) {}
 
 #endif
 

@@ -10,11 +10,12 @@ namespace flow {
 // Whether this build has the kernel (compiled with AVX2 and FMA).
 bool packed_sgemm_available();
 
-// Row-major C (M x N, ldc) = alpha * op(A) @ op(B) + beta * C, op(X) = X^T when the flag is set (BLAS
-// semantics: when beta == 0, C's previous contents, NaN included, are ignored). Threads split C by columns
-// (or rows when N is narrow) through parallel_for; inside a parallel region it runs serial. Requires
-// packed_sgemm_available().
-void packed_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-                  const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+// Row-major C (M x N, ldc) = alpha * A^T @ B + beta * C, where A^T's storage A is K x M (stride lda) and B
+// is K x N (stride ldb): sgemm's ('T', 'N') case, the only one routed here (oneDNN matches or beats this
+// kernel on the others). BLAS semantics: when beta == 0, C's previous contents, NaN included, are ignored.
+// Threads split the larger of M and N through parallel_for; inside a parallel region it runs serial.
+// Requires packed_sgemm_available().
+void packed_sgemm_tn(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+                     int64_t ldb, float beta, float* C, int64_t ldc);
 
 }  // namespace flow
