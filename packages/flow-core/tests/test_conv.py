@@ -91,6 +91,64 @@ def test_conv_kernel_paths_noncontiguous_and_transposed():
                    grad_atol=2e-3)
 
 
+# Shapes the Winograd F(2x2, 3x3) path serves (csrc/kernels/cpu/winograd.cpp: 3x3, stride 1, padding 0..2,
+# >= 16 channels each side, >= 64 tiles of 2x2 outputs), forward and backward-data: tile rows of 8 that load
+# and store unit-stride (widths of 16 and 32), narrower rows through gathers, odd output sizes whose last
+# tile row/column is partial, padding 0/2/asymmetric, channel counts off the 6-channel panels, several tile
+# blocks with a partial last one, and input channels above the register block's depth.
+WINOGRAD = [  # (N, Cin, Cout, (H, W), padding)
+    (4, 16, 16, (8, 8), 1),
+    (2, 17, 20, (16, 16), 1),
+    (3, 17, 20, (15, 13), 1),
+    (2, 16, 16, (18, 19), 0),
+    (2, 16, 22, (12, 12), 2),
+    (2, 16, 18, (16, 15), (1, 2)),
+    (2, 19, 16, (13, 14), (2, 0)),
+    (4, 16, 16, (32, 34), 1),
+    (2, 70, 64, (16, 16), 1),
+    (1, 300, 31, (16, 18), 1),
+]
+
+
+@pytest.mark.parametrize("case", WINOGRAD)
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv_winograd_vs_torch(case, bias):
+    n, cin, cout, sp, pad = case
+    arrs = [r(n, cin, *sp), r(cout, cin, 3, 3)] + ([r(cout)] if bias else [])
+    check_vs_torch(lambda *a: F.conv2d(*a, padding=pad), lambda *a: TF.conv2d(*a, padding=pad), arrs, rtol=1e-4,
+                   atol=2e-3, grad_rtol=1e-4, grad_atol=2e-3)
+
+
+def test_conv_winograd_transposed_and_extreme_values():
+    # a stride-1 transposed 3x3 convolution runs the Winograd kernel forward (as backward-data) and backward
+    x, w = r(4, 16, 8, 9), r(16, 20, 3, 3)
+    check_vs_torch(lambda a, b: F.conv_transpose2d(a, b, padding=1),
+                   lambda a, b: TF.conv_transpose2d(a, b, padding=1), [x, w], rtol=1e-4, atol=2e-3, grad_atol=2e-3)
+    # large and tiny magnitudes in one batch keep their relative accuracy; inf and NaN reach every output
+    # whose window holds them, and (as in cuDNN's Winograd) may also spread to the rest of their 2x2 block,
+    # through the input transform's differences
+    x = r(2, 16, 12, 12)
+    x[0, :, :6] *= 1e4
+    x[1, :, 6:] *= 1e-4
+    w = r(16, 16, 3, 3)
+    y = F.conv2d(flow.tensor(x), flow.tensor(w), padding=1).numpy()
+    ref = TF.conv2d(torch.tensor(x), torch.tensor(w), padding=1).numpy()
+    scale = np.abs(ref).max(axis=(1, 2, 3), keepdims=True)
+    assert np.abs(y - ref).max() / scale.max() < 1e-5
+    x = r(4, 16, 8, 8)
+    x[0, 3, 2, 5] = np.inf
+    x[2, 7, 6, 1] = np.nan
+    y = F.conv2d(flow.tensor(x), flow.tensor(w), padding=1).numpy()
+    ref = TF.conv2d(torch.tensor(x), torch.tensor(w), padding=1).numpy()
+    assert not np.isfinite(y[~np.isfinite(ref)]).any()
+    bad = ~np.isfinite(ref).reshape(4, 16, 4, 2, 4, 2)  # (n, k, block row, row in block, block col, col)
+    touched = np.broadcast_to(bad.any(axis=(3, 5), keepdims=True), bad.shape)
+    assert np.isfinite(y.reshape(bad.shape)[~touched]).all()
+    finite = np.isfinite(y)
+    assert finite.mean() > 0.5
+    assert np.allclose(y[finite], ref[finite], rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("case", CONV[::2])
 def test_conv_float64_gradcheck(case):
     nd, n, cin, cout, sp, k, kw = case

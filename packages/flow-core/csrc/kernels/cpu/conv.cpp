@@ -10,6 +10,7 @@
 #include "../../ops/functions.h"
 #include "gemm.h"
 #include "parallel.h"
+#include "winograd.h"
 
 namespace flow {
 namespace {
@@ -221,12 +222,16 @@ void run_typed(const char* op, const TensorList& ins, const Tensor& out, F32&& f
   if (!o.is_same(out)) ops::copy_into(out, o);
 }
 
-// float32 runs oneDNN except where our im2col + one well-shaped sgemm measured faster (AVX2, 2 threads, ms
-// per call against oneDNN's best layout):
-// - forward with few output positions in all (batch x spatial < 128: batch-1 inference of the late layers;
-//   512ch 4x4 0.60 -> 0.50, 256->512 8x8/2 0.28 -> 0.25; at 16x16, 256 positions, oneDNN wins 0.46 vs 0.57);
-// - backward-weight on small images (< 256 output positions each), several images per GEMM, whose rows are
-//   padded off 2 KiB multiples (batch 32: 512ch 4x4 ~21-25 -> ~17-19, 256ch 8x8 19-20 -> 17-18, 128->256
+// float32 runs oneDNN except where our own kernels measured faster (AVX2, 2 threads, ms per call against
+// oneDNN's best layout):
+// - Winograd F(2x2, 3x3) for 3x3 stride-1 forward and backward-data with enough channels and tiles
+//   (winograd.h; ResNet-18's batch-32 layers: 64ch 32x32 forward ~19.7 -> ~10.4-13.3, 128ch 16x16 15.7 ->
+//   8-9, 512ch 4x4 16.6 -> ~10.4);
+// - im2col + one well-shaped sgemm forward with few output positions in all (batch x spatial < 128: batch-1
+//   inference of the late layers; 512ch 4x4 0.60 -> 0.50, 256->512 8x8/2 0.28 -> 0.25; at 16x16, 256
+//   positions, oneDNN wins 0.46 vs 0.57);
+// - im2col + sgemm backward-weight on small images (< 256 output positions each), several images per GEMM,
+//   whose rows are padded off 2 KiB multiples (batch 32: 512ch 4x4 ~21-25 -> ~17-19, 256ch 8x8 19-20 -> 17-18, 128->256
 //   16x16/2 10.6 -> 8.7; at 16x16 outputs and above the two are level within this VM's noise).
 bool pointwise(const Plan& p) { return p.KK() == 1; }
 bool col_forward_wins(const Plan& p) {
@@ -254,6 +259,8 @@ void conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tenso
             [&](const TensorList& c, const Tensor& o) {
               if (col_forward_wins(make_plan(c[0].sizes(), c[1].sizes(), o.sizes(), g)))
                 col_forward<float>(c[0], c[1], c[2], o, g);
+              else if (winograd_applicable(c[0].sizes(), c[1].sizes(), g))
+                winograd_conv_forward(c[0], c[1], c[2], o, g);
               else
                 onednn_conv_forward(c[0], c[1], c[2], o, g);
             },
@@ -267,7 +274,12 @@ void conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, con
     return;
   }
   run_typed("conv_backward_input", {gy, w}, gx,
-            [&](const TensorList& c, const Tensor& o) { onednn_conv_backward_data(c[0], c[1], o, g); },
+            [&](const TensorList& c, const Tensor& o) {
+              if (winograd_applicable(o.sizes(), c[1].sizes(), g))
+                winograd_conv_backward_data(c[0], c[1], o, g);
+              else
+                onednn_conv_backward_data(c[0], c[1], o, g);
+            },
             [&](const TensorList& c, const Tensor& o) { col_backward_data(c[0], c[1], o, g); });
 }
 

@@ -16,11 +16,57 @@ namespace flow {
 #ifdef FLOW_PACKED_SGEMM
 
 namespace {
+constexpr int64_t MR = kSgemmMR, NR = kSgemmNR;
+}  // namespace
+
+// Kept apart from the C update, with no float arguments: alpha and beta live in vector registers, and with
+// them live across the loop GCC runs out of the 16 ymm registers and re-reads half of B from memory for every
+// FMA (~25% slower).
+__attribute__((noinline)) void sgemm_microkernel_6x16(int64_t kc, const float* __restrict a,
+                                                      const float* __restrict b, float* __restrict tile) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
+    __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), av;
+    av = _mm256_broadcast_ss(a + 0);
+    c00 = _mm256_fmadd_ps(av, b0, c00);
+    c01 = _mm256_fmadd_ps(av, b1, c01);
+    av = _mm256_broadcast_ss(a + 1);
+    c10 = _mm256_fmadd_ps(av, b0, c10);
+    c11 = _mm256_fmadd_ps(av, b1, c11);
+    av = _mm256_broadcast_ss(a + 2);
+    c20 = _mm256_fmadd_ps(av, b0, c20);
+    c21 = _mm256_fmadd_ps(av, b1, c21);
+    av = _mm256_broadcast_ss(a + 3);
+    c30 = _mm256_fmadd_ps(av, b0, c30);
+    c31 = _mm256_fmadd_ps(av, b1, c31);
+    av = _mm256_broadcast_ss(a + 4);
+    c40 = _mm256_fmadd_ps(av, b0, c40);
+    c41 = _mm256_fmadd_ps(av, b1, c41);
+    av = _mm256_broadcast_ss(a + 5);
+    c50 = _mm256_fmadd_ps(av, b0, c50);
+    c51 = _mm256_fmadd_ps(av, b1, c51);
+  }
+  _mm256_store_ps(tile + 0 * NR, c00);
+  _mm256_store_ps(tile + 0 * NR + 8, c01);
+  _mm256_store_ps(tile + 1 * NR, c10);
+  _mm256_store_ps(tile + 1 * NR + 8, c11);
+  _mm256_store_ps(tile + 2 * NR, c20);
+  _mm256_store_ps(tile + 2 * NR + 8, c21);
+  _mm256_store_ps(tile + 3 * NR, c30);
+  _mm256_store_ps(tile + 3 * NR + 8, c31);
+  _mm256_store_ps(tile + 4 * NR, c40);
+  _mm256_store_ps(tile + 4 * NR + 8, c41);
+  _mm256_store_ps(tile + 5 * NR, c50);
+  _mm256_store_ps(tile + 5 * NR + 8, c51);
+}
+
+namespace {
 
 // Register block MR x NR: 12 ymm accumulators + 2 B vectors + 1 broadcast A fit AVX2's 16 registers.
 // KC x NR of B (16 KiB) stays in L1 while the MC x KC block of A (144 KiB) streams from L2; the KC x NC block
 // of B lives in L3. Zen 3 sizes (32 KiB L1d, 512 KiB L2 per core).
-constexpr int64_t MR = 6, NR = 16, KC = 256, MC = 144, NC = 4080;
+constexpr int64_t KC = 256, MC = 144, NC = 4080;
 
 struct FreeDeleter {
   void operator()(float* p) const { std::free(p); }
@@ -78,48 +124,6 @@ void pack_b(const float* B, int64_t ldb, int64_t j0, int64_t nc, int64_t p0, int
   }
 }
 
-// tile (MR x NR, row-major, 32-byte aligned) = a_panel @ b_panel. Kept apart from the C update, with no
-// float arguments: alpha and beta live in vector registers, and with them live across the loop GCC runs
-// out of the 16 ymm registers and re-reads half of B from memory for every FMA (~25% slower).
-__attribute__((noinline)) void microkernel(int64_t kc, const float* __restrict a, const float* __restrict b,
-                                           float* __restrict tile) {
-  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
-    __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), av;
-    av = _mm256_broadcast_ss(a + 0);
-    c00 = _mm256_fmadd_ps(av, b0, c00);
-    c01 = _mm256_fmadd_ps(av, b1, c01);
-    av = _mm256_broadcast_ss(a + 1);
-    c10 = _mm256_fmadd_ps(av, b0, c10);
-    c11 = _mm256_fmadd_ps(av, b1, c11);
-    av = _mm256_broadcast_ss(a + 2);
-    c20 = _mm256_fmadd_ps(av, b0, c20);
-    c21 = _mm256_fmadd_ps(av, b1, c21);
-    av = _mm256_broadcast_ss(a + 3);
-    c30 = _mm256_fmadd_ps(av, b0, c30);
-    c31 = _mm256_fmadd_ps(av, b1, c31);
-    av = _mm256_broadcast_ss(a + 4);
-    c40 = _mm256_fmadd_ps(av, b0, c40);
-    c41 = _mm256_fmadd_ps(av, b1, c41);
-    av = _mm256_broadcast_ss(a + 5);
-    c50 = _mm256_fmadd_ps(av, b0, c50);
-    c51 = _mm256_fmadd_ps(av, b1, c51);
-  }
-  _mm256_store_ps(tile + 0 * NR, c00);
-  _mm256_store_ps(tile + 0 * NR + 8, c01);
-  _mm256_store_ps(tile + 1 * NR, c10);
-  _mm256_store_ps(tile + 1 * NR + 8, c11);
-  _mm256_store_ps(tile + 2 * NR, c20);
-  _mm256_store_ps(tile + 2 * NR + 8, c21);
-  _mm256_store_ps(tile + 3 * NR, c30);
-  _mm256_store_ps(tile + 3 * NR + 8, c31);
-  _mm256_store_ps(tile + 4 * NR, c40);
-  _mm256_store_ps(tile + 4 * NR + 8, c41);
-  _mm256_store_ps(tile + 5 * NR, c50);
-  _mm256_store_ps(tile + 5 * NR + 8, c51);
-}
-
 // C tile (mr x nr <= MR x NR, stride ldc) = alpha * tile + beta * C tile.
 void update_c(const float* tile, float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta) {
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
@@ -160,7 +164,7 @@ void sgemm_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, floa
         pack_a(A, lda, ic, mc, pc, kc, pa);
         for (int64_t jr = 0; jr < nc; jr += NR)
           for (int64_t ir = 0; ir < mc; ir += MR) {
-            microkernel(kc, pa + ir * kc, pb + jr * kc, tile);
+            sgemm_microkernel_6x16(kc, pa + ir * kc, pb + jr * kc, tile);
             update_c(tile, C + (ic + ir) * ldc + jc + jr, ldc, std::min(MR, mc - ir), std::min(NR, nc - jr), alpha,
                      bet);
           }
@@ -209,6 +213,7 @@ bool packed_sgemm_available() { return false; }
 
 void packed_sgemm_tn(int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float, float*,
                      int64_t) {}
+void sgemm_microkernel_6x16(int64_t, const float*, const float*, float*) {}
 
 #endif
 

@@ -18,4 +18,11 @@ bool packed_sgemm_available();
 void packed_sgemm_tn(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
                      int64_t ldb, float beta, float* C, int64_t ldc);
 
+// The register block under both this GEMM and the Winograd convolution: tile (kSgemmMR x kSgemmNR,
+// row-major, 32-byte aligned) = a_panel @ b_panel over kc steps, where a_panel holds kc groups of kSgemmMR
+// rows' values (row index fastest) and b_panel kc groups of kSgemmNR columns' values (32-byte aligned).
+// Requires packed_sgemm_available().
+constexpr int64_t kSgemmMR = 6, kSgemmNR = 16;
+void sgemm_microkernel_6x16(int64_t kc, const float* a, const float* b, float* tile);
+
 }  // namespace flow

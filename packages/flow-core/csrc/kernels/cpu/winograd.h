@@ -1,0 +1,22 @@
+// Winograd F(2x2, 3x3) convolution for float32 (Lavin & Gray): each 2x2 block of outputs comes from a 4x4
+// input tile with 16 multiplies per channel pair where the direct form needs 36. The 16 element-wise
+// products of a tile are 16 independent GEMMs (output channels x input channels x tiles), run on the packed
+// sgemm's register block. oneDNN 3.2 offers Winograd only with AVX-512, and 3x3 stride-1 layers are most of
+// a ResNet's work, forward and backward-data alike (the latter is the same convolution of the output
+// gradient with the kernel rotated and its channels swapped).
+#pragma once
+#include "conv.h"
+
+namespace flow {
+
+// Whether the Winograd path serves this float32 convolution: 2-D, 3x3 kernel, stride 1, dilation 1, one
+// group, padding 0..2 on each side, at least 16 input and output channels, and an AVX2 + FMA build.
+// `x` and `w` are the forward input's and weight's shapes.
+bool winograd_applicable(const Shape& x, const Shape& w, const ConvGeom& g);
+
+// y = conv(x, w) (+ b when defined); contiguous float32 operands, winograd_applicable() true.
+void winograd_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const ConvGeom& g);
+// gx = the input gradient of conv(x, w) given gy; contiguous float32 operands, winograd_applicable() true.
+void winograd_conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvGeom& g);
+
+}  // namespace flow
