@@ -88,12 +88,16 @@ float* scratch(std::unique_ptr<float[], FreeDeleter>& buf, size_t& cap, size_t n
 // back, and its values dealt out to the panels.
 void pack_a(const float* At, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
   int64_t full = mc / MR * MR;
+  const __m256i m6 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
   for (int64_t k = 0; k < kc; ++k) {
     const float* src = At + (p0 + k) * lda + i0;
     float* o = out + k * MR;
+    // A panel's MR values as one 8-wide load and store: the store's two extra lanes land where the next k
+    // writes, so only the last k needs the masked (slower) store; rows past the block are never read.
     for (int64_t ir = 0; ir < full; ir += MR) {
-      float* d = o + ir * kc;
-      for (int64_t r = 0; r < MR; ++r) d[r] = src[ir + r];
+      __m256 v = ir + 8 <= mc ? _mm256_loadu_ps(src + ir) : _mm256_maskload_ps(src + ir, m6);
+      if (k + 1 < kc) _mm256_storeu_ps(o + ir * kc, v);
+      else _mm256_maskstore_ps(o + ir * kc, m6, v);
     }
     if (full < mc) {
       float* d = o + full * kc;
