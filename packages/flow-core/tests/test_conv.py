@@ -92,7 +92,7 @@ def test_conv_kernel_paths_noncontiguous_and_transposed():
 
 
 # Shapes the Winograd F(2x2, 3x3) path serves (csrc/kernels/cpu/winograd.cpp: 3x3, stride 1, padding 0..2,
-# >= 16 channels each side, >= 64 tiles of 2x2 outputs), forward and backward-data: tile rows of 8 that load
+# >= 16 channels each side, >= 64 tiles of 2x2 outputs), forward, backward-data and backward-weight: tile rows of 8 that load
 # and store unit-stride (widths of 16 and 32), narrower rows through gathers, odd output sizes whose last
 # tile row/column is partial, padding 0/2/asymmetric, channel counts off the 6-channel panels, several tile
 # blocks with a partial last one, and input channels above the register block's depth.
@@ -107,6 +107,8 @@ WINOGRAD = [  # (N, Cin, Cout, (H, W), padding)
     (4, 16, 16, (32, 34), 1),
     (2, 70, 64, (16, 16), 1),
     (1, 300, 31, (16, 18), 1),
+    (4, 256, 256, (8, 8), 1),  # backward-weight splits output channels across threads
+    (4, 250, 262, (8, 8), 1),
 ]
 
 
@@ -117,6 +119,18 @@ def test_conv_winograd_vs_torch(case, bias):
     arrs = [r(n, cin, *sp), r(cout, cin, 3, 3)] + ([r(cout)] if bias else [])
     check_vs_torch(lambda *a: F.conv2d(*a, padding=pad), lambda *a: TF.conv2d(*a, padding=pad), arrs, rtol=1e-4,
                    atol=2e-3, grad_rtol=1e-4, grad_atol=2e-3)
+
+
+def test_conv_winograd_one_thread():
+    # one thread: the forward's tile blocks and backward-weight's single accumulator run serial
+    nt = flow.get_num_threads()
+    try:
+        flow.set_num_threads(1)
+        for n, cin, cout, sp in [(4, 16, 20, (16, 16)), (4, 256, 256, (8, 8))]:
+            check_vs_torch(lambda a, b: F.conv2d(a, b, padding=1), lambda a, b: TF.conv2d(a, b, padding=1),
+                           [r(n, cin, *sp), r(cout, cin, 3, 3)], rtol=1e-4, atol=2e-3, grad_rtol=1e-4, grad_atol=2e-3)
+    finally:
+        flow.set_num_threads(nt)
 
 
 def test_conv_winograd_transposed_and_extreme_values():

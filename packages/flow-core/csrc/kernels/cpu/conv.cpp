@@ -224,9 +224,10 @@ void run_typed(const char* op, const TensorList& ins, const Tensor& out, F32&& f
 
 // float32 runs oneDNN except where our own kernels measured faster (AVX2, 2 threads, ms per call against
 // oneDNN's best layout):
-// - Winograd F(2x2, 3x3) for 3x3 stride-1 forward and backward-data with enough channels and tiles
-//   (winograd.h; ResNet-18's batch-32 layers: 64ch 32x32 forward ~19.7 -> ~10.4-13.3, 128ch 16x16 15.7 ->
-//   8-9, 512ch 4x4 16.6 -> ~10.4);
+// - Winograd F(2x2, 3x3) for 3x3 stride-1 layers with enough channels and tiles, all three passes
+//   (winograd.h; ResNet-18's batch-32 layers, forward: 64ch 32x32 ~19.7 -> ~10-13, 128ch 16x16 15.7 -> 8-9,
+//   512ch 4x4 16.6 -> ~10-13; backward-weight: 64ch 19-28 -> 13-18, 128ch 17-22 -> 11-13, 256ch 17-21 ->
+//   8-9, 512ch 20-21 -> 9-11);
 // - im2col + one well-shaped sgemm forward with few output positions in all (batch x spatial < 128: batch-1
 //   inference of the late layers; 512ch 4x4 0.60 -> 0.50, 256->512 8x8/2 0.28 -> 0.25; at 16x16, 256
 //   positions, oneDNN wins 0.46 vs 0.57);
@@ -291,7 +292,9 @@ void conv_backward_weight(const Tensor& gy, const Tensor& x, const Tensor& gw, c
   }
   run_typed("conv_backward_weight", {gy, x}, gw,
             [&](const TensorList& c, const Tensor& o) {
-              if (col_backward_weight_wins(make_plan(c[1].sizes(), o.sizes(), c[0].sizes(), g)))
+              if (winograd_applicable(c[1].sizes(), o.sizes(), g))
+                winograd_conv_backward_weight(c[0], c[1], o, g);
+              else if (col_backward_weight_wins(make_plan(c[1].sizes(), o.sizes(), c[0].sizes(), g)))
                 col_backward_weight<float>(c[0], c[1], o, g);
               else
                 onednn_conv_backward_weight(c[0], c[1], o, g);

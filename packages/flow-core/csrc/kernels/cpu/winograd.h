@@ -2,8 +2,9 @@
 // input tile with 16 multiplies per channel pair where the direct form needs 36. The 16 element-wise
 // products of a tile are 16 independent GEMMs (output channels x input channels x tiles), run on the packed
 // sgemm's register block. oneDNN 3.2 offers Winograd only with AVX-512, and 3x3 stride-1 layers are most of
-// a ResNet's work, forward and backward-data alike (the latter is the same convolution of the output
-// gradient with the kernel rotated and its channels swapped).
+// a ResNet's work in all three passes: backward-data is the same convolution of the output gradient with the
+// kernel rotated and its channels swapped; backward-weight sums, over tiles, the products of the transformed
+// output gradient and input, and maps that sum back through the weight transform's transpose.
 #pragma once
 #include "conv.h"
 
@@ -18,5 +19,7 @@ bool winograd_applicable(const Shape& x, const Shape& w, const ConvGeom& g);
 void winograd_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const ConvGeom& g);
 // gx = the input gradient of conv(x, w) given gy; contiguous float32 operands, winograd_applicable() true.
 void winograd_conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvGeom& g);
+// gw = the weight gradient of conv(x, w) given gy; contiguous float32 operands, winograd_applicable() true.
+void winograd_conv_backward_weight(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvGeom& g);
 
 }  // namespace flow
