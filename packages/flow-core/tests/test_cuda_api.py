@@ -19,6 +19,9 @@ def test_queries_match_cpu_only_torch():
     flow.cuda.manual_seed_all(0)
     torch.cuda.manual_seed_all(0)
     assert flow.ones(2).is_pinned() is torch.ones(2).is_pinned() is False
+    for lib in (flow, torch):  # no accelerator to pin for
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device when none is available"):
+            lib.ones(2).pin_memory()
 
 
 @pytest.mark.parametrize("name", ["current_device", "synchronize", "get_device_name", "init"])

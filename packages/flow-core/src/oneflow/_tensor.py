@@ -247,6 +247,13 @@ class Tensor(_C.TensorBase):
         """Whether the tensor lives in page-locked host memory (never in this build: it has no accelerator)."""
         return False
 
+    def pin_memory(self, device=None):
+        """Copies the tensor into page-locked host memory for fast transfers to an accelerator.
+
+        This build has no accelerator, so, as in a CPU-only PyTorch, it raises RuntimeError.
+        """
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+
     def get_device(self):
         return -1 if self.device.type == "cpu" else (self.device.index or 0)
 

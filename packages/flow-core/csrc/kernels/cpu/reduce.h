@@ -65,7 +65,9 @@ inline A fold_lanes(const T* x, int64_t n, A init, const Fold& fold, const Combi
 #pragma omp simd
     for (int k = 0; k < K; ++k) a[k] = fold(a[k], load<T>(x[i + k]));
   }
-  for (; i < n; ++i) a[0] = fold(a[0], load<T>(x[i]));
+  // The tail has fewer than K elements; an int count says so to GCC, which otherwise assumes it may run
+  // to the end of the address space and warns (-Waggressive-loop-optimizations) once n is a known constant.
+  for (int k = 0, rest = static_cast<int>(n - i); k < rest; ++k) a[0] = fold(a[0], load<T>(x[i + k]));
   for (int w = K / 2; w >= 1; w /= 2)
     for (int k = 0; k < w; ++k) a[k] = combine(a[k], a[k + w]);
   return a[0];
