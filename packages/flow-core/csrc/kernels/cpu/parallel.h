@@ -1,8 +1,9 @@
 // Thread-level parallelism for own loops (OpenMP), with a grain below which we stay serial: a parallel
 // region costs microseconds, more than small ops take.
 #pragma once
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
+#include <exception>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -15,21 +16,31 @@ constexpr int64_t kParallelGrain = 32768;
 int get_num_threads();
 void set_num_threads(int n);
 
-// f(begin, end) over [0, n), split across threads when n * cost_per_item is large enough.
+// f(begin, end) over [0, n), split across threads when n * cost_per_item is large enough. The split follows
+// the threads OpenMP actually grants (OMP_THREAD_LIMIT or OMP_DYNAMIC may give fewer than asked), and an
+// exception thrown by f on any thread is rethrown here after the region: one leaving an OpenMP region would
+// terminate the process.
 template <typename F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
   if (n <= 0) return;
 #ifdef _OPENMP
   int nt = get_num_threads();
-  if (nt > 1 && n > grain && !omp_in_parallel()) {
-    int64_t chunks = std::min<int64_t>(nt, (n + grain - 1) / grain);
+  if (nt > 1 && n > std::max<int64_t>(grain, 1) && !omp_in_parallel()) {
+    int64_t chunks = std::min<int64_t>(nt, (n + std::max<int64_t>(grain, 1) - 1) / std::max<int64_t>(grain, 1));
+    std::exception_ptr err;
 #pragma omp parallel num_threads(static_cast<int>(chunks))
     {
-      int tid = omp_get_thread_num();
-      int64_t per = (n + chunks - 1) / chunks;
+      int64_t got = omp_get_num_threads(), tid = omp_get_thread_num();
+      int64_t per = (n + got - 1) / got;
       int64_t b = tid * per, e = std::min(n, b + per);
-      if (b < e) f(b, e);
+      try {
+        if (b < e) f(b, e);
+      } catch (...) {
+#pragma omp critical(flow_parallel_for_error)
+        if (!err) err = std::current_exception();
+      }
     }
+    if (err) std::rethrow_exception(err);
     return;
   }
 #endif

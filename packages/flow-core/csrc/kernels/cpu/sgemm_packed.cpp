@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "../../core/error.h"
 #include "parallel.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -79,6 +80,7 @@ float* scratch(std::unique_ptr<float[], FreeDeleter>& buf, size_t& cap, size_t n
     size_t bytes = ((n * sizeof(float) + 63) / 64) * 64;
     buf.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
     cap = buf ? n : 0;
+    FLOW_CHECK(buf != nullptr, Runtime, "matmul: out of memory for the GEMM's packing buffer (", bytes, " bytes)");
   }
   return buf.get();
 }

@@ -44,10 +44,14 @@ struct FreeDeleter {
   void operator()(float* p) const { std::free(p); }
 };
 
+// A thread's scratch, grown on demand and kept (the same layers come back every step). Throws on failure
+// with the buffer left empty; parallel_for carries the error out of the region.
 float* grow(std::unique_ptr<float[], FreeDeleter>& buf, size_t& cap, size_t n) {
   if (n > cap) {
+    cap = 0;
     buf.reset(static_cast<float*>(std::aligned_alloc(64, ((n * sizeof(float) + 63) / 64) * 64)));
-    FLOW_CHECK(buf != nullptr, Runtime, "conv: out of memory for the Winograd scratch");
+    FLOW_CHECK(buf != nullptr, Runtime, "conv: out of memory for the Winograd scratch (", n * sizeof(float),
+               " bytes)");
     cap = n;
   }
   return buf.get();
@@ -378,7 +382,7 @@ void transform_block_bw(const Wino& s, const BwOperands& o, int64_t t0, int64_t 
     }
     const float* gb = o.Gn + ((n * 2 * s.TH + 2 * th) * gw + 2 * tw) * o.kst;
     for (int64_t kp = kp0; kp < kp1; ++kp) {
-      __m256 y[2][2];  // lanes 6 and 7 hold the next panel's channels, never stored
+      __m256 y[2][2];  // lanes 6 and 7 hold the next panel's channels; the next tile overwrites them
       for (int r = 0; r < 2; ++r)
         for (int qq = 0; qq < 2; ++qq) y[r][qq] = _mm256_loadu_ps(gb + (r * gw + qq) * o.kst + kp * MR);
       __m256 a[4][2];  // A gy: rows gy0, gy0 + gy1, gy0 - gy1, -gy1

@@ -5,6 +5,9 @@
 // a ResNet's work in all three passes: backward-data is the same convolution of the output gradient with the
 // kernel rotated and its channels swapped; backward-weight sums, over tiles, the products of the transformed
 // output gradient and input, and maps that sum back through the weight transform's transpose.
+// The transforms mix a tile's values, so a non-finite input spreads further than in the direct form: to the
+// rest of its 2x2 output block, and in the weight gradient to all nine taps of the channel pairs it meets
+// (cuDNN's Winograd behaves the same way).
 #pragma once
 #include "conv.h"
 
