@@ -231,9 +231,10 @@ void run_typed(const char* op, const TensorList& ins, const Tensor& out, F32&& f
 // - im2col + one well-shaped sgemm forward with few output positions in all (batch x spatial < 128: batch-1
 //   inference of the late layers; 512ch 4x4 0.60 -> 0.50, 256->512 8x8/2 0.28 -> 0.25; at 16x16, 256
 //   positions, oneDNN wins 0.46 vs 0.57);
-// - im2col + sgemm backward-weight on small images (< 256 output positions each), several images per GEMM,
-//   whose rows are padded off 2 KiB multiples (batch 32: 512ch 4x4 ~21-25 -> ~17-19, 256ch 8x8 19-20 -> 17-18, 128->256
-//   16x16/2 10.6 -> 8.7; at 16x16 outputs and above the two are level within this VM's noise).
+// - im2col + sgemm backward-weight on small images (< 256 output positions each) that Winograd does not take
+//   (strided, 1-D/3-D, few channels), several images per GEMM, whose rows are padded off 2 KiB multiples
+//   (batch 32, before Winograd: 512ch 4x4 ~21-25 -> ~17-19, 256ch 8x8 19-20 -> 17-18; 128->256 16x16/2
+//   10.6 -> 8.7; at 16x16 outputs and above the two are level within this VM's noise).
 bool pointwise(const Plan& p) { return p.KK() == 1; }
 bool col_forward_wins(const Plan& p) {
   return p.G == 1 && !pointwise(p) && p.N * p.P() < 128;

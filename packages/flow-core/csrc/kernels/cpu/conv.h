@@ -1,6 +1,7 @@
 // Convolution kernels (1-D/2-D/3-D, grouped, strided, dilated). float32 runs oneDNN primitives (cached by
 // shape) or, for the shapes where they measured faster, Winograd (winograd.h) or im2col + sgemm; float64
-// runs im2col + GEMM; 16-bit floats go through float32. Inputs may be strided; outputs are contiguous tensors the caller allocated.
+// runs im2col + GEMM; 16-bit floats go through float32. Inputs may be strided; outputs are contiguous
+// tensors the caller allocated.
 #pragma once
 #include <vector>
 

@@ -25,8 +25,9 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
   if (n <= 0) return;
 #ifdef _OPENMP
   int nt = get_num_threads();
-  if (nt > 1 && n > std::max<int64_t>(grain, 1) && !omp_in_parallel()) {
-    int64_t chunks = std::min<int64_t>(nt, (n + std::max<int64_t>(grain, 1) - 1) / std::max<int64_t>(grain, 1));
+  grain = std::max<int64_t>(grain, 1);
+  if (nt > 1 && n > grain && !omp_in_parallel()) {
+    int64_t chunks = std::min<int64_t>(nt, (n + grain - 1) / grain);
     std::exception_ptr err;
 #pragma omp parallel num_threads(static_cast<int>(chunks))
     {
