@@ -250,8 +250,9 @@ def test_split_family_edge_cases_like_torch():
 
 
 def test_split_outputs_share_version_and_inplace():
-    """In-place on a split output writes the input's storage; with autograd the gradient flows both around
-    the modified piece and through the op that modified it (the in-place-on-view path)."""
+    """In-place on a split output writes the input's storage. While autograd records, the outputs of a
+    multi-view function (split, chunk, unbind) refuse in-place changes as in PyTorch; single views (narrow)
+    take them, the gradient flowing both around the modified piece and through the op that modified it."""
     x = flow.arange(6.0)
     a, b = x.split(3)
     v0 = x._version
@@ -261,12 +262,23 @@ def test_split_outputs_share_version_and_inplace():
     u[0].fill_(7)
     assert x[0].item() == 7
 
+    msg = "is a view and is being modified inplace. This view is the output of a function that returns multiple views"
+    for lib in (flow, torch):
+        w = lib.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], requires_grad=True)
+        for pieces in (lambda t: t.split(3), lambda t: t.chunk(2), lambda t: t.split([2, 4]), lambda t: t.unbind()):
+            with pytest.raises(RuntimeError, match=msg):
+                pieces(w * 2)[1].mul_(3)
+        with lib.no_grad():
+            (w * 2).split(3)[1].mul_(3)  # nothing recorded: allowed
+        (w * 2).tensor_split(2)[1].mul_(3)  # torch's tensor_split gives single views
+    with pytest.raises(RuntimeError, match="Output 1 of Unbind is a view"):
+        flow.ones(3, requires_grad=True).mul(1).unbind()[1].zero_()
+
     res = []
     for lib in (flow, torch):
         w = lib.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], requires_grad=True)
         y = w * 2
-        # torch forbids in-place on the outputs of its multi-output views; narrow gives it the same graph
-        p, q = y.split(3) if lib is flow else (y.narrow(0, 0, 3), y.narrow(0, 3, 3))
+        p, q = y.narrow(0, 0, 3), y.narrow(0, 3, 3)
         q.mul_(3)
         q.add_(p)  # a sibling piece as the other operand
         (y * y).sum().backward()

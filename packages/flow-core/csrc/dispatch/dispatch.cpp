@@ -204,6 +204,20 @@ static TensorList inplace_on_view(const OpDef& f, const TensorList& inputs, cons
   return {self};
 }
 
+// PyTorch refuses in-place changes to an output of a function that returns several views (split, chunk,
+// unbind) while autograd records: the pieces share one backward node, which cannot be rebased onto one
+// modified piece. (Views taken from such a piece are not traced back; PyTorch refuses those too.)
+static void check_multi_output_view(const Tensor& self) {
+  const auto* node = dynamic_cast<const autograd::OpNode*>(self.grad_fn().get());
+  if (!node || !node->op->has(kView) || node->op->schema.num_outputs != -1) return;
+  std::string name = node->name();
+  if (name.size() > 8 && name.compare(name.size() - 8, 8, "Backward") == 0) name.resize(name.size() - 8);
+  fail(ErrorKind::Runtime, "Output ", self.autograd_meta().output_nr, " of ", name,
+       " is a view and is being modified inplace. This view is the output of a function that returns multiple "
+       "views. Such functions do not allow the output views to be modified inplace. You should replace the "
+       "inplace operation by an out-of-place one.");
+}
+
 static TensorList call_inplace(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
   const OpDef& f = *op.functional;
   FLOW_RUNTIME_CHECK(!inputs.empty() && inputs[0].defined(), op.name, ": expected a tensor to modify");
@@ -214,6 +228,7 @@ static TensorList call_inplace(const OpDef& op, const TensorList& inputs, const 
       if (t.defined() && t.requires_grad()) need_grad = true;
   if (need_grad && self.is_leaf() && self.requires_grad())
     fail(ErrorKind::Runtime, "a leaf Variable that requires grad is being used in an in-place operation.");
+  if (need_grad && self.impl()->base && self.requires_grad()) check_multi_output_view(self);
 
   if (g_hook && (t_mode_depth > 0 || any_handler(inputs))) {
     g_hook(op, inputs, attrs);
