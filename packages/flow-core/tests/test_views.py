@@ -268,11 +268,19 @@ def test_split_outputs_share_version_and_inplace():
         for pieces in (lambda t: t.split(3), lambda t: t.chunk(2), lambda t: t.split([2, 4]), lambda t: t.unbind()):
             with pytest.raises(RuntimeError, match=msg):
                 pieces(w * 2)[1].mul_(3)
+        for view_of_piece in (lambda t: t.split(3)[1][0:2], lambda t: t.unbind()[1].view(1)):
+            with pytest.raises(RuntimeError, match=msg):  # views taken from a piece, too
+                view_of_piece(w * 2).add_(1)
         with lib.no_grad():
             (w * 2).split(3)[1].mul_(3)  # nothing recorded: allowed
         (w * 2).tensor_split(2)[1].mul_(3)  # torch's tensor_split gives single views
     with pytest.raises(RuntimeError, match="Output 1 of Unbind is a view"):
         flow.ones(3, requires_grad=True).mul(1).unbind()[1].zero_()
+    with pytest.raises(RuntimeError, match="Output 0 of Slice is a view"):
+        flow.ones(4, requires_grad=True).mul(1).split(2)[1][0:1].zero_()
+    y = flow.ones(4, requires_grad=True) * 1
+    y[0:3][1:2].add_(1)  # a chain of single views: allowed
+    (y.split(2)[0] * 1).add_(1)  # a new tensor computed from a piece: allowed
 
     res = []
     for lib in (flow, torch):
