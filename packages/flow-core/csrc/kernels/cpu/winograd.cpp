@@ -244,12 +244,15 @@ bool winograd_applicable(const Shape& x, const Shape& w, const ConvGeom& g) {
   for (size_t i = 0; i < 2; ++i)
     if (g.stride[i] != 1 || g.dilation[i] != 1 || g.padding[i] < 0 || g.padding[i] > 2) return false;
   if (x[1] < 16 || w[0] < 16) return false;
-  // Tile offsets are 32-bit gather indices into the padded input (forward) or output gradient (backward).
   int64_t H = x[2], W = x[3], OH = H + 2 * g.padding[0] - 2, OW = W + 2 * g.padding[1] - 2;
   if (OH < 1 || OW < 1) return false;
   // Too few tiles and the weight transform (16 x C x K floats through memory) outweighs the saved products:
   // batch 1 at 4x4 with 512 channels runs 6 ms against oneDNN's 3.
   if (x[0] * ((OH + 1) / 2) * ((OW + 1) / 2) < 64) return false;
+  // The transformed weights take 16/9 of the weight's memory again; past 256 MiB (channels in the
+  // thousands) oneDNN's direct kernel, which needs none, is the better trade.
+  if (16 * ((w[0] + MR - 1) / MR * MR) * x[1] * int64_t(sizeof(float)) > (int64_t(256) << 20)) return false;
+  // Tile offsets are 32-bit gather indices into the padded input (forward) or output gradient (backward).
   int64_t planes = x[0] * std::max(x[1], w[0]);
   int64_t area = (std::max(H, OH) + 6) * (std::max(W, OW) + 6);
   return planes * area < std::numeric_limits<int32_t>::max();
