@@ -76,8 +76,10 @@ Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner, const char* node_
 }
 
 // ---- op nodes -----------------------------------------------------------------------------------------
-std::string OpNode::name() const {
-  std::string n = op->name;
+std::string OpNode::name() const { return op_title() + "Backward"; }
+
+std::string OpNode::op_title() const {
+  const std::string& n = op->name;
   std::string out;
   bool up = true;
   for (char c : n) {
@@ -88,7 +90,7 @@ std::string OpNode::name() const {
     out += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
     up = false;
   }
-  return out + "Backward";
+  return out;
 }
 
 void OpNode::release_saved() {

@@ -209,13 +209,11 @@ static TensorList inplace_on_view(const OpDef& f, const TensorList& inputs, cons
 // cannot be rebased onto one modified piece. The chain of view nodes behind `self` is walked back to the
 // first node that is not a single view.
 static void check_multi_output_view(const Tensor& self) {
-  const autograd::Node* n = self.grad_fn().get();
-  for (const auto* v = dynamic_cast<const autograd::OpNode*>(n); v && v->op->has(kView);
+  const auto* first = dynamic_cast<const autograd::OpNode*>(self.grad_fn().get());
+  for (const auto* v = first; v && v->op->has(kView);
        v = v->next_edges.empty() ? nullptr : dynamic_cast<const autograd::OpNode*>(v->next_edges[0].fn.get())) {
     if (v->op->schema.num_outputs != -1) continue;
-    std::string name = n->name();
-    if (name.size() > 8 && name.compare(name.size() - 8, 8, "Backward") == 0) name.resize(name.size() - 8);
-    fail(ErrorKind::Runtime, "Output ", self.autograd_meta().output_nr, " of ", name,
+    fail(ErrorKind::Runtime, "Output ", self.autograd_meta().output_nr, " of ", first->op_title(),
          " is a view and is being modified inplace. This view is the output of a function that returns "
          "multiple views. Such functions do not allow the output views to be modified inplace. You should "
          "replace the inplace operation by an out-of-place one.");

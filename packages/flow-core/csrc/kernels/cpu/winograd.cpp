@@ -2,10 +2,7 @@
 
 #include <limits>
 
-#if defined(__AVX2__) && defined(__FMA__)
-#define FLOW_WINOGRAD 1
 #include "winograd_impl.h"
-#endif
 
 namespace flow {
 
@@ -185,14 +182,18 @@ void output_transform(const Wino& s, const TileGroup& g, const float* m, int64_t
   }
 }
 
+constexpr int64_t kMaxBlockTiles = 16 * NR;  // block_tiles' upper bound
+
 // Tiles [t0, t0 + tb): transform them into V, run the 16 GEMMs (K x C) @ (C x tiles) into M, transform back.
 void run_block(const Wino& s, const float* Xp, const float* U, const float* bias, float* y, int64_t t0, int64_t tb,
                float* V, float* M) {
   const int64_t C = s.C, KP = s.KP(), NTP = (tb + NR - 1) / NR, end = t0 + tb;
   const int64_t v_xi = xi_stride(NTP * C * NR), m_xi = xi_stride(KP * NTP * MR * NR);
+  TileGroup groups[kMaxBlockTiles / 8];  // located once, read by both transforms
   for (int64_t tp = 0; tp < NTP; ++tp)
     for (int64_t h = 0; h < NR; h += 8) {
-      TileGroup g = tile_group(s, t0 + tp * NR + h, end);
+      TileGroup& g = groups[(tp * NR + h) / 8];
+      g = tile_group(s, t0 + tp * NR + h, end);
       input_transform(s, Xp, g, V + tp * C * NR + h, v_xi);
     }
   for (int64_t xi = 0; xi < 16; ++xi)
@@ -202,7 +203,7 @@ void run_block(const Wino& s, const float* Xp, const float* U, const float* bias
                                M + xi * m_xi + (kp * NTP + tp) * MR * NR);
   for (int64_t tp = 0; tp < NTP; ++tp)
     for (int64_t h = 0; h < NR; h += 8) {
-      TileGroup g = tile_group(s, t0 + tp * NR + h, end);
+      const TileGroup& g = groups[(tp * NR + h) / 8];
       if (g.valid == 0) continue;
       for (int64_t k = 0; k < s.K; ++k)
         output_transform(s, g, M + ((k / MR) * NTP + tp) * MR * NR + (k % MR) * NR + h, m_xi,
@@ -214,7 +215,7 @@ void run_block(const Wino& s, const float* Xp, const float* U, const float* bias
 // while a block is large enough that streaming all of U once per block stays cheap.
 int64_t block_tiles(const Wino& s) {
   int64_t tb = (8192 / (s.C + s.K)) / NR * NR;
-  return std::clamp<int64_t>(tb, 2 * NR, 16 * NR);
+  return std::clamp<int64_t>(tb, 2 * NR, kMaxBlockTiles);
 }
 
 void run(const float* x, const float* w, int64_t I, bool flip, const float* bias, float* y, const Wino& s) {

@@ -1,7 +1,9 @@
 // Internal to the Winograd kernels (winograd.cpp: forward and backward-data; winograd_weight_grad.cpp:
 // backward-weight): the geometry as run, the register block's sizes and the scratch helpers. AVX2 + FMA
-// builds only.
+// builds only: they define FLOW_WINOGRAD, which the kernels' files test.
 #pragma once
+#if defined(__AVX2__) && defined(__FMA__)
+#define FLOW_WINOGRAD 1
 #include <immintrin.h>
 
 #include <algorithm>
@@ -64,3 +66,5 @@ inline int64_t xi_stride(int64_t n) {
 
 }  // namespace winograd_detail
 }  // namespace flow
+
+#endif  // AVX2 + FMA

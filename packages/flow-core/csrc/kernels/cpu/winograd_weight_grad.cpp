@@ -3,10 +3,7 @@
 // since the products sum over tiles.
 #include "winograd.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
-#define FLOW_WINOGRAD 1
 #include "winograd_impl.h"
-#endif
 
 namespace flow {
 
@@ -78,11 +75,10 @@ struct BwOperands {
 
 // For tiles [t0, t0 + tb): Bp[xi][cp][t][CB] = V of input channels cp * CB + lane and, for output channel
 // panels [kp0, kp1), Ap[xi][kp][t][MR] = A gy A^T of output channels kp * MR + lane (zero past C and K): the
-// GEMMs' panels with tiles as depth.
+// GEMMs' panels with tiles as depth; successive xi are a_xi and b_xi floats apart.
 void transform_block_bw(const Wino& s, const BwOperands& o, int64_t t0, int64_t tb, int64_t kp0, int64_t kp1, float* Ap,
-                        float* Bp) {
-  const int64_t per = s.TH * s.TW, CP = (s.C + CB - 1) / CB, KP = s.KP(), gw = 2 * s.TW;
-  const int64_t a_xi = xi_stride(KP * tb * MR), b_xi = xi_stride(CP * tb * CB);
+                        int64_t a_xi, float* Bp, int64_t b_xi) {
+  const int64_t per = s.TH * s.TW, CP = (s.C + CB - 1) / CB, gw = 2 * s.TW;
   const __m256i m6 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
   const __m256 zero = _mm256_setzero_ps();
   for (int64_t i = 0; i < tb; ++i) {
@@ -171,7 +167,7 @@ void run_backward_weight(const float* x, const float* gy, float* gw, const Wino&
       for (int64_t blk = b0; blk < b1; ++blk) {
         int64_t t0 = blk * TB, tb = std::min(TB, T - t0);
         const int64_t a_xi = xi_stride(KP * tb * MR), b_xi = xi_stride(CP * tb * CB);
-        transform_block_bw(s, o, t0, tb, kp0, kp1, Ap, Bp);
+        transform_block_bw(s, o, t0, tb, kp0, kp1, Ap, a_xi, Bp, b_xi);
         // xi outermost: one xi's panels stay in L2 across the (kp, cp) products
         for (int64_t xi = 0; xi < 16; ++xi)
           for (int64_t kp = kp0; kp < kp1; ++kp)
