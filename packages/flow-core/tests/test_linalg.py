@@ -221,6 +221,36 @@ def test_mm_transposed_left_operand_packed_kernel(m, n, k):
     assert_close(out[:, 0], np.zeros(m, np.float32))
 
 
+@pytest.mark.parametrize("m,n,k", [(512, 256, 128), (1031, 70, 300), (600, 1030, 513), (2048, 17, 1000)])
+@pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, True)])
+def test_mm_tall_products_every_layout(m, n, k, ta, tb):
+    # a transformer's tall products (1024+ tokens) in the layouts oneDNN runs ((True, False) is the packed
+    # kernel's, above): off-tile sizes, several K blocks, accumulation into C, alpha/beta, NaN with beta = 0.
+    a = r(k, m) if ta else r(m, k)
+    b = r(n, k) if tb else r(k, n)
+    fa = flow.tensor(a).t() if ta else flow.tensor(a)
+    fb = flow.tensor(b).t() if tb else flow.tensor(b)
+    want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+    assert_close(flow.mm(fa, fb), want, rtol=1e-3, atol=1e-3)
+    c = r(m, n)
+    assert_close(flow.addmm(flow.tensor(c), fa, fb), c + want, rtol=1e-3, atol=2e-3)
+    assert_close(flow.addmm(flow.tensor(c), fa, fb, beta=0.5, alpha=-2.0), 0.5 * c - 2.0 * want, rtol=1e-3,
+                 atol=2e-3)
+    nan = flow.full((m, n), float("nan"))
+    assert_close(flow.addmm(nan, fa, fb, beta=0.0), want, rtol=1e-3, atol=1e-3)
+    # row-strided operands (every other column of a wider matrix kept as a view) and a column-slice output
+    wide = r(*a.shape[:-1], 2 * a.shape[-1])
+    sa = flow.tensor(wide)[:, : a.shape[-1]]
+    sa = sa.t() if ta else sa
+    out = flow.zeros(m, n + 3)
+    out[:, 1:n + 1].addmm_(sa, fb, beta=0.0)
+    wa = wide[:, : a.shape[-1]]
+    assert_close(out[:, 1:n + 1], (wa.T if ta else wa).astype(np.float64) @ (b.T if tb else b), rtol=1e-3,
+                 atol=1e-3)
+    assert_close(out[:, 0], np.zeros(m, np.float32))
+    assert_close(out[:, n + 1:], np.zeros((m, 2), np.float32))
+
+
 def test_mm_packed_kernel_threads_and_batches():
     # the batch split runs each product inside a parallel region (the kernel then stays serial); one thread
     # runs everything serial; results must not depend on either

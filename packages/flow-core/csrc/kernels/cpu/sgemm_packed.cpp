@@ -17,14 +17,17 @@ namespace flow {
 #ifdef FLOW_PACKED_SGEMM
 
 namespace {
-constexpr int64_t MR = kSgemmMR, NR = kSgemmNR;
-}  // namespace
 
-// Kept apart from the C update, with no float arguments: alpha and beta live in vector registers, and with
-// them live across the loop GCC runs out of the 16 ymm registers and re-reads half of B from memory for every
-// FMA (~25% slower).
-__attribute__((noinline)) void sgemm_microkernel_6x16(int64_t kc, const float* __restrict a,
-                                                      const float* __restrict b, float* __restrict tile) {
+constexpr int64_t MR = kSgemmMR, NR = kSgemmNR;
+
+// The register block over kc steps, written to dst (row stride ld): stored, or added to what dst holds
+// (kAdd). Kept apart from alpha/beta scaling, with no float arguments: with alpha and beta live across the loop
+// GCC runs out of the 16 ymm registers and re-reads half of B from memory for every FMA (~25% slower).
+template <bool kAdd>
+__attribute__((noinline)) void microkernel(int64_t kc, const float* __restrict a, const float* __restrict b,
+                                           float* __restrict dst, int64_t ld) {
+  // dst's six rows are written at the end; fetching them now hides the miss behind the FMAs.
+  for (int r = 0; r < MR; ++r) _mm_prefetch(reinterpret_cast<const char*>(dst + r * ld), _MM_HINT_T0);
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
   __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
@@ -48,18 +51,27 @@ __attribute__((noinline)) void sgemm_microkernel_6x16(int64_t kc, const float* _
     c50 = _mm256_fmadd_ps(av, b0, c50);
     c51 = _mm256_fmadd_ps(av, b1, c51);
   }
-  _mm256_store_ps(tile + 0 * NR, c00);
-  _mm256_store_ps(tile + 0 * NR + 8, c01);
-  _mm256_store_ps(tile + 1 * NR, c10);
-  _mm256_store_ps(tile + 1 * NR + 8, c11);
-  _mm256_store_ps(tile + 2 * NR, c20);
-  _mm256_store_ps(tile + 2 * NR + 8, c21);
-  _mm256_store_ps(tile + 3 * NR, c30);
-  _mm256_store_ps(tile + 3 * NR + 8, c31);
-  _mm256_store_ps(tile + 4 * NR, c40);
-  _mm256_store_ps(tile + 4 * NR + 8, c41);
-  _mm256_store_ps(tile + 5 * NR, c50);
-  _mm256_store_ps(tile + 5 * NR + 8, c51);
+  auto put = [&](int r, __m256 x0, __m256 x1) {
+    float* d = dst + r * ld;
+    if (kAdd) {
+      x0 = _mm256_add_ps(x0, _mm256_loadu_ps(d));
+      x1 = _mm256_add_ps(x1, _mm256_loadu_ps(d + 8));
+    }
+    _mm256_storeu_ps(d, x0);
+    _mm256_storeu_ps(d + 8, x1);
+  };
+  put(0, c00, c01);
+  put(1, c10, c11);
+  put(2, c20, c21);
+  put(3, c30, c31);
+  put(4, c40, c41);
+  put(5, c50, c51);
+}
+
+}  // namespace
+
+void sgemm_microkernel_6x16(int64_t kc, const float* a, const float* b, float* tile) {
+  microkernel<false>(kc, a, b, tile, NR);
 }
 
 namespace {
@@ -85,26 +97,34 @@ float* scratch(std::unique_ptr<float[], FreeDeleter>& buf, size_t& cap, size_t n
   return buf.get();
 }
 
-// Rows [i0, i0 + mc) and columns [p0, p0 + kc) of A = At^T (At is K x M, stride lda) as ceil(mc / MR)
-// panels of kc x MR (row index fastest), zero-padded to whole panels. Each row of At is read once, front to
-// back, and its values dealt out to the panels.
+// Packs rows [i0, i0 + mc) and columns [p0, p0 + kc) of A = At^T (At is K x M, stride lda) as ceil(mc / MR)
+// panels of kc x MR (row index fastest), zero-padded to whole panels. Rows of At are read front to back,
+// eight at a time, so each panel receives 8 x MR values (three whole cache lines) in one burst: dealing out
+// one row at a time wrote 24 bytes to each of 24 panels 6 KiB apart, whose lines share two L1 sets and were
+// evicted between writes (2x slower).
 void pack_a(const float* At, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
   int64_t full = mc / MR * MR;
   const __m256i m6 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
-  for (int64_t k = 0; k < kc; ++k) {
-    const float* src = At + (p0 + k) * lda + i0;
-    float* o = out + k * MR;
+  for (int64_t k0 = 0; k0 < kc; k0 += 8) {
+    int64_t k1 = std::min(kc, k0 + 8);
     // A panel's MR values as one 8-wide load and store: the store's two extra lanes land where the next k
     // writes, so only the last k needs the masked (slower) store; rows past the block are never read.
     for (int64_t ir = 0; ir < full; ir += MR) {
-      __m256 v = ir + 8 <= mc ? _mm256_loadu_ps(src + ir) : _mm256_maskload_ps(src + ir, m6);
-      if (k + 1 < kc) _mm256_storeu_ps(o + ir * kc, v);
-      else _mm256_maskstore_ps(o + ir * kc, m6, v);
+      const float* src = At + p0 * lda + i0 + ir;
+      float* o = out + ir * kc;
+      bool wide = ir + 8 <= mc;
+      for (int64_t k = k0; k < k1; ++k) {
+        __m256 v = wide ? _mm256_loadu_ps(src + k * lda) : _mm256_maskload_ps(src + k * lda, m6);
+        if (k + 1 < kc) _mm256_storeu_ps(o + k * MR, v);
+        else _mm256_maskstore_ps(o + k * MR, m6, v);
+      }
     }
-    if (full < mc) {
-      float* d = o + full * kc;
-      for (int64_t r = 0; r < MR; ++r) d[r] = full + r < mc ? src[full + r] : 0.f;
-    }
+    if (full < mc)
+      for (int64_t k = k0; k < k1; ++k) {
+        const float* src = At + (p0 + k) * lda + i0;
+        float* d = out + full * kc + k * MR;
+        for (int64_t r = 0; r < MR; ++r) d[r] = full + r < mc ? src[full + r] : 0.f;
+      }
   }
 }
 
@@ -164,15 +184,24 @@ void sgemm_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, floa
     for (int64_t pc = 0; pc < K; pc += kb) {
       int64_t kc = std::min(kb, K - pc);
       float bet = pc == 0 ? beta : 1.f;
+      // Whole tiles go straight into C when no scaling is asked for: BLAS's usual alpha = 1, beta = 0 or 1.
+      bool direct = alpha == 1.f && (bet == 0.f || bet == 1.f);
       pack_b(B, ldb, jc, nc, pc, kc, pb);
       for (int64_t ic = i0; ic < i1; ic += MC) {
         int64_t mc = std::min(MC, i1 - ic);
         pack_a(A, lda, ic, mc, pc, kc, pa);
         for (int64_t jr = 0; jr < nc; jr += NR)
           for (int64_t ir = 0; ir < mc; ir += MR) {
-            sgemm_microkernel_6x16(kc, pa + ir * kc, pb + jr * kc, tile);
-            update_c(tile, C + (ic + ir) * ldc + jc + jr, ldc, std::min(MR, mc - ir), std::min(NR, nc - jr), alpha,
-                     bet);
+            const float *a = pa + ir * kc, *b = pb + jr * kc;
+            float* c = C + (ic + ir) * ldc + jc + jr;
+            int64_t mr = std::min(MR, mc - ir), nr = std::min(NR, nc - jr);
+            if (direct && mr == MR && nr == NR) {
+              if (bet == 0.f) microkernel<false>(kc, a, b, c, ldc);
+              else microkernel<true>(kc, a, b, c, ldc);
+            } else {
+              microkernel<false>(kc, a, b, tile, NR);
+              update_c(tile, c, ldc, mr, nr, alpha, bet);
+            }
           }
       }
     }
