@@ -546,3 +546,20 @@ def test_gelu_backward_shared_exp_accuracy():
     tx = torch.tensor(x.astype(np.float64), requires_grad=True)
     (tg,) = torch.autograd.grad(TF.gelu(tx), [tx], [torch.tensor(g.astype(np.float64))])
     assert_close(fg, tg.float(), rtol=1e-5, atol=1e-6)
+
+
+def test_erf_float32_accuracy_and_special_values():
+    # float32 erf runs a vectorised Taylor / erfc-fit pair (unary_vec.h): within 2 ulp of the exact value on
+    # both sides of the switch at |x| = 1, out to where erf rounds to 1, with erf(-0) = -0, erf(+-inf) = +-1,
+    # NaN kept, and subnormal inputs still scaled by 2/sqrt(pi)
+    x = np.concatenate([np.linspace(-6, 6, 120001, dtype=np.float32),
+                        np.float32([0.9999999, 1.0, 1.0000001, -1.0, 1e-30, -1e-20, 3e-39])])
+    want = np.array([math.erf(float(v)) for v in x])
+    got = flow.erf(flow.tensor(x)).numpy().astype(np.float64)
+    ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(got - want) / ulp) <= 2.0
+    sp = flow.erf(flow.tensor(np.float32([-0.0, 0.0, np.inf, -np.inf, np.nan]))).numpy()
+    assert np.signbit(sp[0]) and not np.signbit(sp[1])
+    assert sp[2] == 1.0 and sp[3] == -1.0 and np.isnan(sp[4])
+    # a non-contiguous input takes the same kernel after a dense copy
+    assert_close(flow.erf(flow.tensor(x)[::3]), want[::3].astype(np.float32), rtol=3e-7, atol=0)

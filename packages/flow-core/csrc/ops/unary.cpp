@@ -76,7 +76,7 @@ A round_decimals(A x, int64_t decimals, A ten_pow) {
       .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {                              \
         unary_float_kernel(#NAME, in[0], out[0], [](auto tag) {                                              \
           using A = acc_t<typename decltype(tag)::type>;                                                    \
-          return [](A x) -> A { return EXPR; };                                                             \
+          return [](A x) FLOW_VEC_LAMBDA -> A { return EXPR; };                                             \
         });                                                                                                  \
       })                                                                                                     \
       .save_inputs(SAVE_IN)                                                                                  \
@@ -135,7 +135,7 @@ FLOW_UNARY_FLOAT_OP(acosh, std::acosh(x), FLOW_SAVE0, FLOW_NOSAVE,
                     ops::mul(G, ops::rsqrt(ops::add(ops::square(X), Scalar(int64_t(-1))))))
 FLOW_UNARY_FLOAT_OP(atanh, std::atanh(x), FLOW_SAVE0, FLOW_NOSAVE,
                     ops::div(G, ops::rsub(Scalar(int64_t(1)), ops::square(X))))
-FLOW_UNARY_FLOAT_OP(erf, std::erf(x), FLOW_SAVE0, FLOW_NOSAVE,
+FLOW_UNARY_FLOAT_OP(erf, verf<A>(x), FLOW_SAVE0, FLOW_NOSAVE,
                     ops::mul(G, ops::mul(ops::exp(ops::neg(ops::square(X))), Scalar(k2OverSqrtPi))))
 FLOW_UNARY_FLOAT_OP(erfc, std::erfc(x), FLOW_SAVE0, FLOW_NOSAVE,
                     ops::mul(G, ops::mul(ops::exp(ops::neg(ops::square(X))), Scalar(-k2OverSqrtPi))))
