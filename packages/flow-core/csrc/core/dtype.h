@@ -18,6 +18,14 @@ inline bool is_floating(DType t) { return t >= DType::Float16; }
 inline bool is_integral(DType t, bool include_bool = false) {
   return (t >= DType::UInt8 && t <= DType::Int64) || (include_bool && t == DType::Bool);
 }
+// PyTorch's canCast, for results written into an existing tensor (in-place ops, out=): no float ->
+// integral, no non-bool -> bool.
+inline bool can_cast(DType from, DType to) {
+  if (is_floating(from) && !is_floating(to)) return false;
+  if (from != DType::Bool && to == DType::Bool) return false;
+  return true;
+}
+
 // PyTorch's promote_types.
 DType promote_types(DType a, DType b);
 DType default_float_dtype();

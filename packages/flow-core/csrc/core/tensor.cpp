@@ -1,5 +1,7 @@
 #include "tensor.h"
 
+#include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "../autograd/meta.h"
@@ -98,6 +100,32 @@ Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Devi
   st->free_fn = &free_cpu;
   impl->storage = std::move(st);
   return Tensor(std::move(impl));
+}
+
+void resize_(const Tensor& t, const Shape& sizes) {
+  TensorImpl* d = t.impl();
+  for (int64_t s : sizes) FLOW_RUNTIME_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", shape_str(sizes));
+  FLOW_RUNTIME_CHECK(d->storage != nullptr, "resize_: the tensor has no storage");
+  int64_t n = 1;
+  for (int64_t s : sizes) {
+    FLOW_RUNTIME_CHECK(s == 0 || n <= std::numeric_limits<int64_t>::max() / s, "resize_: size ", shape_str(sizes),
+                       " overflows");
+    n *= s;
+  }
+  size_t need = static_cast<size_t>(n == 0 ? 0 : d->offset + n) * flow::itemsize(d->dtype);
+  Storage& st = *d->storage;
+  if (need > st.nbytes) {
+    FLOW_RUNTIME_CHECK(st.free_fn == &free_cpu && d->device.type == DeviceType::CPU,
+                       "Trying to resize storage that is not resizable");
+    void* grown = cpu_alloc(need);
+    if (st.nbytes) std::memcpy(grown, st.data, st.nbytes);
+    cpu_free(st.data, st.nbytes);
+    st.data = grown;
+    st.nbytes = need;
+  }
+  d->sizes = sizes;
+  d->strides = contiguous_strides(sizes);
+  d->refresh_geometry();
 }
 
 Tensor empty(const Shape& sizes, DType dtype, Device device) {

@@ -109,6 +109,11 @@ Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Devi
 Tensor empty_meta(const Shape& sizes, DType dtype, Device device);
 // A view of `src`'s storage with new geometry (records `src` as base).
 Tensor make_view(const Tensor& src, Shape sizes, Shape strides, int64_t offset);
+
+// PyTorch's Tensor.resize_: t becomes contiguous with `sizes` at its offset; its storage grows (in place, so
+// every view of it sees the new memory) when too small, keeping the old bytes. Memory the tensor does not own
+// (numpy's, DLPack's) cannot grow: RuntimeError, as for PyTorch's non-resizable storages.
+void resize_(const Tensor& t, const Shape& sizes);
 // Wrap external memory; `free_fn(data, ctx, nbytes)` runs when the last view dies.
 Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, DType dtype, Device device,
                  Storage::FreeFn free_fn, void* ctx, size_t nbytes);

@@ -165,13 +165,6 @@ TensorList call_below_autograd(const OpDef& op, const TensorList& inputs, const 
 
 TensorList call(const OpDef& op, const TensorList& inputs, const Attrs& attrs_in);
 
-static bool can_cast(DType from, DType to) {
-  // PyTorch's canCast: no float -> integral, no non-bool -> bool
-  if (is_floating(from) && !is_floating(to)) return false;
-  if (from != DType::Bool && to == DType::Bool) return false;
-  return true;
-}
-
 // An in-place op on a view of a tensor that takes part in autograd (PyTorch's CopySlices): compute the
 // result out of place (recording its node), write it through the view, then give the base a new history
 // "old base with the view's region replaced by the result", and the view the history "that region of
@@ -243,8 +236,8 @@ static TensorList call_inplace(const OpDef& op, const TensorList& inputs, const 
       FLOW_RUNTIME_CHECK(metas[0].sizes == self.sizes(), op.name, ": output with shape ", shape_str(self.sizes()),
                          " doesn't match the broadcast shape ", shape_str(metas[0].sizes));
       FLOW_RUNTIME_CHECK(can_cast(metas[0].dtype, self.dtype()), op.name, ": result type ",
-                         dtype_name(metas[0].dtype), " can't be cast to the desired output type ",
-                         dtype_name(self.dtype()));
+                         torch_type_name(metas[0].dtype), " can't be cast to the desired output type ",
+                         torch_type_name(self.dtype()));
     }
     check_inplace_overlap(self, inputs, f.has(kAliasedOutputOk));
     if (need_grad && self.impl()->base) return inplace_on_view(f, inputs, attrs);

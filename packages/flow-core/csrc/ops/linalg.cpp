@@ -32,21 +32,6 @@ std::string dims_str(const Tensor& t) {
   return s;
 }
 
-const char* torch_dtype_name(DType d) {
-  switch (d) {
-    case DType::Float32: return "Float";
-    case DType::Float64: return "Double";
-    case DType::Float16: return "Half";
-    case DType::BFloat16: return "BFloat16";
-    case DType::Int64: return "Long";
-    case DType::Int32: return "Int";
-    case DType::Int16: return "Short";
-    case DType::Int8: return "Char";
-    case DType::UInt8: return "Byte";
-    default: return "Bool";
-  }
-}
-
 void check_same_dtype(const Tensor& a, const Tensor& b, const char* what) {
   FLOW_RUNTIME_CHECK(a.dtype() == b.dtype(), what, " to have the same dtype, but got: ", dtype_name(a.dtype()),
                      " != ", dtype_name(b.dtype()));
@@ -88,7 +73,7 @@ std::vector<TensorMeta> meta_dot(const TensorList& in, const char* op) {
   FLOW_RUNTIME_CHECK(a.dim() == 1 && b.dim() == 1, "1D tensors expected, but got ", a.dim(), "D and ", b.dim(),
                      "D tensors");
   FLOW_RUNTIME_CHECK(a.dtype() == b.dtype(), op, " : expected both vectors to have same dtype, but found ",
-                     torch_dtype_name(a.dtype()), " and ", torch_dtype_name(b.dtype()));
+                     torch_type_name(a.dtype()), " and ", torch_type_name(b.dtype()));
   FLOW_RUNTIME_CHECK(a.size(0) == b.size(0), "inconsistent tensor size, expected tensor [", a.size(0),
                      "] and src [", b.size(0), "] to have the same number of elements, but got ", a.size(0), " and ",
                      b.size(0), " elements respectively");
@@ -98,7 +83,7 @@ std::vector<TensorMeta> meta_dot(const TensorList& in, const char* op) {
 // addmm-style: `self` must broadcast to the product's shape and share its dtype.
 void check_add_input(const Tensor& self, const TensorMeta& prod, const char* op) {
   FLOW_RUNTIME_CHECK(self.dtype() == prod.dtype, op, ": self and mat2 must have the same dtype, but got ",
-                     torch_dtype_name(self.dtype()), " and ", torch_dtype_name(prod.dtype));
+                     torch_type_name(self.dtype()), " and ", torch_type_name(prod.dtype));
   Shape b = broadcast_shapes(self.sizes(), prod.sizes, op);
   FLOW_RUNTIME_CHECK(b == prod.sizes, op, ": The expanded size of the tensor must match the product's shape ",
                      shape_str(prod.sizes), ", got input of shape ", shape_str(self.sizes()));

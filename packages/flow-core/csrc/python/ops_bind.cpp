@@ -3,6 +3,10 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <cstring>
+
+#include "../autograd/grad_mode.h"
 #include "../dispatch/dispatch.h"
 #include "../ops/functions.h"
 #include "bind.h"
@@ -167,9 +171,20 @@ static void parse_tensor_arg(const OpDef& op, const ArgDef& a, int pos, nb::hand
   }
 }
 
-// Parse Python arguments into inputs and attrs by the schema.
+// Ops with PyTorch's out= keyword: those that return new tensors (not views or in-place ops).
+static bool takes_out(const OpDef& op) {
+  if (op.functional || (op.traits & (kView | kInplace))) return false;
+  for (const ArgDef& a : op.schema.attr_args)
+    if (a.name == "out") return false;
+  for (const ArgDef& a : op.schema.tensor_args)
+    if (a.name == "out") return false;
+  return true;
+}
+
+// Parse Python arguments into inputs and attrs by the schema; an out= keyword, where the op takes one, goes
+// to *out.
 void parse_args(const OpDef& op, PyObject* const* args, size_t nargs, PyObject* kwnames, TensorList& inputs,
-                Attrs& attrs) {
+                Attrs& attrs, PyObject** out) {
   const Schema& s = (op.functional ? op.functional->schema : op.schema);
   const size_t nparams = s.order.size();
   std::vector<PyObject*> given(nparams, nullptr);
@@ -184,6 +199,10 @@ void parse_args(const OpDef& op, PyObject* const* args, size_t nargs, PyObject* 
     Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
     for (Py_ssize_t k = 0; k < nk; ++k) {
       const char* name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+      if (out && std::strcmp(name, "out") == 0 && takes_out(op)) {
+        *out = args[nargs + k];
+        continue;
+      }
       size_t found = nparams;
       for (size_t i = 0; i < nparams; ++i) {
         auto [is_t, idx] = s.order[i];
@@ -226,12 +245,64 @@ static nb::object results_to_py(const OpDef& op, TensorList&& r) {
   return wrap_list(r, true);
 }
 
+// PyTorch's out= argument, for every op that returns new tensors: the result is computed as usual, then
+// written into `out` (a tensor, or a tuple of them for several outputs), which is resized when its shape
+// differs (warning when it held elements) and returned. As in PyTorch, the result's dtype must cast to out's
+// without loss of kind, and out= refuses autograd.
+static PyObject* call_with_out(const OpDef& op, const TensorList& inputs, const Attrs& attrs, PyObject* out) {
+  const size_t n = static_cast<size_t>(op.schema.num_outputs);
+  TensorList outs;
+  if (n == 1) {
+    FLOW_TYPE_CHECK(is_tensor(out), op.name, "(): argument 'out' must be Tensor, not ", Py_TYPE(out)->tp_name);
+    outs.push_back(unwrap(out));
+  } else {
+    bool seq = PyTuple_Check(out) || PyList_Check(out);
+    FLOW_TYPE_CHECK(seq && static_cast<size_t>(PySequence_Size(out)) == n, op.name,
+                    "(): argument 'out' must be a tuple of ", n, " Tensors");
+    for (size_t i = 0; i < n; ++i) {
+      PyObject* o = PySequence_Fast_GET_ITEM(out, static_cast<Py_ssize_t>(i));
+      FLOW_TYPE_CHECK(is_tensor(o), op.name, "(): argument 'out' must be a tuple of ", n, " Tensors, not ",
+                      Py_TYPE(o)->tp_name);
+      outs.push_back(unwrap(o));
+    }
+  }
+  if (autograd::GradMode::is_enabled()) {
+    auto needs = [](const Tensor& t) { return t.defined() && t.requires_grad(); };
+    bool any = std::any_of(inputs.begin(), inputs.end(), needs) || std::any_of(outs.begin(), outs.end(), needs);
+    FLOW_RUNTIME_CHECK(!any, op.name, "(): functions with out=... arguments don't support automatic differentiation, "
+                       "but one of the arguments requires grad.");
+  }
+  TensorList r = dispatch::call(op, inputs, attrs);
+  for (size_t i = 0; i < n && i < r.size(); ++i) {
+    const Tensor& o = outs[i];
+    FLOW_RUNTIME_CHECK(can_cast(r[i].dtype(), o.dtype()), op.name, ": result type ", torch_type_name(r[i].dtype()),
+                       " can't be cast to the desired output type ", torch_type_name(o.dtype()));
+    FLOW_RUNTIME_CHECK(r[i].device() == o.device(), op.name, ": Expected out tensor to have device ",
+                       r[i].device().str(), ", but got ", o.device().str(), " instead");
+    if (o.sizes() != r[i].sizes()) {
+      if (o.numel() != 0) {
+        std::string msg = op.name + ": an output with one or more elements was resized since it had shape " +
+                          shape_str(o.sizes()) + ", which does not match the required output shape " +
+                          shape_str(r[i].sizes()) + ". Pass outputs with zero elements to resize them silently.";
+        if (PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1) < 0) throw nb::python_error();
+      }
+      resize_(o, r[i].sizes());
+    }
+    ops::copy_into(o, r[i]);
+    o.bump_version();
+  }
+  Py_INCREF(out);
+  return out;
+}
+
 static PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   try {
     const OpDef& op = *nb::inst_ptr<OpHandle>(self)->op;
     TensorList inputs;
     Attrs attrs;
-    parse_args(op, args, PyVectorcall_NARGS(nargsf), kwnames, inputs, attrs);
+    PyObject* out = nullptr;
+    parse_args(op, args, PyVectorcall_NARGS(nargsf), kwnames, inputs, attrs, &out);
+    if (out && out != Py_None) return call_with_out(op, inputs, attrs, out);
     return results_to_py(op, dispatch::call(op, inputs, attrs)).release().ptr();
   } catch (const Error& e) {
     PyObject* t = e.kind() == ErrorKind::Type ? PyExc_TypeError

@@ -307,6 +307,13 @@ void init_tensor(nb::module_& m) {
     g_tensor_type = reinterpret_cast<PyTypeObject*>(tp.ptr());
   });
   m.def("_set_size_class", [](nb::handle c) { g_size_class = c.inc_ref(); });
+  m.def("_resize_", [](nb::handle h, std::vector<int64_t> sizes) {
+    const Tensor& t = self_t(h);
+    FLOW_RUNTIME_CHECK(!t.requires_grad(), "cannot resize variables that require grad");
+    resize_(t, Shape(sizes.begin(), sizes.end()));
+    t.bump_version();
+    return nb::borrow(h);
+  });
   // A tensor of class `cls` sharing `t`'s memory (Parameter and plain subclasses).
   m.def("_make_subclass", [](nb::handle cls, const Tensor& t, bool requires_grad) {
     Tensor d = detach(t);

@@ -32,11 +32,7 @@ def cat(tensors, dim=0, *, out=None):
         raise TypeError("cat(): argument 'tensors' must be tuple of Tensors, not Tensor")
     if len(tensors) == 0:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
-    r = ops.cat(list(tensors), dim)
-    if out is not None:
-        ops.copy_(out, r) if tuple(out.shape) == tuple(r.shape) else out._assign(r)
-        return out
-    return r
+    return ops.cat(list(tensors), dim, out=out)
 
 
 concat = concatenate = cat
@@ -107,7 +103,7 @@ def argwhere(input):
 
 def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     """Sorts along ``dim``; returns ``(values, indices)``. Always stable; NaN sorts above every number."""
-    v, i = ops.sort(input, dim, descending, stable=bool(stable))
+    v, i = ops.sort(input, dim, descending, stable=bool(stable), out=out)
     return sort_return(v, i)
 
 
@@ -122,7 +118,7 @@ def msort(input):
 
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The ``k`` largest (or smallest) elements along ``dim``: ``(values, indices)``."""
-    v, i = ops.topk(input, k, dim, largest, sorted)
+    v, i = ops.topk(input, k, dim, largest, sorted, out=out)
     return topk_return(v, i)
 
 

@@ -19,39 +19,39 @@ def einsum(equation, *operands):
     return ops.einsum(equation, list(operands))
 
 
-def matmul(input, other):
+def matmul(input, other, *, out=None):
     """Matrix product with PyTorch's broadcasting rules (dot, mv, mm, batched)."""
-    return ops.matmul(input, other)
+    return ops.matmul(input, other, out=out)
 
 
-def mm(input, mat2):
+def mm(input, mat2, *, out=None):
     """Matrix product of two 2-D tensors."""
-    return ops.mm(input, mat2)
+    return ops.mm(input, mat2, out=out)
 
 
-def bmm(input, mat2):
+def bmm(input, mat2, *, out=None):
     """Batched matrix product of two 3-D tensors."""
-    return ops.bmm(input, mat2)
+    return ops.bmm(input, mat2, out=out)
 
 
-def dot(input, tensor):
+def dot(input, tensor, *, out=None):
     """Dot product of two 1-D tensors."""
-    return ops.dot(input, tensor)
+    return ops.dot(input, tensor, out=out)
 
 
-def vdot(input, other):
+def vdot(input, other, *, out=None):
     """Dot product of two 1-D tensors (conjugating the first; real dtypes only)."""
-    return ops.vdot(input, other)
+    return ops.vdot(input, other, out=out)
 
 
-def mv(input, vec):
+def mv(input, vec, *, out=None):
     """Matrix-vector product."""
-    return ops.mv(input, vec)
+    return ops.mv(input, vec, out=out)
 
 
-def outer(input, vec2):
+def outer(input, vec2, *, out=None):
     """Outer product of two 1-D tensors."""
-    return ops.outer(input, vec2)
+    return ops.outer(input, vec2, out=out)
 
 
 ger = outer
@@ -74,19 +74,19 @@ def _inner(a, b):
     return ops.reshape(out, list(a.shape[:-1]) + list(b.shape[:-1]))
 
 
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * (mat1 @ mat2)``."""
-    return ops.addmm(input, mat1, mat2, beta=beta, alpha=alpha)
+    return ops.addmm(input, mat1, mat2, beta=beta, alpha=alpha, out=out)
 
 
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * bmm(batch1, batch2)``."""
-    return ops.baddbmm(input, batch1, batch2, beta=beta, alpha=alpha)
+    return ops.baddbmm(input, batch1, batch2, beta=beta, alpha=alpha, out=out)
 
 
-def addmv(input, mat, vec, *, beta=1, alpha=1):
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * (mat @ vec)``."""
-    return ops.addmv(input, mat, vec, beta=beta, alpha=alpha)
+    return ops.addmv(input, mat, vec, beta=beta, alpha=alpha, out=out)
 
 
 def chain_matmul(*matrices, out=None):

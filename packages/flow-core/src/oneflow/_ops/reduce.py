@@ -52,7 +52,7 @@ median_return = _return_type("median", ("values", "indices"))
 nanmedian_return = _return_type("nanmedian", ("values", "indices"))
 
 
-def _extreme(name, binary, full, along, rt, input, dim, keepdim, other):
+def _extreme(name, binary, full, along, rt, input, dim, keepdim, other, out=None):
     if other is not None:
         if dim is not None:
             raise TypeError(f"{name}() received an invalid combination of arguments: both 'dim' and 'other'")
@@ -60,29 +60,29 @@ def _extreme(name, binary, full, along, rt, input, dim, keepdim, other):
     if isinstance(dim, _C.TensorBase):
         if keepdim:
             raise TypeError(f"{name}() received an invalid combination of arguments: keepdim with a tensor 'other'")
-        return getattr(ops, binary)(input, dim)
+        return getattr(ops, binary)(input, dim, out=out)
     if dim is None:
         if keepdim:
             raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, keepdim=bool), "
                             "but expected one of: (Tensor input), (Tensor input, int dim, bool keepdim), "
                             "(Tensor input, Tensor other)")
-        return full(input)
+        return full(input, out=out)
     if isinstance(dim, (tuple, list)):
         raise TypeError(f"{name}(): argument 'dim' must be int, not {type(dim).__name__}")
-    return rt(along(input, dim, keepdim))
+    return rt(along(input, dim, keepdim, out=out))
 
 
-def max(input, dim=None, keepdim=False, *, other=None):
+def max(input, dim=None, keepdim=False, *, other=None, out=None):
     """max(input) -> Tensor: the largest element (NaN if any is NaN).
 
     max(input, dim, keepdim=False) -> (values, indices): the largest element of each slice along ``dim`` and
     its index (the first one on ties). max(input, other) -> Tensor: the elementwise ``maximum``."""
-    return _extreme("max", "maximum", ops.max, ops.max_dim, max_return, input, dim, keepdim, other)
+    return _extreme("max", "maximum", ops.max, ops.max_dim, max_return, input, dim, keepdim, other, out)
 
 
-def min(input, dim=None, keepdim=False, *, other=None):
+def min(input, dim=None, keepdim=False, *, other=None, out=None):
     """min(input) / min(input, dim, keepdim=False) -> (values, indices) / min(input, other): like ``max``."""
-    return _extreme("min", "minimum", ops.min, ops.min_dim, min_return, input, dim, keepdim, other)
+    return _extreme("min", "minimum", ops.min, ops.min_dim, min_return, input, dim, keepdim, other, out)
 
 
 def _correction(name, unbiased, correction):

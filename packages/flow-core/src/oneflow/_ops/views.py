@@ -252,7 +252,20 @@ def expand_as(self, other):
     return ops.expand(self, list(other.shape))
 
 
+def resize_(self, *sizes, memory_format=None):
+    """Resizes ``self`` in place to ``sizes`` (contiguous). Its storage grows when too small, keeping the
+    existing values; new elements are uninitialised. As in PyTorch, tensors that require grad and memory the
+    tensor does not own (``from_numpy``) cannot be resized."""
+    return _C._resize_(self, [int(s) for s in _shape_args(sizes, "resize_")])
+
+
+def resize_as_(self, other, memory_format=None):
+    """Resizes ``self`` in place to ``other``'s size; see ``Tensor.resize_``."""
+    return _C._resize_(self, list(other.shape))
+
+
 TENSOR_METHODS = {
+    "resize_": resize_, "resize_as_": resize_as_,
     "view": view, "reshape": reshape, "expand": expand, "permute": permute, "transpose": transpose, "t": t,
     "squeeze": squeeze, "flatten": flatten, "unflatten": unflatten, "narrow": narrow, "split": _split_method,
     "chunk": chunk, "unbind": unbind, "movedim": movedim, "swapaxes": swapaxes, "swapdims": swapdims,
