@@ -92,6 +92,18 @@ CASES = [
     ("Adadelta", dict()),
     ("Adadelta", dict(lr=0.5, rho=0.5)),
     ("Adadelta", dict(lr=1.0, weight_decay=0.1, eps=1e-4, maximize=True)),
+    ("Adamax", dict()),
+    ("Adamax", dict(lr=0.01, betas=(0.8, 0.9), weight_decay=0.1)),
+    ("Adamax", dict(lr=0.01, eps=1e-3, maximize=True)),
+    ("NAdam", dict()),
+    ("NAdam", dict(lr=0.01, momentum_decay=0.01, weight_decay=0.1)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
+    ("NAdam", dict(lr=0.02, betas=(0.5, 0.7), eps=1e-4)),
+    ("RAdam", dict()),
+    ("RAdam", dict(lr=0.01, weight_decay=0.1)),
+    ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
+    # beta2 small enough that the rectified branch (rho_t > 5) starts within the run
+    ("RAdam", dict(lr=0.02, betas=(0.7, 0.8), eps=1e-4)),
 ]
 
 
@@ -105,7 +117,8 @@ def test_matches_torch_float32(name, kwargs):
     run_both(name, kwargs, dtype=np.float32, rtol=2e-5, atol=2e-6)
 
 
-@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta"])
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam",
+                                  "RAdam"])
 def test_grad_none_is_skipped(name):
     kwargs = dict(lr=0.1, momentum=0.9) if name == "SGD" else {}
     # parameter 1 has no grad for the first 3 steps, parameter 3 never: no state, unchanged
@@ -117,7 +130,7 @@ def test_grad_none_is_skipped(name):
 def test_defaults_match_torch():
     p = [flow.nn.Parameter(flow.zeros(2))]
     tp = [torch.nn.Parameter(torch.zeros(2))]
-    for name in ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta"]:
+    for name in ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]:
         assert getattr(flow.optim, name)(p).defaults == getattr(torch.optim, name)(tp).defaults, name
 
 
@@ -232,7 +245,7 @@ def clone_state_dict(sd):
 @pytest.mark.parametrize("name,kwargs", [
     ("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(lr=0.01, amsgrad=True)), ("AdamW", dict(lr=0.01)),
     ("RMSprop", dict(centered=True, momentum=0.5)), ("Adagrad", dict(lr_decay=0.01)), ("Adadelta", dict()),
-    ("LAMB", dict(weight_decay=0.1)),
+    ("LAMB", dict(weight_decay=0.1)), ("Adamax", dict()), ("NAdam", dict()), ("RAdam", dict()),
 ])
 def test_state_dict_round_trip(name, kwargs):
     cls = getattr(flow.optim, name)
@@ -259,7 +272,12 @@ def test_state_dict_round_trip(name, kwargs):
         oa.step()
         ob.step()
     for p, q in zip(pa, pb):
-        np.testing.assert_array_equal(to_np(p), to_np(q))
+        if name == "NAdam":
+            # loading casts mu_product to the parameter's dtype (float64 here), as PyTorch's load_state_dict
+            # does; the original keeps multiplying it in float32
+            np.testing.assert_allclose(to_np(p), to_np(q), rtol=1e-9)
+        else:
+            np.testing.assert_array_equal(to_np(p), to_np(q))
 
 
 def _torch_sd_to_flow(sd):
@@ -413,7 +431,7 @@ def test_noncontiguous_grad_and_state():
 def test_fused_ops_registered_and_one_call_per_group(monkeypatch):
     infos = {i["name"]: i for i in flow.list_ops()}
     for op in ["sgd_update_", "adam_update_", "rmsprop_update_", "adagrad_update_", "adadelta_update_",
-               "lamb_update_"]:
+               "lamb_update_", "adamax_update_", "nadam_update_", "radam_update_"]:
         assert "optimizer" in infos[op]["traits"], op
         assert not infos[op]["differentiable"]
     calls = []
@@ -500,3 +518,20 @@ def test_unpickling_fills_group_options_older_pickles_lack(cls, option, default)
     restored = getattr(flow.optim, cls).__new__(getattr(flow.optim, cls))
     restored.__setstate__(state)
     assert restored.param_groups[0][option] == default
+
+
+def test_adam_variants_nan_and_state_checks():
+    # Adamax's exp_inf = max(beta2 * exp_inf, |g| + eps) keeps a NaN gradient's NaN, as torch.maximum does
+    fp, tp = make_params(shapes=[(4,)])
+    fo, to = flow.optim.Adamax(fp), torch.optim.Adamax(tp)
+    g = np.array([1.0, np.nan, -2.0, 0.5])
+    fp[0].grad, tp[0].grad = flow.tensor(g), torch.tensor(g)
+    fo.step()
+    to.step()
+    np.testing.assert_array_equal(np.isnan(to_np(fo.state[fp[0]]["exp_inf"])), [False, True, False, False])
+    close(fp[0], tp[0].detach(), 1e-12, 0)  # NaN in the same place, equal elsewhere (assert_allclose: NaN == NaN)
+    # NAdam's mu_product must be a one-element tensor
+    p, gr = flow.zeros(3, dtype=flow.float64), flow.ones(3, dtype=flow.float64)
+    st = [flow.zeros(3, dtype=flow.float64) for _ in range(2)]
+    with pytest.raises(RuntimeError, match="one-element state of parameter 0"):
+        flow._C.ops.nadam_update_([p, gr, *st, flow.zeros(()), flow.ones(2)], lr=0.1)

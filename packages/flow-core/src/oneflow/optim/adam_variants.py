@@ -1,0 +1,107 @@
+"""Adamax, NAdam and RAdam: Adam's relatives with PyTorch's formulas, each one fused op per parameter group."""
+import oneflow as flow
+
+from .adam import _check_adam_args
+from .optimizer import Optimizer, _scalar_dtype
+
+__all__ = ["Adamax", "NAdam", "RAdam"]
+
+_FLAGS = dict(foreach=None, maximize=False, capturable=False, differentiable=False)
+
+
+def _moments(optimizer, group, second, extra=None):
+    """The flat tensor list of the update op: per parameter with a grad, [param, grad, exp_avg, <second>,
+    step] (+ the ``extra`` one-element state), creating the state on first use."""
+    packed = []
+    for p, g in optimizer._grads_of(group):
+        state = optimizer.state[p]
+        if len(state) == 0:
+            state["step"] = optimizer._new_step()
+            if extra is not None:
+                state[extra] = flow.ones((), dtype=_scalar_dtype())
+            state["exp_avg"] = flow.zeros_like(p)
+            state[second] = flow.zeros_like(p)
+        packed += (p, g, state["exp_avg"], state[second], state["step"])
+        if extra is not None:
+            packed.append(state[extra])
+    return packed
+
+
+class Adamax(Optimizer):
+    """Adamax (Adam with the infinity norm), PyTorch's ``torch.optim.Adamax``: state ``step``, ``exp_avg``,
+    ``exp_inf``. One fused op (``adamax_update_``) updates a whole group."""
+
+    _load_defaults = dict(_FLAGS)
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False, differentiable=False, capturable=False):
+        _check_adam_args(lr, betas, eps, weight_decay)
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    @flow.no_grad()
+    def step(self, closure=None):
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            self._run("adamax_update_", _moments(self, group, "exp_inf"), lr=group["lr"], beta1=beta1, beta2=beta2,
+                      eps=group["eps"], weight_decay=group["weight_decay"], maximize=group["maximize"])
+        return loss
+
+
+class NAdam(Optimizer):
+    """NAdam (Adam with Nesterov momentum and a momentum-decay schedule), PyTorch's ``torch.optim.NAdam``:
+    state ``step``, ``mu_product``, ``exp_avg``, ``exp_avg_sq``. One fused op (``nadam_update_``) per group."""
+
+    _load_defaults = dict(_FLAGS, decoupled_weight_decay=False)
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False):
+        _check_adam_args(lr, betas, eps, weight_decay)
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
+                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    @flow.no_grad()
+    def step(self, closure=None):
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            self._run("nadam_update_", _moments(self, group, "exp_avg_sq", extra="mu_product"), lr=group["lr"],
+                      beta1=beta1, beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
+                      momentum_decay=group["momentum_decay"],
+                      decoupled_weight_decay=group["decoupled_weight_decay"], maximize=group["maximize"])
+        return loss
+
+
+class RAdam(Optimizer):
+    """RAdam (Adam with the variance rectified while its estimate is unreliable), PyTorch's
+    ``torch.optim.RAdam``: state ``step``, ``exp_avg``, ``exp_avg_sq``. One fused op (``radam_update_``)."""
+
+    _load_defaults = dict(_FLAGS, decoupled_weight_decay=False)
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
+                 *, foreach=None, maximize=False, capturable=False, differentiable=False):
+        _check_adam_args(lr, betas, eps, weight_decay)
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    @flow.no_grad()
+    def step(self, closure=None):
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            self._run("radam_update_", _moments(self, group, "exp_avg_sq"), lr=group["lr"], beta1=beta1,
+                      beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
+                      decoupled_weight_decay=group["decoupled_weight_decay"], maximize=group["maximize"])
+        return loss
