@@ -1,6 +1,7 @@
 """oneflow.optim: optimizers (PyTorch's semantics, one fused update op per parameter group) and
 learning-rate schedulers (``oneflow.optim.lr_scheduler``)."""
 from . import lr_scheduler  # noqa: F401
+from . import swa_utils  # noqa: F401
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam
@@ -12,4 +13,4 @@ from .rmsprop import RMSprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta", "LAMB",
-           "lr_scheduler"]
+           "lr_scheduler", "swa_utils"]
