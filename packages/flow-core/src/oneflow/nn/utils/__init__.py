@@ -1,13 +1,17 @@
-"""``oneflow.nn.utils``: gradient clipping and parameter/vector conversion (and any other submodule found here,
-e.g. ``rnn``, imported so that ``oneflow.nn.utils.<name>`` resolves like torch's)."""
+"""``oneflow.nn.utils``: gradient clipping, parameter/vector conversion, weight and spectral normalization
+(and any other submodule found here, e.g. ``rnn``, imported so that ``oneflow.nn.utils.<name>`` resolves like
+torch's)."""
 import importlib as _importlib
 import os as _os
 
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
+from .spectral_norm import remove_spectral_norm, spectral_norm
+from .weight_norm import remove_weight_norm, weight_norm
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
-           "parameters_to_vector", "vector_to_parameters"]
+           "parameters_to_vector", "vector_to_parameters", "weight_norm", "remove_weight_norm", "spectral_norm",
+           "remove_spectral_norm"]
 
 for _f in sorted(_os.listdir(_os.path.dirname(__file__))):
     if _f.endswith(".py") and not _f.startswith("_") and _f[:-3] not in globals():
