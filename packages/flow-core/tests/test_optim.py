@@ -104,6 +104,12 @@ CASES = [
     ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
     # beta2 small enough that the rectified branch (rho_t > 5) starts within the run
     ("RAdam", dict(lr=0.02, betas=(0.7, 0.8), eps=1e-4)),
+    ("Rprop", dict()),
+    ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.2))),
+    ("Rprop", dict(lr=0.01, maximize=True)),
+    ("ASGD", dict()),
+    ("ASGD", dict(lr=0.05, lambd=1e-2, alpha=0.5, weight_decay=0.1)),
+    ("ASGD", dict(lr=0.05, t0=3, maximize=True)),  # averaging starts within the run
 ]
 
 
@@ -118,7 +124,7 @@ def test_matches_torch_float32(name, kwargs):
 
 
 @pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam",
-                                  "RAdam"])
+                                  "RAdam", "Rprop", "ASGD"])
 def test_grad_none_is_skipped(name):
     kwargs = dict(lr=0.1, momentum=0.9) if name == "SGD" else {}
     # parameter 1 has no grad for the first 3 steps, parameter 3 never: no state, unchanged
@@ -130,7 +136,8 @@ def test_grad_none_is_skipped(name):
 def test_defaults_match_torch():
     p = [flow.nn.Parameter(flow.zeros(2))]
     tp = [torch.nn.Parameter(torch.zeros(2))]
-    for name in ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"]:
+    for name in ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "Rprop",
+                 "ASGD"]:
         assert getattr(flow.optim, name)(p).defaults == getattr(torch.optim, name)(tp).defaults, name
 
 
@@ -245,7 +252,8 @@ def clone_state_dict(sd):
 @pytest.mark.parametrize("name,kwargs", [
     ("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(lr=0.01, amsgrad=True)), ("AdamW", dict(lr=0.01)),
     ("RMSprop", dict(centered=True, momentum=0.5)), ("Adagrad", dict(lr_decay=0.01)), ("Adadelta", dict()),
-    ("LAMB", dict(weight_decay=0.1)), ("Adamax", dict()), ("NAdam", dict()), ("RAdam", dict()),
+    ("LAMB", dict(weight_decay=0.1)), ("Adamax", dict()), ("NAdam", dict()), ("RAdam", dict()), ("Rprop", dict()),
+    ("ASGD", dict(t0=2)),
 ])
 def test_state_dict_round_trip(name, kwargs):
     cls = getattr(flow.optim, name)
@@ -272,10 +280,10 @@ def test_state_dict_round_trip(name, kwargs):
         oa.step()
         ob.step()
     for p, q in zip(pa, pb):
-        if name == "NAdam":
-            # loading casts mu_product to the parameter's dtype (float64 here), as PyTorch's load_state_dict
-            # does; the original keeps multiplying it in float32
-            np.testing.assert_allclose(to_np(p), to_np(q), rtol=1e-9)
+        if name in ("NAdam", "ASGD"):
+            # loading casts the one-element states other than step (mu_product; eta, mu) to the parameter's
+            # dtype (float64 here), as PyTorch's load_state_dict does; the original keeps them in float32
+            np.testing.assert_allclose(to_np(p), to_np(q), rtol=1e-7)
         else:
             np.testing.assert_array_equal(to_np(p), to_np(q))
 
@@ -431,7 +439,7 @@ def test_noncontiguous_grad_and_state():
 def test_fused_ops_registered_and_one_call_per_group(monkeypatch):
     infos = {i["name"]: i for i in flow.list_ops()}
     for op in ["sgd_update_", "adam_update_", "rmsprop_update_", "adagrad_update_", "adadelta_update_",
-               "lamb_update_", "adamax_update_", "nadam_update_", "radam_update_"]:
+               "lamb_update_", "adamax_update_", "nadam_update_", "radam_update_", "rprop_update_", "asgd_update_"]:
         assert "optimizer" in infos[op]["traits"], op
         assert not infos[op]["differentiable"]
     calls = []

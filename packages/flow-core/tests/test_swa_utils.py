@@ -46,7 +46,8 @@ def test_averaged_model_matches_torch(kind):
     fm, tm = pair()
     kw = {
         "swa": ({}, {}),
-        "ema_multi": ({"multi_avg_fn": fswa.get_ema_multi_avg_fn(0.9)}, {"multi_avg_fn": tswa.get_ema_multi_avg_fn(0.9)}),
+        "ema_multi": ({"multi_avg_fn": fswa.get_ema_multi_avg_fn(0.9)},
+                      {"multi_avg_fn": tswa.get_ema_multi_avg_fn(0.9)}),
         "ema_avg_fn": ({"avg_fn": fswa.get_ema_avg_fn(0.8)}, {"avg_fn": tswa.get_ema_avg_fn(0.8)}),
         "swa_avg_fn": ({"avg_fn": fswa.get_swa_avg_fn()}, {"avg_fn": tswa.get_swa_avg_fn()}),
         # buffers averaged too: batch-norm statistics, and the integer step count (cast back on copy)

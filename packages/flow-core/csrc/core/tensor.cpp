@@ -104,7 +104,8 @@ Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Devi
 
 void resize_(const Tensor& t, const Shape& sizes) {
   TensorImpl* d = t.impl();
-  for (int64_t s : sizes) FLOW_RUNTIME_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", shape_str(sizes));
+  for (int64_t s : sizes)
+    FLOW_RUNTIME_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", shape_str(sizes));
   FLOW_RUNTIME_CHECK(d->storage != nullptr, "resize_: the tensor has no storage");
   int64_t n = 1;
   for (int64_t s : sizes) {

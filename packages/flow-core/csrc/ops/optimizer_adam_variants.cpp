@@ -18,24 +18,6 @@ inline A nan_max(A a, A b) {
   return a != a ? a : m;
 }
 
-// The one-element state at `slot` of parameter p, read and written in its own dtype.
-double read_scalar(const Group& g, int64_t p, int slot) {
-  const Tensor& s = g.at(p, slot);
-  return dispatch_floating(s.dtype(), "optimizer state", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    return static_cast<double>(static_cast<acc_t<T>>(*s.data<T>()));
-  });
-}
-// Stores v rounded to the state's dtype and returns the stored value.
-double write_scalar(const Group& g, int64_t p, int slot, double v) {
-  const Tensor& s = g.at(p, slot);
-  return dispatch_floating(s.dtype(), "optimizer state", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    *s.data<T>() = static_cast<T>(static_cast<acc_t<T>>(v));
-    return static_cast<double>(static_cast<acc_t<T>>(*s.data<T>()));
-  });
-}
-
 }  // namespace
 
 // Adamax: per parameter [param, grad, exp_avg, exp_inf, step]. exp_inf = max(beta2 * exp_inf, |g| + eps).
@@ -83,7 +65,7 @@ FLOW_OP(nadam_update_)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const double lr = a.f(0), b1 = a.f(1), b2 = a.f(2), eps = a.f(3), wd = a.f(4), psi = a.f(5);
       const bool decoupled = a.b(6), maximize = a.b(7);
-      Group g = prepare(in, 6, 4, "nadam_update_", 5);
+      Group g = prepare(in, 6, 4, "nadam_update_", {5});
       std::vector<double> steps = bump_steps(g, 4);
       // per parameter: the two step sizes (on the gradient and on exp_avg) and bias_correction2
       std::vector<double> c_grad(g.size()), c_avg(g.size());

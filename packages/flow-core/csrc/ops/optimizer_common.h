@@ -10,6 +10,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <type_traits>
 #include <vector>
 
@@ -39,10 +40,11 @@ struct Group {
   }
 };
 
-// `step_slot`: index of the 0-dim step counter within a parameter's tensors (-1: none); `scalar_slot`, of
-// one more one-element state (NAdam's running momentum product; -1: none). Slot 1 is the
+// `step_slot`: index of the 0-dim step counter within a parameter's tensors (-1: none); `scalar_slots`, of
+// other one-element states (NAdam's momentum product, ASGD's eta and mu). Slot 1 is the
 // gradient (read only); every other slot is written.
-inline Group prepare(const TensorList& in, int stride, int step_slot, const char* op, int scalar_slot = -1) {
+inline Group prepare(const TensorList& in, int stride, int step_slot, const char* op,
+                     std::initializer_list<int> scalar_slots = {}) {
   FLOW_RUNTIME_CHECK(stride > 0 && in.size() % stride == 0, op, ": expected ", stride,
                      " tensors per parameter (parameter, gradient, state...), got a list of ", in.size());
   Group g;
@@ -63,7 +65,7 @@ inline Group prepare(const TensorList& in, int stride, int step_slot, const char
       FLOW_RUNTIME_CHECK(x.defined(), op, ": tensor ", k, " of parameter ", p, " is None");
       FLOW_RUNTIME_CHECK(x.has_storage() && x.device() == w.device(), op, ": tensor ", k, " of parameter ", p,
                          " must be on the parameter's device");
-      if (k == step_slot || k == scalar_slot) {
+      if (k == step_slot || std::find(scalar_slots.begin(), scalar_slots.end(), k) != scalar_slots.end()) {
         FLOW_RUNTIME_CHECK(x.numel() == 1 && is_floating(x.dtype()), op, ": ",
                            k == step_slot ? "the step counter" : "one-element state", " of parameter ", p,
                            " must be a one-element floating tensor");
@@ -107,6 +109,25 @@ inline std::vector<double> bump_steps(const Group& g, int slot) {
     });
   }
   return steps;
+}
+
+// The one-element state at `slot` of parameter p, read in double.
+inline double read_scalar(const Group& g, int64_t p, int slot) {
+  const Tensor& s = g.at(p, slot);
+  return dispatch_floating(s.dtype(), "optimizer state", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return static_cast<double>(static_cast<acc_t<T>>(*s.data<T>()));
+  });
+}
+
+// Stores v rounded to the state's dtype; returns the stored value.
+inline double write_scalar(const Group& g, int64_t p, int slot, double v) {
+  const Tensor& s = g.at(p, slot);
+  return dispatch_floating(s.dtype(), "optimizer state", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    *s.data<T>() = static_cast<T>(static_cast<acc_t<T>>(v));
+    return static_cast<double>(static_cast<acc_t<T>>(*s.data<T>()));
+  });
 }
 
 struct Task {

@@ -7,10 +7,12 @@ from .adagrad import Adagrad
 from .adam import Adam
 from .adam_variants import Adamax, NAdam, RAdam
 from .adamw import AdamW
+from .asgd import ASGD
 from .lamb import LAMB
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta", "LAMB",
-           "lr_scheduler", "swa_utils"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Rprop", "ASGD", "Adagrad",
+           "Adadelta", "LAMB", "lr_scheduler", "swa_utils"]

@@ -31,14 +31,8 @@ class Adadelta(Optimizer):
         """Perform a single optimization step."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            packed = []
-            for p, g in self._grads_of(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = self._new_step()
-                    state["square_avg"] = flow.zeros_like(p)
-                    state["acc_delta"] = flow.zeros_like(p)
-                packed += (p, g, state["square_avg"], state["acc_delta"], state["step"])
+            packed = self._pack_state(group, ("square_avg", "acc_delta", "step"), lambda p, g: {
+                "step": self._new_step(), "square_avg": flow.zeros_like(p), "acc_delta": flow.zeros_like(p)})
             self._run("adadelta_update_", packed, lr=group["lr"], rho=group["rho"], eps=group["eps"],
                       weight_decay=group["weight_decay"], maximize=group["maximize"])
         return loss

@@ -10,21 +10,17 @@ _FLAGS = dict(foreach=None, maximize=False, capturable=False, differentiable=Fal
 
 
 def _moments(optimizer, group, second, extra=None):
-    """The flat tensor list of the update op: per parameter with a grad, [param, grad, exp_avg, <second>,
-    step] (+ the ``extra`` one-element state), creating the state on first use."""
-    packed = []
-    for p, g in optimizer._grads_of(group):
-        state = optimizer.state[p]
-        if len(state) == 0:
-            state["step"] = optimizer._new_step()
-            if extra is not None:
-                state[extra] = flow.ones((), dtype=_scalar_dtype())
-            state["exp_avg"] = flow.zeros_like(p)
-            state[second] = flow.zeros_like(p)
-        packed += (p, g, state["exp_avg"], state[second], state["step"])
+    """Per parameter [param, grad, exp_avg, <second>, step] (+ the ``extra`` one-element state)."""
+
+    def init(p, g):
+        state = {"step": optimizer._new_step()}
         if extra is not None:
-            packed.append(state[extra])
-    return packed
+            state[extra] = flow.ones((), dtype=_scalar_dtype())
+        state.update({"exp_avg": flow.zeros_like(p), second: flow.zeros_like(p)})
+        return state
+
+    keys = ("exp_avg", second, "step") + ((extra,) if extra is not None else ())
+    return optimizer._pack_state(group, keys, init)
 
 
 class Adamax(Optimizer):

@@ -369,6 +369,18 @@ class Optimizer:
             out.append((p, g))
         return out
 
+    def _pack_state(self, group, keys, init):
+        """The flat tensor list of a fused update op: per parameter with a grad, [param, grad] and its state
+        tensors in ``keys`` order, ``init(param, grad)`` giving the state (a dict, in PyTorch's key order) of a
+        parameter seen for the first time."""
+        packed = []
+        for p, g in self._grads_of(group):
+            state = self.state[p]
+            if len(state) == 0:
+                state.update(init(p, g))
+            packed += (p, g, *(state[k] for k in keys))
+        return packed
+
     @staticmethod
     def _ensure_step_tensor(state):
         step = state.get("step")

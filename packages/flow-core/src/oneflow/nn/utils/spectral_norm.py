@@ -86,7 +86,8 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     ``n_power_iterations`` power-iteration steps per training forward (none in eval mode). ``dim`` is the
     output dimension (default 0, 1 for transposed convolutions). Returns ``module``."""
     if dim is None:
-        dim = 1 if isinstance(module, (flow.nn.ConvTranspose1d, flow.nn.ConvTranspose2d, flow.nn.ConvTranspose3d)) else 0
+        transposed = (flow.nn.ConvTranspose1d, flow.nn.ConvTranspose2d, flow.nn.ConvTranspose3d)
+        dim = 1 if isinstance(module, transposed) else 0
     SpectralNorm.apply(module, name, n_power_iterations, dim, eps)
     return module
 

@@ -1,0 +1,36 @@
+"""ASGD: SGD with Polyak-Ruppert averaging of the iterates (PyTorch's ``torch.optim.ASGD``)."""
+import oneflow as flow
+
+from .optimizer import Optimizer, _scalar_dtype
+
+__all__ = ["ASGD"]
+
+
+class ASGD(Optimizer):
+    """Averaged SGD, PyTorch's ``torch.optim.ASGD``: state ``step``, ``eta`` (the decaying step size),
+    ``mu`` (the averaging weight, 1 until ``t0`` steps) and ``ax`` (the averaged parameters). One fused op
+    (``asgd_update_``) updates a whole group."""
+
+    _load_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
+
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
+                 maximize=False, differentiable=False, capturable=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    @flow.no_grad()
+    def step(self, closure=None):
+        """Perform a single optimization step."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            packed = self._pack_state(group, ("ax", "step", "eta", "mu"), lambda p, g: {
+                "step": self._new_step(), "eta": flow.tensor(float(group["lr"]), dtype=_scalar_dtype()),
+                "mu": flow.ones((), dtype=_scalar_dtype()), "ax": flow.zeros_like(p)})
+            self._run("asgd_update_", packed, lr=group["lr"], lambd=group["lambd"], alpha=group["alpha"],
+                      t0=group["t0"], weight_decay=group["weight_decay"], maximize=group["maximize"])
+        return loss
