@@ -1,5 +1,7 @@
 #include "tensor.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -101,6 +103,24 @@ Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Devi
   impl->storage = std::move(st);
   return Tensor(std::move(impl));
 }
+
+static void free_shared(void* data, void*, size_t nbytes) { munmap(data, nbytes == 0 ? 1 : nbytes); }
+
+void share_memory_(const Tensor& t) {
+  TensorImpl* d = t.impl();
+  if (!d->storage || d->device.type != DeviceType::CPU || d->storage->free_fn == &free_shared) return;
+  Storage& st = *d->storage;
+  size_t len = st.nbytes == 0 ? 1 : st.nbytes;  // mmap refuses empty mappings
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  FLOW_RUNTIME_CHECK(p != MAP_FAILED, "share_memory_: could not map ", len, " bytes of shared memory");
+  if (st.nbytes) std::memcpy(p, st.data, st.nbytes);
+  if (st.free_fn) st.free_fn(st.data, st.ctx, st.nbytes);
+  st.data = p;
+  st.free_fn = &free_shared;
+  st.ctx = nullptr;
+}
+
+bool is_shared(const Tensor& t) { return t.impl()->storage && t.impl()->storage->free_fn == &free_shared; }
 
 void resize_(const Tensor& t, const Shape& sizes) {
   TensorImpl* d = t.impl();

@@ -114,6 +114,12 @@ Tensor make_view(const Tensor& src, Shape sizes, Shape strides, int64_t offset);
 // every view of it sees the new memory) when too small, keeping the old bytes. Memory the tensor does not own
 // (numpy's, DLPack's) cannot grow: RuntimeError, as for PyTorch's non-resizable storages.
 void resize_(const Tensor& t, const Shape& sizes);
+
+// PyTorch's Tensor.share_memory_ for CPU tensors: the storage's bytes move (in place, for every view of it)
+// into a shared anonymous mapping, which processes forked afterwards share instead of copying on write.
+// No-op for storages already there and for other devices.
+void share_memory_(const Tensor& t);
+bool is_shared(const Tensor& t);
 // Wrap external memory; `free_fn(data, ctx, nbytes)` runs when the last view dies.
 Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, DType dtype, Device device,
                  Storage::FreeFn free_fn, void* ctx, size_t nbytes);

@@ -307,6 +307,11 @@ void init_tensor(nb::module_& m) {
     g_tensor_type = reinterpret_cast<PyTypeObject*>(tp.ptr());
   });
   m.def("_set_size_class", [](nb::handle c) { g_size_class = c.inc_ref(); });
+  m.def("_share_memory_", [](nb::handle h) {
+    share_memory_(self_t(h));
+    return nb::borrow(h);
+  });
+  m.def("_is_shared", [](nb::handle h) { return is_shared(self_t(h)); });
   m.def("_resize_", [](nb::handle h, std::vector<int64_t> sizes) {
     const Tensor& t = self_t(h);
     FLOW_RUNTIME_CHECK(!t.requires_grad(), "cannot resize variables that require grad");

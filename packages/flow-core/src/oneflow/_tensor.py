@@ -254,6 +254,16 @@ class Tensor(_C.TensorBase):
         """
         raise RuntimeError("Cannot access accelerator device when none is available.")
 
+    def share_memory_(self):
+        """Moves the tensor's storage into shared memory (in place; a no-op if it is there already), so that
+        processes forked afterwards (``multiprocessing`` with the ``fork`` start method) update the same
+        values instead of private copies. Returns ``self``."""
+        return _C._share_memory_(self)
+
+    def is_shared(self):
+        """Whether the tensor's storage is in shared memory (``share_memory_``)."""
+        return _C._is_shared(self)
+
     def get_device(self):
         return -1 if self.device.type == "cpu" else (self.device.index or 0)
 

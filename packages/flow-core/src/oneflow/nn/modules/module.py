@@ -386,6 +386,11 @@ class Module:
     def cpu(self):
         return self
 
+    def share_memory(self):
+        """Moves every parameter and buffer into shared memory (``Tensor.share_memory_``), e.g. for
+        Hogwild-style training in forked processes. Returns ``self``."""
+        return self._apply(lambda t: t.share_memory_())
+
     def cuda(self, device=None):
         return self.to("cuda" if device is None else device)
 
