@@ -901,3 +901,38 @@ def test_rrelu():
     assert np.all(ratio[~neg] == 1.0)
     assert ratio[neg].min() >= 0.1 and ratio[neg].max() <= 0.3 and ratio[neg].std() > 0.02
     assert_close(fx.grad, ratio)
+
+
+def test_functional_multi_head_attention_forward_matches_torch():
+    # torch.nn.functional's sequence-first function with its positional signature (embed_dim_to_check first),
+    # a key padding mask, bias_k/bias_v, separate projection weights, and weights per head
+    rng = np.random.default_rng(5)
+    L, S, N, E, H = 4, 6, 2, 8, 2
+    q, k = rng.standard_normal((L, N, E)).astype(np.float32), rng.standard_normal((S, N, E)).astype(np.float32)
+    w_in = (rng.standard_normal((3 * E, E)) * 0.3).astype(np.float32)
+    b_in = (rng.standard_normal(3 * E) * 0.1).astype(np.float32)
+    w_out, b_out = (rng.standard_normal((E, E)) * 0.3).astype(np.float32), np.zeros(E, np.float32)
+    bk, bv = (rng.standard_normal((1, 1, E)) * 0.1).astype(np.float32), (rng.standard_normal((1, 1, E)) * 0.1).astype(
+        np.float32)
+    pad = np.zeros((N, S), bool)
+    pad[1, -2:] = True
+
+    def run(lib, sep):
+        t = lib.tensor
+        kw = dict(training=False, key_padding_mask=t(pad), average_attn_weights=False)
+        if sep:
+            kw.update(use_separate_proj_weight=True, q_proj_weight=t(w_in[:E]), k_proj_weight=t(w_in[E:2 * E]),
+                      v_proj_weight=t(w_in[2 * E:]))
+        o, w = lib.nn.functional.multi_head_attention_forward(
+            t(q), t(k), t(k), E, H, None if sep else t(w_in), t(b_in), t(bk), t(bv), False, 0.0, t(w_out), t(b_out),
+            **kw)
+        return o.detach().numpy(), w.detach().numpy()
+
+    for sep in (False, True):
+        (fo, fw), (to, tw) = run(flow, sep), run(torch, sep)
+        np.testing.assert_allclose(fo, to, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(fw, tw, rtol=1e-4, atol=1e-6)
+    with pytest.raises(AssertionError, match="was expecting embedding dimension of 6, but got 8"):
+        flow.nn.functional.multi_head_attention_forward(flow.tensor(q), flow.tensor(k), flow.tensor(k), 6, H,
+                                                        flow.tensor(w_in), None, None, None, False, 0.0,
+                                                        flow.tensor(w_out), None)

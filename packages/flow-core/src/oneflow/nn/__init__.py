@@ -21,6 +21,10 @@ def _export_modules():
 
 
 globals().update(_export_modules())
+# defined beside MultiheadAttention, which it implements; nn.functional is loaded before nn.modules
+functional.multi_head_attention_forward = _importlib.import_module(
+    f"{__name__}.modules.transformer").multi_head_attention_forward
+functional.__all__ = list(getattr(functional, "__all__", [])) + ["multi_head_attention_forward"]
 for _sub in ("init", "utils"):
     if _os.path.exists(_os.path.join(_os.path.dirname(__file__), _sub + ".py")) or _os.path.isdir(
             _os.path.join(_os.path.dirname(__file__), _sub)):
