@@ -156,6 +156,12 @@ void copy_kernel(const Tensor& dst, const Tensor& src) {
 #pragma omp simd
               for (int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(static_cast<A>(s[i]));
             }
+          } else if (st[0] == sizeof(D) && st[1] == -static_cast<int64_t>(sizeof(S))) {
+            // a reversed run (flip's view along its innermost dim)
+            D* d = reinterpret_cast<D*>(p[0]);
+            const S* s = reinterpret_cast<const S*>(p[1]);
+#pragma omp simd
+            for (int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(static_cast<A>(s[-i]));
           } else if (st[0] == sizeof(D) && st[1] == 0) {
             // a run of one broadcast value (fill_, an expanded scalar, a bias along its rows): `omp simd`, as
             // the -O2 build's cost model leaves fill loops scalar (one store per cycle, 3-4x slower)

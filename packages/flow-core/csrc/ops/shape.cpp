@@ -150,18 +150,24 @@ void zero_triangle(const Tensor& t, int64_t k, bool lower) {
   int64_t rs = t.strides()[nd - 2] * t.itemsize(), cs = t.strides()[nd - 1] * t.itemsize(), isz = t.itemsize();
   int64_t batches = t.numel() / (R * C);
   char* base = static_cast<char*>(t.raw_data());
-  parallel_for(batches, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      int64_t rem = b, off = 0;
+  // rows of every matrix split across threads; a contiguous row's zeros are one memset
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(C, 1));
+  parallel_for(batches * R, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t b = r / R, i = r % R, rem = b, off = 0;
       for (int64_t d = nd - 3; d >= 0; --d) {
         off += (rem % t.sizes()[d]) * t.strides()[d] * isz;
         rem /= t.sizes()[d];
       }
-      for (int64_t i = 0; i < R; ++i) {
-        // lower keeps j <= i + k; upper keeps j >= i + k
-        int64_t j0 = lower ? std::max<int64_t>(i + k + 1, 0) : 0;
-        int64_t j1 = lower ? C : std::min<int64_t>(std::max<int64_t>(i + k, 0), C);
-        for (int64_t j = j0; j < j1; ++j) std::memset(base + off + i * rs + j * cs, 0, isz);
+      // lower keeps j <= i + k; upper keeps j >= i + k
+      int64_t j0 = lower ? std::max<int64_t>(i + k + 1, 0) : 0;
+      int64_t j1 = lower ? C : std::min<int64_t>(std::max<int64_t>(i + k, 0), C);
+      if (j0 >= j1) continue;
+      char* row = base + off + i * rs;
+      if (cs == isz) {
+        std::memset(row + j0 * cs, 0, static_cast<size_t>((j1 - j0) * isz));
+      } else {
+        for (int64_t j = j0; j < j1; ++j) std::memset(row + j * cs, 0, isz);
       }
     }
   });
