@@ -5,6 +5,10 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 namespace flow {
 
 inline float bits_to_float(uint32_t b) {
@@ -57,6 +61,9 @@ struct Half {
   }
 
   static float to_float(uint16_t h) {
+#if defined(__F16C__)
+    return _cvtsh_ss(h);  // one instruction; the software path below is ~10x slower per element
+#endif
     uint32_t sign = (h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1Fu;
     uint32_t man = h & 0x3FFu;
@@ -72,6 +79,11 @@ struct Half {
   static uint16_t from_float(float f) {
     uint32_t b = float_to_bits(f);
     uint32_t sign = (b >> 16) & 0x8000u;
+#if defined(__F16C__)
+    // the hardware rounds to nearest even as below; NaN payloads are dropped as below (quiet NaN)
+    if (f != f) return static_cast<uint16_t>(sign | 0x7E00u);
+    return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+#endif
     uint32_t abs = b & 0x7FFFFFFFu;
     if (abs >= 0x7F800000u) return static_cast<uint16_t>(sign | 0x7C00u | (abs > 0x7F800000u ? 0x200u : 0));
     if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // overflow to inf
