@@ -107,7 +107,7 @@ FLOW_OP(exp)
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList { return {ops::mul(G, Y)}; });
 
-FLOW_UNARY_FLOAT_OP(log, std::log(x), FLOW_SAVE0, FLOW_NOSAVE, ops::div(G, X))
+FLOW_UNARY_FLOAT_OP(log, vlog<A>(x), FLOW_SAVE0, FLOW_NOSAVE, ops::div(G, X))
 FLOW_UNARY_FLOAT_OP(exp2, std::exp2(x), FLOW_NOSAVE, FLOW_SAVE0, ops::mul(ops::mul(G, Y), Scalar(kLn2)))
 FLOW_UNARY_FLOAT_OP(expm1, std::expm1(x), FLOW_NOSAVE, FLOW_SAVE0, ops::mul(G, ops::add(Y, Scalar(int64_t(1)))))
 FLOW_UNARY_FLOAT_OP(log2, std::log2(x), FLOW_SAVE0, FLOW_NOSAVE, ops::div(G, ops::mul(X, Scalar(kLn2))))

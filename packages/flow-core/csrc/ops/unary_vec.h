@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "unary_common.h"
 
@@ -139,6 +140,42 @@ FLOW_VEC_INLINE float erf_f32(float x) {
   return ax < 1.0f ? small : big;
 }
 
+// Cephes logf: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), log(m) = f - f^2/2 + f^3 P(f) for f = m - 1 (degree-8
+// P), e * ln2 added in two parts. Within 1 ulp; selects instead of branches so the loop vectorises (libm's logf
+// is called one element at a time). Subnormals are scaled into the normal range first; 0 -> -inf, x < 0 or
+// NaN -> NaN, inf -> inf.
+FLOW_VEC_INLINE float log_f32(float x) {
+  const bool sub = x < 1.17549435e-38f;  // also true for 0 and negatives, handled at the end
+  float xs = sub ? x * 8388608.0f : x;   // 2^23
+  uint32_t b;
+  std::memcpy(&b, &xs, 4);
+  float e = static_cast<float>(static_cast<int32_t>((b >> 23) & 0xFFu) - 126) - (sub ? 23.0f : 0.0f);
+  uint32_t mb = (b & 0x807FFFFFu) | 0x3F000000u;  // the mantissa as a value in [0.5, 1)
+  float m;
+  std::memcpy(&m, &mb, 4);
+  const bool lo = m < 0.70710678118654752440f;
+  e = lo ? e - 1.0f : e;
+  const float f = lo ? (m + m) - 1.0f : m - 1.0f;
+  const float z = f * f;
+  float p = 7.0376836292e-2f;
+  p = p * f - 1.1514610310e-1f;
+  p = p * f + 1.1676998740e-1f;
+  p = p * f - 1.2420140846e-1f;
+  p = p * f + 1.4249322787e-1f;
+  p = p * f - 1.6668057665e-1f;
+  p = p * f + 2.0000714765e-1f;
+  p = p * f - 2.4999993993e-1f;
+  p = p * f + 3.3333331174e-1f;
+  float y = p * f * z;
+  y = y + e * -2.12194440e-4f;
+  y = y - 0.5f * z;
+  float r = f + y;
+  r = r + e * 0.693359375f;
+  r = x == 0.0f ? -std::numeric_limits<float>::infinity() : r;
+  r = x > 3.40282347e38f ? x : r;              // +inf
+  return (x < 0.0f || x != x) ? std::numeric_limits<float>::quiet_NaN() : r;
+}
+
 FLOW_VEC_INLINE float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
 
 }  // namespace flow::vec
@@ -154,6 +191,11 @@ template <typename A>
 FLOW_VEC_INLINE A vtanh(A x) {
   if constexpr (std::is_same_v<A, float>) return vec::tanh_f32(x);
   else return std::tanh(x);
+}
+template <typename A>
+FLOW_VEC_INLINE A vlog(A x) {
+  if constexpr (std::is_same_v<A, float>) return vec::log_f32(x);
+  else return std::log(x);
 }
 template <typename A>
 FLOW_VEC_INLINE A verf(A x) {
