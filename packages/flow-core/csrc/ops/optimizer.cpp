@@ -92,8 +92,8 @@ FLOW_OP(adam_update_)
         // Options folded into constants so the loop has no branches and vectorises: maximize is a sign,
         // the unused one of (L2 term, decoupled decay) is 0 / 1.
         const A sign = maximize ? A(-1) : A(1);
-        const A l2 = (wd != 0 && !decoupled) ? static_cast<A>(wd) : A(0);
-        const A decay = (wd != 0 && decoupled) ? static_cast<A>(1 - lr * wd) : A(1);
+        const WeightDecay<A> wdc(lr, wd, decoupled);
+        const A l2 = wdc.l2, decay = wdc.factor;
         auto loop = [&](auto ams) {
           #pragma omp simd
           for (int64_t i = b; i < e; ++i) {

@@ -92,8 +92,8 @@ FLOW_OP(nadam_update_)
         const A w1 = static_cast<A>(1 - b1), b2_ = static_cast<A>(b2), w2 = static_cast<A>(1 - b2),
                 eps_ = static_cast<A>(eps), cg = static_cast<A>(c_grad[p]), ca = static_cast<A>(c_avg[p]);
         const A sign = maximize ? A(-1) : A(1);
-        const A l2 = (wd != 0 && !decoupled) ? static_cast<A>(wd) : A(0);
-        const A decay = (wd != 0 && decoupled) ? static_cast<A>(1 - lr * wd) : A(1);
+        const WeightDecay<A> wdc(lr, wd, decoupled);
+        const A l2 = wdc.l2, decay = wdc.factor;
         #pragma omp simd
         for (int64_t i = b; i < e; ++i) {
           const A w0 = static_cast<A>(w[i]);
@@ -141,8 +141,8 @@ FLOW_OP(radam_update_)
         const A w1 = static_cast<A>(1 - b1), b2_ = static_cast<A>(b2), w2 = static_cast<A>(1 - b2),
                 eps_ = static_cast<A>(eps);
         const A sign = maximize ? A(-1) : A(1);
-        const A l2 = (wd != 0 && !decoupled) ? static_cast<A>(wd) : A(0);
-        const A decay = (wd != 0 && decoupled) ? static_cast<A>(1 - lr * wd) : A(1);
+        const WeightDecay<A> wdc(lr, wd, decoupled);
+        const A l2 = wdc.l2, decay = wdc.factor;
         auto loop = [&](auto rectified) {
           #pragma omp simd
           for (int64_t i = b; i < e; ++i) {

@@ -95,22 +95,6 @@ inline Group prepare(const TensorList& in, int stride, int step_slot, const char
   return g;
 }
 
-// Increments each parameter's step counter; returns the new step values.
-inline std::vector<double> bump_steps(const Group& g, int slot) {
-  std::vector<double> steps(g.size());
-  for (int64_t p = 0; p < g.size(); ++p) {
-    const Tensor& s = g.at(p, slot);
-    steps[p] = dispatch_floating(s.dtype(), "optimizer step", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      T* v = s.data<T>();
-      double n = static_cast<double>(static_cast<acc_t<T>>(*v)) + 1.0;
-      *v = static_cast<T>(static_cast<acc_t<T>>(n));
-      return static_cast<double>(static_cast<acc_t<T>>(*v));
-    });
-  }
-  return steps;
-}
-
 // The one-element state at `slot` of parameter p, read in double.
 inline double read_scalar(const Group& g, int64_t p, int slot) {
   const Tensor& s = g.at(p, slot);
@@ -128,6 +112,13 @@ inline double write_scalar(const Group& g, int64_t p, int slot, double v) {
     *s.data<T>() = static_cast<T>(static_cast<acc_t<T>>(v));
     return static_cast<double>(static_cast<acc_t<T>>(*s.data<T>()));
   });
+}
+
+// Increments each parameter's step counter; returns the new step values.
+inline std::vector<double> bump_steps(const Group& g, int slot) {
+  std::vector<double> steps(g.size());
+  for (int64_t p = 0; p < g.size(); ++p) steps[p] = write_scalar(g, p, slot, read_scalar(g, p, slot) + 1.0);
+  return steps;
 }
 
 struct Task {
@@ -182,6 +173,17 @@ template <typename A, typename T>
 inline A decayed_grad(A sign, T g, A wd, A w) {
   return sign * static_cast<A>(g) + wd * w;
 }
+
+// Weight decay as Adam-family options give it: an L2 term added to the gradient (`l2`, for decayed_grad), or,
+// decoupled (AdamW), the weight scaled by `factor` before the step. The unused one is neutral (0 / 1), so the
+// element loops stay branch-free.
+template <typename A>
+struct WeightDecay {
+  A l2, factor;
+  WeightDecay(double lr, double wd, bool decoupled)
+      : l2(wd != 0 && !decoupled ? static_cast<A>(wd) : A(0)),
+        factor(wd != 0 && decoupled ? static_cast<A>(1 - lr * wd) : A(1)) {}
+};
 
 // PyTorch's lerp: exact at both ends, the form chosen by the weight's size.
 template <typename A>
