@@ -52,16 +52,9 @@ class Adam(Optimizer):
 def pack_moments(optimizer, group, amsgrad):
     """The flat tensor list of Adam-style update ops: per parameter with a grad, [param, grad, exp_avg,
     exp_avg_sq, step] (+ max_exp_avg_sq with amsgrad), creating the state on first use."""
-    packed = []
-    for p, g in optimizer._grads_of(group):
-        state = optimizer.state[p]
-        if len(state) == 0:
-            state["step"] = optimizer._new_step()
-            state["exp_avg"] = flow.zeros_like(p)
-            state["exp_avg_sq"] = flow.zeros_like(p)
-            if amsgrad:
-                state["max_exp_avg_sq"] = flow.zeros_like(p)
-        packed += (p, g, state["exp_avg"], state["exp_avg_sq"], state["step"])
-        if amsgrad:
-            packed.append(state["max_exp_avg_sq"])
-    return packed
+    extra = ("max_exp_avg_sq",) if amsgrad else ()
+
+    def init(p, g):
+        return {"step": optimizer._new_step(), **{k: flow.zeros_like(p) for k in ("exp_avg", "exp_avg_sq") + extra}}
+
+    return optimizer._pack_state(group, ("exp_avg", "exp_avg_sq", "step") + extra, init)

@@ -23,6 +23,17 @@ def _moments(optimizer, group, second, extra=None):
     return optimizer._pack_state(group, keys, init)
 
 
+def _attrs(*keys):
+    """The update op's options from a group: Adam's common ones, plus ``keys`` as they are."""
+
+    def attrs(group):
+        beta1, beta2 = group["betas"]
+        return dict(lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
+                    maximize=group["maximize"], **{k: group[k] for k in keys})
+
+    return attrs
+
+
 class Adamax(Optimizer):
     """Adamax (Adam with the infinity norm), PyTorch's ``torch.optim.Adamax``: state ``step``, ``exp_avg``,
     ``exp_inf``. One fused op (``adamax_update_``) updates a whole group."""
@@ -39,12 +50,7 @@ class Adamax(Optimizer):
     @flow.no_grad()
     def step(self, closure=None):
         """Perform a single optimization step."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            self._run("adamax_update_", _moments(self, group, "exp_inf"), lr=group["lr"], beta1=beta1, beta2=beta2,
-                      eps=group["eps"], weight_decay=group["weight_decay"], maximize=group["maximize"])
-        return loss
+        return self._step_groups(closure, "adamax_update_", lambda g: _moments(self, g, "exp_inf"), _attrs())
 
 
 class NAdam(Optimizer):
@@ -67,14 +73,9 @@ class NAdam(Optimizer):
     @flow.no_grad()
     def step(self, closure=None):
         """Perform a single optimization step."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            self._run("nadam_update_", _moments(self, group, "exp_avg_sq", extra="mu_product"), lr=group["lr"],
-                      beta1=beta1, beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
-                      momentum_decay=group["momentum_decay"],
-                      decoupled_weight_decay=group["decoupled_weight_decay"], maximize=group["maximize"])
-        return loss
+        return self._step_groups(closure, "nadam_update_",
+                                 lambda g: _moments(self, g, "exp_avg_sq", extra="mu_product"),
+                                 _attrs("momentum_decay", "decoupled_weight_decay"))
 
 
 class RAdam(Optimizer):
@@ -94,10 +95,5 @@ class RAdam(Optimizer):
     @flow.no_grad()
     def step(self, closure=None):
         """Perform a single optimization step."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            self._run("radam_update_", _moments(self, group, "exp_avg_sq"), lr=group["lr"], beta1=beta1,
-                      beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
-                      decoupled_weight_decay=group["decoupled_weight_decay"], maximize=group["maximize"])
-        return loss
+        return self._step_groups(closure, "radam_update_", lambda g: _moments(self, g, "exp_avg_sq"),
+                                 _attrs("decoupled_weight_decay"))

@@ -26,11 +26,10 @@ class ASGD(Optimizer):
     @flow.no_grad()
     def step(self, closure=None):
         """Perform a single optimization step."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            packed = self._pack_state(group, ("ax", "step", "eta", "mu"), lambda p, g: {
+        def pack(group):
+            return self._pack_state(group, ("ax", "step", "eta", "mu"), lambda p, g: {
                 "step": self._new_step(), "eta": flow.tensor(float(group["lr"]), dtype=_scalar_dtype()),
                 "mu": flow.ones((), dtype=_scalar_dtype()), "ax": flow.zeros_like(p)})
-            self._run("asgd_update_", packed, lr=group["lr"], lambd=group["lambd"], alpha=group["alpha"],
-                      t0=group["t0"], weight_decay=group["weight_decay"], maximize=group["maximize"])
-        return loss
+
+        return self._step_groups(closure, "asgd_update_", pack, lambda group: {
+            k: group[k] for k in ("lr", "lambd", "alpha", "t0", "weight_decay", "maximize")})

@@ -381,6 +381,14 @@ class Optimizer:
             packed += (p, g, *(state[k] for k in keys))
         return packed
 
+    def _step_groups(self, closure, op_name, pack, attrs):
+        """The step of a fused optimizer: per group, ``op_name`` on ``pack(group)`` (its flat tensor list) with
+        the options ``attrs(group)``. Returns the closure's loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            self._run(op_name, pack(group), **attrs(group))
+        return loss
+
     @staticmethod
     def _ensure_step_tensor(state):
         step = state.get("step")

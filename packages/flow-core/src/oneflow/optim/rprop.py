@@ -25,13 +25,14 @@ class Rprop(Optimizer):
     @flow.no_grad()
     def step(self, closure=None):
         """Perform a single optimization step."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            packed = self._pack_state(group, ("prev", "step_size", "step"), lambda p, g: {
+        def pack(group):
+            return self._pack_state(group, ("prev", "step_size", "step"), lambda p, g: {
                 "step": self._new_step(), "prev": flow.zeros_like(p),
                 "step_size": flow.full_like(g, float(group["lr"]))})
-            etaminus, etaplus = group["etas"]
-            step_min, step_max = group["step_sizes"]
-            self._run("rprop_update_", packed, etaminus=etaminus, etaplus=etaplus, step_size_min=step_min,
-                      step_size_max=step_max, maximize=group["maximize"])
-        return loss
+
+        def attrs(group):
+            (etaminus, etaplus), (step_min, step_max) = group["etas"], group["step_sizes"]
+            return dict(etaminus=etaminus, etaplus=etaplus, step_size_min=step_min, step_size_max=step_max,
+                        maximize=group["maximize"])
+
+        return self._step_groups(closure, "rprop_update_", pack, attrs)

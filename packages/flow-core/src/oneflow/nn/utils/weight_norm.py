@@ -3,9 +3,8 @@ is replaced by a magnitude ``w_g`` and a direction ``w_v``, and recomputed as ``
 every forward."""
 import warnings
 
-import oneflow as flow
-
 from ..parameter import Parameter, UninitializedParameter
+from . import _prehooks
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm", "norm_except_dim"]
 
@@ -36,9 +35,7 @@ class WeightNorm:
 
     @staticmethod
     def apply(module, name, dim):
-        for hook in module._forward_pre_hooks.values():
-            if isinstance(hook, WeightNorm) and hook.name == name:
-                raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
+        _prehooks.check_unregistered(module, WeightNorm, name, "weight_norm")
         fn = WeightNorm(name, dim)
         weight = getattr(module, name)
         if isinstance(weight, UninitializedParameter):
@@ -75,9 +72,4 @@ def weight_norm(module, name="weight", dim=0):
 
 def remove_weight_norm(module, name="weight"):
     """Folds the weight normalization of ``module.<name>`` back into a plain parameter. Returns ``module``."""
-    for k, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, WeightNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[k]
-            return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    return _prehooks.remove(module, WeightNorm, name, "weight_norm")
