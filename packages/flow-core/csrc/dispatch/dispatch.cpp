@@ -163,6 +163,11 @@ TensorList call_below_autograd(const OpDef& op, const TensorList& inputs, const 
   return run_kernel(op, inputs, attrs);
 }
 
+void check_castable(const std::string& op, DType result, DType out) {
+  FLOW_RUNTIME_CHECK(can_cast(result, out), op, ": result type ", torch_type_name(result),
+                     " can't be cast to the desired output type ", torch_type_name(out));
+}
+
 TensorList call(const OpDef& op, const TensorList& inputs, const Attrs& attrs_in);
 
 // An in-place op on a view of a tensor that takes part in autograd (PyTorch's CopySlices): compute the
@@ -235,9 +240,7 @@ static TensorList call_inplace(const OpDef& op, const TensorList& inputs, const 
       metas = f.meta(inputs, attrs);
       FLOW_RUNTIME_CHECK(metas[0].sizes == self.sizes(), op.name, ": output with shape ", shape_str(self.sizes()),
                          " doesn't match the broadcast shape ", shape_str(metas[0].sizes));
-      FLOW_RUNTIME_CHECK(can_cast(metas[0].dtype, self.dtype()), op.name, ": result type ",
-                         torch_type_name(metas[0].dtype), " can't be cast to the desired output type ",
-                         torch_type_name(self.dtype()));
+      check_castable(op.name, metas[0].dtype, self.dtype());
     }
     check_inplace_overlap(self, inputs, f.has(kAliasedOutputOk));
     if (need_grad && self.impl()->base) return inplace_on_view(f, inputs, attrs);

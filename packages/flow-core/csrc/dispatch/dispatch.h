@@ -12,6 +12,10 @@ namespace flow::dispatch {
 TensorList call(const OpDef& op, const TensorList& inputs, const Attrs& attrs);
 Tensor call1(const OpDef& op, const TensorList& inputs, const Attrs& attrs);
 
+// Raises PyTorch's RuntimeError when op's result (of dtype `result`) cannot be written into a tensor of dtype
+// `out` (in-place ops, out=).
+void check_castable(const std::string& op, DType result, DType out);
+
 // Below autograd: interception, then kernel.
 TensorList call_below_autograd(const OpDef& op, const TensorList& inputs, const Attrs& attrs);
 // The bottom: meta + allocation + kernel on the inputs' device. `out` (optional) receives the results.

@@ -275,8 +275,7 @@ static PyObject* call_with_out(const OpDef& op, const TensorList& inputs, const 
   TensorList r = dispatch::call(op, inputs, attrs);
   for (size_t i = 0; i < n && i < r.size(); ++i) {
     const Tensor& o = outs[i];
-    FLOW_RUNTIME_CHECK(can_cast(r[i].dtype(), o.dtype()), op.name, ": result type ", torch_type_name(r[i].dtype()),
-                       " can't be cast to the desired output type ", torch_type_name(o.dtype()));
+    dispatch::check_castable(op.name, r[i].dtype(), o.dtype());
     FLOW_RUNTIME_CHECK(r[i].device() == o.device(), op.name, ": Expected out tensor to have device ",
                        r[i].device().str(), ", but got ", o.device().str(), " instead");
     if (o.sizes() != r[i].sizes()) {
