@@ -41,6 +41,37 @@ def test_out_matches_torch_and_returns_out(name, args, kw):
     assert_close(out, want.numpy(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("name,args,kw", CASES, ids=[c[0] for c in CASES])
+def test_out_of_the_result_shape_is_written_directly(name, args, kw):
+    # an out of the exact shape and dtype takes the kernel's direct path: same values, same memory
+    a, b = r(4, 5), r(4, 5)
+    want = getattr(torch, name)(*args(torch, torch.tensor(a), torch.tensor(b)), **kw)
+    out = flow.full(tuple(want.shape), float("nan"))
+    ptr = out.data_ptr()
+    got = getattr(flow, name)(*args(flow, flow.tensor(a), flow.tensor(b)), **kw, out=out)
+    assert got is out and out.data_ptr() == ptr
+    assert_close(out, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_out_sharing_an_inputs_storage_is_computed_before_it_is_written():
+    # written directly, these would read inputs their own output had already overwritten
+    a = r(64, 64)
+    x = flow.tensor(a)
+    flow.mm(x, x, out=x)
+    assert_close(x, a @ a, rtol=1e-4, atol=1e-4)
+    y = flow.tensor(a)
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        flow.add(y.t(), 1, out=y)  # an elementwise out partly overlapping an input: refused, as in torch
+    y = flow.tensor(a)
+    flow.cumsum(y.t(), 1, out=y)
+    assert_close(y, np.cumsum(a.T, 1), rtol=1e-5, atol=1e-5)
+    a = a[:6, :6]
+    vals, idx = flow.empty(6), flow.empty(6, dtype=flow.int64)
+    flow.max(flow.tensor(a), 1, out=(vals, idx))
+    assert_close(vals, a.max(1))
+    np.testing.assert_array_equal(idx.numpy(), a.argmax(1))
+
+
 def test_out_of_the_right_shape_is_written_in_place():
     a = flow.tensor(r(3, 4))
     out = flow.full((3, 4), 7.0)

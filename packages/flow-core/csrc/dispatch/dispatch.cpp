@@ -158,6 +158,35 @@ TensorList run_kernel(const OpDef& op, const TensorList& inputs, const Attrs& at
   fail(ErrorKind::NotImplemented, op.name, ": not implemented for device '", dev.str(), "'");
 }
 
+bool try_call_into(const OpDef& op, const TensorList& inputs, const Attrs& attrs_in, const TensorList& outs) {
+  if (autocast::t_enabled || op.functional || op.has(kComposite) || !op.meta) return false;
+  if (g_hook && (t_mode_depth > 0 || any_handler(inputs))) return false;
+  if (autograd::GradMode::is_enabled() && op.backward)
+    for (const Tensor& t : inputs)
+      if (t.defined() && t.requires_grad()) return false;
+  if (autograd::InferenceMode::is_enabled()) return false;  // its results are marked; keep one path for that
+  Device dev = common_device(inputs, op.name.c_str());
+  if (!op.out_kernel[static_cast<int>(dev.type)]) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && !t.has_storage()) return false;
+  Attrs filled = attrs_in;
+  if (attrs_in.schema == nullptr || attrs_in.values.size() < op.schema.attr_args.size()) fill_defaults(op, filled);
+  std::vector<TensorMeta> metas = op.meta(inputs, filled);
+  if (metas.size() != outs.size()) return false;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const Tensor& o = outs[i];
+    if (!o.defined() || !o.has_storage() || !o.is_contiguous() || o.sizes() != metas[i].sizes ||
+        o.dtype() != metas[i].dtype || o.device() != metas[i].device)
+      return false;
+    for (const Tensor& t : inputs)  // even disjoint regions: a kernel may read an input after writing out
+      if (t.defined() && t.impl()->storage == o.impl()->storage) return false;
+    for (size_t j = 0; j < i; ++j)
+      if (outs[j].impl()->storage == o.impl()->storage) return false;
+  }
+  run_kernel(op, inputs, filled, &outs);
+  return true;
+}
+
 TensorList call_below_autograd(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
   if (g_hook && (t_mode_depth > 0 || any_handler(inputs))) return g_hook(op, inputs, attrs);
   return run_kernel(op, inputs, attrs);

@@ -20,6 +20,10 @@ void check_castable(const std::string& op, DType result, DType out);
 TensorList call_below_autograd(const OpDef& op, const TensorList& inputs, const Attrs& attrs);
 // The bottom: meta + allocation + kernel on the inputs' device. `out` (optional) receives the results.
 TensorList run_kernel(const OpDef& op, const TensorList& inputs, const Attrs& attrs, const TensorList* out = nullptr);
+// out=: runs op's kernel straight into `outs` and returns true when that is safe (no autograd, autocast or
+// interception to honour; outs contiguous, of the result's exact shape, dtype and device, sharing no storage
+// with an input). Returns false, having done nothing, otherwise: the caller computes and copies.
+bool try_call_into(const OpDef& op, const TensorList& inputs, const Attrs& attrs, const TensorList& outs);
 
 // Interception. The Python module installs `hook`; the core asks it when `mode_active()` or when an input
 // carries a handler class. The hook returns the op's outputs.

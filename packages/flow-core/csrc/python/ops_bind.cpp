@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "../autograd/grad_mode.h"
+#include "../core/mem_overlap.h"
 #include "../dispatch/dispatch.h"
 #include "../ops/functions.h"
 #include "bind.h"
@@ -271,6 +272,13 @@ static PyObject* call_with_out(const OpDef& op, const TensorList& inputs, const 
     bool any = std::any_of(inputs.begin(), inputs.end(), needs) || std::any_of(outs.begin(), outs.end(), needs);
     FLOW_RUNTIME_CHECK(!any, op.name, "(): functions with out=... arguments don't support automatic differentiation, "
                        "but one of the arguments requires grad.");
+  }
+  if (op.has(kElementwise))  // PyTorch's TensorIterator refuses an out that partly overlaps an input
+    for (const Tensor& o : outs) check_inplace_overlap(o, inputs, false);
+  if (dispatch::try_call_into(op, inputs, attrs, outs)) {
+    for (const Tensor& o : outs) o.bump_version();
+    Py_INCREF(out);
+    return out;
   }
   TensorList r = dispatch::call(op, inputs, attrs);
   for (size_t i = 0; i < n && i < r.size(); ++i) {
