@@ -80,12 +80,13 @@ struct Half {
     uint32_t b = float_to_bits(f);
     uint32_t sign = (b >> 16) & 0x8000u;
 #if defined(__F16C__)
-    // the hardware rounds to nearest even as below; NaN payloads are dropped as below (quiet NaN)
-    if (f != f) return static_cast<uint16_t>(sign | 0x7E00u);
+    // the hardware rounds to nearest even, as below, and quiets a NaN keeping its payload's top bits, as
+    // below and as PyTorch's (F16C) casts do
     return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
 #endif
     uint32_t abs = b & 0x7FFFFFFFu;
-    if (abs >= 0x7F800000u) return static_cast<uint16_t>(sign | 0x7C00u | (abs > 0x7F800000u ? 0x200u : 0));
+    if (abs > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u | ((abs >> 13) & 0x3FFu));
+    if (abs == 0x7F800000u) return static_cast<uint16_t>(sign | 0x7C00u);
     if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // overflow to inf
     if (abs < 0x38800000u) {                                             // subnormal or zero
       float a = bits_to_float(abs);

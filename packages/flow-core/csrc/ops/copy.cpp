@@ -6,6 +6,7 @@
 #include <immintrin.h>
 #endif
 
+#include "../core/half_vec.h"
 #include "../kernels/cpu/loops.h"
 #include "functions.h"
 
@@ -150,6 +151,12 @@ void copy_kernel(const Tensor& dst, const Tensor& src) {
             // contiguous runs (e.g. the rows of a transposed tensor made contiguous)
             if constexpr (std::is_same_v<D, S>) {
               std::memmove(p[0], p[1], n * sizeof(D));  // memmove: a copy_ between overlapping views
+            } else if constexpr (std::is_same_v<S, float> && std::is_same_v<D, Half>) {
+              float_to_half_run(reinterpret_cast<const float*>(p[1]), reinterpret_cast<Half*>(p[0]), n);
+            } else if constexpr (std::is_same_v<S, Half> && std::is_same_v<D, float>) {
+              half_to_float_run(reinterpret_cast<const Half*>(p[1]), reinterpret_cast<float*>(p[0]), n);
+            } else if constexpr (std::is_same_v<S, float> && std::is_same_v<D, BFloat16>) {
+              float_to_bfloat16_run(reinterpret_cast<const float*>(p[1]), reinterpret_cast<BFloat16*>(p[0]), n);
             } else {
               D* d = reinterpret_cast<D*>(p[0]);
               const S* s = reinterpret_cast<const S*>(p[1]);

@@ -578,3 +578,62 @@ FLOW_OP(strided_view)
     });
 
 }  // namespace flow
+
+namespace flow {
+namespace {
+
+// Tensor.view(dtype): the same bytes read as another dtype. A different element size rescales the last dim,
+// under PyTorch's conditions (checked before any geometry is built, with its messages).
+struct DtypeView {
+  Shape sizes, strides;
+  int64_t offset;
+};
+
+DtypeView dtype_view(const Tensor& t, DType to) {
+  int64_t from_size = itemsize(t.dtype()), to_size = itemsize(to);
+  DtypeView v{t.sizes(), t.strides(), t.offset()};
+  if (from_size == to_size) return v;
+  std::string what = std::string(" to view ") + torch_type_name(t.dtype()) + " as " + torch_type_name(to) +
+                     " (different element sizes)";
+  FLOW_RUNTIME_CHECK(t.dim() > 0, "self.dim() cannot be 0", what);
+  int64_t last = t.dim() - 1;
+  FLOW_RUNTIME_CHECK(t.stride(last) == 1, "self.stride(-1) must be 1", what, ", but got ", t.stride(last));
+  if (from_size > to_size) {
+    int64_t r = from_size / to_size;
+    for (int64_t d = 0; d < last; ++d) v.strides[d] *= r;
+    v.sizes[last] *= r;
+    v.offset *= r;
+    return v;
+  }
+  int64_t r = to_size / from_size;
+  FLOW_RUNTIME_CHECK(t.size(last) % r == 0, "self.size(-1) must be divisible by ", r, what, ", but got ",
+                     t.size(last));
+  FLOW_RUNTIME_CHECK(t.offset() % r == 0, "self.storage_offset() must be divisible by ", r, what, ", but got ",
+                     t.offset());
+  for (int64_t d = 0; d < last; ++d)
+    FLOW_RUNTIME_CHECK(t.stride(d) % r == 0, "self.stride(", d, ") must be divisible by ", r, what, ", but got ",
+                       t.stride(d));
+  for (int64_t d = 0; d < last; ++d) v.strides[d] /= r;
+  v.sizes[last] /= r;
+  v.offset /= r;
+  return v;
+}
+
+}  // namespace
+
+// No backward: like PyTorch's, the result never requires grad (its bytes are not a function of self's values).
+FLOW_OP(view_dtype)
+    .schema("view_dtype(Tensor self, ScalarType dtype) -> Tensor")
+    .traits(kView)
+    .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
+      return {{dtype_view(in[0], a.dtype(0)).sizes, a.dtype(0), in[0].device()}};
+    })
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      DtypeView v = dtype_view(in[0], a.dtype(0));
+      Tensor r = make_view(in[0], v.sizes, v.strides, v.offset);
+      r.impl()->dtype = a.dtype(0);
+      r.impl()->refresh_geometry();
+      return {r};
+    });
+
+}  // namespace flow

@@ -16,9 +16,13 @@ def _shape_args(args, name):
 
 
 def view(self, *shape):
-    """Returns a tensor with the same data and a new shape (no copy); see ``Tensor.reshape``."""
+    """Returns a tensor with the same data and a new shape (no copy); see ``Tensor.reshape``.
+
+    ``view(dtype)`` reads the same bytes as ``dtype``; a dtype of another element size scales the last
+    dimension, which must then have stride 1 (PyTorch's rules). The result does not require grad.
+    """
     if len(shape) == 1 and isinstance(shape[0], _C.dtype):
-        raise NotImplementedError("view(dtype) reinterpretation is not supported")
+        return ops.view_dtype(self, shape[0])
     return ops.view(self, _shape_args(shape, "view"))
 
 
