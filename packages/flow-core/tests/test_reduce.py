@@ -567,3 +567,26 @@ def test_second_order_through_zeros_matches_torch():
         gg, = flow.autograd.grad((g * flow.tensor(v)).sum(), [f])
         tgg, = torch.autograd.grad((tg * torch.tensor(v)).sum(), [t])
         np.testing.assert_allclose(to_np(gg), tgg.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_logsumexp_special_rows_and_long_rows_match_torch():
+    # the vectorised row path: shift by the max, NaN and infinities as torch treats them, and rows long
+    # enough to be split across chunks and threads
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((7, 40)).astype(np.float32) * 30
+    x[1, 5] = np.nan
+    x[2, 7] = np.inf
+    x[3, :] = -np.inf
+    x[4, 3] = -np.inf
+    x[5, :] = 1e30
+    x[6, 9] = -np.inf
+    x[6, 10] = np.inf
+    for dim in (1, 0):
+        got = flow.logsumexp(flow.tensor(x), dim)
+        want = torch.logsumexp(torch.tensor(x), dim)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+    big = rng.standard_normal((3, 200_000)).astype(np.float32) * 10
+    for dt in (np.float32, np.float64):
+        got = flow.logsumexp(flow.tensor(big.astype(dt)), 1)
+        want = torch.logsumexp(torch.tensor(big.astype(dt)), 1)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)

@@ -9,6 +9,7 @@
 #include "../autograd/grad_mode.h"
 #include "nnops_grad_composite.h"
 #include "nnops_util.h"
+#include "unary_vec.h"
 
 namespace flow {
 namespace {
@@ -32,10 +33,16 @@ Kind kind_of(const std::string& s) {
 template <typename A>
 A sgn(A v) { return static_cast<A>((v > A(0)) - (v < A(0))); }
 
+// softplus(-x) = log(1 + exp(-x)) = max(-x, 0) + log1p(exp(-|x|)), without overflow
+template <typename A>
+FLOW_VEC_INLINE A softplus_neg(A x) {
+  return std::max(-x, A(0)) + vlog1p<A>(vexp_nonpos<A>(-std::fabs(x)));
+}
+
 // Elementwise loss and its partials d/dx, d/dt (w: weight, pw: pos_weight, p: beta/delta).
 template <Kind K, typename A>
 struct Loss {
-  static A value(A x, A t, A w, A pw, A p) {
+  FLOW_VEC_INLINE static A value(A x, A t, A w, A pw, A p) {
     if constexpr (K == Kind::Mse) return (x - t) * (x - t);
     else if constexpr (K == Kind::L1) return std::abs(x - t);
     else if constexpr (K == Kind::SmoothL1) {
@@ -45,12 +52,11 @@ struct Loss {
       A z = std::abs(x - t);
       return z < p ? A(0.5) * z * z : p * (z - A(0.5) * p);
     } else if constexpr (K == Kind::Bce) {
-      A lx = std::max(std::log(x), A(-100)), l1x = std::max(std::log1p(-x), A(-100));
+      A lx = std::max(vlog<A>(x), A(-100)), l1x = std::max(vlog1p<A>(-x), A(-100));
       return -w * (t * lx + (A(1) - t) * l1x);
     } else if constexpr (K == Kind::BceLogits) {
-      A mx = std::max(-x, A(0));
       A lw = (pw - A(1)) * t + A(1);
-      return w * ((A(1) - t) * x + lw * (std::log(std::exp(-mx) + std::exp(-x - mx)) + mx));
+      return w * ((A(1) - t) * x + lw * softplus_neg(x));
     } else if constexpr (K == Kind::KlDiv) {
       A xlogy = t == A(0) ? A(0) : t * std::log(t);
       return xlogy - t * x;
@@ -58,7 +64,7 @@ struct Loss {
       return std::exp(t) * (t - x);
     }
   }
-  static void grads(A x, A t, A w, A pw, A p, A& dx, A& dt) {
+  FLOW_VEC_INLINE static void grads(A x, A t, A w, A pw, A p, A& dx, A& dt) {
     if constexpr (K == Kind::Mse) {
       dx = A(2) * (x - t), dt = -dx;
     } else if constexpr (K == Kind::L1) {
@@ -73,14 +79,14 @@ struct Loss {
       dt = -dx;
     } else if constexpr (K == Kind::Bce) {
       dx = w * (x - t) / std::max((A(1) - x) * x, A(1e-12));
-      dt = w * (std::max(std::log1p(-x), A(-100)) - std::max(std::log(x), A(-100)));
+      dt = w * (std::max(vlog1p<A>(-x), A(-100)) - std::max(vlog<A>(x), A(-100)));
     } else if constexpr (K == Kind::BceLogits) {
-      A sig = A(1) / (A(1) + std::exp(-x));
+      // sigmoid(x) from the same exp(-|x|) as softplus(-x)
+      A e = vexp_nonpos<A>(-std::fabs(x)), inv = A(1) / (A(1) + e);
+      A sig = x >= A(0) ? inv : e * inv;
       A pt = pw * t;
       dx = w * ((pt + A(1) - t) * sig - pt);
-      A mx = std::max(-x, A(0));
-      A sp = std::log(std::exp(-mx) + std::exp(-x - mx)) + mx;  // softplus(-x)
-      dt = w * (-x + (pw - A(1)) * sp);
+      dt = w * (-x + (pw - A(1)) * (std::max(-x, A(0)) + vlog1p<A>(e)));
     } else if constexpr (K == Kind::KlDiv) {
       dx = -t;
       // as torch's xlogy(t, t) - t * x decomposition: 0/0 = nan at t == 0
@@ -237,7 +243,7 @@ TensorList loss_backward(BackwardCtx& c, const TensorList& g, const char* kind, 
       ? nn::pointwise_loss_grad_composite(g[0], in[0], in[1], in[2], in[3], kind,
                                           nn::parse_reduction(red, "loss backward") == Reduction::Mean, param)
       : ops::call("_pointwise_loss_backward", {g[0], in[0], in[1], in[2], in[3]},
-                           {std::string(kind), red, param});
+                           {std::string(kind), red, param, c.needs(1)});
   TensorList res{c.needs(0) ? r[0] : Tensor(), c.needs(1) ? r[1] : Tensor()};
   for (size_t i = 2; i < c.num_inputs(); ++i) res.push_back(Tensor());
   return res;
@@ -287,11 +293,13 @@ FLOW_POINTWISE_LOSS(kl_div,
 
 // grad_self, grad_target of every pointwise loss (both of the broadcast shape; the engine sums them down).
 FLOW_OP(_pointwise_loss_backward)
-    .schema("_pointwise_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, Tensor? pos_weight, str kind, str reduction, float param) -> (Tensor, Tensor)")
+    .schema("_pointwise_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, Tensor? pos_weight, str kind, str reduction, float param, bool target_grad=True) -> (Tensor, Tensor)")
     .traits(kLoss | kBackwardHelper)
-    .meta([](const TensorList& in, const Attrs&) {
+    .meta([](const TensorList& in, const Attrs& a) {
+      // without target_grad the second result is empty: the target's gradient costs as much as the input's
       LossGeom g = loss_geom(in[1], in[2], in[3], in[4], "loss backward");
-      return std::vector<TensorMeta>{{g.shape, g.dtype, in[1].device()}, {g.shape, g.dtype, in[1].device()}};
+      return std::vector<TensorMeta>{{g.shape, g.dtype, in[1].device()},
+                                     {a.b(3) ? g.shape : Shape{0}, g.dtype, in[1].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       LossGeom g = loss_geom(in[1], in[2], in[3], in[4], "loss backward");
@@ -301,7 +309,8 @@ FLOW_OP(_pointwise_loss_backward)
       Tensor gr = nn::contig_as(in[0], d), x = nn::contig_as(in[1], d), t = nn::contig_as(in[2], d);
       Tensor w = one_or(in[3], d), pw = one_or(in[4], d);
       Tensor gx = out[0].is_contiguous() && out[0].dtype() == d ? out[0] : empty(g.shape, d);
-      Tensor gt = out[1].is_contiguous() && out[1].dtype() == d ? out[1] : empty(g.shape, d);
+      const bool want_gt = a.b(3);
+      Tensor gt = !want_gt ? gx : out[1].is_contiguous() && out[1].dtype() == d ? out[1] : empty(g.shape, d);
       double scale = red == Reduction::Mean ? 1.0 / static_cast<double>(shape_numel(g.shape)) : 1.0;
       dispatch_floating(d, "loss backward", [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -309,6 +318,9 @@ FLOW_OP(_pointwise_loss_backward)
         A p = static_cast<A>(a.f(2)), sc = static_cast<A>(scale);
         dispatch_kind(kind, [&](auto kc) {
           using L = Loss<decltype(kc)::value, A>;
+          // without target_grad, gt aliases gx and is never written (its partial is then dead code)
+          auto run = [&](auto gt_tag) {
+          constexpr bool GT = decltype(gt_tag)::value;
           for_each_element<7>({&gx, &gt, &gr, &x, &t, &w, &pw}, g.shape,
                               [p, sc](std::array<char*, 7> ptr, std::array<int64_t, 7> st, int64_t n) {
             auto ld = [&](int k, int64_t i) { return static_cast<A>(*reinterpret_cast<const T*>(ptr[k] + i * st[k])); };
@@ -322,7 +334,7 @@ FLOW_OP(_pointwise_loss_backward)
                 A dx, dt;
                 L::grads(static_cast<A>(xs[i]), static_cast<A>(ts[i]), wv, pwv, p, dx, dt);
                 gxs[i] = static_cast<T>(gv * dx);
-                gts[i] = static_cast<T>(gv * dt);
+                if constexpr (GT) gts[i] = static_cast<T>(gv * dt);
               }
               return;
             }
@@ -331,13 +343,16 @@ FLOW_OP(_pointwise_loss_backward)
               L::grads(ld(3, i), ld(4, i), ld(5, i), ld(6, i), p, dx, dt);
               A gv = ld(2, i) * sc;
               *reinterpret_cast<T*>(ptr[0] + i * st[0]) = static_cast<T>(gv * dx);
-              *reinterpret_cast<T*>(ptr[1] + i * st[1]) = static_cast<T>(gv * dt);
+              if constexpr (GT) *reinterpret_cast<T*>(ptr[1] + i * st[1]) = static_cast<T>(gv * dt);
             }
           });
+          };
+          if (want_gt) run(std::true_type{});
+          else run(std::false_type{});
         });
       });
       if (!gx.is_same(out[0])) ops::copy_into(out[0], gx);
-      if (!gt.is_same(out[1])) ops::copy_into(out[1], gt);
+      if (want_gt && !gt.is_same(out[1])) ops::copy_into(out[1], gt);
     })
     .backward([](BackwardCtx&, const TensorList&) -> TensorList {
       fail(ErrorKind::NotImplemented, "_pointwise_loss_backward: the fused backward kernel is not differentiable; "

@@ -28,20 +28,6 @@ Geometry geometry(const Shape& s, int64_t dim) {
 
 constexpr int64_t kColBlock = 64;  // inner elements handled together in the strided layout
 
-// exp that is exactly 0 far below the float range (exp(-inf) of masked entries; the vectorised float
-// exp saturates at exp(-104), a denormal)
-template <typename A>
-inline __attribute__((always_inline)) A exp0(A d) {
-  A v = vexp<A>(d);
-  return d < A(-104) ? A(0) : v;
-}
-// exp(x - max), whose argument is never positive: the cheaper float routine (flushes below 2^-125)
-template <typename A>
-inline __attribute__((always_inline)) A exp_shifted(A d) {
-  if constexpr (std::is_same_v<A, float>) return vec::exp_nonpos_f32(d);
-  else return exp0<A>(d);
-}
-
 template <typename T, bool Log>
 void softmax_fwd(const T* x, T* y, const Geometry& g) {
   using A = acc_t<T>;
@@ -66,14 +52,14 @@ void softmax_fwd(const T* x, T* y, const Geometry& g) {
         A sum = 0;
         if constexpr (Log) {
 #pragma omp simd reduction(+ : sum)
-          for (int64_t i = 0; i < D; ++i) sum += exp_shifted<A>(static_cast<A>(xr[i]) - mx);
+          for (int64_t i = 0; i < D; ++i) sum += vexp_nonpos<A>(static_cast<A>(xr[i]) - mx);
           A ls = std::log(sum);  // (x - max) - log(sum): keeps precision for large inputs
 #pragma omp simd
           for (int64_t i = 0; i < D; ++i) yr[i] = static_cast<T>((static_cast<A>(xr[i]) - mx) - ls);
         } else if constexpr (std::is_same_v<T, A>) {
 #pragma omp simd reduction(+ : sum)
           for (int64_t i = 0; i < D; ++i) {
-            A v = exp_shifted<A>(static_cast<A>(xr[i]) - mx);
+            A v = vexp_nonpos<A>(static_cast<A>(xr[i]) - mx);
             yr[i] = v;
             sum += v;
           }
@@ -83,8 +69,8 @@ void softmax_fwd(const T* x, T* y, const Geometry& g) {
         } else {
           // 16-bit outputs: recompute exp in acc_t rather than rounding twice
 #pragma omp simd reduction(+ : sum)
-          for (int64_t i = 0; i < D; ++i) sum += exp_shifted<A>(static_cast<A>(xr[i]) - mx);
-          for (int64_t i = 0; i < D; ++i) yr[i] = static_cast<T>(exp_shifted<A>(static_cast<A>(xr[i]) - mx) / sum);
+          for (int64_t i = 0; i < D; ++i) sum += vexp_nonpos<A>(static_cast<A>(xr[i]) - mx);
+          for (int64_t i = 0; i < D; ++i) yr[i] = static_cast<T>(vexp_nonpos<A>(static_cast<A>(xr[i]) - mx) / sum);
         }
       }
     });
@@ -103,7 +89,8 @@ void softmax_fwd(const T* x, T* y, const Geometry& g) {
       for (int64_t j = 0; j < n; ++j)
         if (std::isinf(mx[j]) && mx[j] < 0) mx[j] = 0;
       for (int64_t i = 0; i < D; ++i)
-        for (int64_t j = 0; j < n; ++j) sum[j] += std::exp(static_cast<A>(xb[i * inner + j]) - mx[j]);
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) sum[j] += vexp_nonpos<A>(static_cast<A>(xb[i * inner + j]) - mx[j]);
       if constexpr (Log) {
         for (int64_t j = 0; j < n; ++j) sum[j] = std::log(sum[j]);
         for (int64_t i = 0; i < D; ++i)
@@ -111,8 +98,9 @@ void softmax_fwd(const T* x, T* y, const Geometry& g) {
             yb[i * inner + j] = static_cast<T>((static_cast<A>(xb[i * inner + j]) - mx[j]) - sum[j]);
       } else {
         for (int64_t i = 0; i < D; ++i)
+#pragma omp simd
           for (int64_t j = 0; j < n; ++j)
-            yb[i * inner + j] = static_cast<T>(std::exp(static_cast<A>(xb[i * inner + j]) - mx[j]) / sum[j]);
+            yb[i * inner + j] = static_cast<T>(vexp_nonpos<A>(static_cast<A>(xb[i * inner + j]) - mx[j]) / sum[j]);
       }
     }
   });
@@ -135,7 +123,7 @@ void softmax_bwd(const T* gr, const T* y, T* gi, const Geometry& g) {
           for (int64_t i = 0; i < D; ++i) s += static_cast<A>(gr_[i]);
 #pragma omp simd
           for (int64_t i = 0; i < D; ++i)
-            out[i] = static_cast<T>(static_cast<A>(gr_[i]) - exp0<A>(static_cast<A>(yr[i])) * s);
+            out[i] = static_cast<T>(static_cast<A>(gr_[i]) - vexp_nonpos<A>(static_cast<A>(yr[i])) * s);
         } else {
 #pragma omp simd reduction(+ : s)
           for (int64_t i = 0; i < D; ++i) s += static_cast<A>(gr_[i]) * static_cast<A>(yr[i]);
@@ -161,9 +149,10 @@ void softmax_bwd(const T* gr, const T* y, T* gi, const Geometry& g) {
           else s[j] += static_cast<A>(gr[k]) * static_cast<A>(y[k]);
         }
       for (int64_t i = 0; i < D; ++i)
+#pragma omp simd
         for (int64_t j = 0; j < n; ++j) {
           int64_t k = base + i * inner + j;
-          if constexpr (Log) gi[k] = static_cast<T>(static_cast<A>(gr[k]) - std::exp(static_cast<A>(y[k])) * s[j]);
+          if constexpr (Log) gi[k] = static_cast<T>(static_cast<A>(gr[k]) - vexp_nonpos<A>(static_cast<A>(y[k])) * s[j]);
           else gi[k] = static_cast<T>(static_cast<A>(y[k]) * (static_cast<A>(gr[k]) - s[j]));
         }
     }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "reduce.h"
+#include "unary_vec.h"
 
 namespace flow {
 namespace {
@@ -346,14 +347,25 @@ FLOW_OP(logsumexp)
         auto chunk = [](const T* x, int64_t n) {
           P r;
           A m = -std::numeric_limits<A>::infinity();
-          for (int64_t i = 0; i < n; ++i) m = amax_nan<A>(m, static_cast<A>(x[i]));
+          int nan = 0;  // an int flag: GCC does not vectorise a bool `|` reduction
+#pragma omp simd reduction(max : m) reduction(| : nan)
+          for (int64_t i = 0; i < n; ++i) {
+            A v = static_cast<A>(x[i]);
+            m = std::max(m, v);
+            nan |= static_cast<int>(v != v);
+          }
+          if (nan) m = std::numeric_limits<A>::quiet_NaN();
           r.m = m;
           if (m != m) return r;
-          A shift = std::isinf(m) ? A(0) : m, s = 0;
+          A s = 0;
+          if (std::isinf(m)) {  // not shifted (inf - inf would be NaN); r.s is then the plain sum of exps
+            for (int64_t i = 0; i < n; ++i) s += std::exp(static_cast<A>(x[i]));
+            r.m = 0;
+          } else {  // every x - m <= 0: the vectorised exp
 #pragma omp simd reduction(+ : s)
-          for (int64_t i = 0; i < n; ++i) s += std::exp(static_cast<A>(x[i]) - shift);
+            for (int64_t i = 0; i < n; ++i) s += vexp_nonpos<A>(static_cast<A>(x[i]) - m);
+          }
           r.s = s;
-          if (std::isinf(m)) r.m = 0;  // r.s is then the plain sum of exps
           return r;
         };
         auto cols = [](const T* x, int64_t R, int64_t ld, int64_t n, P* parts) {
@@ -362,7 +374,7 @@ FLOW_OP(logsumexp)
             for (int64_t j = 0; j < n; ++j) m[j] = amax_nan<A>(m[j], static_cast<A>(x[r * ld + j]));
           for (int64_t j = 0; j < n; ++j)
             if (std::isinf(m[j])) m[j] = 0;
-          for (int64_t r = 0; r < R; ++r)
+          for (int64_t r = 0; r < R; ++r)  // a NaN max makes these NaN; an infinite one was replaced by 0
             for (int64_t j = 0; j < n; ++j) s[j] += std::exp(static_cast<A>(x[r * ld + j]) - m[j]);
           for (int64_t j = 0; j < n; ++j) parts[j] = P{m[j], s[j]};  // a NaN max makes s NaN too
         };

@@ -187,6 +187,13 @@ FLOW_VEC_INLINE A vexp(A x) {
   if constexpr (std::is_same_v<A, float>) return vec::exp_f32(x);
   else return std::exp(x);
 }
+// exp(x) for x <= 0 (or NaN), such as exp(x - max) in softmax and logsumexp: exactly 0 far below the float
+// range (masked -inf entries), through the cheaper float routine that flushes below 2^-125.
+template <typename A>
+FLOW_VEC_INLINE A vexp_nonpos(A x) {
+  if constexpr (std::is_same_v<A, float>) return vec::exp_nonpos_f32(x);
+  else return std::exp(x);  // exp(-inf) = 0 already
+}
 template <typename A>
 FLOW_VEC_INLINE A vtanh(A x) {
   if constexpr (std::is_same_v<A, float>) return vec::tanh_f32(x);
@@ -196,6 +203,18 @@ template <typename A>
 FLOW_VEC_INLINE A vlog(A x) {
   if constexpr (std::is_same_v<A, float>) return vec::log_f32(x);
   else return std::log(x);
+}
+// log1p(v) through the vectorisable log: log(u) * v / (u - 1) with u = 1 + v cancels u's rounding
+// (Goldberg's trick), within a few ulp, for the losses' log(1 + e) terms.
+template <typename A>
+FLOW_VEC_INLINE A vlog1p(A v) {
+  if constexpr (std::is_same_v<A, float>) {
+    // one nested select: GCC leaves the caller's loop scalar when these are separate assignments
+    A u = A(1) + v;
+    return u == A(1) ? v : (u > std::numeric_limits<A>::max() ? u : vec::log_f32(u) * (v / (u - A(1))));
+  } else {
+    return std::log1p(v);
+  }
 }
 template <typename A>
 FLOW_VEC_INLINE A verf(A x) {
