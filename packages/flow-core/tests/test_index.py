@@ -76,6 +76,18 @@ def test_gather():
     t = flow.tensor(x)
     with pytest.raises(RuntimeError, match="index 5 is out of bounds for dimension 1 with size 4"):
         t.gather(1, flow.tensor(L([[5]])))
+    # the bounds are checked while gathering (in parallel over a large index); negative and far-off
+    # indices raise before the result can be used, naming the first bad one, as torch does
+    big = rng.integers(0, 512, (256, 512))
+    got = flow.gather(flow.tensor(np.arange(256 * 512, dtype=np.float32).reshape(256, 512)), 1, flow.tensor(big))
+    np.testing.assert_array_equal(got.numpy(), np.take_along_axis(np.arange(256 * 512).reshape(256, 512), big, 1))
+    for bad, msg in ((-1, "index -1 is out of bounds"), (1 << 40, "index 1099511627776 is out of bounds")):
+        b = big.copy()
+        b[200, 300] = bad
+        with pytest.raises(RuntimeError, match=msg):
+            flow.gather(flow.ones(256, 512), 1, flow.tensor(b))
+    with pytest.raises(RuntimeError, match="index 0 is out of bounds for dimension 1 with size 0"):
+        flow.gather(flow.ones(3, 0), 1, flow.zeros(3, 2, dtype=flow.int64))
     with pytest.raises(RuntimeError, match="Expected dtype int32/int64 for index"):
         t.gather(1, flow.tensor([[1.0]]))
     with pytest.raises(RuntimeError, match="same number of dimensions"):
@@ -389,3 +401,23 @@ def test_index_and_index_put_ops():
         flow.tensor(x).index_put_((flow.tensor(L([1])),), flow.tensor(1.0))
     with pytest.raises(IndexError, match="too many indices for tensor of dimension 3 \\(got 4\\)"):
         flow.tensor(x).index_put((flow.tensor(L([1])),) * 4, flow.tensor(1.0, dtype=flow.float64))
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("dim", [1, 0])
+def test_scatter_reduce_large_with_duplicates_matches_torch(reduce, dim):
+    # along the innermost dim whole lines run on separate threads; along dim 0 everything runs serially.
+    # Small integers keep every order of the sums (and products of +-1, 2) exact.
+    g = np.random.default_rng(5)
+    ix = g.integers(0, 64, (256, 512))
+    src = g.integers(-3, 4, (256, 512)).astype(np.float32) if reduce != "prod" else \
+        g.choice(np.array([-1.0, 1.0, 2.0], np.float32), (256, 512))
+    self_ = g.integers(-3, 4, (256, 512) if dim == 1 else (64, 512)).astype(np.float32)
+    if dim == 0:
+        ix = g.integers(0, 64, (256, 512))
+    got = flow.tensor(self_).scatter_reduce(dim, flow.tensor(ix), flow.tensor(src), reduce)
+    want = torch.tensor(self_).scatter_reduce(dim, torch.tensor(ix), torch.tensor(src), reduce)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    got = flow.tensor(self_).scatter_add(dim, flow.tensor(ix), flow.tensor(src))
+    want = torch.tensor(self_).scatter_add(dim, torch.tensor(ix), torch.tensor(src))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -29,10 +29,16 @@ void check_gather_shapes(const Tensor& self, const Tensor& index, int64_t dim, c
 void gather_into(const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index) {
   Tensor s = as1d(self), o = as1d(out), ix0 = as1d(index);
   if (o.numel() == 0) return;
-  Tensor ix = idx::wrapped_index(ix0, s.sizes()[dim], dim, ErrorKind::Runtime);
+  const int64_t size = s.sizes()[dim];
   Shape st = s.strides();
   st[dim] = 0;
-  idx::offset_gather(o, idx::restride(s, ix0.sizes(), st), ix, s.strides()[dim]);
+  Tensor src_r = idx::restride(s, ix0.sizes(), st);
+  if (ix0.dtype() == DType::Int64 && size > 0) {  // checked while gathering: one pass over the index
+    if (!idx::offset_gather(o, src_r, ix0, s.strides()[dim], size))
+      idx::check_range(ix0, size, dim, ErrorKind::Runtime);  // raises, naming the first bad index
+    return;
+  }
+  idx::offset_gather(o, src_r, idx::wrapped_index(ix0, size, dim, ErrorKind::Runtime), s.strides()[dim]);
 }
 
 // out (already holding self's values) gets src scattered into it.

@@ -3,6 +3,7 @@
 // the source, and each element adds `index * stride` to its pointer).
 #pragma once
 #include <cstring>
+#include <limits>
 
 #include "elementwise.h"
 
@@ -32,8 +33,11 @@ Tensor wrapped_index(const Tensor& ix, int64_t size, int64_t dim, ErrorKind kind
                      bool allow_negative = false, const char* prefix = "");
 
 // dst[e] = *(src_r[e] + off_r[e] * stride) for every element e of dst (src_r, off_r restrided to dst's shape;
-// off_r is int64). Copies raw bytes: dst and src have the same dtype.
-void offset_gather(const Tensor& dst, const Tensor& src_r, const Tensor& off_r, int64_t stride);
+// off_r is int64). Copies raw bytes: dst and src have the same dtype. Offsets are checked against
+// [0, bound) as they are read; out-of-range ones read offset 0 and make it return false (bound must then
+// be >= 1; callers that checked beforehand leave it unbounded).
+bool offset_gather(const Tensor& dst, const Tensor& src_r, const Tensor& off_r, int64_t stride,
+                   int64_t bound = std::numeric_limits<int64_t>::max());
 
 // How a scatter combines the old value with the new one.
 enum class Reduce { Assign, Add, Mul, Max, Min, Mean };
