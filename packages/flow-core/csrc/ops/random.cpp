@@ -10,12 +10,10 @@
 // so results are identical for any number of threads. Non-contiguous outputs are generated contiguously and
 // copied, so a strided view gets the same numbers, in logical order, as a contiguous tensor of its shape.
 #include "random.h"
+#include "unary_vec.h"
 
 #include <cmath>
 #include <limits>
-#ifdef __SSE__
-#include <immintrin.h>
-#endif
 
 namespace flow {
 namespace {
@@ -78,25 +76,6 @@ void uniform_kernel(const Tensor& out, double from, double to, Generator& gen) {
   });
 }
 
-// sqrt of a value known to be >= 0 without the errno path (std::sqrt calls libm's sqrtf for it).
-inline float sqrt_nonneg(float v) {
-#ifdef __SSE__
-  return _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(v)));
-#else
-  return std::sqrt(v);
-#endif
-}
-
-// Four standard normals from one block (two Box-Muller pairs).
-inline void box_muller4(const PhiloxBlock& r, float* z) {
-  for (int k = 0; k < 2; ++k) {
-    float u1 = 1.0f - u01_float(r[2 * k], 24), u2 = u01_float(r[2 * k + 1], 24);
-    float rad = sqrt_nonneg(-2.0f * std::log(u1)), th = static_cast<float>(kTwoPi) * u2;
-    z[2 * k] = rad * std::cos(th);
-    z[2 * k + 1] = rad * std::sin(th);
-  }
-}
-
 // Box-Muller: each pair of uniforms gives two normals.
 void normal_kernel(const Tensor& out, double mean, double std, Generator& gen) {
   FLOW_RUNTIME_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
@@ -116,12 +95,27 @@ void normal_kernel(const Tensor& out, double mean, double std, Generator& gen) {
           if (c > 1) p[i + 1] = rad * std::sin(th) * std + mean;
         });
       } else {
+        // block l of a batch holds two (u1, u2) pairs -> normals 4l..4l+3; the transform runs as one
+        // vectorised loop per batch (libm's log/sin/cos went one element at a time)
         const float m = static_cast<float>(mean), sd = static_cast<float>(std);
         PhiloxStream s = gen.reserve(ceil_div(n, 4));
-        for_each_philox_block(s, n, 4, [&](const PhiloxBlock& r, int64_t i, int c) {
-          float z[4];
-          box_muller4(r, z);
-          for (int j = 0; j < c; ++j) p[i + j] = static_cast<T>(z[j] * sd + m);
+        for_each_philox_batch(s, n, 4, [&](const PhiloxBlock* blk, int64_t b, int nb) {
+          constexpr int kPairs = 2 * kPhiloxBatch;
+          float u1[kPairs], u2[kPairs], zc[kPairs], zs[kPairs];
+          for (int l = 0; l < nb; ++l)
+            for (int k = 0; k < 2; ++k) {
+              u1[2 * l + k] = 1.0f - u01_float(blk[l][2 * k], 24);  // (0, 1]: log stays finite
+              u2[2 * l + k] = u01_float(blk[l][2 * k + 1], 24);
+            }
+#pragma omp simd
+          for (int j = 0; j < kPairs; ++j) {
+            float rad = std::sqrt(-2.0f * vlog<float>(u1[j])), sn, cs;
+            vec::sincos_turns_f32(u2[j], sn, cs);
+            zc[j] = rad * cs * sd + m;
+            zs[j] = rad * sn * sd + m;
+          }
+          const int64_t i0 = b * 4, cnt = std::min<int64_t>(4 * nb, n - i0);
+          for (int64_t j = 0; j < cnt; ++j) p[i0 + j] = static_cast<T>((j & 1) ? zs[j >> 1] : zc[j >> 1]);
         });
       }
     });

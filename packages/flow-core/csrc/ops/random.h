@@ -56,20 +56,29 @@ inline void philox_batch(const PhiloxStream& s, uint64_t first, PhiloxBlock* out
   for (int l = 0; l < kPhiloxBatch; ++l) out[l] = {c0[l], c1[l], c2[l], c3[l]};
 }
 
-// Calls f(block, first_element, count) for every Philox block covering n elements, `per_block` elements per
-// block, in parallel; element i always comes from block i / per_block, whatever the thread count.
+// Calls f(batch, first_block, count) for runs of up to kPhiloxBatch consecutive Philox blocks covering the
+// blocks of n elements (`per_block` each), in parallel; block b always holds the same numbers, whatever the
+// thread count. For kernels that transform a whole batch in one vectorised loop.
 template <typename F>
-void for_each_philox_block(const PhiloxStream& s, int64_t n, int per_block, F&& f) {
+void for_each_philox_batch(const PhiloxStream& s, int64_t n, int per_block, F&& f) {
   int64_t blocks = (n + per_block - 1) / per_block;
   parallel_for(blocks, 4096, [&](int64_t b0, int64_t b1) {
     PhiloxBlock batch[kPhiloxBatch];
     for (int64_t b = b0; b < b1; b += kPhiloxBatch) {
       philox_batch(s, static_cast<uint64_t>(b), batch);
-      int64_t nb = std::min<int64_t>(kPhiloxBatch, b1 - b);
-      for (int64_t l = 0; l < nb; ++l) {
-        int64_t i = (b + l) * per_block;
-        f(batch[l], i, static_cast<int>(std::min<int64_t>(per_block, n - i)));
-      }
+      f(static_cast<const PhiloxBlock*>(batch), b, static_cast<int>(std::min<int64_t>(kPhiloxBatch, b1 - b)));
+    }
+  });
+}
+
+// Calls f(block, first_element, count) for every Philox block covering n elements, `per_block` elements per
+// block, in parallel; element i always comes from block i / per_block, whatever the thread count.
+template <typename F>
+void for_each_philox_block(const PhiloxStream& s, int64_t n, int per_block, F&& f) {
+  for_each_philox_batch(s, n, per_block, [&](const PhiloxBlock* batch, int64_t b, int nb) {
+    for (int64_t l = 0; l < nb; ++l) {
+      int64_t i = (b + l) * per_block;
+      f(batch[l], i, static_cast<int>(std::min<int64_t>(per_block, n - i)));
     }
   });
 }

@@ -178,6 +178,24 @@ FLOW_VEC_INLINE float log_f32(float x) {
 
 FLOW_VEC_INLINE float sigmoid_f32(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
 
+// sin and cos of 2*pi*u for u in [0, 1) (an angle in turns, as Box-Muller draws it): the nearest quarter
+// turn is taken off exactly in turns, leaving |r| <= pi/4 for Cephes' sinf/cosf polynomials (~1 ulp);
+// the quadrant then rotates the pair.
+FLOW_VEC_INLINE void sincos_turns_f32(float u, float& s, float& c) {
+  const float shift = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  float q = (u * 4.0f + shift) - shift;
+  float r = (u - q * 0.25f) * 6.28318530717958647692f;
+  float z = r * r;
+  float sr = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r;
+  float cr = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z -
+             0.5f * z + 1.0f;
+  int32_t k = static_cast<int32_t>(q) & 3;
+  float s1 = k == 1 ? cr : k == 2 ? -sr : k == 3 ? -cr : sr;
+  float c1 = k == 1 ? -sr : k == 2 ? -cr : k == 3 ? sr : cr;
+  s = s1;
+  c = c1;
+}
+
 }  // namespace flow::vec
 
 namespace flow {
