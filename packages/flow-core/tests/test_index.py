@@ -421,3 +421,26 @@ def test_scatter_reduce_large_with_duplicates_matches_torch(reduce, dim):
     got = flow.tensor(self_).scatter_add(dim, flow.tensor(ix), flow.tensor(src))
     want = torch.tensor(self_).scatter_add(dim, torch.tensor(ix), torch.tensor(src))
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("k", [1, 5, 32, 33, 300])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_matches_a_stable_reference_with_ties_nan_and_inf(k, largest):
+    # small k takes the one-pass selection, larger k the partial sort; ties keep the lower index first and
+    # NaN ranks above every number, so the result equals a stable sort's first k
+    g = np.random.default_rng(k)
+    x = g.integers(-20, 20, (6, 300)).astype(np.float32)
+    x[1, ::7] = np.nan
+    x[2, ::5] = np.inf
+    x[3, ::3] = -np.inf
+    x[4, :] = np.nan
+    vals, idx = flow.topk(flow.tensor(x), k, dim=1, largest=largest)
+    def rank(row, i):  # NaN is the largest value; equal values keep index order
+        if np.isnan(row[i]):
+            return (0 if largest else 1, 0.0, i)
+        return (1 if largest else 0, -row[i] if largest else row[i], i)
+    order = np.array([sorted(range(x.shape[1]), key=lambda i, row=row: rank(row, i))[:k] for row in x])
+    np.testing.assert_array_equal(idx.numpy(), order)
+    np.testing.assert_array_equal(vals.numpy(), np.take_along_axis(x, order, 1))
+    tv, _ = torch.topk(torch.tensor(x), k, dim=1, largest=largest)
+    np.testing.assert_array_equal(vals.numpy(), tv.numpy())

@@ -139,17 +139,39 @@ FLOW_OP(topk)
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
         return [largest](const T* x, int64_t n, T* v, int64_t* ix, int64_t kk, std::vector<int64_t>&) {
-          std::vector<std::pair<A, int64_t>> p(n);
-          for (int64_t i = 0; i < n; ++i) p[i] = {A(x[i]), i};
+          using P = std::pair<A, int64_t>;
           // ties keep the lower index first
-          auto cmp_l = [](const auto& a, const auto& b) {
+          auto cmp_l = [](const P& a, const P& b) {
             return less_nan<A>(b.first, a.first) || (!less_nan<A>(a.first, b.first) && a.second < b.second);
           };
-          auto cmp_s = [](const auto& a, const auto& b) {
+          auto cmp_s = [](const P& a, const P& b) {
             return less_nan<A>(a.first, b.first) || (!less_nan<A>(b.first, a.first) && a.second < b.second);
           };
-          if (largest) std::partial_sort(p.begin(), p.begin() + kk, p.end(), cmp_l);
-          else std::partial_sort(p.begin(), p.begin() + kk, p.end(), cmp_s);
+          thread_local std::vector<P> p;  // reused across rows and calls
+          auto select = [&](auto better) {
+            if (kk <= 32 && kk * 8 <= n) {
+              // a small k: one pass keeping the best kk in order; most elements lose to the current kk-th
+              // at the first comparison
+              p.resize(static_cast<size_t>(kk));
+              int64_t cnt = 0;
+              A thr = A(0);  // the kept kk-th value once kk are kept: one comparison rejects most elements
+              for (int64_t i = 0; i < n; ++i) {
+                P e{A(x[i]), i};
+                if (cnt == kk && (largest ? e.first < thr : e.first > thr)) continue;  // false for NaNs
+                if (cnt == kk && !better(e, p[kk - 1])) continue;
+                int64_t j = cnt < kk ? cnt++ : kk - 1;
+                for (; j > 0 && better(e, p[j - 1]); --j) p[j] = p[j - 1];
+                p[j] = e;
+                thr = p[cnt - 1].first;
+              }
+            } else {
+              p.resize(static_cast<size_t>(n));
+              for (int64_t i = 0; i < n; ++i) p[i] = {A(x[i]), i};
+              std::partial_sort(p.begin(), p.begin() + kk, p.end(), better);
+            }
+          };
+          if (largest) select(cmp_l);
+          else select(cmp_s);
           for (int64_t i = 0; i < kk; ++i) {
             ix[i] = p[i].second;
             v[i] = static_cast<T>(p[i].first);
