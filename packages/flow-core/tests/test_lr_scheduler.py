@@ -62,6 +62,12 @@ SCHEDULERS = {
         o, [S.ConstantLR(o, 0.5, total_iters=3), S.StepLR(o, 4, 0.5), S.CosineAnnealingLR(o, 10)],
         milestones=[6, 20]),
     "chained": lambda S, o: S.ChainedScheduler([S.ConstantLR(o, 0.5, total_iters=4), S.ExponentialLR(o, 0.9)]),
+    "cyclic": lambda S, o: S.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=5),
+    "cyclic_tri2": lambda S, o: S.CyclicLR(o, [0.01, 0.02], [0.1, 0.3], step_size_up=4, step_size_down=7,
+                                           mode="triangular2", base_momentum=0.7, max_momentum=0.95),
+    "cyclic_exp": lambda S, o: S.CyclicLR(o, 0.01, 0.1, step_size_up=3, mode="exp_range", gamma=0.97),
+    "cyclic_fn": lambda S, o: S.CyclicLR(o, 0.01, 0.1, step_size_up=6, scale_fn=Scale(0.9),
+                                         scale_mode="iterations", cycle_momentum=False),
 }
 
 
@@ -95,13 +101,14 @@ def test_sequence_matches_torch(name):
     run_pair(name)
 
 
-@pytest.mark.parametrize("name", ["onecycle", "onecycle_linear3", "cosine", "sequential"])
+@pytest.mark.parametrize("name", ["onecycle", "onecycle_linear3", "cosine", "sequential", "cyclic_tri2"])
 def test_sequence_matches_torch_adam(name):
     run_pair(name, kind="Adam")
 
 
 def test_state_dict_keys_match_torch():
-    for name in ["step", "multistep", "cosine", "onecycle", "warm_restarts", "linear", "lambda_list"]:
+    for name in ["step", "multistep", "cosine", "onecycle", "warm_restarts", "linear", "lambda_list", "cyclic",
+                 "cyclic_fn"]:
         fo, to = make_opt(flow), make_opt(torch)
         fsd = SCHEDULERS[name](FS, fo).state_dict()
         tsd = SCHEDULERS[name](TS, to).state_dict()
@@ -301,3 +308,15 @@ def test_warmup_state_dict_round_trip():
         s2.step()
         assert s2.get_last_lr() == s.get_last_lr()
         assert lrs(o2) == lrs(o)
+
+
+def test_cyclic_errors_match_torch():
+    for S, lib in ((FS, flow), (TS, torch)):
+        o = make_opt(lib)
+        with pytest.raises(ValueError, match="mode is invalid and scale_fn is None"):
+            S.CyclicLR(o, 0.01, 0.1, mode="zigzag")
+        with pytest.raises(ValueError, match="base_lr must have the same length"):
+            S.CyclicLR(o, [0.01], 0.1)
+        P = flow.nn.Parameter(flow.zeros(2)) if lib is flow else torch.nn.Parameter(torch.zeros(2))
+        with pytest.raises(ValueError, match="optimizer must support momentum or beta1"):
+            S.CyclicLR(lib.optim.Adagrad([P]), 0.01, 0.1)

@@ -12,7 +12,7 @@ from .optimizer import Optimizer
 __all__ = [
     "LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
     "ExponentialLR", "SequentialLR", "CosineAnnealingLR", "ChainedScheduler", "ReduceLROnPlateau",
-    "CosineAnnealingWarmRestarts", "OneCycleLR", "PolynomialLR", "WarmupLR",
+    "CosineAnnealingWarmRestarts", "CyclicLR", "OneCycleLR", "PolynomialLR", "WarmupLR",
 ]
 
 EPOCH_DEPRECATION_WARNING = (
@@ -42,6 +42,20 @@ def _format_param(name, optimizer, param):
 def _check_optimizer(optimizer):
     if not isinstance(optimizer, Optimizer):
         raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+
+
+def _momentum_key(optimizer):
+    """Whether a cycling scheduler drives Adam-style ``betas[0]`` (True) or SGD-style ``momentum``."""
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+    return "betas" in optimizer.defaults
+
+
+def _set_momentum(group, use_beta1, value):
+    if use_beta1:
+        group["betas"] = (value, *group["betas"][1:])
+    else:
+        group["momentum"] = value
 
 
 class _enable_get_lr_call:
@@ -480,17 +494,12 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if self.cycle_momentum:
-            if "momentum" not in self.optimizer.defaults and "betas" not in self.optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in self.optimizer.defaults
+            self.use_beta1 = _momentum_key(self.optimizer)
             max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
                 for m_mom, b_mom, group in zip(max_momentums, base_momentums, optimizer.param_groups):
-                    if self.use_beta1:
-                        group["betas"] = (m_mom, *group["betas"][1:])
-                    else:
-                        group["momentum"] = m_mom
+                    _set_momentum(group, self.use_beta1, m_mom)
                     group["max_momentum"] = m_mom
                     group["base_momentum"] = b_mom
         super().__init__(optimizer, last_epoch)
@@ -530,11 +539,110 @@ class OneCycleLR(LRScheduler):
                 start_step = phase["end_step"]
             lrs.append(computed_lr)
             if self.cycle_momentum:
-                if self.use_beta1:
-                    group["betas"] = (computed_momentum, *group["betas"][1:])
-                else:
-                    group["momentum"] = computed_momentum
+                _set_momentum(group, self.use_beta1, computed_momentum)
         return lrs
+
+
+def _triangular_scale_fn(x):
+    return 1.0
+
+
+def _triangular2_scale_fn(x):
+    return 1 / (2.0 ** (x - 1))
+
+
+def _exp_range_scale_fn(gamma, x):
+    return gamma ** x
+
+
+class CyclicLR(LRScheduler):
+    """Cyclical learning rate (Smith, 2017): the lr moves between ``base_lr`` and ``max_lr`` over cycles of
+    ``step_size_up + step_size_down`` steps (step it after every batch), with the amplitude scaled per
+    ``mode`` ("triangular", "triangular2" halving each cycle, "exp_range" by ``gamma ** iterations``) or by
+    ``scale_fn``; momentum (or Adam's beta1) cycles inversely between ``max_momentum`` and
+    ``base_momentum``."""
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None, mode="triangular",
+                 gamma=1.0, scale_fn=None, scale_mode="cycle", cycle_momentum=True, base_momentum=0.8,
+                 max_momentum=0.9, last_epoch=-1):
+        _check_optimizer(optimizer)
+        base_lrs = _format_param("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _format_param("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ["triangular", "triangular2", "exp_range"] and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_ref = None
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self.use_beta1 = _momentum_key(optimizer)
+            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for m_mom, b_mom, group in zip(self.max_momentums, self.base_momentums, optimizer.param_groups):
+                    _set_momentum(group, self.use_beta1, m_mom)
+                    group["max_momentum"] = m_mom
+                    group["base_momentum"] = b_mom
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self):
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref, self.scale_mode = _triangular_scale_fn, "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref, self.scale_mode = _triangular2_scale_fn, "cycle"
+        elif self.mode == "exp_range":
+            self._scale_fn_ref, self.scale_mode = (lambda x, g=self.gamma: _exp_range_scale_fn(g, x)), "iterations"
+
+    def scale_fn(self, x):
+        """The amplitude factor at cycle (or iteration) ``x``."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        return self._scale_fn_ref(x)
+
+    def get_lr(self):
+        _warn_get_lr_called_within_step(self)
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        scale_factor = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [base_lr + (max_lr - base_lr) * scale_factor * scale
+               for base_lr, max_lr in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, b_mom, m_mom in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
+                _set_momentum(group, self.use_beta1, m_mom - (m_mom - b_mom) * scale_factor * scale)
+        return lrs
+
+    def state_dict(self):
+        """As the base class's, without the scale function: a custom one's attributes are kept when it is a
+        callable object (a plain function or lambda cannot be saved), and the built-in ones are rebuilt."""
+        state = super().state_dict()
+        state.pop("_scale_fn_ref", None)
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
 
 
 def _check_composed(cls_name, optimizer, schedulers):
