@@ -166,3 +166,15 @@ def test_resize_refuses_what_torch_refuses():
     assert tuple(t.shape) == (2,)
     with pytest.raises(RuntimeError, match="negative dimension"):
         flow.zeros(3).resize_(-1)
+
+
+def test_creation_ops_resize_out_like_torch():
+    out = flow.empty(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert flow.rand(2, 3, out=out) is out
+    assert tuple(out.shape) == (2, 3) and ((out >= 0) & (out < 1)).all()
+    full = flow.empty(3)
+    with pytest.warns(UserWarning, match="was resized since it had shape \\[3\\]"):
+        flow.zeros(2, 2, out=full)
+    np.testing.assert_array_equal(full.numpy(), np.zeros((2, 2), np.float32))

@@ -409,3 +409,46 @@ def test_random_ops_registered_with_random_trait():
     for name in ["uniform", "uniform_", "normal_", "bernoulli", "random_", "randperm", "exponential_"]:
         assert "random" in ops[name]["traits"], ops[name]
     assert isinstance(flow.random, type(np))  # oneflow.random is the module, as torch.random
+
+
+def test_multinomial_distributions():
+    flow.manual_seed(0)
+    p = flow.tensor([0.1, 0.0, 0.6, 0.3])
+    s = flow.multinomial(p, 200_000, replacement=True)
+    assert s.dtype == flow.int64 and tuple(s.shape) == (200_000,)
+    freq = np.bincount(s.numpy(), minlength=4) / 200_000
+    np.testing.assert_allclose(freq, [0.1, 0.0, 0.6, 0.3], atol=5e-3)
+    assert freq[1] == 0  # a zero weight is never drawn with replacement
+    # without replacement: the sequential-draw law, first and second pick; unnormalised weights
+    r = flow.tensor([5.0, 3.0, 2.0]).expand(100_000, 3).contiguous().multinomial(2).numpy()
+    assert (r[:, 0] != r[:, 1]).all()
+    np.testing.assert_allclose(np.bincount(r[:, 0], minlength=3) / 1e5, [0.5, 0.3, 0.2], atol=6e-3)
+    second = [0.3 * 0.5 / 0.7 + 0.2 * 0.5 / 0.8, 0.5 * 0.3 / 0.5 + 0.2 * 0.3 / 0.8, 0.5 * 0.2 / 0.5 + 0.3 * 0.2 / 0.7]
+    np.testing.assert_allclose(np.bincount(r[:, 1], minlength=3) / 1e5, second, atol=6e-3)
+    # rows are independent; zero weights come last once the positive ones are used up (as in torch)
+    w = flow.tensor([[1.0, 2.0, 0.0, 7.0], [0.0, 0.0, 5.0, 5.0]])
+    out = w.multinomial(3)
+    assert tuple(out.shape) == (2, 3)
+    assert set(out[0].tolist()) == {0, 1, 3} and set(out[1, :2].tolist()) == {2, 3}
+    # a generator makes it reproducible; out= is written
+    g1, g2 = flow.Generator().manual_seed(5), flow.Generator().manual_seed(5)
+    o = flow.empty(0, dtype=flow.int64)
+    flow.multinomial(w, 4, replacement=True, generator=g1, out=o)
+    np.testing.assert_array_equal(o.numpy(), flow.multinomial(w, 4, True, generator=g2).numpy())
+
+
+def test_multinomial_errors_match_torch():
+    cases = [lambda L: L.multinomial(L.tensor([0.5, float("nan")]), 1),
+             lambda L: L.multinomial(L.tensor([0.5, -1.0]), 1),
+             lambda L: L.multinomial(L.tensor([0.5, float("inf")]), 1),
+             lambda L: L.multinomial(L.tensor([0.0, 0.0]), 1),
+             lambda L: L.multinomial(L.tensor([0.5, 0.5]), 3),
+             lambda L: L.multinomial(L.ones(2, 2, 2), 1),
+             lambda L: L.multinomial(L.tensor([1, 2]), 1),
+             lambda L: L.multinomial(L.tensor([0.5, 0.5]), 0)]
+    for case in cases:
+        with pytest.raises(RuntimeError) as want:
+            case(torch)
+        with pytest.raises(RuntimeError) as got:
+            case(flow)
+        assert str(got.value) == str(want.value)

@@ -1,5 +1,6 @@
 """Tensor creation: from data, filled, ranges (arange/linspace/logspace/eye run in C++, ops/creation.cpp)."""
 import builtins
+import warnings
 
 import numpy as np
 
@@ -46,9 +47,12 @@ def _device(device):
 
 def _finish(t, requires_grad, out=None):
     if out is not None:
-        if list(out.shape) != list(t.shape):
-            raise RuntimeError(f"out= tensor of shape {list(out.shape)} doesn't match the result shape "
-                               f"{list(t.shape)}")
+        if list(out.shape) != list(t.shape):  # resized like the ops' out= (silently when it was empty)
+            if out.numel() != 0:
+                warnings.warn(f"An output with one or more elements was resized since it had shape "
+                              f"{list(out.shape)}, which does not match the required output shape {list(t.shape)}. "
+                              "Pass outputs with zero elements to resize them silently.", UserWarning, stacklevel=3)
+            out.resize_(list(t.shape))
         _C.ops.copy_(out, t)
         return out
     if requires_grad:

@@ -8,6 +8,7 @@ import importlib
 
 from .. import _C
 from ..autograd.function import Function
+from ._names import torch_dtype_name
 from .creation import _device, _finish, _kw_size, _reject, _shape
 
 _random = importlib.import_module("oneflow.random")  # sets oneflow.random to the module, over the "random" op
@@ -20,8 +21,8 @@ Generator = _C.Generator
 default_generator = _C.default_generator
 random = _random
 
-__all__ = ["rand", "randn", "randint", "randperm", "normal", "bernoulli", "rand_like", "randn_like",
-           "randint_like", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "Generator",
+__all__ = ["rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like",
+           "randn_like", "randint_like", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "Generator",
            "default_generator", "random"]
 
 
@@ -211,6 +212,50 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     return _finish(r, False, out)
 
 
+def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+    """``num_samples`` category indices per row of ``input`` (1-D or 2-D non-negative weights, not
+    necessarily normalised), drawn with or without replacement; int64, shape ``(num_samples,)`` or
+    ``(rows, num_samples)``.
+
+    With replacement: the inverse CDF of uniform draws (a zero-weight category is never drawn). Without:
+    the exponential race (the smallest ``-log(1 - u) / w`` win), which gives the sequential draw
+    distribution; once the positive weights are used up, zero-weight categories follow, as in PyTorch.
+    """
+    import oneflow as flow
+
+    if input.dim() not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if not input.is_floating_point():
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{torch_dtype_name(input.dtype)}")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    n = input.shape[-1]
+    if not replacement and num_samples > n:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    if n > 1 << 24:
+        raise RuntimeError("number of categories cannot exceed 2^24")
+    w = input.detach().reshape(-1, n).to(flow.float64)
+    if not bool(((w >= 0) & flow.isfinite(w)).all()):
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if bool((w.sum(-1) <= 0).any()):
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    rows = w.shape[0]
+    if replacement:
+        cdf = w.cumsum(-1)
+        u = rand(rows, num_samples, generator=generator, dtype=flow.float64) * cdf[:, -1:]
+        idx = flow.searchsorted(cdf, u, right=True)
+        # u * total can round up to the total: stay on the last category with weight
+        last = (n - 1) - (w > 0).flip(-1).to(flow.int64).argmax(-1, keepdim=True)
+        idx = flow.minimum(idx, last)
+    else:
+        u = rand(rows, n, generator=generator, dtype=flow.float64)
+        idx = flow.topk(-flow.log1p(-u) / w, num_samples, dim=-1, largest=False).indices
+    if input.dim() == 1:
+        idx = idx.reshape(num_samples)
+    return _finish(idx, False, out)
+
+
 # ---- in-place fills on tensors ---------------------------------------------------------------------------
 def _uniform_(self, *args, generator=None, **kw):
     """Fills with uniform samples from [from, to) (defaults 0, 1)."""
@@ -261,4 +306,4 @@ def _bernoulli(self, p=None, *, generator=None):
 
 
 TENSOR_METHODS = {"uniform_": _uniform_, "normal_": _normal_, "exponential_": _exponential_, "random_": _random_,
-                  "bernoulli_": _bernoulli_, "bernoulli": _bernoulli}
+                  "bernoulli_": _bernoulli_, "bernoulli": _bernoulli, "multinomial": multinomial}

@@ -1,3 +1,5 @@
-"""Utilities (PyTorch's ``torch.utils``): ``oneflow.utils.data`` (datasets, samplers, DataLoader) and
-``oneflow.utils.vision`` (dataset readers and transforms)."""
+"""Utilities (PyTorch's ``torch.utils``): ``oneflow.utils.data`` (datasets, samplers, DataLoader),
+``oneflow.utils.checkpoint`` (activation checkpointing) and ``oneflow.utils.vision`` (dataset readers and
+transforms)."""
+from . import checkpoint  # noqa: F401
 from . import data  # noqa: F401

