@@ -444,3 +444,19 @@ def test_topk_matches_a_stable_reference_with_ties_nan_and_inf(k, largest):
     np.testing.assert_array_equal(vals.numpy(), np.take_along_axis(x, order, 1))
     tv, _ = torch.topk(torch.tensor(x), k, dim=1, largest=largest)
     np.testing.assert_array_equal(vals.numpy(), tv.numpy())
+
+
+def test_cat_large_parts_split_across_threads():
+    # byte ranges cut across rows and parts (64 KiB chunks): every element lands once, in place
+    g = np.random.default_rng(9)
+    parts = [g.standard_normal(s).astype(np.float32) for s in ((37, 1000), (5, 1000), (60, 1000))]
+    np.testing.assert_array_equal(flow.cat([flow.tensor(p) for p in parts]).numpy(), np.concatenate(parts))
+    cols = [g.standard_normal((300, c)).astype(np.float32) for c in (333, 1, 700)]
+    np.testing.assert_array_equal(flow.cat([flow.tensor(p) for p in cols], 1).numpy(), np.concatenate(cols, 1))
+    # split's backward fills the pieces without a gradient with zeros (the same kernel)
+    x = flow.tensor(g.standard_normal((120, 1000)).astype(np.float32), requires_grad=True)
+    a, b, c = x.split([50, 20, 50])
+    (b * 3).sum().backward()
+    want = np.zeros((120, 1000), np.float32)
+    want[50:70] = 3
+    np.testing.assert_array_equal(x.grad.numpy(), want)

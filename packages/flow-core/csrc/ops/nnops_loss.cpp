@@ -152,11 +152,15 @@ bool dense_at(const std::array<int64_t, N>& st, int k) {
 
 // The sum of n values in double: chunks summed in parallel, each with 16 independent lanes, the chunk sums
 // added in order (deterministic). A single running double sum is a 4-cycle dependency chain per element.
-template <typename T>
-double sum_in_double(const T* e, int64_t n) {
+// The values are value_at(i), rounded to T as a stored loss would be.
+template <typename T, typename F>
+double sum_in_double(int64_t n, F value_at) {
   constexpr int64_t kChunk = 1 << 14;
   const int64_t nc = (n + kChunk - 1) / kChunk;
   std::vector<double> part(static_cast<size_t>(nc), 0.0);
+  auto as_double = [&](int64_t i) FLOW_VEC_LAMBDA {
+    return static_cast<double>(static_cast<acc_t<T>>(static_cast<T>(value_at(i))));
+  };
   parallel_for(nc, 4, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       // 16 independent lanes (four vectors of doubles), so the adds overlap instead of chaining
@@ -165,10 +169,10 @@ double sum_in_double(const T* e, int64_t n) {
       int64_t i = b;
       for (; i + 16 <= end; i += 16) {
 #pragma omp simd
-        for (int j = 0; j < 16; ++j) acc[j] += static_cast<double>(static_cast<acc_t<T>>(e[i + j]));
+        for (int j = 0; j < 16; ++j) acc[j] += as_double(i + j);
       }
       double sum = 0;
-      for (; i < end; ++i) sum += static_cast<double>(static_cast<acc_t<T>>(e[i]));
+      for (; i < end; ++i) sum += as_double(i);
       for (double v : acc) sum += v;
       part[c] = sum;
     }
@@ -193,6 +197,25 @@ void loss_forward(const TensorList& in, const Tensor& out, const LossSpec& s, co
       }
     });
     FLOW_RUNTIME_CHECK(ok, "all elements of input should be between 0 and 1");
+  }
+  if (s.red != Reduction::None && !in[2].defined() && !in[3].defined() && x.sizes() == g.shape &&
+      t.sizes() == g.shape && x.is_contiguous() && t.is_contiguous()) {
+    // a reduced, unweighted loss: each element's loss goes straight into the sum (one pass, no temporary)
+    dispatch_floating(d, op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using A = acc_t<T>;
+      const A p = static_cast<A>(s.param);
+      const T *xs = x.data<T>(), *ts = t.data<T>();
+      dispatch_kind(s.kind, [&](auto kc) {
+        using L = Loss<decltype(kc)::value, A>;
+        double total = sum_in_double<T>(x.numel(), [&](int64_t i) FLOW_VEC_LAMBDA {
+          return L::value(static_cast<A>(xs[i]), static_cast<A>(ts[i]), A(1), A(1), p);
+        });
+        if (s.red == Reduction::Mean) total /= static_cast<double>(x.numel());
+        ops::copy_into(out, ops::scalar_tensor(Scalar(total), d));
+      });
+    });
+    return;
   }
   Tensor elem = s.red == Reduction::None && out.dtype() == d && out.is_contiguous() ? out : empty(g.shape, d);
   dispatch_floating(d, op, [&](auto tag) {
@@ -221,7 +244,8 @@ void loss_forward(const TensorList& in, const Tensor& out, const LossSpec& s, co
       });
     });
     if (s.red != Reduction::None) {
-      double total = sum_in_double(elem.data<T>(), elem.numel());
+      const T* e = elem.data<T>();
+      double total = sum_in_double<T>(elem.numel(), [e](int64_t i) { return e[i]; });
       if (s.red == Reduction::Mean) total /= static_cast<double>(elem.numel());
       Tensor r = ops::scalar_tensor(Scalar(total), d);
       ops::copy_into(out, r);

@@ -70,13 +70,22 @@ void cat_kernel(const TensorList& in, const std::vector<int64_t>& lens, const Te
     for (size_t i = 0; i < in.size(); ++i)
       if (lens[i] > 0)
         parts.push_back({in[i].defined() ? static_cast<const char*>(in[i].raw_data()) : nullptr, lens[i] * inner});
-    parallel_for(outer, std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(row, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; ++k) {
-        char* dst = o + k * row;
+    // Threads take equal byte ranges of the output, whatever the shape: along dim 0 there is a single
+    // outer row, and splitting by rows left one thread copying everything.
+    const int64_t total = outer * row, chunk = int64_t(1) << 16;
+    parallel_for((total + chunk - 1) / chunk, 4, [&](int64_t c0, int64_t c1) {
+      int64_t pos = c0 * chunk, end = std::min(total, c1 * chunk);
+      while (pos < end) {
+        int64_t k = pos / row, in_row = pos % row, start = 0;
         for (auto& p : parts) {
-          if (p.first) std::memcpy(dst, p.first + k * p.second, p.second);
-          else std::memset(dst, 0, p.second);
-          dst += p.second;
+          if (in_row < start + p.second) {
+            int64_t from = in_row - start, n = std::min(p.second - from, end - pos);
+            if (p.first) std::memcpy(o + pos, p.first + k * p.second + from, static_cast<size_t>(n));
+            else std::memset(o + pos, 0, static_cast<size_t>(n));
+            pos += n;
+            break;
+          }
+          start += p.second;
         }
       }
     });

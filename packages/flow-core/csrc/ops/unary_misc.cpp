@@ -38,16 +38,16 @@ void clamp_kernel(const Tensor& in, const Tensor& out, const Attrs& a) {
       const A hi = has_hi ? hi_s.to<A>() : std::numeric_limits<A>::max();
       if constexpr (std::is_floating_point_v<A>) {
         if (!has_lo) {  // keep -inf inputs (lowest() is finite)
-          simd_unary<T>(o, c[0], [hi](A x) -> A { return x > hi ? hi : x; });
+          simd_unary<T>(o, c[0], [hi](A x) FLOW_VEC_LAMBDA -> A { return x > hi ? hi : x; });
           return;
         }
         if (!has_hi) {
-          simd_unary<T>(o, c[0], [lo](A x) -> A { return x < lo ? lo : x; });
+          simd_unary<T>(o, c[0], [lo](A x) FLOW_VEC_LAMBDA -> A { return x < lo ? lo : x; });
           return;
         }
       }
       // x < lo ? lo : ... keeps NaN (both comparisons false); with lo > hi every element becomes hi.
-      simd_unary<T>(o, c[0], [lo, hi](A x) -> A {
+      simd_unary<T>(o, c[0], [lo, hi](A x) FLOW_VEC_LAMBDA -> A {
         A y = x < lo ? lo : x;
         return y > hi ? hi : y;
       });

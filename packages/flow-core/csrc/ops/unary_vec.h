@@ -9,10 +9,6 @@
 
 #include "unary_common.h"
 
-#define FLOW_VEC_INLINE inline __attribute__((always_inline))
-// For the functors handed to the vectorised loops: GCC's inliner declines larger bodies (erf's two
-// polynomials), and a loop that calls its functor runs scalar.
-#define FLOW_VEC_LAMBDA __attribute__((always_inline))
 
 namespace flow::vec {
 

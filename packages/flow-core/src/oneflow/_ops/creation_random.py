@@ -22,8 +22,8 @@ default_generator = _C.default_generator
 random = _random
 
 __all__ = ["rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like",
-           "randn_like", "randint_like", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "Generator",
-           "default_generator", "random"]
+           "randn_like", "randint_like", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
+           "Generator", "default_generator", "random"]
 
 
 def _gen(generator, op):
