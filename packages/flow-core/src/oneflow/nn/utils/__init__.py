@@ -1,6 +1,6 @@
 """``oneflow.nn.utils``: gradient clipping, parameter/vector conversion, weight and spectral normalization
-(and any other submodule found here, e.g. ``rnn``, imported so that ``oneflow.nn.utils.<name>`` resolves like
-torch's)."""
+(hook-based here, parametrization-based in ``parametrizations``), ``parametrize`` (and any other submodule
+found here, e.g. ``rnn``, imported so that ``oneflow.nn.utils.<name>`` resolves like torch's)."""
 import importlib as _importlib
 import os as _os
 

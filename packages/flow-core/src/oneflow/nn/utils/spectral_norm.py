@@ -9,6 +9,13 @@ from . import _prehooks
 __all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
 
 
+def weight_matrix(weight, dim):
+    """``weight`` as the matrix whose spectral norm is taken: ``dim`` first, the other dims flattened."""
+    if dim != 0:
+        weight = weight.permute(dim, *[d for d in range(weight.dim()) if d != dim])
+    return weight.reshape(weight.size(0), -1)
+
+
 class SpectralNorm:
     """The forward pre-hook behind ``spectral_norm``. Buffers ``<name>_u`` and ``<name>_v`` hold the power
     iteration's left and right singular vector estimates; the parameter is ``<name>_orig``."""
@@ -23,10 +30,7 @@ class SpectralNorm:
         self.eps = eps
 
     def reshape_weight_to_matrix(self, weight):
-        w = weight
-        if self.dim != 0:
-            w = w.permute(self.dim, *[d for d in range(w.dim()) if d != self.dim])
-        return w.reshape(w.size(0), -1)
+        return weight_matrix(weight, self.dim)
 
     def compute_weight(self, module, do_power_iteration):
         weight = getattr(module, self.name + "_orig")
