@@ -12,7 +12,7 @@ _TensorBase = _C.TensorBase
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "nonzero",
            "argwhere", "sort", "argsort", "msort", "topk", "unique", "unique_consecutive", "tile", "flip", "fliplr",
            "flipud", "roll", "repeat_interleave", "scatter", "index_put", "index_put_", "take_along_dim", "rot90",
-           "index_fill"]
+           "index_fill", "row_stack"]
 
 sort_return = collections.namedtuple("sort", ["values", "indices"])
 topk_return = collections.namedtuple("topk", ["values", "indices"])
@@ -75,6 +75,9 @@ def hstack(tensors, *, out=None):
 def vstack(tensors, *, out=None):
     """Stacks vertically (row-wise) after making inputs at least 2-D."""
     return cat([_atleast(t, 2) for t in tensors], 0, out=out)
+
+
+row_stack = vstack
 
 
 def dstack(tensors, *, out=None):

@@ -3,12 +3,13 @@ import warnings
 
 from .. import _C
 from ._names import reject_dtype, torch_dtype_name
+from .creation import _finish
 
 ops = _C.ops
 
 __all__ = ["einsum", "matmul", "mm", "bmm", "dot", "vdot", "mv", "outer", "ger", "addmm", "baddbmm", "addmv",
            "inner", "trace", "kron", "diag", "diagflat", "diag_embed", "cross", "dist", "cov", "corrcoef",
-           "chain_matmul"]
+           "chain_matmul", "tensordot", "addr", "addbmm"]
 
 
 def einsum(equation, *operands):
@@ -255,9 +256,67 @@ def corrcoef(input):
     return ops.clamp(c, -1, 1)
 
 
+def tensordot(a, b, dims=2, out=None):
+    """Contracts ``a``'s dims ``dims[0]`` with ``b``'s dims ``dims[1]`` (an int ``n``: ``a``'s last ``n`` with
+    ``b``'s first ``n``), as one matrix product; the result has ``a``'s free dims, then ``b``'s."""
+    if isinstance(dims, _C.TensorBase):
+        dims = dims.tolist() if dims.dim() > 0 else int(dims.item())
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > min(a.dim(), b.dim()):
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        dims_a, dims_b = list(range(a.dim() - dims, a.dim())), list(range(dims))
+    else:
+        if len(dims) != 2:
+            raise RuntimeError("tensordot expects dims to be an int or a pair of lists of dims")
+        dims_a, dims_b = dims
+        dims_a = [dims_a] if isinstance(dims_a, int) else list(dims_a)
+        dims_b = [dims_b] if isinstance(dims_b, int) else list(dims_b)
+        if len(dims_a) != len(dims_b):
+            raise RuntimeError("both dimension lists should have same length")
+    dims_a = [d % a.dim() if a.dim() else d for d in dims_a]
+    dims_b = [d % b.dim() if b.dim() else d for d in dims_b]
+    for da, db in zip(dims_a, dims_b):
+        if a.shape[da] != b.shape[db]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[da]} in dim {da} "
+                               f"and second has size {b.shape[db]} in dim {db}")
+    free_a = [d for d in range(a.dim()) if d not in dims_a]
+    free_b = [d for d in range(b.dim()) if d not in dims_b]
+    k = 1
+    for d in dims_a:
+        k *= a.shape[d]
+    fa = [a.shape[d] for d in free_a]
+    fb = [b.shape[d] for d in free_b]
+    ma = ops.reshape(ops.permute(a, free_a + dims_a), [-1 if fa else 1, k])
+    mb = ops.reshape(ops.permute(b, dims_b + free_b), [k, -1 if fb else 1])
+    return _finish(ops.reshape(ops.mm(ma, mb), fa + fb), False, out)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * outer(vec1, vec2)`` (``beta = 0`` ignores ``input``, NaN included)."""
+    for name, v in (("vec1", vec1), ("vec2", vec2)):
+        if v.dim() != 1:
+            raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {v.dim()}-D")
+    return addmm(input, ops.unsqueeze(vec1, 1), ops.unsqueeze(vec2, 0), beta=beta, alpha=alpha, out=out)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``, as one matrix product over the joined batch."""
+    if batch1.dim() != 3 or batch2.dim() != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if batch1.dim() != 3 else "batch2 must be a 3D tensor")
+    bsz, n, m = batch1.shape
+    if batch2.shape[0] != bsz or batch2.shape[1] != m:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{bsz}, {m}] but got: "
+                           f"[{batch2.shape[0]}, {batch2.shape[1]}].")
+    a = ops.reshape(ops.transpose(batch1, 0, 1), [n, bsz * m])
+    b = ops.reshape(batch2, [bsz * m, batch2.shape[2]])
+    return addmm(input, a, b, beta=beta, alpha=alpha, out=out)
+
+
 TENSOR_METHODS = {
     "matmul": matmul, "mm": mm, "bmm": bmm, "dot": dot,
     "vdot": vdot, "mv": mv, "outer": outer, "ger": outer, "inner": inner, "addmm": addmm, "baddbmm": baddbmm,
     "addmv": addmv, "trace": trace, "kron": kron, "diag": diag, "diagflat": diagflat, "diag_embed": diag_embed,
-    "cross": cross, "dist": dist, "cov": cov, "corrcoef": corrcoef,
+    "cross": cross, "dist": dist, "cov": cov, "corrcoef": corrcoef, "addr": addr, "addbmm": addbmm,
 }

@@ -4,7 +4,8 @@ from .. import _C
 ops = _C.ops
 
 __all__ = ["reshape", "flatten", "unflatten", "narrow", "split", "chunk", "unbind", "squeeze", "t",
-           "movedim", "swapaxes", "swapdims", "transpose", "ravel", "tensor_split", "moveaxis", "narrow_copy"]
+           "movedim", "swapaxes", "swapdims", "transpose", "ravel", "tensor_split", "moveaxis", "narrow_copy",
+           "hsplit", "vsplit", "dsplit"]
 
 
 def _shape_args(args, name):
@@ -268,12 +269,40 @@ def resize_as_(self, other, memory_format=None):
     return _C._resize_(self, list(other.shape))
 
 
+def _dir_split(name, input, indices_or_sections, dim, min_dims):
+    if input.dim() < min_dims:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor "
+                           f"with {input.dim()} dimensions!")
+    if isinstance(indices_or_sections, int):
+        size = input.shape[dim]
+        if indices_or_sections == 0 or size % indices_or_sections != 0:
+            raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the "
+                               f"dimension {size} is not divisible by the split_size {indices_or_sections}!")
+    return tensor_split(input, indices_or_sections, dim)
+
+
+def hsplit(input, indices_or_sections):
+    """``tensor_split`` along dim 1 (dim 0 for 1-D tensors); an int must divide that dim."""
+    return _dir_split("hsplit", input, indices_or_sections, 0 if input.dim() == 1 else 1, 1)
+
+
+def vsplit(input, indices_or_sections):
+    """``tensor_split`` along dim 0 of a tensor with at least 2 dims; an int must divide that dim."""
+    return _dir_split("vsplit", input, indices_or_sections, 0, 2)
+
+
+def dsplit(input, indices_or_sections):
+    """``tensor_split`` along dim 2 of a tensor with at least 3 dims; an int must divide that dim."""
+    return _dir_split("dsplit", input, indices_or_sections, 2, 3)
+
+
 TENSOR_METHODS = {
     "resize_": resize_, "resize_as_": resize_as_,
     "view": view, "reshape": reshape, "expand": expand, "permute": permute, "transpose": transpose, "t": t,
     "squeeze": squeeze, "flatten": flatten, "unflatten": unflatten, "narrow": narrow, "split": _split_method,
     "chunk": chunk, "unbind": unbind, "movedim": movedim, "swapaxes": swapaxes, "swapdims": swapdims,
     "ravel": ravel, "tensor_split": tensor_split, "moveaxis": movedim, "narrow_copy": narrow_copy,
+    "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit,
     "unfold": unfold, "ndimension": ndimension,
     "view_as": view_as, "reshape_as": reshape_as, "expand_as": expand_as,
     "T": property(lambda self: ops.permute(self, list(range(self.dim() - 1, -1, -1)))),
