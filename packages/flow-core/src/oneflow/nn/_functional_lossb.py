@@ -13,7 +13,7 @@ __all__ = [
     "pairwise_distance", "cosine_similarity", "soft_margin_loss", "margin_ranking_loss", "hinge_embedding_loss",
     "cosine_embedding_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss", "poisson_nll_loss",
     "gaussian_nll_loss", "multilabel_soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
-    "pdist",
+    "pdist", "ctc_loss",
 ]
 
 
@@ -264,3 +264,36 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if squeeze:
         loss = loss.reshape([])
     return _reduce(loss, reduction)
+
+
+def _lengths(x, name):
+    if isinstance(x, _C.TensorBase):
+        if x.dtype.is_floating_point:
+            raise RuntimeError(f"ctc_loss: {name} must be integral")
+        return [int(v) for v in x.reshape(-1).tolist()]
+    if isinstance(x, int):
+        return [x]
+    return [int(v) for v in x]
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
+    """Connectionist Temporal Classification loss of ``log_probs`` (T, N, C), log-softmaxed over C (or (T, C)
+    unbatched), against ``targets`` (N, S) padded or concatenated 1-D (sum of ``target_lengths``);
+    ``blank`` is the blank label. ``reduction="mean"`` divides each sample's loss by its target length
+    (at least 1), then averages; ``zero_infinity`` turns impossible alignments' infinite losses (and their
+    gradients) into zeros."""
+    _check_reduction(reduction)
+    unbatched = log_probs.dim() == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        targets = targets.unsqueeze(0) if targets.dim() == 1 else targets
+    il, tl = _lengths(input_lengths, "input_lengths"), _lengths(target_lengths, "target_lengths")
+    loss, _ = ops._ctc_loss(log_probs, targets, il, tl, blank, zero_infinity)
+    if zero_infinity:
+        loss = ops.where(loss == math.inf, _flow().zeros_like(loss), loss)
+    if reduction == "mean":
+        denom = _flow().tensor(tl, dtype=loss.dtype).clamp(min=1)
+        return (loss / denom).mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss.squeeze(0) if unbatched else loss
