@@ -47,6 +47,7 @@ from . import _plugins  # noqa: E402
 from . import nn  # noqa: E402,F401
 from . import autograd  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
+from . import distributions  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from .amp.autocast_mode import *  # noqa: E402,F401,F403  (autocast, is_autocast_enabled, get_autocast_dtype, ...)
 

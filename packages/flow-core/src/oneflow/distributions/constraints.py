@@ -1,0 +1,154 @@
+"""Constraints on distribution parameters and supports (PyTorch's ``torch.distributions.constraints``):
+each ``check(value)`` returns a bool tensor, one entry per event."""
+import oneflow as flow
+
+__all__ = ["Constraint", "real", "positive", "nonnegative", "unit_interval", "boolean", "simplex", "interval",
+           "half_open_interval", "integer_interval", "greater_than", "greater_than_eq", "less_than",
+           "nonnegative_integer", "dependent", "dependent_property", "is_dependent"]
+
+
+class Constraint:
+    """A region of values: ``check(value)`` is True where ``value`` lies in it."""
+
+    is_discrete = False
+    event_dim = 0
+
+    def check(self, value):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return self.__class__.__name__[1:] + "()"
+
+
+class _Dependent(Constraint):
+    """A constraint that depends on other parameters (checked by the distribution itself)."""
+
+    def __init__(self, *, is_discrete=False, event_dim=0):
+        self.is_discrete, self.event_dim = is_discrete, event_dim
+
+    def __call__(self, *, is_discrete=None, event_dim=None):
+        return _Dependent(is_discrete=self.is_discrete if is_discrete is None else is_discrete,
+                          event_dim=self.event_dim if event_dim is None else event_dim)
+
+    def check(self, value):
+        raise ValueError("Cannot determine validity of dependent constraint")
+
+
+def is_dependent(constraint):
+    return isinstance(constraint, _Dependent)
+
+
+class dependent_property(property):
+    """A property whose constraint depends on the instance (``Uniform.support``)."""
+
+    def __init__(self, fn=None, *, is_discrete=False, event_dim=0):
+        super().__init__(fn)
+        self.is_discrete, self.event_dim = is_discrete, event_dim
+
+    def __call__(self, fn):
+        """Used as ``@dependent_property(is_discrete=..., event_dim=...)``."""
+        return dependent_property(fn, is_discrete=self.is_discrete, event_dim=self.event_dim)
+
+
+class _Real(Constraint):
+    def check(self, value):
+        return value == value  # False for NaN
+
+
+class _Boolean(Constraint):
+    is_discrete = True
+
+    def check(self, value):
+        return (value == 0) | (value == 1)
+
+
+class _GreaterThan(Constraint):
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+
+    def check(self, value):
+        return self.lower_bound < value
+
+    def __repr__(self):
+        return f"GreaterThan(lower_bound={self.lower_bound})"
+
+
+class _GreaterThanEq(_GreaterThan):
+    def check(self, value):
+        return self.lower_bound <= value
+
+    def __repr__(self):
+        return f"GreaterThanEq(lower_bound={self.lower_bound})"
+
+
+class _LessThan(Constraint):
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return value < self.upper_bound
+
+    def __repr__(self):
+        return f"LessThan(upper_bound={self.upper_bound})"
+
+
+class _Interval(Constraint):
+    def __init__(self, lower_bound, upper_bound):
+        self.lower_bound, self.upper_bound = lower_bound, upper_bound
+
+    def check(self, value):
+        return (self.lower_bound <= value) & (value <= self.upper_bound)
+
+    def __repr__(self):
+        return f"Interval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _HalfOpenInterval(_Interval):
+    def check(self, value):
+        return (self.lower_bound <= value) & (value < self.upper_bound)
+
+    def __repr__(self):
+        return f"HalfOpenInterval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _IntegerInterval(_Interval):
+    is_discrete = True
+
+    def check(self, value):
+        return (value % 1 == 0) & (self.lower_bound <= value) & (value <= self.upper_bound)
+
+    def __repr__(self):
+        return f"IntegerInterval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _IntegerGreaterThan(_GreaterThanEq):
+    is_discrete = True
+
+    def check(self, value):
+        return (value % 1 == 0) & (value >= self.lower_bound)
+
+    def __repr__(self):
+        return f"IntegerGreaterThan(lower_bound={self.lower_bound})"
+
+
+class _Simplex(Constraint):
+    event_dim = 1
+
+    def check(self, value):
+        return flow.all(value >= 0, dim=-1) & ((value.sum(-1) - 1).abs() < 1e-6)
+
+
+dependent = _Dependent()
+real = _Real()
+boolean = _Boolean()
+positive = _GreaterThan(0.0)
+nonnegative = _GreaterThanEq(0.0)
+unit_interval = _Interval(0.0, 1.0)
+simplex = _Simplex()
+nonnegative_integer = _IntegerGreaterThan(0)
+interval = _Interval
+half_open_interval = _HalfOpenInterval
+integer_interval = _IntegerInterval
+greater_than = _GreaterThan
+greater_than_eq = _GreaterThanEq
+less_than = _LessThan
