@@ -1,6 +1,6 @@
-"""``oneflow.special``: the part of ``torch.special`` composable from existing ops (so autograd works).
-Functions needing new kernels (Bessel functions such as ``i0``, ``gammaln``/``digamma`` and the like) are not
-provided."""
+"""``oneflow.special``: the part of ``torch.special`` over existing ops (so autograd works), including the
+log-gamma family (``gammaln``, ``digamma``/``psi``, ``polygamma``, ``multigammaln``). Bessel functions such as
+``i0`` and the orthogonal polynomials are not provided."""
 import math
 
 from . import _C
@@ -8,7 +8,8 @@ from . import _C
 ops = _C.ops
 
 __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "log1p", "expm1", "exp2", "logsumexp", "softmax",
-           "log_softmax", "xlogy", "entr", "sinc", "ndtr", "log_ndtr"]
+           "log_softmax", "xlogy", "entr", "sinc", "ndtr", "log_ndtr", "gammaln", "digamma", "psi", "polygamma",
+           "multigammaln"]
 
 
 def _float(input):
@@ -31,8 +32,11 @@ erfinv = _unary("erfinv", "The inverse error function.")
 log1p = _unary("log1p", "``log(1 + input)``, accurate for small inputs.")
 expm1 = _unary("expm1", "``exp(input) - 1``, accurate for small inputs.")
 exp2 = _unary("exp2", "``2 ** input``.")
+gammaln = _unary("lgamma", "``log(|Gamma(input)|)``.")
+digamma = _unary("digamma", "The logarithmic derivative of the gamma function, ``Gamma'(x) / Gamma(x)``.")
+psi = digamma
 for _f, _n in ((expit, "expit"), (erf, "erf"), (erfc, "erfc"), (erfinv, "erfinv"), (log1p, "log1p"),
-               (expm1, "expm1"), (exp2, "exp2")):
+               (expm1, "expm1"), (exp2, "exp2"), (gammaln, "gammaln"), (digamma, "digamma")):
     _f.__name__ = _n
 del _f, _n
 
@@ -116,3 +120,18 @@ def log_ndtr(input):
     xr = ops.where(left, 0.0, x)
     head = ops.log1p(ops.neg(ops.mul(ops.erfc(ops.mul(xr, 1.0 / math.sqrt(2.0))), 0.5)))
     return ops.where(left, tail, head)
+
+
+def polygamma(n, input):
+    """The ``n``-th derivative of ``digamma`` (``n = 0`` is digamma itself)."""
+    return ops._polygamma(_float(input), n)
+
+
+def multigammaln(input, p):
+    """The multivariate log-gamma ``sum_i lgamma(x - i / 2) + p (p - 1) / 4 log(pi)`` over ``i < p``; defined
+    for elements above ``(p - 1) / 2`` (elsewhere the sum is returned as is, like PyTorch's)."""
+    x = _float(input)
+    total = ops.lgamma(x)
+    for i in range(1, p):
+        total = ops.add(total, ops.lgamma(ops.sub(x, i / 2)))
+    return ops.add(total, p * (p - 1) / 4 * math.log(math.pi))

@@ -4,7 +4,7 @@ import math
 
 from .. import _C
 from ._names import torch_dtype_name
-from .creation import ones_like
+from ..special import logit, multigammaln, polygamma, sinc  # one definition each, shared with oneflow.special
 
 ops = _C.ops
 
@@ -14,7 +14,9 @@ _ALIASES = {
     "arccosh": "acosh", "arcsinh": "asinh", "arctanh": "atanh", "fix": "trunc", "sgn": "sign",
 }
 
-__all__ = ["positive", "deg2rad", "rad2deg", "signbit", "logit", "sinc"] + list(_ALIASES)
+__all__ = ["positive", "deg2rad", "rad2deg", "signbit", "logit", "sinc", "polygamma", "mvlgamma"] + list(_ALIASES)
+
+mvlgamma = multigammaln
 
 
 def positive(input):
@@ -62,27 +64,9 @@ def signbit(input):
     return ops.lt(ops.copysign(tensor(1.0, dtype=input.dtype), input), 0)
 
 
-def logit(input, eps=None):
-    """``log(p / (1 - p))``, with ``p`` clamped to ``[eps, 1 - eps]`` when ``eps`` is given (else logit(0) is
-    -inf and logit(1) inf); integers compute in the default float dtype."""
-    x = input if input.dtype.is_floating_point else ops.to_dtype(input, _C.get_default_dtype())
-    if eps is not None:
-        x = ops.clamp(x, eps, 1 - eps)
-    return ops.log(x / (1 - x))
-
-
-def sinc(input):
-    """The normalised sinc ``sin(pi x) / (pi x)``, 1 at 0 (gradient 0 there, no NaN from the 0/0 branch)."""
-    x = input if input.dtype.is_floating_point else ops.to_dtype(input, _C.get_default_dtype())
-    zero = x == 0
-    one = ones_like(x)
-    safe = ops.where(zero, one, x)  # the masked branch must not see 0/0 in backward either
-    px = safe * math.pi
-    return ops.where(zero, one, ops.sin(px) / px)
-
-
 TENSOR_METHODS = {"positive": positive, "deg2rad": deg2rad, "rad2deg": rad2deg, "signbit": signbit, "logit": logit,
                   "sinc": sinc, "logit_": _in_place(logit), "sinc_": _in_place(sinc),
+                  "polygamma": lambda self, n: polygamma(n, self), "mvlgamma": multigammaln,
                   "deg2rad_": _in_place(deg2rad), "rad2deg_": _in_place(rad2deg)}
 for _alias, _name in _ALIASES.items():
     globals()[_alias] = getattr(ops, _name)
