@@ -1,4 +1,5 @@
 """Matrix products with PyTorch's Python signatures (``einsum(eq, *operands)``, ``Tensor.__matmul__``)."""
+import collections
 import warnings
 
 from .. import _C
@@ -9,7 +10,8 @@ ops = _C.ops
 
 __all__ = ["einsum", "matmul", "mm", "bmm", "dot", "vdot", "mv", "outer", "ger", "addmm", "baddbmm", "addmv",
            "inner", "trace", "kron", "diag", "diagflat", "diag_embed", "cross", "dist", "cov", "corrcoef",
-           "chain_matmul", "tensordot", "addr", "addbmm"]
+           "chain_matmul", "tensordot", "addr", "addbmm", "inverse", "det", "logdet", "slogdet", "cholesky",
+           "matrix_power"]
 
 
 def einsum(equation, *operands):
@@ -314,9 +316,101 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     return addmm(input, a, b, beta=beta, alpha=alpha, out=out)
 
 
+# ---- factorizations (kernels in csrc/ops/linalg_decomp.cpp) -------------------------------------------------
+slogdet_return = collections.namedtuple("slogdet", ["sign", "logabsdet"])
+
+
+class LinAlgError(RuntimeError):
+    """A linear-algebra routine failed on its input (a singular or non-positive-definite matrix), as
+    ``torch.linalg.LinAlgError``."""
+
+
+def _linalg_call(fn, *args, **kw):
+    try:
+        return fn(*args, **kw)
+    except RuntimeError as e:
+        msg = str(e)
+        if "singular" in msg or "positive-definite" in msg:
+            raise LinAlgError(msg) from None
+        raise
+
+
+def inverse(input, *, out=None):
+    """The inverse of each square matrix in ``input`` (..., n, n); LinAlgError when one is singular."""
+    return _finish(_linalg_call(ops.linalg_inv, input), False, out)
+
+
+def det(input):
+    """The determinant of each square matrix in ``input`` (..., n, n)."""
+    return ops.linalg_det(input)
+
+
+def slogdet(input):
+    """``(sign, logabsdet)`` of each square matrix: det = sign * exp(logabsdet), without overflow; a singular
+    matrix gives (0, -inf)."""
+    return slogdet_return(*ops.linalg_slogdet(input))
+
+
+def logdet(input):
+    """``log(det(input))``: NaN for a negative determinant, -inf for a singular matrix."""
+    sign, logabs = ops.linalg_slogdet(input)
+    nan = ops.mul(logabs, float("nan"))
+    return ops.where(ops.lt(sign, 0), nan, logabs)
+
+
+def cholesky(input, upper=False, *, out=None):
+    """The Cholesky factor of each symmetric positive-definite matrix (lower, or upper with ``upper``);
+    LinAlgError when one is not positive-definite. Only the lower triangle of ``input`` is read."""
+    return _finish(_linalg_call(ops.linalg_cholesky, input, upper=upper), False, out)
+
+
+def solve(A, B, *, left=True, out=None):
+    """The solution X of ``A X = B`` (``X A = B`` with ``left=False``) for square ``A`` (..., n, n); ``B`` is
+    a batch of matrices or, when shaped ``A.shape[:-1]`` (or 1-D), of vectors. Batch dims broadcast."""
+    vector = B.dim() == 1 or (left and B.dim() == A.dim() - 1 and list(B.shape) == list(A.shape[:-1]))
+    if vector:
+        B = ops.unsqueeze(B, -1)
+    if not left:
+        A, B = ops.transpose(A, -2, -1), ops.transpose(B, -2, -1)
+    from .misc import broadcast_shapes
+    batch = list(broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+    A = ops.expand(A, batch + list(A.shape[-2:]))
+    B = ops.expand(B, batch + list(B.shape[-2:]))
+    X = _linalg_call(ops.linalg_solve, A, B)
+    if not left:
+        X = ops.transpose(X, -2, -1)
+    if vector:
+        X = ops.squeeze(X, -1)
+    return _finish(X, False, out)
+
+
+def matrix_power(input, n):
+    """``input`` (..., m, m) to the integer power ``n`` by repeated squaring (the inverse's power for n < 0;
+    the identity for n = 0)."""
+    if input.dim() < 2 or input.shape[-1] != input.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
+                           f"{input.shape[-2] if input.dim() >= 2 else 1} by {input.shape[-1] if input.dim() else 1} "
+                           "matrices")
+    if n == 0:
+        eye = ops.eye(input.shape[-1], dtype=input.dtype)
+        return ops.add(ops.mul(input, 0), eye) if input.dim() > 2 else eye
+    base = inverse(input) if n < 0 else input
+    n = abs(n)
+    result = None
+    while n:
+        if n & 1:
+            result = base if result is None else ops.matmul(result, base)
+        n >>= 1
+        if n:
+            base = ops.matmul(base, base)
+    return result
+
+
 TENSOR_METHODS = {
     "matmul": matmul, "mm": mm, "bmm": bmm, "dot": dot,
     "vdot": vdot, "mv": mv, "outer": outer, "ger": outer, "inner": inner, "addmm": addmm, "baddbmm": baddbmm,
     "addmv": addmv, "trace": trace, "kron": kron, "diag": diag, "diagflat": diagflat, "diag_embed": diag_embed,
     "cross": cross, "dist": dist, "cov": cov, "corrcoef": corrcoef, "addr": addr, "addbmm": addbmm,
+    "inverse": inverse, "det": det, "logdet": logdet, "slogdet": slogdet, "cholesky": cholesky,
+    "matrix_power": matrix_power,
 }

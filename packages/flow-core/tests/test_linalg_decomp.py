@@ -1,0 +1,107 @@
+"""linalg.inv/det/slogdet/solve/cholesky/matrix_power (and inverse/det/logdet/slogdet/cholesky at the top
+level and as Tensor methods) against torch: values and gradients, batches, float32, and the errors."""
+import numpy as np
+import pytest
+import torch
+
+import oneflow as flow
+from helpers import check_vs_torch
+
+rng = np.random.default_rng(17)
+
+
+def well_conditioned(*batch, n=4):
+    a = rng.standard_normal(batch + (n, n))
+    return a + 3 * np.eye(n)
+
+
+def spd(*batch, n=4):
+    a = rng.standard_normal(batch + (n, n))
+    return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+
+
+@pytest.mark.parametrize("batch", [(), (3,), (2, 2)])
+def test_inv_det_slogdet_logdet_match_torch(batch):
+    a = well_conditioned(*batch)
+    check_vs_torch(lambda x: flow.linalg.inv(x), lambda x: torch.linalg.inv(x), [a], rtol=1e-10, atol=1e-12)
+    check_vs_torch(lambda x: flow.linalg.det(x), lambda x: torch.linalg.det(x), [a], rtol=1e-10, atol=1e-12)
+    check_vs_torch(lambda x: flow.linalg.slogdet(x)[1], lambda x: torch.linalg.slogdet(x)[1], [a], rtol=1e-10,
+                   atol=1e-12)
+    fs, ts = flow.linalg.slogdet(flow.tensor(a)), torch.linalg.slogdet(torch.tensor(a))
+    np.testing.assert_array_equal(fs.sign.numpy(), ts.sign.numpy())
+    np.testing.assert_allclose(flow.tensor(a).logdet().numpy(), torch.tensor(a).logdet().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(flow.inverse(flow.tensor(a)).numpy(), torch.inverse(torch.tensor(a)).numpy(),
+                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(flow.tensor(a).det().numpy(), torch.tensor(a).det().numpy(), rtol=1e-12)
+
+
+def test_singular_matrices():
+    s = np.array([[1.0, 2.0], [2.0, 4.0]])
+    assert flow.linalg.det(flow.tensor(s)).item() == 0
+    sign, logabs = flow.linalg.slogdet(flow.tensor(s))
+    assert sign.item() == 0 and logabs.item() == -np.inf
+    assert np.isnan(flow.logdet(flow.tensor([[0.0, 1.0], [1.0, 0.0]])).item())  # det -1
+    with pytest.raises(flow.linalg.LinAlgError) as got:
+        flow.linalg.inv(flow.tensor(s))
+    with pytest.raises(torch.linalg.LinAlgError) as want:
+        torch.linalg.inv(torch.tensor(s))
+    assert str(got.value) == str(want.value)
+    batch = np.stack([np.eye(2), s])
+    with pytest.raises(flow.linalg.LinAlgError, match=r"\(Batch element 1\): The diagonal element 2 is zero"):
+        flow.linalg.inv(flow.tensor(batch))
+    assert isinstance(flow.linalg.LinAlgError("x"), RuntimeError)
+
+
+def test_solve_matches_torch():
+    a = well_conditioned(3)
+    check_vs_torch(lambda x, y: flow.linalg.solve(x, y), lambda x, y: torch.linalg.solve(x, y),
+                   [a, rng.standard_normal((3, 4, 2))], rtol=1e-10, atol=1e-12)
+    check_vs_torch(lambda x, y: flow.linalg.solve(x, y), lambda x, y: torch.linalg.solve(x, y),
+                   [a, rng.standard_normal((3, 4))], rtol=1e-10, atol=1e-12)  # a batch of vectors
+    check_vs_torch(lambda x, y: flow.linalg.solve(x, y, left=False), lambda x, y: torch.linalg.solve(x, y, left=False),
+                   [a, rng.standard_normal((3, 2, 4))], rtol=1e-10, atol=1e-12)
+    check_vs_torch(lambda x, y: flow.linalg.solve(x, y), lambda x, y: torch.linalg.solve(x, y),
+                   [well_conditioned(), rng.standard_normal((5, 4, 1))], rtol=1e-10, atol=1e-12)  # broadcast A
+    with pytest.raises(flow.linalg.LinAlgError, match="The solver failed because the input matrix is singular"):
+        flow.linalg.solve(flow.zeros(3, 3), flow.ones(3))
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_matches_torch(upper):
+    a = spd(2)
+    check_vs_torch(lambda x: flow.linalg.cholesky(x, upper=upper), lambda x: torch.linalg.cholesky(x, upper=upper),
+                   [a], rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(flow.tensor(a).cholesky(upper).numpy(), torch.linalg.cholesky(torch.tensor(a),
+                                                                                            upper=upper).numpy(),
+                               rtol=1e-12)
+    bad = np.diag([1.0, -1.0, 2.0])
+    with pytest.raises(flow.linalg.LinAlgError) as got:
+        flow.linalg.cholesky(flow.tensor(bad))
+    with pytest.raises(torch.linalg.LinAlgError) as want:
+        torch.linalg.cholesky(torch.tensor(bad))
+    assert str(got.value) == str(want.value)
+
+
+def test_float32_and_matrix_power_and_products():
+    a = well_conditioned(2).astype(np.float32)
+    np.testing.assert_allclose(flow.linalg.inv(flow.tensor(a)).numpy(), torch.linalg.inv(torch.tensor(a)).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    assert flow.linalg.inv(flow.tensor(a)).dtype == flow.float32
+    for n in (0, 1, 3, -2):
+        check_vs_torch(lambda x: flow.linalg.matrix_power(x, n), lambda x: torch.linalg.matrix_power(x, n),
+                       [well_conditioned(2)], rtol=1e-9, atol=1e-10)
+    mats = [rng.standard_normal(4), rng.standard_normal((4, 3)), rng.standard_normal((3, 5)), rng.standard_normal(5)]
+    check_vs_torch(lambda *m: flow.linalg.multi_dot(list(m)), lambda *m: torch.linalg.multi_dot(list(m)), mats,
+                   rtol=1e-10, atol=1e-12)
+    x, y = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    np.testing.assert_allclose(flow.linalg.vecdot(flow.tensor(x), flow.tensor(y)).numpy(),
+                               torch.linalg.vecdot(torch.tensor(x), torch.tensor(y)).numpy(), rtol=1e-12)
+
+
+def test_shape_errors():
+    with pytest.raises(RuntimeError, match="A must be batches of square matrices, but they are 2 by 3 matrices"):
+        flow.linalg.inv(flow.ones(2, 3))
+    with pytest.raises(RuntimeError, match="must have at least 2 dimensions"):
+        flow.linalg.det(flow.ones(3))
+    with pytest.raises(RuntimeError, match="Incompatible shapes of A and B"):
+        flow.linalg.solve(flow.eye(3), flow.ones(2, 2))
