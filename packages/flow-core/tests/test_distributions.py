@@ -124,3 +124,48 @@ def test_validation_errors_match_torch():
         first = lambda e: str(e.value).split("(")[0].split(":")[0]  # noqa: E731
         assert first(got) == first(want), (str(got.value), str(want.value))
     assert np.isnan(FD.Normal(0.0, -1.0, validate_args=False).log_prob(flow.tensor(0.0)).item())
+
+
+def _mvn_params():
+    a = g.standard_normal((3, 3))
+    cov = a @ a.T + 3 * np.eye(3)
+    return g.standard_normal((2, 3)), cov
+
+
+@pytest.mark.parametrize("param", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_multivariate_normal_matches_torch(param):
+    loc, cov = _mvn_params()
+    value = {"covariance_matrix": cov, "precision_matrix": np.linalg.inv(cov), "scale_tril": np.linalg.cholesky(cov)}
+    fl, tl = flow.tensor(loc, requires_grad=True), torch.tensor(loc, requires_grad=True)
+    fm, tm = flow.tensor(value[param], requires_grad=True), torch.tensor(value[param], requires_grad=True)
+    fd = FD.MultivariateNormal(fl, **{param: fm})
+    td = TD.MultivariateNormal(tl, **{param: tm})
+    assert tuple(fd.batch_shape) == (2,) and tuple(fd.event_shape) == (3,)
+    x = g.standard_normal((4, 2, 3))
+    pairs = [(fd.log_prob(flow.tensor(x)), td.log_prob(torch.tensor(x))), (fd.entropy(), td.entropy()),
+             (fd.mean, td.mean), (fd.variance, td.variance), (fd.covariance_matrix, td.covariance_matrix),
+             (fd.precision_matrix, td.precision_matrix), (fd.scale_tril, td.scale_tril)]
+    for f, t in pairs:
+        np.testing.assert_allclose(f.detach().numpy(), t.detach().numpy(), rtol=1e-9, atol=1e-10)
+    (fd.log_prob(flow.tensor(x)).sum() + fd.entropy().sum()).backward()
+    (td.log_prob(torch.tensor(x)).sum() + td.entropy().sum()).backward()
+    np.testing.assert_allclose(fl.grad.numpy(), tl.grad.numpy(), rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(fm.grad.numpy(), tm.grad.numpy(), rtol=1e-7, atol=1e-9)
+
+
+def test_multivariate_normal_samples_kl_and_validation():
+    loc, cov = _mvn_params()
+    flow.manual_seed(0)
+    d = FD.MultivariateNormal(flow.tensor(loc[0]), covariance_matrix=flow.tensor(cov))
+    s = d.sample((200_000,)).numpy()
+    np.testing.assert_allclose(s.mean(0), loc[0], atol=0.03)
+    np.testing.assert_allclose(np.cov(s.T), cov, rtol=0.03, atol=0.05)
+    q = (loc[1], cov + np.eye(3))
+    kf = FD.kl_divergence(d, FD.MultivariateNormal(flow.tensor(q[0]), covariance_matrix=flow.tensor(q[1])))
+    kt = TD.kl_divergence(TD.MultivariateNormal(torch.tensor(loc[0]), covariance_matrix=torch.tensor(cov)),
+                          TD.MultivariateNormal(torch.tensor(q[0]), covariance_matrix=torch.tensor(q[1])))
+    np.testing.assert_allclose(kf.numpy(), kt.numpy(), rtol=1e-10)
+    with pytest.raises(ValueError, match="to satisfy the constraint PositiveDefinite"):
+        FD.MultivariateNormal(flow.zeros(2), covariance_matrix=flow.tensor([[1.0, 0.0], [0.0, -1.0]]))
+    with pytest.raises(ValueError, match="Exactly one of covariance_matrix or precision_matrix or scale_tril"):
+        FD.MultivariateNormal(flow.zeros(2))

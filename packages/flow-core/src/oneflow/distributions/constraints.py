@@ -4,7 +4,8 @@ import oneflow as flow
 
 __all__ = ["Constraint", "real", "positive", "nonnegative", "unit_interval", "boolean", "simplex", "interval",
            "half_open_interval", "integer_interval", "greater_than", "greater_than_eq", "less_than",
-           "nonnegative_integer", "dependent", "dependent_property", "is_dependent"]
+           "nonnegative_integer", "dependent", "dependent_property", "is_dependent", "real_vector",
+           "positive_definite", "lower_cholesky"]
 
 
 class Constraint:
@@ -138,6 +139,43 @@ class _Simplex(Constraint):
         return flow.all(value >= 0, dim=-1) & ((value.sum(-1) - 1).abs() < 1e-6)
 
 
+class _RealVector(Constraint):
+    event_dim = 1
+
+    def check(self, value):
+        return flow.all(value == value, dim=-1)
+
+
+class _PositiveDefinite(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        sym = flow.all(flow.all((value - value.transpose(-1, -2)).abs() < 1e-6, dim=-1), dim=-1)
+        try:
+            flow.linalg.cholesky(value)
+            pd = flow.ones(value.shape[:-2], dtype=flow.bool)
+        except RuntimeError:  # LinAlgError: check each matrix
+            flat = value.reshape(-1, *value.shape[-2:])
+            ok = []
+            for m in flat:
+                try:
+                    flow.linalg.cholesky(m)
+                    ok.append(True)
+                except RuntimeError:
+                    ok.append(False)
+            pd = flow.tensor(ok, dtype=flow.bool).reshape(value.shape[:-2])
+        return sym & pd
+
+
+class _LowerCholesky(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        lower = flow.all(flow.all(value.tril() == value, dim=-1), dim=-1)
+        positive_diag = flow.all(value.diagonal(dim1=-2, dim2=-1) > 0, dim=-1)
+        return lower & positive_diag
+
+
 dependent = _Dependent()
 real = _Real()
 boolean = _Boolean()
@@ -152,3 +190,6 @@ integer_interval = _IntegerInterval
 greater_than = _GreaterThan
 greater_than_eq = _GreaterThanEq
 less_than = _LessThan
+real_vector = _RealVector()
+positive_definite = _PositiveDefinite()
+lower_cholesky = _LowerCholesky()

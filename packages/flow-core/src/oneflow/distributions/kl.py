@@ -4,6 +4,7 @@ import oneflow as flow
 
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical
+from .multivariate_normal import MultivariateNormal
 
 __all__ = ["register_kl", "kl_divergence"]
 
@@ -79,3 +80,19 @@ def _kl_categorical_categorical(p, q):
     t = _inf_where(t, (q.probs == 0).expand_as(t))
     t = _zero_where(t, (p.probs == 0).expand_as(t))
     return t.sum(-1)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be "
+                         "computed")
+    lp, lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    half_term1 = lq.diagonal(dim1=-2, dim2=-1).log().sum(-1) - lp.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    n = p.event_shape[0]
+    batch = tuple(flow.broadcast_shapes(tuple(lq.shape[:-2]), tuple(lp.shape[:-2]), tuple(p.loc.shape[:-1]),
+                                        tuple(q.loc.shape[:-1])))
+    lq_b = lq.expand(batch + (n, n))
+    term2 = flow.linalg.solve(lq_b, lp.expand(batch + (n, n))).pow(2).sum((-2, -1))  # tr(Sq^-1 Sp)
+    term3 = flow.linalg.solve(lq_b, (q.loc - p.loc).expand(batch + (n,)).unsqueeze(-1)).squeeze(-1).pow(2).sum(-1)
+    return half_term1 + 0.5 * (term2 + term3 - n)
