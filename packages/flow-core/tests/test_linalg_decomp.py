@@ -105,3 +105,15 @@ def test_shape_errors():
         flow.linalg.det(flow.ones(3))
     with pytest.raises(RuntimeError, match="Incompatible shapes of A and B"):
         flow.linalg.solve(flow.eye(3), flow.ones(2, 2))
+
+
+@pytest.mark.parametrize("upper,left,unit", [(False, True, False), (True, True, False), (False, False, True),
+                                             (True, False, True)])
+def test_solve_triangular_matches_torch(upper, left, unit):
+    a = rng.standard_normal((2, 4, 4)) + 4 * np.eye(4)  # the other triangle is ignored, so leave it filled
+    b = rng.standard_normal((2, 4, 3) if left else (2, 3, 4))
+    check_vs_torch(lambda x, y: flow.linalg.solve_triangular(x, y, upper=upper, left=left, unitriangular=unit),
+                   lambda x, y: torch.linalg.solve_triangular(x, y, upper=upper, left=left, unitriangular=unit),
+                   [a, b], rtol=1e-10, atol=1e-12)
+    with pytest.raises(RuntimeError, match="The input tensor B must have at least 2 dimensions"):
+        flow.linalg.solve_triangular(flow.eye(3), flow.ones(3), upper=False)

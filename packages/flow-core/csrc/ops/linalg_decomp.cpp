@@ -305,4 +305,64 @@ FLOW_OP(linalg_cholesky)
       return {ops::mul(ops::add(ga, mT(ga)), Scalar(0.5))};
     });
 
+// X with A X = B for triangular A (..., n, n) (only its upper or lower triangle is read; unitriangular:
+// its diagonal is taken as ones) and B (..., n, k) of A's batch shape.
+FLOW_OP(linalg_solve_triangular)
+    .schema("linalg_solve_triangular(Tensor A, Tensor B, *, bool upper, bool unitriangular=False) -> Tensor")
+    .meta([](const TensorList& in, const Attrs&) {
+      Batch b = square_batch(in[0], "linalg.solve_triangular");
+      const Tensor& B = in[1];
+      FLOW_RUNTIME_CHECK(B.dim() == in[0].dim() && B.size(-2) == b.n, "linalg.solve_triangular: Incompatible "
+                         "shapes of A and B for the equation AX = B (", shape_str(in[0].sizes()), " and ",
+                         shape_str(B.sizes()), ")");
+      for (int64_t i = 0; i + 2 < B.dim(); ++i)
+        FLOW_RUNTIME_CHECK(B.size(i) == in[0].size(i), "linalg.solve_triangular: A and B must have the same batch "
+                           "shape");
+      FLOW_RUNTIME_CHECK(B.dtype() == in[0].dtype(), "linalg.solve_triangular: Expected A and B to have the same "
+                         "dtype, but found A of type ", torch_type_name(in[0].dtype()), " and B of type ",
+                         torch_type_name(B.dtype()), " instead.");
+      return std::vector<TensorMeta>{{B.sizes(), B.dtype(), in[0].device()}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& at) {
+      Batch b = square_batch(in[0], "linalg.solve_triangular");
+      const int64_t n = b.n, k = in[1].size(-1);
+      const bool upper = at.b(0), unit = at.b(1);
+      Tensor a = as_double(in[0]), x = ops::clone(as_double(in[1]));  // solved in place
+      const double* ap = a.data<double>();
+      double* xp = x.data<double>();
+      over_batch(b, [&](int64_t i, std::string&) {
+        const double* A = ap + i * n * n;
+        double* X = xp + i * n * k;
+        // substitution from the end the triangle starts at; a zero pivot gives inf/NaN, as LAPACK's trtrs
+        for (int64_t s = 0; s < n; ++s) {
+          const int64_t r = upper ? n - 1 - s : s;
+          for (int64_t c = 0; c < n; ++c) {
+            if (upper ? c <= r : c >= r) continue;
+            const double v = A[r * n + c];
+            if (v != 0)
+              for (int64_t j = 0; j < k; ++j) X[r * k + j] -= v * X[c * k + j];
+          }
+          if (!unit) {
+            const double d = 1.0 / A[r * n + r];
+            for (int64_t j = 0; j < k; ++j) X[r * k + j] *= d;
+          }
+        }
+      });
+      ops::copy_into(out[0], x);
+    })
+    .save_inputs({0})
+    .save_outputs({0})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      // X = A^-1 B: dB = A^-T G (a triangular solve the other way), dA = -dB X^T on A's triangle
+      const bool upper = c.attrs.b(0), unit = c.attrs.b(1);
+      Tensor gb = ops::call1("linalg_solve_triangular", {mT(c.input(0)), g[0]}, {!upper, unit});
+      Tensor ga;
+      if (c.needs(0)) {
+        Tensor full = ops::neg(ops::matmul(gb, mT(c.output(0))));
+        int64_t diag = unit ? (upper ? 1 : -1) : 0;
+        ga = ops::call1(upper ? "triu" : "tril", {full}, {diag});
+      }
+      return {ga, c.needs(1) ? gb : Tensor()};
+    });
+
 }  // namespace flow

@@ -1,12 +1,12 @@
 """``oneflow.linalg`` (PyTorch's ``torch.linalg``): norms, products and the factorization-based functions
-(inv, det, slogdet, solve, cholesky, matrix_power). The kernels are registry ops; these are the torch.linalg
+(inv, det, slogdet, solve, solve_triangular, cholesky, matrix_power). The kernels are registry ops; these are the torch.linalg
 names and signatures."""
 from ._ops.linalg import LinAlgError, cholesky as _cholesky, cross as _cross, det, inverse, matmul
-from ._ops.linalg import matrix_power, slogdet, solve
+from ._ops.linalg import matrix_power, slogdet, solve, solve_triangular
 from ._ops.reduce import vector_norm
 
-__all__ = ["LinAlgError", "inv", "det", "slogdet", "solve", "cholesky", "matrix_power", "matmul", "vector_norm",
-           "cross", "multi_dot", "vecdot", "diagonal"]
+__all__ = ["LinAlgError", "inv", "det", "slogdet", "solve", "solve_triangular", "cholesky", "matrix_power",
+           "matmul", "vector_norm", "cross", "multi_dot", "vecdot", "diagonal"]
 
 
 def inv(A, *, out=None):

@@ -384,6 +384,21 @@ def solve(A, B, *, left=True, out=None):
     return _finish(X, False, out)
 
 
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """The solution X of ``A X = B`` (``X A = B`` with ``left=False``) for triangular ``A`` (only its upper
+    or lower triangle is read; ``unitriangular``: its diagonal is taken as ones). Batch dims broadcast."""
+    if B.dim() < 2:
+        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
+    if not left:
+        A, B, upper = ops.transpose(A, -2, -1), ops.transpose(B, -2, -1), not upper
+    from .misc import broadcast_shapes
+    batch = list(broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+    A = ops.expand(A, batch + list(A.shape[-2:]))
+    B = ops.expand(B, batch + list(B.shape[-2:]))
+    X = ops.linalg_solve_triangular(A, B, upper=upper, unitriangular=unitriangular)
+    return _finish(X if left else ops.transpose(X, -2, -1), False, out)
+
+
 def matrix_power(input, n):
     """``input`` (..., m, m) to the integer power ``n`` by repeated squaring (the inverse's power for n < 0;
     the identity for n = 0)."""

@@ -93,6 +93,7 @@ def _kl_mvn_mvn(p, q):
     batch = tuple(flow.broadcast_shapes(tuple(lq.shape[:-2]), tuple(lp.shape[:-2]), tuple(p.loc.shape[:-1]),
                                         tuple(q.loc.shape[:-1])))
     lq_b = lq.expand(batch + (n, n))
-    term2 = flow.linalg.solve(lq_b, lp.expand(batch + (n, n))).pow(2).sum((-2, -1))  # tr(Sq^-1 Sp)
-    term3 = flow.linalg.solve(lq_b, (q.loc - p.loc).expand(batch + (n,)).unsqueeze(-1)).squeeze(-1).pow(2).sum(-1)
+    term2 = flow.linalg.solve_triangular(lq_b, lp.expand(batch + (n, n)), upper=False).pow(2).sum((-2, -1))
+    term3 = flow.linalg.solve_triangular(lq_b, (q.loc - p.loc).expand(batch + (n,)).unsqueeze(-1),
+                                         upper=False).squeeze(-1).pow(2).sum(-1)  # tr(Sq^-1 Sp), Mahalanobis
     return half_term1 + 0.5 * (term2 + term3 - n)

@@ -89,9 +89,8 @@ class MultivariateNormal(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         diff = value - self.loc
-        L = self._unbroadcasted_scale_tril.tril()  # a triangular solve: the upper triangle gets no gradient
-        batch = _broadcast_batch(L.shape[:-2], diff.shape[:-1])
-        z = flow.linalg.solve(L.expand(batch + tuple(L.shape[-2:])), diff.expand(batch + (-1,)).unsqueeze(-1))
+        L = self._unbroadcasted_scale_tril
+        z = flow.linalg.solve_triangular(L, diff.unsqueeze(-1), upper=False)
         m = z.squeeze(-1).pow(2).sum(-1)  # the squared Mahalanobis distance
         k = self._event_shape[0]
         return -0.5 * (k * math.log(2 * math.pi) + m) - self._half_log_det()
