@@ -259,3 +259,11 @@ def test_creation_ops_are_registered_with_traits():
     ops = {o["name"]: o for o in flow.list_ops()}
     for name in ["arange", "linspace", "logspace", "eye"]:
         assert "creation" in ops[name]["traits"], ops[name]
+
+
+def test_long_linspace_and_arange_match_torch_exactly():
+    # the vectorised fill (32-bit index) keeps torch's two-sided linspace formula bit for bit
+    for dt in ("float32", "float64"):
+        np.testing.assert_array_equal(flow.linspace(-3, 7, 1_000_003, dtype=getattr(flow, dt)).numpy(),
+                                      torch.linspace(-3, 7, 1_000_003, dtype=getattr(torch, dt)).numpy())
+    np.testing.assert_array_equal(flow.arange(5, 10 ** 6, 3).numpy(), torch.arange(5, 10 ** 6, 3).numpy())
