@@ -729,3 +729,13 @@ def test_contiguous_of_transposed_4d(dt):
     x = flow.arange(10.0)
     x[1:].copy_(x[1:])
     assert x.tolist() == list(range(10))
+
+
+def test_pow_strength_reduced_exponents_match_torch_bitwise():
+    x = np.abs(np.random.default_rng(8).standard_normal(1003)).astype(np.float32)
+    x[:4] = [0.0, np.inf, np.nan, 1e-30]
+    for e in (2, 3, 1, -1, -2, -0.5):
+        np.testing.assert_array_equal(flow.tensor(x).pow(e).numpy(), torch.tensor(x).pow(e).numpy())
+    # ** 0.5 is sqrt, correctly rounded (torch's pow is within an ulp of it)
+    np.testing.assert_array_equal(flow.tensor(x).pow(0.5).numpy(), np.sqrt(x))
+    np.testing.assert_allclose(flow.tensor(x).pow(0.5).numpy(), torch.tensor(x).pow(0.5).numpy(), rtol=2e-7)

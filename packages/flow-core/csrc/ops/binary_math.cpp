@@ -179,6 +179,7 @@ void pow_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
         else if (e == A(1)) unary_loop<T, T>(o, c[0], [](A x) { return x; });
         else if (e == A(-1)) unary_loop<T, T>(o, c[0], [](A x) { return A(1) / x; });
         else if (e == A(-2)) unary_loop<T, T>(o, c[0], [](A x) { return A(1) / (x * x); });
+        else if (e == A(-0.5)) unary_loop<T, T>(o, c[0], [](A x) { return A(1) / std::sqrt(x); });  // as torch
         else unary_loop<T, T>(o, c[0], [e](A x) { return std::pow(x, e); });
       } else {
         binary_loop<T, T>(o, c[0], c[1], [](A x, A y) { return std::pow(x, y); });
