@@ -5,6 +5,8 @@ import warnings
 
 import numpy as _np
 
+from . import _interp_weights as _iw
+
 from .. import _C
 
 ops = _C.ops
@@ -379,14 +381,19 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if k < 1 or k > 3:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) "
                                   f"for the modes: nearest | linear | bilinear | trilinear (got {mode})")
-    if mode in ("nearest", "area", "nearest-exact") or mode not in _LINEAR_MODES:
+    if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: "
                              "linear | bilinear | bicubic | trilinear")
-    if mode not in ("nearest",) and mode not in _LINEAR_MODES:
-        raise NotImplementedError(f"interpolate: mode '{mode}' is not supported")
-    if antialias:
-        raise NotImplementedError("interpolate: antialias is not supported")
+    elif mode != "bicubic" and mode not in _LINEAR_MODES:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) "
+                                  f"for the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+                                  f"nearest-exact (got {mode})")
+    if antialias and not (mode in ("bilinear", "bicubic") and k == 2):
+        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
+                         "as input")
+    if mode == "bicubic" and k != 2:
+        raise NotImplementedError(f"Got {input.dim()}D input, but bicubic mode needs 4D input")
     if mode in _LINEAR_MODES and _LINEAR_MODES[mode] != k:
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {_LINEAR_MODES[mode] + 2}D input")
     if align_corners is None:
@@ -414,6 +421,22 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         scales = None if recompute_scale_factor else [float(f) for f in sf]
     if mode == "nearest":
         return ops.upsample_nearest(input, out, scales)
+    if mode == "area":
+        from . import functional
+        return getattr(functional, f"adaptive_avg_pool{k}d")(input, out)
+    if mode == "nearest-exact":
+        x = input
+        for d in range(k):
+            idx = _iw.nearest_exact_index(spatial[d], out[d], scales[d] if scales else None)
+            x = x.index_select(2 + d, _flow().tensor(idx, dtype=_flow().int64))
+        return x
+    if mode == "bicubic" or antialias:
+        # separable: H then W, each a product with a (out x in) weight matrix
+        mats = [_iw.antialias_matrix(spatial[d], out[d], bool(align_corners), scales[d] if scales else None, mode)
+                if antialias else _iw.cubic_matrix(spatial[d], out[d], bool(align_corners),
+                                                  scales[d] if scales else None) for d in range(2)]
+        wh, ww = (_flow().tensor(m, dtype=input.dtype) for m in mats)
+        return _flow().matmul(_flow().matmul(wh, input), ww.t())
     return ops.upsample_linear(input, out, bool(align_corners), scales)
 
 
