@@ -117,3 +117,20 @@ def test_solve_triangular_matches_torch(upper, left, unit):
                    [a, b], rtol=1e-10, atol=1e-12)
     with pytest.raises(RuntimeError, match="The input tensor B must have at least 2 dimensions"):
         flow.linalg.solve_triangular(flow.eye(3), flow.ones(3), upper=False)
+
+
+def test_det_gradient_at_singular_matrices():
+    # a singular matrix in a batch: det's gradient is 0 there (as torch's), the others' are unaffected;
+    # log|det|'s gradient is undefined there (NaN; torch gives infinities)
+    b = np.array([[[1.0, 2.0], [2.0, 4.0]], [[2.0, 1.0], [1.0, 3.0]]])
+    f, t = flow.tensor(b, requires_grad=True), torch.tensor(b, requires_grad=True)
+    flow.linalg.det(f).sum().backward()
+    torch.linalg.det(t).sum().backward()
+    np.testing.assert_allclose(f.grad.numpy(), t.grad.numpy(), atol=1e-12)
+    f2 = flow.tensor(b, requires_grad=True)
+    flow.linalg.slogdet(f2).logabsdet.sum().backward()
+    assert np.isnan(f2.grad.numpy()[0]).all()
+    np.testing.assert_allclose(f2.grad.numpy()[1], np.linalg.inv(b[1]).T, rtol=1e-12)
+    z = flow.zeros(2, 3, 3, requires_grad=True)
+    flow.linalg.det(z).sum().backward()
+    np.testing.assert_array_equal(z.grad.numpy(), np.zeros((2, 3, 3)))

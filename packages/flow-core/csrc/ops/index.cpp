@@ -3,6 +3,8 @@
 // any memory is touched.
 #include "index_util.h"
 
+#include "../core/mem_overlap.h"
+
 namespace flow {
 namespace {
 
@@ -51,7 +53,8 @@ void scatter_into(const Tensor& out, int64_t dim, const Tensor& index, const Ten
   Tensor src_c = wrap_num(src, out.dtype());
   Tensor src_r = src.dim() == 0 ? idx::restride(src_c, ix0.sizes(), Shape(ix0.dim(), 0))
                                 : idx::restride(src_c, ix0.sizes(), src_c.strides());
-  idx::offset_scatter(idx::restride(o, ix0.sizes(), st), src_r, ix, o.strides()[dim], r, ix0.sizes());
+  idx::offset_scatter(idx::restride(o, ix0.sizes(), st), src_r, ix, o.strides()[dim], r, ix0.sizes(),
+                      is_non_overlapping_and_dense(o));
 }
 
 void check_scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, const char* op) {
@@ -269,7 +272,7 @@ void index_reduce_into(const Tensor& out, int64_t dim, const Tensor& index, cons
   if (s.numel() == 0) return;
   Tensor o_r, ix_r;
   along_dim(o, dim, ix, s.sizes(), o_r, ix_r);
-  idx::offset_scatter(o_r, s, ix_r, o.strides()[dim], r, s.sizes());
+  idx::offset_scatter(o_r, s, ix_r, o.strides()[dim], r, s.sizes(), is_non_overlapping_and_dense(o));
 }
 
 void check_index_source(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, const char* op) {

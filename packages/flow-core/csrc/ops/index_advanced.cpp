@@ -1,6 +1,8 @@
 // Advanced indexing (aten::index / index_put semantics).
 #include "index_util.h"
 
+#include "../core/mem_overlap.h"
+
 namespace flow {
 namespace {
 
@@ -141,7 +143,8 @@ void index_put_into(const Tensor& target, const TensorList& indices, const Tenso
   if (shape_numel(p.result) == 0) return;
   Tensor off_r = idx::restride(p.off, p.result, p.off_st);
   idx::offset_scatter(idx::restride(target, p.result, p.target_st), v, off_r, 1,
-                      accumulate ? idx::Reduce::Add : idx::Reduce::Assign, p.result);
+                      accumulate ? idx::Reduce::Add : idx::Reduce::Assign, p.result,
+                      is_non_overlapping_and_dense(target));
 }
 
 }  // namespace

@@ -120,7 +120,7 @@ bool offset_gather(const Tensor& dst, const Tensor& src_r, const Tensor& off_r, 
 }
 
 void offset_scatter(const Tensor& dst_r, const Tensor& src_r, const Tensor& off_r, int64_t stride, Reduce r,
-                    const Shape& sizes) {
+                    const Shape& sizes, bool dest_disjoint) {
   if (shape_numel(sizes) == 0) return;
   if (r == Reduce::Assign) {
     dispatch_bytes(dst_r.itemsize(), [&](auto tag) {
@@ -141,7 +141,7 @@ void offset_scatter(const Tensor& dst_r, const Tensor& src_r, const Tensor& off_
   // its own, so whole lines go to threads (duplicates stay in index order within one thread); otherwise
   // everything runs on one thread.
   const int64_t nd = static_cast<int64_t>(sizes.size()), line = nd > 0 ? sizes[nd - 1] : 1;
-  bool by_lines = nd > 0 && dst_r.dim() == nd && dst_r.stride(nd - 1) == 0;
+  bool by_lines = dest_disjoint && nd > 0 && dst_r.dim() == nd && dst_r.stride(nd - 1) == 0;
   for (int64_t d = 0; d + 1 < nd; ++d)
     if (sizes[d] > 1 && dst_r.stride(d) == 0) by_lines = false;
   dispatch_all(dst_r.dtype(), "scatter", [&](auto tag) {

@@ -42,9 +42,10 @@ bool offset_gather(const Tensor& dst, const Tensor& src_r, const Tensor& off_r, 
 // How a scatter combines the old value with the new one.
 enum class Reduce { Assign, Add, Mul, Max, Min, Mean };
 // *(dst_r[e] + off_r[e] * stride) (op)= src_r[e] for every element e of the shape `sizes`. Assign runs in
-// parallel (duplicate targets get one of the values, like PyTorch); the reductions run serially.
+// parallel (duplicate targets get one of the values, like PyTorch). The reductions run serially, or whole
+// lines in parallel when `dest_disjoint` says the tensor dst_r views has no two elements in one place.
 void offset_scatter(const Tensor& dst_r, const Tensor& src_r, const Tensor& off_r, int64_t stride, Reduce r,
-                    const Shape& sizes);
+                    const Shape& sizes, bool dest_disjoint = false);
 
 // Index dtype check used by gather/scatter/index_select/...: int32 or int64.
 inline void check_index_dtype(const Tensor& ix, const char* msg) {

@@ -100,6 +100,21 @@ void over_batch(const Batch& b, F f) {
 }
 
 Tensor mT(const Tensor& t) { return ops::transpose(t, -2, -1); }
+
+// inv(A)^T for the gradients of det and slogdet, with every singular matrix (det == 0) replaced by the
+// identity so that the inverse exists; the callers then decide those matrices' gradient.
+Tensor inv_t_nonsingular(const Tensor& A, const Tensor& singular) {
+  const int64_t n = A.size(-1);
+  Tensor eye = ops::zeros({n, n}, A.dtype());
+  {
+    Tensor e = ops::contiguous(eye);
+    for (int64_t i = 0; i < n; ++i) ops::copy_into(make_view(e, {}, {}, e.offset() + i * n + i),
+                                                   ops::scalar_tensor(Scalar(1.0), A.dtype()));
+    eye = e;
+  }
+  Tensor mask = ops::unsqueeze(ops::unsqueeze(singular, -1), -1);
+  return mT(ops::call1("linalg_inv", {ops::where(mask, eye, A)}));
+}
 Tensor expand_scalar_grad(const Tensor& g) { return ops::unsqueeze(ops::unsqueeze(g, -1), -1); }
 
 }  // namespace
@@ -173,9 +188,13 @@ FLOW_OP(linalg_slogdet)
     })
     .save_inputs({0})
     .nondiff_outputs({0})
+    .save_outputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      // d log|det A| = tr(A^-1 dA)
-      return {ops::mul(expand_scalar_grad(g[1]), mT(ops::call1("linalg_inv", {c.input(0)})))};
+      // d log|det A| = tr(A^-1 dA); undefined (NaN) for a singular matrix, whose log|det| is -inf
+      Tensor singular = ops::call1("eq", {c.output(0), ops::scalar_tensor(Scalar(0.0), c.output(0).dtype())});
+      Tensor grad = ops::mul(expand_scalar_grad(g[1]), inv_t_nonsingular(c.input(0), singular));
+      Tensor nan = ops::scalar_tensor(Scalar(std::numeric_limits<double>::quiet_NaN()), grad.dtype());
+      return {ops::where(expand_scalar_grad(singular), nan, grad)};
     });
 
 FLOW_OP(linalg_det)
@@ -207,9 +226,10 @@ FLOW_OP(linalg_det)
     .save_inputs({0})
     .save_outputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      // d det A = det A tr(A^-1 dA); needs A invertible (linalg_inv raises, naming the singular matrix)
-      Tensor scale = expand_scalar_grad(ops::mul(g[0], c.output(0)));
-      return {ops::mul(scale, mT(ops::call1("linalg_inv", {c.input(0)})))};
+      // d det A = det A tr(A^-1 dA); a singular matrix gets 0, as PyTorch's LU-based gradient gives
+      Tensor det = c.output(0);
+      Tensor singular = ops::call1("eq", {det, ops::scalar_tensor(Scalar(0.0), det.dtype())});
+      return {ops::mul(expand_scalar_grad(ops::mul(g[0], det)), inv_t_nonsingular(c.input(0), singular))};
     });
 
 // X = A^-1 B for B (..., n, k) with A's batch shape (the Python layer broadcasts and handles vectors and

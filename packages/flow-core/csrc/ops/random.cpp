@@ -12,6 +12,7 @@
 #include "random.h"
 #include "unary_vec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -102,6 +103,8 @@ void normal_kernel(const Tensor& out, double mean, double std, Generator& gen) {
         for_each_philox_batch(s, n, 4, [&](const PhiloxBlock* blk, int64_t b, int nb) {
           constexpr int kPairs = 2 * kPhiloxBatch;
           float u1[kPairs], u2[kPairs], zc[kPairs], zs[kPairs];
+          if (nb < kPhiloxBatch)  // the last, partial batch: the unused lanes get harmless inputs
+            std::fill(u1 + 2 * nb, u1 + kPairs, 1.0f), std::fill(u2 + 2 * nb, u2 + kPairs, 0.0f);
           for (int l = 0; l < nb; ++l)
             for (int k = 0; k < 2; ++k) {
               u1[2 * l + k] = 1.0f - u01_float(blk[l][2 * k], 24);  // (0, 1]: log stays finite
