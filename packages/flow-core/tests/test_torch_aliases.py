@@ -34,7 +34,8 @@ def test_predicates():
     assert flow.is_complex(flow.ones(2)) is False
     x = flow.ones(2)
     with flow.inference_mode():
-        t = x + 1
-    assert flow.is_inference(t) and not flow.is_inference(x + 1)
+        t, made = x + 1, flow.ones(2)  # results and freshly created tensors alike, as in torch
+    assert flow.is_inference(t) and flow.is_inference(made)
+    assert not flow.is_inference(x + 1) and not flow.is_inference(flow.ones(2))
     with pytest.raises(TypeError, match="must be Tensor"):
         flow.is_complex([1.0])

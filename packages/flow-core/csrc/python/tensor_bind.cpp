@@ -339,12 +339,19 @@ void init_tensor(nb::module_& m) {
     return wrap(t);
   }, nb::arg("cls"), nb::arg("shape"), nb::arg("dtype"), nb::arg("device").none() = nb::none(),
      nb::arg("requires_grad") = false);
-  m.def("_empty", [](std::vector<int64_t> shape, nb::handle dtype, nb::handle device) {
-    return wrap(empty(Shape(shape.begin(), shape.end()), dtype_arg(dtype), device_arg(device)));
+  // Tensors the creation functions allocate inside inference_mode are inference tensors, as in PyTorch.
+  auto created = [](Tensor t) {
+    t.impl()->is_inference = autograd::InferenceMode::is_enabled();
+    return wrap(t);
+  };
+  m.def("_empty", [created](std::vector<int64_t> shape, nb::handle dtype, nb::handle device) {
+    return created(empty(Shape(shape.begin(), shape.end()), dtype_arg(dtype), device_arg(device)));
   }, nb::arg("shape"), nb::arg("dtype"), nb::arg("device").none() = nb::none());
-  m.def("_empty_strided", [](std::vector<int64_t> shape, std::vector<int64_t> stride, nb::handle dtype, nb::handle device) {
+  m.def("_empty_strided", [created](std::vector<int64_t> shape, std::vector<int64_t> stride, nb::handle dtype,
+                                    nb::handle device) {
     FLOW_RUNTIME_CHECK(shape.size() == stride.size(), "empty_strided: mismatch in length of strides and shape");
-    return wrap(empty_strided(Shape(shape.begin(), shape.end()), Shape(stride.begin(), stride.end()), dtype_arg(dtype), device_arg(device)));
+    return created(empty_strided(Shape(shape.begin(), shape.end()), Shape(stride.begin(), stride.end()),
+                                 dtype_arg(dtype), device_arg(device)));
   }, nb::arg("shape"), nb::arg("stride"), nb::arg("dtype"), nb::arg("device").none() = nb::none());
   m.def("_wrapped_scalar", [](nb::handle v) { return wrap(to_tensor_arg(v, "scalar", "value")); });
   m.def("_result_type", [](nb::handle seq) {
