@@ -439,3 +439,22 @@ def test_special_reductions():
         check_vs_torch(lambda a: getattr(flow.special, name)(a, 1), lambda a: getattr(torch.special, name)(a, 1), [x])
     check_vs_torch(lambda a: flow.special.log_softmax(a, 0, dtype=flow.float64),
                    lambda a: torch.special.log_softmax(a, 0, dtype=torch.float64), [x.astype(np.float32)])
+
+
+def test_searchsorted_is_a_binary_search_matching_torch():
+    # 200k boundaries x 200k values: the old all-pairs comparison would need 4e10 booleans
+    g = np.random.default_rng(12)
+    s = np.sort(g.standard_normal(200_000)).astype(np.float32)
+    v = g.standard_normal(200_000).astype(np.float32)
+    for right in (False, True):
+        got = flow.searchsorted(flow.tensor(s), flow.tensor(v), right=right).numpy()
+        np.testing.assert_array_equal(got, np.searchsorted(s, v, side="right" if right else "left"))
+    # NaN boundaries and values, infinities, ties: torch's answers
+    s = [1.0, 2.0, 2.0, float("nan")]
+    vals = [0.5, 1.0, 2.0, 3.0, float("nan"), float("inf"), -float("inf")]
+    for right in (False, True):
+        got = flow.searchsorted(flow.tensor(s), flow.tensor(vals), right=right).numpy()
+        want = torch.searchsorted(torch.tensor(s), torch.tensor(vals), right=right).numpy()
+        np.testing.assert_array_equal(got, want)
+    w = flow.rand(100_000) + 0.01  # multinomial's inverse CDF goes through it too
+    assert tuple(flow.multinomial(w, 100_000, replacement=True).shape) == (100_000,)

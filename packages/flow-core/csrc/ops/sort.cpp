@@ -294,3 +294,56 @@ FLOW_OP(unique_consecutive)
     });
 
 }  // namespace flow
+
+namespace flow {
+
+// Insertion points by binary search (searchsorted/bucketize's kernel): for each value, the first index of
+// its row of `sorted_sequence` (1-D: one row for every value) whose element is >= it (left) or > it
+// (right). As in PyTorch's search, a comparison with NaN is false, so the search passes NaN boundaries
+// and a NaN value lands after every boundary.
+FLOW_OP(_searchsorted)
+    .schema("_searchsorted(Tensor sorted_sequence, Tensor values, bool right=False) -> Tensor")
+    .traits(kNonDifferentiable)
+    .meta([](const TensorList& in, const Attrs&) -> std::vector<TensorMeta> {
+      const Tensor &s = in[0], &v = in[1];
+      FLOW_RUNTIME_CHECK(s.dim() >= 1, "searchsorted: boundaries must have at least one dim");
+      if (s.dim() > 1) {
+        bool ok = v.dim() == s.dim();
+        for (int64_t d = 0; ok && d + 1 < s.dim(); ++d) ok = v.size(d) == s.size(d);
+        FLOW_RUNTIME_CHECK(ok, "searchsorted: the leading dims of boundaries and values must match, got ",
+                           shape_str(s.sizes()), " and ", shape_str(v.sizes()));
+      }
+      return {{v.sizes(), DType::Int64, common_device(in, "searchsorted")}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      const bool right = a.b(0);
+      DType dt = promote_types(in[0].dtype(), in[1].dtype());
+      Tensor s = ops::contiguous(ops::to_dtype(in[0], dt)), v = ops::contiguous(ops::to_dtype(in[1], dt));
+      Tensor o = out[0].is_contiguous() ? out[0] : empty(out[0].sizes(), DType::Int64, out[0].device());
+      const int64_t M = s.size(-1), n = v.numel();
+      const int64_t K = s.dim() == 1 ? std::max<int64_t>(n, 1) : (v.dim() ? v.size(-1) : 1);
+      dispatch_all(dt, "searchsorted", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using A = acc_t<T>;
+        const T *sp = s.data<T>(), *vp = v.data<T>();
+        int64_t* op = o.data<int64_t>();
+        parallel_for(n, 4096, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            const T* row = s.dim() == 1 ? sp : sp + (i / K) * M;
+            const A x = static_cast<A>(vp[i]);
+            int64_t lo = 0, hi = M;
+            while (lo < hi) {  // invariant: the answer lies in [lo, hi]
+              const int64_t mid = lo + (hi - lo) / 2;
+              const A y = static_cast<A>(row[mid]);
+              const bool go_right = right ? !(y > x) : !(y >= x);  // torch's tests: NaNs compare false
+              if (go_right) lo = mid + 1;
+              else hi = mid;
+            }
+            op[i] = lo;
+          }
+        });
+      });
+      if (!o.is_same(out[0])) ops::copy_into(out[0], o);
+    });
+
+}  // namespace flow

@@ -1,6 +1,5 @@
-"""Binary-search style lookups: ``searchsorted`` and ``bucketize``. There is no registry op for them, so each
-value is compared against every boundary and the leading run of "boundary before value" is counted (the
-position a binary search finds, NaNs sorting last as in PyTorch); cost is O(len(values) * len(boundaries))."""
+"""Binary-search lookups: ``searchsorted`` and ``bucketize``, over the ``_searchsorted`` registry op (a binary
+search per value, NaNs sorting last as in PyTorch)."""
 import numbers
 
 from .. import _C
@@ -12,18 +11,8 @@ __all__ = ["searchsorted", "bucketize"]
 
 def _insertion_index(boundaries, values, right, out_int32):
     """Insertion points of ``values[..., j]`` into each sorted row ``boundaries[..., :]`` (leading dims
-    equal, or ``boundaries`` 1-D)."""
-    dtype = _C.promote_types(boundaries.dtype, values.dtype)
-    b, v = ops.to_dtype(boundaries, dtype), ops.to_dtype(values, dtype)
-    if boundaries.dim() == 1:
-        b = ops.reshape(b, [1] * values.dim() + [-1])
-    else:
-        b = ops.unsqueeze(b, -2)
-    v = ops.unsqueeze(v, -1)
-    # a boundary lies before the value unless it is >= (left) or > (right) the value; NaN values go last
-    before = ops.logical_not(ops.gt(b, v) if right else ops.ge(b, v))
-    leading = ops.cumprod(ops.to_dtype(before, _C.int64), -1)
-    out = ops.sum(leading, [-1])
+    equal, or ``boundaries`` 1-D), by binary search (NaN sorting last)."""
+    out = ops._searchsorted(boundaries, values, right)
     return ops.to_dtype(out, _C.int32) if out_int32 else out
 
 
