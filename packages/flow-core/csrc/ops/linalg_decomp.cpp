@@ -84,6 +84,19 @@ void lu_solve(const double* lu, const int64_t* piv, int64_t n, double* x, int64_
   }
 }
 
+// The LU factorization of one row-major n x n matrix (copied): info is 0, or k + 1 for the first zero pivot.
+struct Lu {
+  int64_t n;
+  std::vector<double> a;
+  std::vector<int64_t> piv;
+  int sign = 1;
+  int64_t info = 0;
+  Lu(const double* m, int64_t n_) : n(n_), a(m, m + n_ * n_), piv(static_cast<size_t>(n_)) {
+    info = lu_inplace(a.data(), n, piv.data(), sign);
+  }
+  void solve(double* x, int64_t k) const { lu_solve(a.data(), piv.data(), n, x, k); }
+};
+
 // A contiguous float64 copy of t.
 Tensor as_double(const Tensor& t) { return nn::contig_as(t, DType::Float64); }
 
@@ -99,19 +112,25 @@ void over_batch(const Batch& b, F f) {
     if (!e.empty()) fail(ErrorKind::Runtime, e);
 }
 
+// The result of solving A X = B (A square, B (..., n, k) of A's batch shape and dtype): B's meta.
+std::vector<TensorMeta> rhs_meta(const TensorList& in, const char* op) {
+  const Tensor &A = in[0], &B = in[1];
+  Batch b = square_batch(A, op);
+  FLOW_RUNTIME_CHECK(B.dim() == A.dim() && B.size(-2) == b.n, op, ": Incompatible shapes of A and B for the "
+                     "equation AX = B (", shape_str(A.sizes()), " and ", shape_str(B.sizes()), ")");
+  for (int64_t i = 0; i + 2 < B.dim(); ++i)
+    FLOW_RUNTIME_CHECK(B.size(i) == A.size(i), op, ": A and B must have the same batch shape");
+  FLOW_RUNTIME_CHECK(B.dtype() == A.dtype(), op, ": Expected A and B to have the same dtype, but found A of type ",
+                     torch_type_name(A.dtype()), " and B of type ", torch_type_name(B.dtype()), " instead.");
+  return {{B.sizes(), B.dtype(), A.device()}};
+}
+
 Tensor mT(const Tensor& t) { return ops::transpose(t, -2, -1); }
 
 // inv(A)^T for the gradients of det and slogdet, with every singular matrix (det == 0) replaced by the
 // identity so that the inverse exists; the callers then decide those matrices' gradient.
 Tensor inv_t_nonsingular(const Tensor& A, const Tensor& singular) {
-  const int64_t n = A.size(-1);
-  Tensor eye = ops::zeros({n, n}, A.dtype());
-  {
-    Tensor e = ops::contiguous(eye);
-    for (int64_t i = 0; i < n; ++i) ops::copy_into(make_view(e, {}, {}, e.offset() + i * n + i),
-                                                   ops::scalar_tensor(Scalar(1.0), A.dtype()));
-    eye = e;
-  }
+  Tensor eye = ops::call1("eye", {}, {A.size(-1), std::monostate{}, A.dtype()});
   Tensor mask = ops::unsqueeze(ops::unsqueeze(singular, -1), -1);
   return mT(ops::call1("linalg_inv", {ops::where(mask, eye, A)}));
 }
@@ -132,19 +151,16 @@ FLOW_OP(linalg_inv)
       const double* ap = a.data<double>();
       double* rp = r.data<double>();
       over_batch(b, [&](int64_t i, std::string& err) {
-        std::vector<double> lu(ap + i * n * n, ap + (i + 1) * n * n);
-        std::vector<int64_t> piv(static_cast<size_t>(n));
-        int sign;
-        int64_t info = lu_inplace(lu.data(), n, piv.data(), sign);
-        if (info) {
-          err = "linalg.inv: " + batch_prefix(b, i) + "The diagonal element " + std::to_string(info) +
+        Lu lu(ap + i * n * n, n);
+        if (lu.info) {
+          err = "linalg.inv: " + batch_prefix(b, i) + "The diagonal element " + std::to_string(lu.info) +
                 " is zero, the inversion could not be completed because the input matrix is singular.";
           return;
         }
         double* x = rp + i * n * n;
         for (int64_t p = 0; p < n * n; ++p) x[p] = 0;
         for (int64_t p = 0; p < n; ++p) x[p * n + p] = 1;
-        lu_solve(lu.data(), piv.data(), n, x, n);
+        lu.solve(x, n);
       });
       ops::copy_into(out[0], r);
     })
@@ -168,16 +184,14 @@ FLOW_OP(linalg_slogdet)
       const double* ap = a.data<double>();
       double *sp = s.data<double>(), *lp = l.data<double>();
       over_batch(b, [&](int64_t i, std::string&) {
-        std::vector<double> lu(ap + i * n * n, ap + (i + 1) * n * n);
-        std::vector<int64_t> piv(static_cast<size_t>(n));
-        int sign;
-        if (lu_inplace(lu.data(), n, piv.data(), sign)) {  // singular
+        Lu lu(ap + i * n * n, n);
+        if (lu.info) {  // singular
           sp[i] = 0, lp[i] = -std::numeric_limits<double>::infinity();
           return;
         }
-        double logabs = 0, sg = sign;
+        double logabs = 0, sg = lu.sign;
         for (int64_t k = 0; k < n; ++k) {
-          const double d = lu[k * n + k];
+          const double d = lu.a[k * n + k];
           sg *= d < 0 ? -1 : 1;
           logabs += std::log(std::fabs(d));
         }
@@ -210,15 +224,13 @@ FLOW_OP(linalg_det)
       const double* ap = a.data<double>();
       double* rp = r.data<double>();
       over_batch(b, [&](int64_t i, std::string&) {
-        std::vector<double> lu(ap + i * n * n, ap + (i + 1) * n * n);
-        std::vector<int64_t> piv(static_cast<size_t>(n));
-        int sign;
-        if (lu_inplace(lu.data(), n, piv.data(), sign)) {
+        Lu lu(ap + i * n * n, n);
+        if (lu.info) {
           rp[i] = 0;
           return;
         }
-        double d = sign;
-        for (int64_t k = 0; k < n; ++k) d *= lu[k * n + k];
+        double d = lu.sign;
+        for (int64_t k = 0; k < n; ++k) d *= lu.a[k * n + k];
         rp[i] = d;
       });
       ops::copy_into(out[0], r);
@@ -236,18 +248,7 @@ FLOW_OP(linalg_det)
 // left=False).
 FLOW_OP(linalg_solve)
     .schema("linalg_solve(Tensor A, Tensor B) -> Tensor")
-    .meta([](const TensorList& in, const Attrs&) {
-      Batch b = square_batch(in[0], "linalg.solve");
-      const Tensor& B = in[1];
-      FLOW_RUNTIME_CHECK(B.dim() == in[0].dim() && B.size(-2) == b.n, "linalg.solve: Incompatible shapes of A and B "
-                         "for the equation AX = B (", shape_str(in[0].sizes()), " and ", shape_str(B.sizes()), ")");
-      for (int64_t i = 0; i + 2 < B.dim(); ++i)
-        FLOW_RUNTIME_CHECK(B.size(i) == in[0].size(i), "linalg.solve: A and B must have the same batch shape");
-      FLOW_RUNTIME_CHECK(B.dtype() == in[0].dtype(), "linalg.solve: Expected A and B to have the same dtype, but "
-                         "found A of type ", torch_type_name(in[0].dtype()), " and B of type ",
-                         torch_type_name(B.dtype()), " instead.");
-      return std::vector<TensorMeta>{{B.sizes(), B.dtype(), in[0].device()}};
-    })
+    .meta([](const TensorList& in, const Attrs&) { return rhs_meta(in, "linalg.solve"); })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
       Batch b = square_batch(in[0], "linalg.solve");
       const int64_t n = b.n, k = in[1].size(-1);
@@ -255,14 +256,12 @@ FLOW_OP(linalg_solve)
       const double* ap = a.data<double>();
       double* xp = x.data<double>();
       over_batch(b, [&](int64_t i, std::string& err) {
-        std::vector<double> lu(ap + i * n * n, ap + (i + 1) * n * n);
-        std::vector<int64_t> piv(static_cast<size_t>(n));
-        int sign;
-        if (lu_inplace(lu.data(), n, piv.data(), sign)) {
+        Lu lu(ap + i * n * n, n);
+        if (lu.info) {
           err = "linalg.solve: " + batch_prefix(b, i) + "The solver failed because the input matrix is singular.";
           return;
         }
-        lu_solve(lu.data(), piv.data(), n, xp + i * n * k, k);
+        lu.solve(xp + i * n * k, k);
       });
       ops::copy_into(out[0], x);
     })
@@ -329,20 +328,7 @@ FLOW_OP(linalg_cholesky)
 // its diagonal is taken as ones) and B (..., n, k) of A's batch shape.
 FLOW_OP(linalg_solve_triangular)
     .schema("linalg_solve_triangular(Tensor A, Tensor B, *, bool upper, bool unitriangular=False) -> Tensor")
-    .meta([](const TensorList& in, const Attrs&) {
-      Batch b = square_batch(in[0], "linalg.solve_triangular");
-      const Tensor& B = in[1];
-      FLOW_RUNTIME_CHECK(B.dim() == in[0].dim() && B.size(-2) == b.n, "linalg.solve_triangular: Incompatible "
-                         "shapes of A and B for the equation AX = B (", shape_str(in[0].sizes()), " and ",
-                         shape_str(B.sizes()), ")");
-      for (int64_t i = 0; i + 2 < B.dim(); ++i)
-        FLOW_RUNTIME_CHECK(B.size(i) == in[0].size(i), "linalg.solve_triangular: A and B must have the same batch "
-                           "shape");
-      FLOW_RUNTIME_CHECK(B.dtype() == in[0].dtype(), "linalg.solve_triangular: Expected A and B to have the same "
-                         "dtype, but found A of type ", torch_type_name(in[0].dtype()), " and B of type ",
-                         torch_type_name(B.dtype()), " instead.");
-      return std::vector<TensorMeta>{{B.sizes(), B.dtype(), in[0].device()}};
-    })
+    .meta([](const TensorList& in, const Attrs&) { return rhs_meta(in, "linalg.solve_triangular"); })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& at) {
       Batch b = square_batch(in[0], "linalg.solve_triangular");
       const int64_t n = b.n, k = in[1].size(-1);

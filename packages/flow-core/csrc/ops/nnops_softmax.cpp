@@ -39,15 +39,7 @@ void softmax_fwd(const T* x, T* y, const Geometry& g) {
         const T* xr = x + o * D;
         T* yr = y + o * D;
         // contiguous rows: `omp simd` reductions and the vectorisable exp (unary_vec.h) for float
-        A mx = -std::numeric_limits<A>::infinity();
-        int nan = 0;  // an int flag: GCC does not vectorise a bool `|` reduction
-#pragma omp simd reduction(max : mx) reduction(| : nan)
-        for (int64_t i = 0; i < D; ++i) {
-          A v = static_cast<A>(xr[i]);
-          mx = std::max(mx, v);
-          nan |= static_cast<int>(v != v);
-        }
-        if (nan) mx = std::numeric_limits<A>::quiet_NaN();
+        A mx = vmax_nan<A>(xr, D);
         if (std::isinf(mx) && mx < 0) mx = 0;  // all -inf: keep exp(x - mx) = 0, sum 0 -> nan like torch
         A sum = 0;
         if constexpr (Log) {

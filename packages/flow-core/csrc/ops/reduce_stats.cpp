@@ -346,15 +346,7 @@ FLOW_OP(logsumexp)
         // shift by the max for stability; an infinite max is not subtracted (inf - inf would be NaN)
         auto chunk = [](const T* x, int64_t n) {
           P r;
-          A m = -std::numeric_limits<A>::infinity();
-          int nan = 0;  // an int flag: GCC does not vectorise a bool `|` reduction
-#pragma omp simd reduction(max : m) reduction(| : nan)
-          for (int64_t i = 0; i < n; ++i) {
-            A v = static_cast<A>(x[i]);
-            m = std::max(m, v);
-            nan |= static_cast<int>(v != v);
-          }
-          if (nan) m = std::numeric_limits<A>::quiet_NaN();
+          const A m = vmax_nan<A>(x, n);
           r.m = m;
           if (m != m) return r;
           A s = 0;

@@ -2,6 +2,7 @@
 // one element at a time), plus a contiguous-loop driver using `omp simd`. Accuracy is within ~2 ulp, like
 // the SLEEF routines PyTorch's vectorised CPU kernels use.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -201,6 +202,22 @@ FLOW_VEC_INLINE A vexp(A x) {
   if constexpr (std::is_same_v<A, float>) return vec::exp_f32(x);
   else return std::exp(x);
 }
+// The maximum of x[0, n) in A, NaN when any element is NaN (a max reduction alone skips NaNs), -inf when
+// n == 0: one omp-simd pass, the shift of softmax and logsumexp. (An int flag: GCC does not vectorise a
+// bool `|` reduction.)
+template <typename A, typename T>
+FLOW_VEC_INLINE A vmax_nan(const T* x, int64_t n) {
+  A m = -std::numeric_limits<A>::infinity();
+  int nan = 0;
+#pragma omp simd reduction(max : m) reduction(| : nan)
+  for (int64_t i = 0; i < n; ++i) {
+    A v = static_cast<A>(x[i]);
+    m = std::max(m, v);
+    nan |= static_cast<int>(v != v);
+  }
+  return nan ? std::numeric_limits<A>::quiet_NaN() : m;
+}
+
 // exp(x) for x <= 0 (or NaN), such as exp(x - max) in softmax and logsumexp: exactly 0 far below the float
 // range (masked -inf entries), through the cheaper float routine that flushes below 2^-125.
 template <typename A>

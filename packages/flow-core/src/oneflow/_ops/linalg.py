@@ -364,6 +364,13 @@ def cholesky(input, upper=False, *, out=None):
     return _finish(_linalg_call(ops.linalg_cholesky, input, upper=upper), False, out)
 
 
+def _common_batch(A, B):
+    """A and B with their batch dims (all but the last two) broadcast to one shape."""
+    from .misc import broadcast_shapes
+    batch = list(broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+    return ops.expand(A, batch + list(A.shape[-2:])), ops.expand(B, batch + list(B.shape[-2:]))
+
+
 def solve(A, B, *, left=True, out=None):
     """The solution X of ``A X = B`` (``X A = B`` with ``left=False``) for square ``A`` (..., n, n); ``B`` is
     a batch of matrices or, when shaped ``A.shape[:-1]`` (or 1-D), of vectors. Batch dims broadcast."""
@@ -372,11 +379,7 @@ def solve(A, B, *, left=True, out=None):
         B = ops.unsqueeze(B, -1)
     if not left:
         A, B = ops.transpose(A, -2, -1), ops.transpose(B, -2, -1)
-    from .misc import broadcast_shapes
-    batch = list(broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
-    A = ops.expand(A, batch + list(A.shape[-2:]))
-    B = ops.expand(B, batch + list(B.shape[-2:]))
-    X = _linalg_call(ops.linalg_solve, A, B)
+    X = _linalg_call(ops.linalg_solve, *_common_batch(A, B))
     if not left:
         X = ops.transpose(X, -2, -1)
     if vector:
@@ -391,11 +394,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
         raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
     if not left:
         A, B, upper = ops.transpose(A, -2, -1), ops.transpose(B, -2, -1), not upper
-    from .misc import broadcast_shapes
-    batch = list(broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
-    A = ops.expand(A, batch + list(A.shape[-2:]))
-    B = ops.expand(B, batch + list(B.shape[-2:]))
-    X = ops.linalg_solve_triangular(A, B, upper=upper, unitriangular=unitriangular)
+    X = ops.linalg_solve_triangular(*_common_batch(A, B), upper=upper, unitriangular=unitriangular)
     return _finish(X if left else ops.transpose(X, -2, -1), False, out)
 
 

@@ -58,6 +58,14 @@ def _set_momentum(group, use_beta1, value):
         group["momentum"] = value
 
 
+def _start_momentum_cycle(optimizer, use_beta1, max_momentums, base_momentums):
+    """Each group starts its cycle at max_momentum and records both bounds (OneCycleLR, CyclicLR)."""
+    for m_mom, b_mom, group in zip(max_momentums, base_momentums, optimizer.param_groups):
+        _set_momentum(group, use_beta1, m_mom)
+        group["max_momentum"] = m_mom
+        group["base_momentum"] = b_mom
+
+
 class _enable_get_lr_call:
     def __init__(self, o):
         self.o = o
@@ -498,10 +506,7 @@ class OneCycleLR(LRScheduler):
             max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
-                for m_mom, b_mom, group in zip(max_momentums, base_momentums, optimizer.param_groups):
-                    _set_momentum(group, self.use_beta1, m_mom)
-                    group["max_momentum"] = m_mom
-                    group["base_momentum"] = b_mom
+                _start_momentum_cycle(optimizer, self.use_beta1, max_momentums, base_momentums)
         super().__init__(optimizer, last_epoch)
 
     def _anneal_func(self, start, end, pct):
@@ -589,10 +594,7 @@ class CyclicLR(LRScheduler):
             self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             if last_epoch == -1:
-                for m_mom, b_mom, group in zip(self.max_momentums, self.base_momentums, optimizer.param_groups):
-                    _set_momentum(group, self.use_beta1, m_mom)
-                    group["max_momentum"] = m_mom
-                    group["base_momentum"] = b_mom
+                _start_momentum_cycle(optimizer, self.use_beta1, self.max_momentums, self.base_momentums)
         super().__init__(optimizer, last_epoch)
         self.base_lrs = base_lrs
 
