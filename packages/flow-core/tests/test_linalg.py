@@ -266,6 +266,83 @@ def test_mm_packed_kernel_threads_and_batches():
         flow.set_num_threads(nt)
 
 
+def _structured(rng, shape, kind):
+    x = rng.standard_normal(shape).astype(np.float32)
+    if kind == "tril":
+        x = np.tril(x)
+    elif kind == "triu":
+        x = np.triu(x)
+    elif kind == "band":  # zero runs at both ends of every row and column
+        x = np.tril(np.triu(x, -3), 5)
+    elif kind == "zero":
+        x[:] = 0
+    return x
+
+
+def _operand(x, trans):
+    # x as a tensor, stored transposed when trans (a transposed view of its transpose, as autograd hands
+    # attention's products their operands)
+    return flow.tensor(np.ascontiguousarray(np.swapaxes(x, -1, -2))).transpose(-2, -1) if trans else flow.tensor(x)
+
+
+@pytest.mark.parametrize("m,n,k", [(128, 64, 128), (64, 128, 128), (13, 33, 17), (5, 20, 9), (6, 16, 1),
+                                   (37, 100, 200), (2, 3, 500)])
+@pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
+@pytest.mark.parametrize("kinds", [("tril", "dense"), ("dense", "tril"), ("triu", "band"), ("band", "zero"),
+                                   ("dense", "dense")])
+def test_bmm_small_products_skip_zero_runs(m, n, k, ta, tb, kinds):
+    # Batches of small products run one per thread; those with a transposed A or a zero corner go to the own
+    # kernel (sgemm_small.cpp), which skips the k-runs where a panel of A or a tile of B is all zero (causal
+    # attention's triangular operands). Partial 6-row panels (read overlapped or packed) and 16-column tiles,
+    # every layout, alpha/beta, and a NaN-filled C with beta = 0.
+    rng = np.random.default_rng(m * 1000 + n + k)
+    a, b = _structured(rng, (4, m, k), kinds[0]), _structured(rng, (4, k, n), kinds[1])
+    fa, fb = _operand(a, ta), _operand(b, tb)
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    assert_close(flow.matmul(fa, fb), want, rtol=1e-4, atol=1e-4)
+    c = rng.standard_normal((4, m, n)).astype(np.float32)
+    assert_close(flow.baddbmm(flow.tensor(c), fa, fb, beta=0.5, alpha=-2.0), 0.5 * c - 2.0 * want, rtol=1e-4,
+                 atol=2e-4)
+    assert_close(flow.baddbmm(flow.tensor(c), fa, fb), c + want, rtol=1e-4, atol=2e-4)
+    nan = flow.full((4, m, n), float("nan"))
+    assert_close(flow.baddbmm(nan, fa, fb, beta=0.0), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True)])
+def test_bmm_small_products_zero_times_inf_is_nan(ta, tb):
+    # Skipping a zero run of one operand is exact only where the other is finite: 0 * inf and 0 * NaN are NaN.
+    rng = np.random.default_rng(7)
+    a = np.tril(rng.standard_normal((4, 64, 64)).astype(np.float32))  # zero runs in every row but the last
+    b = rng.standard_normal((4, 64, 32)).astype(np.float32)
+    b[1, 63, 5] = np.inf  # meets only A's zeros above the diagonal, except in A's last row
+    b[2, 40, 7] = np.nan
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    assert np.isnan(want[1, :63, 5]).all() and np.isnan(want[2, :, 7]).all()
+    assert_close(flow.matmul(_operand(a, ta), _operand(b, tb)), want, rtol=1e-4, atol=1e-4)
+    # and the other way round: a triangular B against an A with inf in B's zero run
+    bt = np.tril(rng.standard_normal((4, 64, 64)).astype(np.float32))
+    at = rng.standard_normal((4, 32, 64)).astype(np.float32)
+    at[3, 4, 0] = -np.inf
+    want = np.matmul(at.astype(np.float64), bt.astype(np.float64))
+    assert_close(flow.matmul(_operand(at, ta), _operand(bt, tb)), want, rtol=1e-4, atol=1e-4)
+
+
+def test_bmm_causal_attention_products_match_torch():
+    # the six products of causal attention, forward and backward, against torch
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((2, 4, 128, 64)).astype(np.float32) for _ in range(3))
+    mask = np.triu(np.full((128, 128), -np.inf, np.float32), 1)
+    outs = []
+    for L in (flow, torch):
+        tq, tk, tv = (L.tensor(x, requires_grad=True) for x in (q, k, v))
+        att = L.softmax(L.matmul(tq, tk.transpose(-2, -1)) * 0.125 + L.tensor(mask), dim=-1)
+        y = L.matmul(att, tv)
+        y.backward(L.tensor(np.cos(np.arange(y.numel(), dtype=np.float32)).reshape(y.shape)))
+        outs.append([t.detach().numpy() for t in (y, tq.grad, tk.grad, tv.grad)])
+    for got, want in zip(*outs):
+        assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("shape", [(4, 3, 6), (2, 2, 3, 6), (0, 3, 6), (6,)])
 @pytest.mark.parametrize("bias", [True, False])
 def test_linear_leading_dims_fold_into_one_gemm(shape, bias):

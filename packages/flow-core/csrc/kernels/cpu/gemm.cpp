@@ -190,6 +190,13 @@ BatchOffsets batch_offsets(const Tensor& A, const Tensor& B, const Tensor& C) {
   return o;
 }
 
+// Whether the top-right or bottom-left element of the rows x cols matrix at p (transposed storage when
+// trans) is zero.
+bool zero_corner(const float* p, bool trans, int64_t ld, int64_t rows, int64_t cols) {
+  auto at = [&](int64_t r, int64_t c) { return trans ? p[c * ld + r] : p[r * ld + c]; };
+  return at(0, cols - 1) == 0.f || at(rows - 1, 0) == 0.f;
+}
+
 void batched_sgemm(const Tensor& A0, const Tensor& B0, const Tensor& C, float alpha, float beta) {
   int64_t M = C.size(-2), N = C.size(-1), K = A0.size(-1);
   Tensor A = A0, B = B0;
@@ -208,19 +215,24 @@ void batched_sgemm(const Tensor& A0, const Tensor& B0, const Tensor& C, float al
   const float* a = A.data<float>();
   const float* b = B.data<float>();
   float* c = C.data<float>();
-  auto one = [&](int64_t i) {
-    sgemm_rowmajor(ta, tb, M, N, K, alpha, a + off.a[i], lda, b + off.b[i], ldb, beta, c + off.c[i], ldc);
-  };
   // Split the batch across threads (each product then runs serial, with no synchronisation inside it) when
   // the products are small or the batch divides evenly; otherwise oneDNN threads each product in turn.
   int64_t nt = get_num_threads();
-  if (bs > 1 && (M * N * K < (1 << 20) || bs % nt == 0 || bs >= 4 * nt)) {
-    parallel_for(bs, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, M * N * K)), [&](int64_t b0, int64_t b1) {
-      for (int64_t i = b0; i < b1; ++i) one(i);
-    });
-  } else {
-    for (int64_t i = 0; i < bs; ++i) one(i);
+  if (bs == 1 || (M * N * K >= (1 << 20) && bs % nt != 0 && bs < 4 * nt)) {
+    for (int64_t i = 0; i < bs; ++i)
+      sgemm_rowmajor(ta, tb, M, N, K, alpha, a + off.a[i], lda, b + off.b[i], ldb, beta, c + off.c[i], ldc);
+    return;
   }
+  // Small products go to the own kernel when A is transposed (where it beats oneDNN) or when a corner of
+  // either operand is zero, a cheap sign of the triangular operands whose zero parts it skips (causal
+  // attention). Dense untransposed ones stay with oneDNN, whose small-matrix path is faster on them.
+  const bool own = packed_sgemm_available() && K <= 512 && N <= 1024 && M * N * K <= (int64_t(1) << 22) &&
+                   (ta || zero_corner(a, ta, lda, M, K) || zero_corner(b, tb, ldb, K, N));
+  auto gemm = own ? packed_sgemm_small : sgemm_rowmajor;
+  parallel_for(bs, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, M * N * K)), [&](int64_t b0, int64_t b1) {
+    for (int64_t i = b0; i < b1; ++i)
+      gemm(ta, tb, M, N, K, alpha, a + off.a[i], lda, b + off.b[i], ldb, beta, c + off.c[i], ldc);
+  });
 }
 
 // C = beta * C for an empty inner dimension (K == 0), visiting each row of a strided C.

@@ -1,108 +1,24 @@
 #include "sgemm_packed.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <memory>
 
-#include "../../core/error.h"
 #include "parallel.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
 #define FLOW_PACKED_SGEMM 1
+#include "sgemm_microkernel.h"
 #endif
 
 namespace flow {
 
 #ifdef FLOW_PACKED_SGEMM
 
-namespace {
+namespace sgemm_detail {
 
-constexpr int64_t MR = kSgemmMR, NR = kSgemmNR;
-
-// The register block over kc steps, written to dst (row stride ld): stored, or added to what dst holds
-// (kAdd). Kept apart from alpha/beta scaling, with no float arguments: with alpha and beta live across the loop
-// GCC runs out of the 16 ymm registers and re-reads half of B from memory for every FMA (~25% slower).
-template <bool kAdd>
-__attribute__((noinline)) void microkernel(int64_t kc, const float* __restrict a, const float* __restrict b,
-                                           float* __restrict dst, int64_t ld) {
-  // dst's six rows are written at the end; fetching them now hides the miss behind the FMAs.
-  for (int r = 0; r < MR; ++r) _mm_prefetch(reinterpret_cast<const char*>(dst + r * ld), _MM_HINT_T0);
-  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-  __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
-    __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), av;
-    av = _mm256_broadcast_ss(a + 0);
-    c00 = _mm256_fmadd_ps(av, b0, c00);
-    c01 = _mm256_fmadd_ps(av, b1, c01);
-    av = _mm256_broadcast_ss(a + 1);
-    c10 = _mm256_fmadd_ps(av, b0, c10);
-    c11 = _mm256_fmadd_ps(av, b1, c11);
-    av = _mm256_broadcast_ss(a + 2);
-    c20 = _mm256_fmadd_ps(av, b0, c20);
-    c21 = _mm256_fmadd_ps(av, b1, c21);
-    av = _mm256_broadcast_ss(a + 3);
-    c30 = _mm256_fmadd_ps(av, b0, c30);
-    c31 = _mm256_fmadd_ps(av, b1, c31);
-    av = _mm256_broadcast_ss(a + 4);
-    c40 = _mm256_fmadd_ps(av, b0, c40);
-    c41 = _mm256_fmadd_ps(av, b1, c41);
-    av = _mm256_broadcast_ss(a + 5);
-    c50 = _mm256_fmadd_ps(av, b0, c50);
-    c51 = _mm256_fmadd_ps(av, b1, c51);
-  }
-  auto put = [&](int r, __m256 x0, __m256 x1) {
-    float* d = dst + r * ld;
-    if (kAdd) {
-      x0 = _mm256_add_ps(x0, _mm256_loadu_ps(d));
-      x1 = _mm256_add_ps(x1, _mm256_loadu_ps(d + 8));
-    }
-    _mm256_storeu_ps(d, x0);
-    _mm256_storeu_ps(d + 8, x1);
-  };
-  put(0, c00, c01);
-  put(1, c10, c11);
-  put(2, c20, c21);
-  put(3, c30, c31);
-  put(4, c40, c41);
-  put(5, c50, c51);
-}
-
-}  // namespace
-
-void sgemm_microkernel_6x16(int64_t kc, const float* a, const float* b, float* tile) {
-  microkernel<false>(kc, a, b, tile, NR);
-}
-
-namespace {
-
-// Register block MR x NR: 12 ymm accumulators + 2 B vectors + 1 broadcast A fit AVX2's 16 registers.
-// KC x NR of B (16 KiB) stays in L1 while the MC x KC block of A (144 KiB) streams from L2; the KC x NC block
-// of B lives in L3. Zen 3 sizes (32 KiB L1d, 512 KiB L2 per core).
-constexpr int64_t KC = 256, MC = 144, NC = 4080;
-
-struct FreeDeleter {
-  void operator()(float* p) const { std::free(p); }
-};
-
-// One growing 64-byte-aligned buffer per thread and purpose, kept for the thread's lifetime: a GEMM then
-// allocates nothing.
-float* scratch(std::unique_ptr<float[], FreeDeleter>& buf, size_t& cap, size_t n) {
-  if (n > cap) {
-    size_t bytes = ((n * sizeof(float) + 63) / 64) * 64;
-    buf.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
-    cap = buf ? n : 0;
-    FLOW_CHECK(buf != nullptr, Runtime, "matmul: out of memory for the GEMM's packing buffer (", bytes, " bytes)");
-  }
-  return buf.get();
-}
-
-// Packs rows [i0, i0 + mc) and columns [p0, p0 + kc) of A = At^T (At is K x M, stride lda) as ceil(mc / MR)
-// panels of kc x MR (row index fastest), zero-padded to whole panels. Rows of At are read front to back,
-// eight at a time, so each panel receives 8 x MR values (three whole cache lines) in one burst: dealing out
-// one row at a time wrote 24 bytes to each of 24 panels 6 KiB apart, whose lines share two L1 sets and were
-// evicted between writes (2x slower).
-void pack_a(const float* At, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
+// Rows of At are read front to back, eight at a time, so each panel receives 8 x MR values (three whole
+// cache lines) in one burst: dealing out one row at a time wrote 24 bytes to each of 24 panels 6 KiB apart,
+// whose lines share two L1 sets and were evicted between writes (2x slower).
+void pack_at(const float* At, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
   int64_t full = mc / MR * MR;
   const __m256i m6 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
   for (int64_t k0 = 0; k0 < kc; k0 += 8) {
@@ -128,8 +44,6 @@ void pack_a(const float* At, int64_t lda, int64_t i0, int64_t mc, int64_t p0, in
   }
 }
 
-// B's rows [p0, p0 + kc) and columns [j0, j0 + nc) (B is K x N, stride ldb) as ceil(nc / NR) panels of
-// kc x NR (column index fastest), zero-padded.
 void pack_b(const float* B, int64_t ldb, int64_t j0, int64_t nc, int64_t p0, int64_t kc, float* out) {
   for (int64_t jr = 0; jr < nc; jr += NR) {
     int64_t nr = std::min(NR, nc - jr);
@@ -150,34 +64,25 @@ void pack_b(const float* B, int64_t ldb, int64_t j0, int64_t nc, int64_t p0, int
   }
 }
 
-// C tile (mr x nr <= MR x NR, stride ldc) = alpha * tile + beta * C tile.
-void update_c(const float* tile, float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta) {
-  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
-  for (int64_t r = 0; r < mr; ++r, tile += NR) {
-    float* cr = c + r * ldc;
-    if (nr == NR) {
-      __m256 x0 = _mm256_mul_ps(va, _mm256_load_ps(tile)), x1 = _mm256_mul_ps(va, _mm256_load_ps(tile + 8));
-      if (beta != 0.f) {  // beta == 0 must not read C (it may hold NaN)
-        x0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr), x0);
-        x1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cr + 8), x1);
-      }
-      _mm256_storeu_ps(cr, x0);
-      _mm256_storeu_ps(cr + 8, x1);
-    } else {
-      for (int64_t j = 0; j < nr; ++j) cr[j] = alpha * tile[j] + (beta != 0.f ? beta * cr[j] : 0.f);
-    }
-  }
-}
+}  // namespace sgemm_detail
+
+using namespace sgemm_detail;
+
+namespace {
+
+// Register block MR x NR: 12 ymm accumulators + 2 B vectors + 1 broadcast A fit AVX2's 16 registers.
+// KC x NR of B (16 KiB) stays in L1 while the MC x KC block of A (144 KiB) streams from L2; the KC x NC block
+// of B lives in L3. Zen 3 sizes (32 KiB L1d, 512 KiB L2 per core).
+constexpr int64_t KC = 256, MC = 144, NC = 4080;
 
 // The block loops over C's rows [i0, i1) and columns [j0, j1), on the calling thread.
 void sgemm_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, float alpha,
                  const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  thread_local std::unique_ptr<float[], FreeDeleter> abuf, bbuf;
-  thread_local size_t acap = 0, bcap = 0;
+  thread_local Scratch abuf, bbuf;
   // Split K into near-equal blocks so no block is a short remainder.
   int64_t nk = (K + KC - 1) / KC, kb = (K + nk - 1) / nk;
-  float* pa = scratch(abuf, acap, static_cast<size_t>((MC + MR) * kb));
-  float* pb = scratch(bbuf, bcap, static_cast<size_t>((std::min(NC, j1 - j0) + NR) * kb));
+  float* pa = abuf.get(static_cast<size_t>((MC + MR) * kb));
+  float* pb = bbuf.get(static_cast<size_t>((std::min(NC, j1 - j0) + NR) * kb));
   alignas(32) float tile[MR * NR];
   for (int64_t jc = j0; jc < j1; jc += NC) {
     int64_t nc = std::min(NC, j1 - jc);
@@ -189,17 +94,17 @@ void sgemm_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, floa
       pack_b(B, ldb, jc, nc, pc, kc, pb);
       for (int64_t ic = i0; ic < i1; ic += MC) {
         int64_t mc = std::min(MC, i1 - ic);
-        pack_a(A, lda, ic, mc, pc, kc, pa);
+        pack_at(A, lda, ic, mc, pc, kc, pa);
         for (int64_t jr = 0; jr < nc; jr += NR)
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const float *a = pa + ir * kc, *b = pb + jr * kc;
             float* c = C + (ic + ir) * ldc + jc + jr;
             int64_t mr = std::min(MR, mc - ir), nr = std::min(NR, nc - jr);
             if (direct && mr == MR && nr == NR) {
-              if (bet == 0.f) microkernel<false>(kc, a, b, c, ldc);
-              else microkernel<true>(kc, a, b, c, ldc);
+              if (bet == 0.f) microkernel<false>(kc, a, 0, b, c, ldc);
+              else microkernel<true>(kc, a, 0, b, c, ldc);
             } else {
-              microkernel<false>(kc, a, b, tile, NR);
+              microkernel<false>(kc, a, 0, b, tile, NR);
               update_c(tile, c, ldc, mr, nr, alpha, bet);
             }
           }
@@ -211,6 +116,10 @@ void sgemm_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, floa
 }  // namespace
 
 bool packed_sgemm_available() { return true; }
+
+void sgemm_microkernel_6x16(int64_t kc, const float* a, const float* b, float* tile) {
+  microkernel<false>(kc, a, 0, b, tile, NR);
+}
 
 void packed_sgemm_tn(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
                      int64_t ldb, float beta, float* C, int64_t ldc) {

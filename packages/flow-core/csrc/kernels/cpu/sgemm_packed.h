@@ -18,6 +18,14 @@ bool packed_sgemm_available();
 void packed_sgemm_tn(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
                      int64_t ldb, float beta, float* C, int64_t ldc);
 
+// Row-major C (M x N, ldc) = alpha * op(A) @ op(B) + beta * C on the calling thread, for the small products
+// of a batch (one per thread): op(A) is A, or A^T with ta (then A is stored K x M), and likewise op(B).
+// Where a row panel of op(A) or a column tile of op(B) is zero over a run of k at either end, and the other
+// operand is finite there, that run is skipped: exact, and half the work of causal attention's products.
+// BLAS semantics as above. Requires packed_sgemm_available().
+void packed_sgemm_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                        const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
 // The register block under both this GEMM and the Winograd convolution: tile (kSgemmMR x kSgemmNR,
 // row-major, 32-byte aligned) = a_panel @ b_panel over kc steps, where a_panel holds kc groups of kSgemmMR
 // rows' values (row index fastest) and b_panel kc groups of kSgemmNR columns' values (32-byte aligned).
