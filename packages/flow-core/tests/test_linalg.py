@@ -343,6 +343,55 @@ def test_bmm_causal_attention_products_match_torch():
         assert_close(got, want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("x_shape,o", [((8, 128, 256), 768), ((1024, 97), 300), ((700, 1000), 5), ((3, 4), 2)])
+def test_linear_weight_and_bias_grads_from_one_pass(x_shape, o):
+    # addmm's backward for linear computes the bias gradient (g's column sums) in the weight gradient's packing
+    # pass (_mm_t_colsum) when the product is large enough for the packed kernel; both must equal torch's
+    rng = np.random.default_rng(x_shape[-1] + o)
+    x, w, b = r(*x_shape), r(o, x_shape[-1]), r(o)
+    g = rng.standard_normal(x_shape[:-1] + (o,)).astype(np.float32)
+    res = []
+    for L in (flow, torch):
+        X, W, B = (L.tensor(a, requires_grad=True) for a in (x, w, b))
+        L.nn.functional.linear(X, W, B).backward(L.tensor(g))
+        res.append((X.grad, W.grad, B.grad))
+    for got, want in zip(*res):
+        assert_close(got, want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_addmm_bias_row_grads_with_scaling_and_double_backward():
+    # a (1, N) bias with beta/alpha, then second derivatives through the fused op's own backward
+    rng = np.random.default_rng(5)
+    x, wt, b = r(512, 64), r(64, 256), r(1, 256)
+    gy_np = rng.standard_normal((512, 256)).astype(np.float32)
+    res = []
+    for L in (flow, torch):
+        X, Wt, B = (L.tensor(a, requires_grad=True) for a in (x, np.ascontiguousarray(wt.T), b))
+        y = L.addmm(B, X, Wt.t(), beta=0.5, alpha=-2.0)
+        gy = L.tensor(gy_np, requires_grad=True)
+        gx, gw, gb = L.autograd.grad(y, (X, Wt, B), gy, create_graph=True)
+        ((gw * gw).sum() + (gb * L.arange(256.0)).sum() + gx.pow(2).sum()).backward()
+        res.append([t.detach() for t in (gx, gw, gb, X.grad, Wt.grad, gy.grad)])
+    for got, want in zip(*res):
+        want = want.numpy()
+        assert_close(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+
+
+def test_mm_t_colsum_op_fallback_layouts():
+    # the registry op itself on operands the packed kernel does not take: float64, a strided grad, no rows
+    ops = flow._C.ops
+    wide = r(600, 640)
+    cases = [(flow.tensor(r(50, 7, dtype=np.float64)), r(50, 3, dtype=np.float64)),
+             (flow.tensor(wide)[:, ::2], r(600, 300)), (flow.tensor(r(0, 4)), r(0, 5))]
+    for g, x in cases:
+        w, s = ops._mm_t_colsum(g, flow.tensor(x))
+        gn = g.numpy().astype(np.float64)
+        assert_close(w, (gn.T @ x).astype(x.dtype), rtol=1e-4, atol=1e-4)
+        assert_close(s, gn.sum(0).astype(x.dtype), rtol=1e-4, atol=1e-4)
+    with pytest.raises(RuntimeError, match="_mm_t_colsum"):
+        ops._mm_t_colsum(flow.ones(3, 4), flow.ones(2, 4))
+
+
 @pytest.mark.parametrize("shape", [(4, 3, 6), (2, 2, 3, 6), (0, 3, 6), (6,)])
 @pytest.mark.parametrize("bias", [True, False])
 def test_linear_leading_dims_fold_into_one_gemm(shape, bias):

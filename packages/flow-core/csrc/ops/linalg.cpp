@@ -100,10 +100,12 @@ void add_gemm(const Tensor& self, const Tensor& A, const Tensor& B, const Tensor
 // x @ y laid out like `ref` (the operand whose gradient this is): a column-major ref (a transposed weight, as
 // in linear) gets (y^T @ x^T)^T, so its gradient is column-major too and flows back through the transpose as a
 // contiguous tensor that AccumulateGrad can keep instead of copying.
+bool is_col_major(const Tensor& t) {
+  return t.dim() == 2 && t.size(0) > 1 && t.size(1) > 1 && t.stride(0) == 1 && t.stride(1) == t.size(0);
+}
+
 Tensor mm_like(const Tensor& x, const Tensor& y, const Tensor& ref) {
-  bool col_major = ref.dim() == 2 && ref.size(0) > 1 && ref.size(1) > 1 && ref.stride(0) == 1 &&
-                   ref.stride(1) == ref.size(0);
-  if (!col_major) return ops::mm(x, y);
+  if (!is_col_major(ref)) return ops::mm(x, y);
   return ops::transpose(ops::mm(ops::transpose(y, 0, 1), ops::transpose(x, 0, 1)), 0, 1);
 }
 
@@ -152,9 +154,47 @@ FLOW_OP(addmm)
     .save_inputs({1, 2})
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {c.needs(0) ? scaled(g[0], c.attrs, 0) : Tensor(),
-              c.needs(1) ? scaled(mm_like(g[0], ops::transpose(c.input(2), 0, 1), c.input(1)), c.attrs, 1) : Tensor(),
+      Tensor gx = c.needs(1) ? scaled(mm_like(g[0], ops::transpose(c.input(2), 0, 1), c.input(1)), c.attrs, 1)
+                             : Tensor();
+      // Linear's backward (a bias row, a transposed weight): the weight gradient packs g^T, and the bias
+      // gradient, g's column sums, comes from that same pass instead of a second one.
+      const Shape& bias = c.input_meta(0).sizes;
+      if (c.needs(0) && c.needs(2) && is_col_major(c.input(2)) && gemm_t_colsum_fused(g[0], c.input(1)) &&
+          (bias == Shape{g[0].size(1)} || bias == Shape{1, g[0].size(1)})) {
+        TensorList r = ops::call("_mm_t_colsum", {g[0], c.input(1)});
+        return {scaled(ops::reshape(r[1], bias), c.attrs, 0), gx, scaled(ops::transpose(r[0], 0, 1), c.attrs, 1)};
+      }
+      return {c.needs(0) ? scaled(g[0], c.attrs, 0) : Tensor(), gx,
               c.needs(2) ? scaled(mm_like(ops::transpose(c.input(1), 0, 1), g[0], c.input(2)), c.attrs, 1) : Tensor()};
+    });
+
+// A linear layer's weight and bias gradients from one pass over the output gradient: (grad^T @ input,
+// grad.sum(0)). addmm's backward calls it when both are wanted; its own backward keeps double backward working.
+FLOW_OP(_mm_t_colsum)
+    .schema("_mm_t_colsum(Tensor grad, Tensor input) -> (Tensor, Tensor)")
+    .traits(kMatmulLike)
+    .meta([](const TensorList& in, const Attrs&) -> std::vector<TensorMeta> {
+      const Tensor &g = in[0], &x = in[1];
+      FLOW_RUNTIME_CHECK(g.dim() == 2 && x.dim() == 2 && g.size(0) == x.size(0), "_mm_t_colsum: expected grad "
+                         "(T x O) and input (T x I) matrices, got ", dims_str(g), " and ", dims_str(x));
+      check_same_dtype(g, x, "_mm_t_colsum: expected grad and input");
+      Device d = common_device(in, "_mm_t_colsum");
+      return {{{g.size(1), x.size(1)}, g.dtype(), d}, {{g.size(1)}, g.dtype(), d}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
+      gemm_t_colsum(in[0], in[1], out[0], out[1]);
+    })
+    .save_inputs({0, 1})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      Tensor dg;
+      if (c.needs(0)) {
+        if (g[0].defined()) dg = ops::mm(c.input(1), ops::transpose(g[0], 0, 1));
+        if (g[1].defined()) {
+          Tensor rows = ops::expand(ops::reshape(g[1], {1, g[1].size(0)}), c.input(0).sizes());
+          dg = dg.defined() ? ops::add(dg, rows) : rows;
+        }
+      }
+      return {dg, c.needs(1) && g[0].defined() ? ops::mm(c.input(0), g[0]) : Tensor()};
     });
 
 FLOW_OP(baddbmm)

@@ -313,4 +313,26 @@ void batched_gemm(const Tensor& A, const Tensor& B, const Tensor& C, double alph
   });
 }
 
+bool gemm_t_colsum_fused(const Tensor& G, const Tensor& X) {
+  const int64_t T = G.size(0), O = G.size(1), I = X.size(1);
+  return G.dtype() == DType::Float32 && X.dtype() == DType::Float32 && G.device().is_cpu() &&
+         packed_sgemm_available() && O * I * T >= (int64_t(1) << 18) && (O == 1 || G.stride(1) == 1) &&
+         (I == 1 || X.stride(1) == 1) && G.stride(0) >= O && X.stride(0) >= I;
+}
+
+void gemm_t_colsum(const Tensor& G, const Tensor& X, const Tensor& C, const Tensor& s) {
+  FLOW_RUNTIME_CHECK(C.is_contiguous() && s.is_contiguous(), "gemm_t_colsum: outputs must be contiguous");
+  if (gemm_t_colsum_fused(G, X)) {
+    packed_sgemm_tn(G.size(1), X.size(1), G.size(0), 1.f, G.data<float>(), G.stride(0), X.data<float>(),
+                    X.stride(0), 0.f, C.data<float>(), X.size(1), s.data<float>());
+    return;
+  }
+  auto m3 = [](const Tensor& t, int64_t r, int64_t c, int64_t sr, int64_t sc) {
+    return make_view(t, {1, r, c}, {0, sr, sc}, t.offset());
+  };
+  batched_gemm(m3(G, G.size(1), G.size(0), G.stride(1), G.stride(0)), m3(X, X.size(0), X.size(1), X.stride(0),
+               X.stride(1)), m3(C, C.size(0), C.size(1), C.stride(0), C.stride(1)), 1.0, 0.0);
+  ops::copy_into(s, ops::sum(G, {0}));
+}
+
 }  // namespace flow

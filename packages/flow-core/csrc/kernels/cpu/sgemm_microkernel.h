@@ -105,8 +105,10 @@ struct Scratch {
 };
 
 // Rows [i0, i0 + mc) and columns [p0, p0 + kc) of A = At^T (At is K x M, stride lda) as ceil(mc / MR) panels
-// of kc x MR (row index fastest), zero-padded to whole panels.
-void pack_at(const float* At, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out);
+// of kc x MR (row index fastest), zero-padded to whole panels. sums, when given, accumulates each packed
+// row's values: sums[r] += A(i0 + r, k) over the block's k.
+void pack_at(const float* At, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out,
+             float* sums = nullptr);
 
 // B's rows [p0, p0 + kc) and columns [j0, j0 + nc) (B is K x N, stride ldb) as ceil(nc / NR) panels of
 // kc x NR (column index fastest), zero-padded.

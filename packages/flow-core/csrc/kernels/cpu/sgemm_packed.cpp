@@ -18,7 +18,8 @@ namespace sgemm_detail {
 // Rows of At are read front to back, eight at a time, so each panel receives 8 x MR values (three whole
 // cache lines) in one burst: dealing out one row at a time wrote 24 bytes to each of 24 panels 6 KiB apart,
 // whose lines share two L1 sets and were evicted between writes (2x slower).
-void pack_at(const float* At, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
+void pack_at(const float* At, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out,
+             float* sums) {
   int64_t full = mc / MR * MR;
   const __m256i m6 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
   for (int64_t k0 = 0; k0 < kc; k0 += 8) {
@@ -29,17 +30,24 @@ void pack_at(const float* At, int64_t lda, int64_t i0, int64_t mc, int64_t p0, i
       const float* src = At + p0 * lda + i0 + ir;
       float* o = out + ir * kc;
       bool wide = ir + 8 <= mc;
+      __m256 sum = _mm256_setzero_ps();
       for (int64_t k = k0; k < k1; ++k) {
         __m256 v = wide ? _mm256_loadu_ps(src + k * lda) : _mm256_maskload_ps(src + k * lda, m6);
+        sum = _mm256_add_ps(sum, v);
         if (k + 1 < kc) _mm256_storeu_ps(o + k * MR, v);
         else _mm256_maskstore_ps(o + k * MR, m6, v);
       }
+      // lanes 6 and 7 belong to the next panel: add zero there
+      if (sums) _mm256_storeu_ps(sums + ir, _mm256_add_ps(_mm256_loadu_ps(sums + ir),
+                                                        _mm256_and_ps(sum, _mm256_castsi256_ps(m6))));
     }
     if (full < mc)
       for (int64_t k = k0; k < k1; ++k) {
         const float* src = At + (p0 + k) * lda + i0;
         float* d = out + full * kc + k * MR;
         for (int64_t r = 0; r < MR; ++r) d[r] = full + r < mc ? src[full + r] : 0.f;
+        if (sums)
+          for (int64_t r = full; r < mc; ++r) sums[r] += src[r];
       }
   }
 }
@@ -76,9 +84,12 @@ namespace {
 constexpr int64_t KC = 256, MC = 144, NC = 4080;
 
 // The block loops over C's rows [i0, i1) and columns [j0, j1), on the calling thread.
-void sgemm_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, float alpha,
-                 const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  thread_local Scratch abuf, bbuf;
+// colsum, when given, receives the sums over k of A's rows [i0, i1).
+void sgemm_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, float alpha, const float* A,
+                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, float* colsum) {
+  thread_local Scratch abuf, bbuf, sbuf;
+  float* sums = colsum ? sbuf.get(static_cast<size_t>(i1 - i0 + 8)) : nullptr;
+  if (sums) std::fill(sums, sums + (i1 - i0 + 8), 0.f);
   // Split K into near-equal blocks so no block is a short remainder.
   int64_t nk = (K + KC - 1) / KC, kb = (K + nk - 1) / nk;
   float* pa = abuf.get(static_cast<size_t>((MC + MR) * kb));
@@ -94,7 +105,7 @@ void sgemm_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, floa
       pack_b(B, ldb, jc, nc, pc, kc, pb);
       for (int64_t ic = i0; ic < i1; ic += MC) {
         int64_t mc = std::min(MC, i1 - ic);
-        pack_at(A, lda, ic, mc, pc, kc, pa);
+        pack_at(A, lda, ic, mc, pc, kc, pa, sums && jc == j0 ? sums + (ic - i0) : nullptr);
         for (int64_t jr = 0; jr < nc; jr += NR)
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const float *a = pa + ir * kc, *b = pb + jr * kc;
@@ -111,6 +122,7 @@ void sgemm_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, floa
       }
     }
   }
+  if (colsum) std::copy(sums, sums + (i1 - i0), colsum + i0);
 }
 
 }  // namespace
@@ -122,8 +134,14 @@ void sgemm_microkernel_6x16(int64_t kc, const float* a, const float* b, float* t
 }
 
 void packed_sgemm_tn(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
-                     int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (M <= 0 || N <= 0) return;
+                     int64_t ldb, float beta, float* C, int64_t ldc, float* colsum) {
+  if (M <= 0) return;
+  if (colsum && (N <= 0 || K <= 0)) {  // no packing pass to ride on
+    std::fill(colsum, colsum + M, 0.f);
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t i = 0; i < M; ++i) colsum[i] += A[k * lda + i];
+  }
+  if (N <= 0) return;
   if (K <= 0) {  // C = beta * C
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
@@ -143,10 +161,10 @@ void packed_sgemm_tn(int64_t M, int64_t N, int64_t K, float alpha, const float* 
     for (int64_t p = p0; p < p1; ++p) {
       int64_t b = std::min(extent, units * p / parts * step), e = std::min(extent, units * (p + 1) / parts * step);
       if (b >= e) continue;
-      if (by_cols)
-        sgemm_block(0, M, b, e, K, alpha, A, lda, B, ldb, beta, C, ldc);
+      if (by_cols)  // every part packs all of A: the first one sums it
+        sgemm_block(0, M, b, e, K, alpha, A, lda, B, ldb, beta, C, ldc, p == 0 ? colsum : nullptr);
       else
-        sgemm_block(b, e, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        sgemm_block(b, e, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc, colsum);
     }
   });
 }
@@ -156,7 +174,7 @@ void packed_sgemm_tn(int64_t M, int64_t N, int64_t K, float alpha, const float* 
 bool packed_sgemm_available() { return false; }
 
 void packed_sgemm_tn(int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float, float*,
-                     int64_t) {}
+                     int64_t, float*) {}
 void sgemm_microkernel_6x16(int64_t, const float*, const float*, float*) {}
 
 #endif

@@ -15,8 +15,10 @@ bool packed_sgemm_available();
 // kernel on the others). BLAS semantics: when beta == 0, C's previous contents, NaN included, are ignored.
 // Threads split the larger of M and N through parallel_for; inside a parallel region it runs serial.
 // Requires packed_sgemm_available().
+// colsum, when given (M floats), receives the sums over k of A(i, k): the column sums of the stored A^T,
+// i.e. a linear layer's bias gradient alongside its weight gradient, computed in the packing pass.
 void packed_sgemm_tn(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
-                     int64_t ldb, float beta, float* C, int64_t ldc);
+                     int64_t ldb, float beta, float* C, int64_t ldc, float* colsum = nullptr);
 
 // Row-major C (M x N, ldc) = alpha * op(A) @ op(B) + beta * C on the calling thread, for the small products
 // of a batch (one per thread): op(A) is A, or A^T with ta (then A is stored K x M), and likewise op(B).
