@@ -548,6 +548,21 @@ def test_gelu_backward_shared_exp_accuracy():
     assert_close(fg, tg.float(), rtol=1e-5, atol=1e-6)
 
 
+def test_gelu_forward_float32_accuracy():
+    """gelu's forward takes erf from a rational fit (no exp), erf's error times x / 2: within 4 ulp of x
+    (1 + erf cancels in the left tail, in torch too), exact beyond the fit's range, and torch's special
+    values."""
+    x = np.linspace(-10, 10, 400_001).astype(np.float32)
+    want = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.astype(np.float64)])
+    got = F.gelu(flow.tensor(x)).numpy().astype(np.float64)
+    assert np.abs(got - want).max() < 2e-6
+    assert (np.abs(got - want) <= 4 * np.spacing(np.abs(x)).astype(np.float64)).all()
+    assert (got[x >= 5.6] == x[x >= 5.6]).all() and (got[x <= -5.6] == 0).all()
+    special = F.gelu(flow.tensor([np.inf, -np.inf, np.nan, 0.0, -0.0], dtype=flow.float32)).numpy()
+    want = TF.gelu(torch.tensor([np.inf, -np.inf, np.nan, 0.0, -0.0])).numpy()
+    np.testing.assert_array_equal(special, want)
+
+
 def test_erf_float32_accuracy_and_special_values():
     # float32 erf runs a vectorised Taylor / erfc-fit pair (unary_vec.h): within 2 ulp of the exact value on
     # both sides of the switch at |x| = 1, out to where erf rounds to 1, with erf(-0) = -0, erf(+-inf) = +-1,

@@ -96,7 +96,29 @@ FLOW_VEC_INLINE float erf_abs_f32(float x, float exp_neg_x2) {
   float r = 1.0f - p * t * exp_neg_x2;
   return std::copysign(r, x);
 }
-FLOW_VEC_INLINE float erf_abs_f32(float x) { return erf_abs_f32(x, exp_nonpos_f32(-x * x)); }
+
+// erf as x P(x^2) / Q(x^2) on |x| < 3.925, +-1 beyond (where erf rounds to 1 in float32): a (5, 5) rational
+// fit, absolute error < 4e-7 evaluated in float32, against 1.5e-7 for erf_abs_f32. With no exp it costs about
+// half as much, which is what gelu's forward spends its time on; the backward needs exp(-x^2/2) for the
+// pdf anyway, so it keeps erf_abs_f32 over that shared exp.
+FLOW_VEC_INLINE float erf_rational_f32(float x) {
+  float ax = std::fabs(x);
+  float t = ax < 3.925f ? ax * ax : 3.925f * 3.925f;  // a select, not fminf: that one does not vectorise
+  float p = 2.197968222e-06f;
+  p = p * t + 2.860532534e-04f;
+  p = p * t + 3.500918219e-03f;
+  p = p * t + 5.195316540e-02f;
+  p = p * t + 1.832802240e-01f;
+  p = p * t + 1.128379148e+00f;
+  float q = 3.968576395e-05f;
+  q = q * t + 1.111687414e-03f;
+  q = q * t + 1.443241253e-02f;
+  q = q * t + 1.112973305e-01f;
+  q = q * t + 4.957608909e-01f;
+  q = q * t + 1.0f;
+  float r = ax < 3.925f ? ax * p / q : 1.0f;
+  return std::copysign(r, x);
+}
 
 // erf with float32's relative accuracy (within ~1 ulp), for the erf op; both branches are evaluated and one
 // selected, so the loop vectorises (libm's erff does not: ~20x slower). Below |x| = 1 the odd Taylor series
@@ -252,9 +274,10 @@ FLOW_VEC_INLINE A verf(A x) {
   if constexpr (std::is_same_v<A, float>) return vec::erf_f32(x);
   else return std::erf(x);
 }
+// erf where only the absolute error matters (gelu's forward); NaN gives +-1, for gelu's x * ... to keep NaN
 template <typename A>
 FLOW_VEC_INLINE A verf_abs(A x) {
-  if constexpr (std::is_same_v<A, float>) return vec::erf_abs_f32(x);
+  if constexpr (std::is_same_v<A, float>) return vec::erf_rational_f32(x);
   else return std::erf(x);
 }
 template <typename A>
