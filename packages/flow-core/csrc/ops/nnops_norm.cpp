@@ -38,6 +38,35 @@ inline FLOW_AI double block_sum(int64_t n, F&& term) {
   }
   return total;
 }
+// sum(wg) and sum(wg * (x - m)) with wg = g * w (w may be null: wg = g), in one pass: two independent
+// accumulator chains, so the loop is not bound by one add's latency.
+template <typename T, typename W>
+inline FLOW_AI void wg_sums(const T* g, const W* w, const T* x, int64_t n, double mean, double& s1, double& s2) {
+  using A = acc_t<T>;
+  const A m = static_cast<A>(mean);
+  s1 = s2 = 0;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(n, b + kBlock);
+    A t1 = 0, t2 = 0;
+    if (w) {
+#pragma omp simd reduction(+ : t1, t2)
+      for (int64_t i = b; i < e; ++i) {
+        A wg = static_cast<A>(g[i]) * static_cast<A>(w[i]);
+        t1 += wg;
+        t2 += wg * (static_cast<A>(x[i]) - m);
+      }
+    } else {
+#pragma omp simd reduction(+ : t1, t2)
+      for (int64_t i = b; i < e; ++i) {
+        A gv = static_cast<A>(g[i]);
+        t1 += gv;
+        t2 += gv * (static_cast<A>(x[i]) - m);
+      }
+    }
+    s1 += static_cast<double>(t1);
+    s2 += static_cast<double>(t2);
+  }
+}
 template <typename T>
 inline FLOW_AI double sum_of(const T* p, int64_t n) {
   return block_sum<T>(n, [p](int64_t i) FLOW_AI { return static_cast<acc_t<T>>(p[i]); });
@@ -271,22 +300,31 @@ void rows_bwd(const T* gr, const T* x, const SA* mean, const SA* rstd, const SA*
   // while the row is still in L1. Parameter grads are partial sums per thread chunk (double), merged
   // serially (P parameters).
   int nt = std::max(1, std::min<int>(get_num_threads(), static_cast<int>(std::max<int64_t>(1, M * L / kParallelGrain))));
+  constexpr int kRowsPerFlush = 16;
   std::vector<std::vector<double>> pw(nt, std::vector<double>(P, 0.0)), pb(nt, std::vector<double>(P, 0.0));
   parallel_for(nt, 1, [&](int64_t tb, int64_t te) {
     for (int64_t t = tb; t < te; ++t) {
       double *aw = pw[t].data(), *ab = pb[t].data();
-      for (int64_t r = M * t / nt, r1 = M * (t + 1) / nt; r < r1; ++r) {
+      std::vector<A> fw(hw == 1 ? P : 0, A(0)), fb(hw == 1 ? P : 0, A(0));
+      int pending = 0;
+      auto flush = [&] {
+        A *pw_ = fw.data(), *pb_ = fb.data();
+#pragma omp simd
+        for (int64_t q = 0; q < P; ++q) {
+          aw[q] += static_cast<double>(pw_[q]);
+          ab[q] += static_cast<double>(pb_[q]);
+        }
+        std::fill(fw.begin(), fw.end(), A(0));
+        std::fill(fb.begin(), fb.end(), A(0));
+        pending = 0;
+      };
+      const int64_t r1 = M * (t + 1) / nt;
+      for (int64_t r = M * t / nt; r < r1; ++r) {
         const T *gr_ = gr + r * L, *xr = x + r * L;
         const SA* wo = w ? w + (r % g.G) * CL : nullptr;
         double mu = mean[r], rs = rstd[r], s1 = 0, s2 = 0;  // sum(wg), sum(wg * (x - mu))
-        if (!w) {
-          s1 = sum_of(gr_, L), s2 = centred_dot(gr_, xr, L, mu);
-        } else if (hw == 1) {
-          const A m = static_cast<A>(mu);
-          s1 = block_sum<T>(L, [&](int64_t k) FLOW_AI { return static_cast<A>(gr_[k]) * static_cast<A>(wo[k]); });
-          s2 = block_sum<T>(L, [&](int64_t k) FLOW_AI {
-            return static_cast<A>(gr_[k]) * static_cast<A>(wo[k]) * (static_cast<A>(xr[k]) - m);
-          });
+        if (!w || hw == 1) {
+          wg_sums(gr_, wo, xr, L, mu, s1, s2);
         } else {
           for (int64_t c = 0; c < CL; ++c) {
             double wc = static_cast<double>(wo[c]);
@@ -316,13 +354,17 @@ void rows_bwd(const T* gr, const T* x, const SA* mean, const SA* rstd, const SA*
         // parameter grads: gw[idx] += g * xhat; gb[idx] += g
         const int64_t off = (r % g.G) * CL;
         if (hw == 1) {
-          double *awo = aw + off, *abo = ab + off;
+          // summed in acc_t over a few rows at a time, then into the double totals: a double per element
+          // costs two conversions and half-width vectors, most of this kernel's time
+          A *fwo = fw.data() + off, *fbo = fb.data() + off;
+          const A ars = static_cast<A>(rs);
 #pragma omp simd
           for (int64_t q = 0; q < L; ++q) {
-            double gv = static_cast<double>(gr_[q]);
-            awo[q] += gv * (static_cast<double>(xr[q]) - mu) * rs;
-            abo[q] += gv;
+            A gv = static_cast<A>(gr_[q]);
+            fwo[q] += gv * (static_cast<A>(xr[q]) - m) * ars;
+            fbo[q] += gv;
           }
+          if (++pending == kRowsPerFlush || r + 1 == r1) flush();
         } else {
           for (int64_t c = 0; c < CL; ++c) {
             aw[off + c] += centred_dot(gr_ + c * hw, xr + c * hw, hw, mu) * rs;
