@@ -80,6 +80,21 @@ def test_addmm_beta_zero_ignores_nan():
     assert_close(out, np.full((2, 2), 3.0, np.float32))
 
 
+@pytest.mark.parametrize("bias_shape,alpha", [((300,), 1.0), ((1, 300), -2.0), ("strided", 1.0)])
+def test_addmm_bias_row_added_after_the_product(bias_shape, alpha):
+    # float32 addmm with a bias row and beta = 1 (linear's forward) writes the product, then adds the row
+    a, b = r(70, 50), r(50, 300)
+    bias = r(300) if bias_shape == "strided" else r(*bias_shape)
+    bias[..., 7] = np.inf
+    bias[..., 9] = np.nan
+    fb = flow.tensor(np.repeat(bias, 2))[::2] if bias_shape == "strided" else flow.tensor(bias)
+    want = bias.astype(np.float64) + alpha * (a.astype(np.float64) @ b)
+    assert_close(flow.addmm(fb, flow.tensor(a), flow.tensor(b), alpha=alpha), want, rtol=1e-5, atol=1e-5)
+    out = flow.empty(70, 300)
+    flow.addmm(fb, flow.tensor(a), flow.tensor(b), alpha=alpha, out=out)
+    assert_close(out, want, rtol=1e-5, atol=1e-5)
+
+
 def test_addmm_inplace():
     x = flow.zeros(2, 2)
     x.addmm_(flow.ones(2, 3), flow.ones(3, 2))
