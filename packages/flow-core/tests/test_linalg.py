@@ -342,6 +342,24 @@ def test_bmm_small_products_zero_times_inf_is_nan(ta, tb):
     assert_close(flow.matmul(_operand(at, ta), _operand(bt, tb)), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("case", ["small_transposed", "small_tril", "packed_tn"])
+def test_gemm_alpha_zero_does_not_read_the_operands(case):
+    # BLAS semantics: alpha = 0 gives beta * C without reading A and B, so an inf there (0 * inf) is no NaN
+    if case == "packed_tn":
+        b = np.ones((64, 256), np.float32)
+        b[5, 5] = np.inf
+        c = r(128, 256)
+        out = flow.addmm(flow.tensor(c), flow.ones(64, 128).t(), flow.tensor(b), alpha=0.0, beta=0.5)
+    else:
+        a = np.tril(np.ones((4, 8, 8), np.float32))
+        fa = flow.tensor(a).transpose(1, 2) if case == "small_transposed" else flow.tensor(a)
+        b = np.ones((4, 8, 20), np.float32)
+        b[:, 7, 3] = np.inf
+        c = r(4, 8, 20)
+        out = flow.baddbmm(flow.tensor(c), fa, flow.tensor(b), alpha=0.0, beta=0.5)
+    assert_close(out, 0.5 * c)
+
+
 def test_bmm_causal_attention_products_match_torch():
     # the six products of causal attention, forward and backward, against torch
     rng = np.random.default_rng(3)
@@ -390,6 +408,15 @@ def test_addmm_bias_row_grads_with_scaling_and_double_backward():
     for got, want in zip(*res):
         want = want.numpy()
         assert_close(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+
+
+def test_mm_t_colsum_long_sums_stay_accurate():
+    # the fused bias gradient sums in float over one K block and in double across blocks: as accurate as a
+    # reduction over a quarter of a million rows of offset data
+    g = (np.random.default_rng(2).standard_normal((262144, 16)) + 3).astype(np.float32)
+    _, s = flow._C.ops._mm_t_colsum(flow.tensor(g), flow.tensor(r(262144, 17)))
+    want = g.astype(np.float64).sum(0)
+    assert np.abs(s.numpy() - want).max() <= 2e-7 * np.abs(want).max()
 
 
 def test_mm_t_colsum_op_fallback_layouts():

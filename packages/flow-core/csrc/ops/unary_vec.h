@@ -117,6 +117,7 @@ FLOW_VEC_INLINE float erf_rational_f32(float x) {
   q = q * t + 4.957608909e-01f;
   q = q * t + 1.0f;
   float r = ax < 3.925f ? ax * p / q : 1.0f;
+  r = r < 1.0f ? r : 1.0f;  // rounding takes the fit up to 4e-7 over 1 near the cut, and 1 + erf below 0
   return std::copysign(r, x);
 }
 

@@ -1,6 +1,7 @@
 #include "sgemm_packed.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "parallel.h"
 
@@ -84,12 +85,17 @@ namespace {
 constexpr int64_t KC = 256, MC = 144, NC = 4080;
 
 // The block loops over C's rows [i0, i1) and columns [j0, j1), on the calling thread.
-// colsum, when given, receives the sums over k of A's rows [i0, i1).
+// colsum, when given, receives the sums over k of A's rows [i0, i1): summed in float over one K block
+// (as the packing sees it), the blocks in double, so long sums stay as accurate as a reduction's.
 void sgemm_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, float alpha, const float* A,
                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, float* colsum) {
   thread_local Scratch abuf, bbuf, sbuf;
+  thread_local std::vector<double> block_sums;
   float* sums = colsum ? sbuf.get(static_cast<size_t>(i1 - i0 + 8)) : nullptr;
-  if (sums) std::fill(sums, sums + (i1 - i0 + 8), 0.f);
+  if (sums) {
+    std::fill(sums, sums + (i1 - i0 + 8), 0.f);
+    block_sums.assign(static_cast<size_t>(i1 - i0), 0.0);
+  }
   // Split K into near-equal blocks so no block is a short remainder.
   int64_t nk = (K + KC - 1) / KC, kb = (K + nk - 1) / nk;
   float* pa = abuf.get(static_cast<size_t>((MC + MR) * kb));
@@ -120,9 +126,15 @@ void sgemm_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, floa
             }
           }
       }
+      if (sums && jc == j0)
+        for (int64_t i = 0; i < i1 - i0; ++i) {
+          block_sums[i] += sums[i];
+          sums[i] = 0.f;
+        }
     }
   }
-  if (colsum) std::copy(sums, sums + (i1 - i0), colsum + i0);
+  if (colsum)
+    for (int64_t i = 0; i < i1 - i0; ++i) colsum[i0 + i] = static_cast<float>(block_sums[i]);
 }
 
 }  // namespace
@@ -136,13 +148,14 @@ void sgemm_microkernel_6x16(int64_t kc, const float* a, const float* b, float* t
 void packed_sgemm_tn(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
                      int64_t ldb, float beta, float* C, int64_t ldc, float* colsum) {
   if (M <= 0) return;
-  if (colsum && (N <= 0 || K <= 0)) {  // no packing pass to ride on
-    std::fill(colsum, colsum + M, 0.f);
+  if (colsum && (N <= 0 || K <= 0 || alpha == 0.f)) {  // no packing pass to ride on
+    std::vector<double> s(static_cast<size_t>(M), 0.0);
     for (int64_t k = 0; k < K; ++k)
-      for (int64_t i = 0; i < M; ++i) colsum[i] += A[k * lda + i];
+      for (int64_t i = 0; i < M; ++i) s[i] += A[k * lda + i];
+    std::copy(s.begin(), s.end(), colsum);
   }
   if (N <= 0) return;
-  if (K <= 0) {  // C = beta * C
+  if (K <= 0 || alpha == 0.f) {  // C = beta * C: as in BLAS, A and B are not read (0 * inf would be NaN)
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
     return;

@@ -121,7 +121,7 @@ Range group_range(const float* p, int64_t groups, int64_t w) {
 void packed_sgemm_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                         const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
-  if (K <= 0) {  // C = beta * C
+  if (K <= 0 || alpha == 0.f) {  // C = beta * C: as in BLAS, A and B are not read (0 * inf would be NaN)
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
     return;
