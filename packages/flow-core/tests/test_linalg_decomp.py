@@ -134,3 +134,63 @@ def test_det_gradient_at_singular_matrices():
     z = flow.zeros(2, 3, 3, requires_grad=True)
     flow.linalg.det(z).sum().backward()
     np.testing.assert_array_equal(z.grad.numpy(), np.zeros((2, 3, 3)))
+
+
+# ---- matrix_norm / norm ------------------------------------------------------------------------------------
+_INF = float("inf")
+
+
+@pytest.mark.parametrize("ord", ["fro", _INF, -_INF, 1, -1])
+@pytest.mark.parametrize("dim", [(-2, -1), (0, 2), (2, 0)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_matrix_norm_values_and_grads_match_torch(ord, dim, keepdim):
+    x = np.random.default_rng(4).standard_normal((2, 3, 4))
+    check_vs_torch(lambda a: flow.linalg.matrix_norm(a, ord, dim, keepdim),
+                   lambda a: torch.linalg.matrix_norm(a, ord, dim, keepdim), [x], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("args,kwargs", [
+    ((None,), {}), ((None,), {"keepdim": True}), ((1,), {}), ((-_INF,), {"keepdim": True}), (("fro",), {}),
+    ((3,), {"dim": 1}), ((None,), {"dim": (0, 1)}), ((_INF,), {"dim": (1, 0)}), ((0.5,), {"dim": 0}),
+])
+def test_linalg_norm_dispatches_like_torch(args, kwargs):
+    # 2-D input: ord without dim is a matrix norm; an int dim a vector norm; a 2-tuple a matrix norm
+    x = np.random.default_rng(5).standard_normal((3, 5))
+    check_vs_torch(lambda a: flow.linalg.norm(a, *args, **kwargs), lambda a: torch.linalg.norm(a, *args, **kwargs),
+                   [x], rtol=1e-10, atol=1e-12)
+    v = np.random.default_rng(6).standard_normal(7)
+    if kwargs.get("dim") in (None, 0) and not isinstance(args[0], str):
+        check_vs_torch(lambda a: flow.linalg.norm(a, *args, **kwargs),
+                       lambda a: torch.linalg.norm(a, *args, **kwargs), [v], rtol=1e-10, atol=1e-12)
+
+
+def test_matrix_norm_dtype_and_empty():
+    x = np.random.default_rng(7).standard_normal((3, 4)).astype(np.float32)
+    got = flow.linalg.matrix_norm(flow.tensor(x), 1, dtype=flow.float64)
+    assert got.dtype == flow.float64
+    np.testing.assert_allclose(got.numpy(), np.abs(x.astype(np.float64)).sum(0).max(), rtol=1e-12)
+    for shape, ord in [((0, 3), _INF), ((0, 3), 1), ((3, 0), _INF), ((0, 3), -1), ((2, 0, 3), "fro")]:
+        want = torch.linalg.matrix_norm(torch.zeros(shape), ord)
+        np.testing.assert_array_equal(flow.linalg.matrix_norm(flow.zeros(*shape), ord).numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("call,exc,msg", [
+    (lambda: flow.linalg.matrix_norm(flow.randn(3), "fro"), RuntimeError, "at least 2 dimensions"),
+    (lambda: flow.linalg.matrix_norm(flow.randn(3, 4), 3), RuntimeError, "Order 3 not supported"),
+    (lambda: flow.linalg.matrix_norm(flow.randn(3, 4), "abc"), RuntimeError, "Order abc not supported"),
+    (lambda: flow.linalg.matrix_norm(flow.randn(3, 4), dim=(0, 0)), RuntimeError,
+     r"dims must be different. Got \(0, 0\)"),
+    (lambda: flow.linalg.matrix_norm(flow.randn(3, 4), dim=(0,)), RuntimeError, "dim must be a 2-tuple. Got 0"),
+    (lambda: flow.linalg.matrix_norm(flow.randn(3, 4), dim=(0, 5)), IndexError, "Dimension out of range"),
+    (lambda: flow.linalg.matrix_norm(flow.arange(6).view(2, 3), 1), RuntimeError, "floating point .* Got Long"),
+    (lambda: flow.linalg.matrix_norm(flow.randn(3, 4, dtype=flow.float64), 1, dtype=flow.float32), RuntimeError,
+     r"input \(Double\) should be convertible without narrowing to the specified dtype \(Float\)"),
+    (lambda: flow.linalg.norm(flow.randn(2, 3, 4), 2), RuntimeError, "must be 1D or 2D. Got 3D"),
+    (lambda: flow.linalg.norm(flow.randn(3, 4), dim=(0, 1, 1)), RuntimeError, r"length 1 or 2. Got \[0, 1, 1\]"),
+    (lambda: flow.linalg.norm(flow.randn(3, 4), "fro", dim=1), RuntimeError, "dim must be a 2-tuple. Got 1"),
+    (lambda: flow.linalg.matrix_norm(flow.randn(3, 4), "nuc"), NotImplementedError, "singular values"),
+    (lambda: flow.linalg.matrix_norm(flow.zeros(0, 3), -_INF), IndexError, "non-zero size"),
+])
+def test_matrix_norm_errors_like_torch(call, exc, msg):
+    with pytest.raises(exc, match=msg):
+        call()
