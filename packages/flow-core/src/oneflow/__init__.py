@@ -70,3 +70,4 @@ from . import optim  # noqa: E402,F401
 from . import cuda  # noqa: E402,F401
 from . import backends  # noqa: E402,F401
 from . import special  # noqa: E402,F401
+from . import func  # noqa: E402,F401
