@@ -133,3 +133,6 @@ class inference_mode(_GradModeBase):
         _C._set_grad_enabled(self.prev[0])
         _C._set_inference_mode(self.prev[1])
         return False
+
+
+from . import functional  # noqa: E402,F401  (imports grad and enable_grad from here)
