@@ -140,7 +140,7 @@ def test_det_gradient_at_singular_matrices():
 _INF = float("inf")
 
 
-@pytest.mark.parametrize("ord", ["fro", _INF, -_INF, 1, -1])
+@pytest.mark.parametrize("ord", ["fro", _INF, -_INF, 1, -1, "nuc", 2, -2])
 @pytest.mark.parametrize("dim", [(-2, -1), (0, 2), (2, 0)])
 @pytest.mark.parametrize("keepdim", [False, True])
 def test_matrix_norm_values_and_grads_match_torch(ord, dim, keepdim):
@@ -188,9 +188,91 @@ def test_matrix_norm_dtype_and_empty():
     (lambda: flow.linalg.norm(flow.randn(2, 3, 4), 2), RuntimeError, "must be 1D or 2D. Got 3D"),
     (lambda: flow.linalg.norm(flow.randn(3, 4), dim=(0, 1, 1)), RuntimeError, r"length 1 or 2. Got \[0, 1, 1\]"),
     (lambda: flow.linalg.norm(flow.randn(3, 4), "fro", dim=1), RuntimeError, "dim must be a 2-tuple. Got 1"),
-    (lambda: flow.linalg.matrix_norm(flow.randn(3, 4), "nuc"), NotImplementedError, "singular values"),
     (lambda: flow.linalg.matrix_norm(flow.zeros(0, 3), -_INF), IndexError, "non-zero size"),
 ])
 def test_matrix_norm_errors_like_torch(call, exc, msg):
     with pytest.raises(exc, match=msg):
         call()
+
+
+# ---- svd, svdvals, pinv, matrix_rank -----------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(4, 3), (3, 5), (2, 3, 3), (1, 4), (5, 1), (2, 1, 6, 4)])
+@pytest.mark.parametrize("full", [True, False])
+def test_svd_factors(shape, full):
+    a = np.random.default_rng(sum(shape)).standard_normal(shape)
+    U, S, Vh = flow.linalg.svd(flow.tensor(a), full_matrices=full)
+    tU, tS, tVh = torch.linalg.svd(torch.tensor(a), full_matrices=full)
+    assert (U.shape, S.shape, Vh.shape) == (tuple(tU.shape), tuple(tS.shape), tuple(tVh.shape))
+    np.testing.assert_allclose(S.numpy(), tS.numpy(), rtol=1e-12, atol=1e-13)
+    k = min(shape[-2:])
+    u, vh = U.numpy(), Vh.numpy()
+    np.testing.assert_allclose(u[..., :k] @ (S.numpy()[..., None] * vh[..., :k, :]), a, atol=1e-12)
+    np.testing.assert_allclose(np.swapaxes(u, -1, -2) @ u, np.eye(u.shape[-1]) + 0 * u[..., :1, :1], atol=1e-12)
+    np.testing.assert_allclose(vh @ np.swapaxes(vh, -1, -2), np.eye(vh.shape[-2]) + 0 * vh[..., :1, :1], atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 5), (2, 3, 3)])
+def test_svd_gradients_match_torch(shape):
+    # losses invariant to each singular pair's sign (which LAPACK and Jacobi may choose differently)
+    rng = np.random.default_rng(len(shape))
+    a = rng.standard_normal(shape)
+    k = min(shape[-2:])
+    wu, wv = rng.standard_normal(shape[:-1] + (k,)), rng.standard_normal(shape[:-2] + (k, shape[-1]))
+
+    def loss(L, U, S, Vh):
+        return (S ** 2).sum() + S.sum() + (U * U * L.tensor(wu)).sum() + (Vh * Vh * L.tensor(wv)).sum()
+
+    check_vs_torch(lambda x: loss(flow, *flow.linalg.svd(x, full_matrices=False)),
+                   lambda x: loss(torch, *torch.linalg.svd(x, full_matrices=False)), [a], rtol=1e-9, atol=1e-11)
+    # with full_matrices the extra columns carry no gradient, as in torch
+    check_vs_torch(lambda x: flow.linalg.svd(x)[1].sum() + flow.linalg.svd(x)[0].pow(2).sum(),
+                   lambda x: torch.linalg.svd(x)[1].sum() + torch.linalg.svd(x)[0].pow(2).sum(), [a], rtol=1e-9,
+                   atol=1e-11)
+
+
+def test_svd_rank_deficient_float32_and_errors():
+    a = np.random.default_rng(3).standard_normal((5, 3))
+    a[:, 2] = a[:, 0] - a[:, 1]  # rank 2: one zero singular value, its U column completed orthonormally
+    U, S, Vh = flow.linalg.svd(flow.tensor(a.astype(np.float32)))
+    assert U.dtype == flow.float32 and S.dtype == flow.float32
+    assert float(S[2]) < 1e-5
+    u = U.numpy().astype(np.float64)
+    np.testing.assert_allclose(u.T @ u, np.eye(5), atol=1e-6)
+    np.testing.assert_allclose(flow.linalg.svdvals(flow.tensor(a)).numpy(), torch.linalg.svdvals(torch.tensor(a)),
+                               atol=1e-12)
+    for shape in [(0, 3), (3, 0)]:
+        got = flow.linalg.svd(flow.zeros(*shape))
+        want = torch.linalg.svd(torch.zeros(*shape))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        flow.linalg.svd(flow.randn(3))
+    with pytest.raises(RuntimeError, match="floating point .* Got Long"):
+        flow.linalg.svd(flow.arange(6).view(2, 3))
+
+
+@pytest.mark.parametrize("kw", [{}, {"atol": 0.01}, {"rtol": 0.5}, {"atol": 0.3, "rtol": 0.1}, {"atol": 0.0}])
+def test_pinv_and_matrix_rank_tolerances(kw):
+    a = np.random.default_rng(8).standard_normal((3, 4, 3))
+    a[0] *= 1e-3
+    a[1, :, 2] = a[1, :, 0]
+    check_vs_torch(lambda x: flow.linalg.pinv(x, **kw), lambda x: torch.linalg.pinv(x, **kw), [a], rtol=1e-9,
+                   atol=1e-10)
+    np.testing.assert_array_equal(flow.linalg.matrix_rank(flow.tensor(a), **kw).numpy(),
+                                  torch.linalg.matrix_rank(torch.tensor(a), **kw).numpy())
+
+
+def test_torch_svd_and_pinverse_forms():
+    a = np.random.default_rng(9).standard_normal((4, 3))
+    for kw in [{}, {"some": False}, {"compute_uv": False}]:
+        got, want = flow.svd(flow.tensor(a), **kw), torch.svd(torch.tensor(a), **kw)
+        assert [tuple(x.shape) for x in got] == [tuple(x.shape) for x in want]
+        np.testing.assert_allclose(got.S.numpy(), want.S.numpy(), atol=1e-12)
+        if kw.get("compute_uv", True):
+            k = 3
+            rec = got.U.numpy()[:, :k] @ np.diag(got.S.numpy()) @ got.V.numpy()[:, :k].T
+            np.testing.assert_allclose(rec, a, atol=1e-12)
+        else:
+            assert float(got.U.abs().sum()) == 0 and float(got.V.abs().sum()) == 0
+    np.testing.assert_allclose(flow.tensor(a).pinverse().numpy(), torch.tensor(a).pinverse().numpy(), atol=1e-12)
+    np.testing.assert_allclose(flow.tensor(a).svd().S.numpy(), torch.tensor(a).svd().S.numpy(), atol=1e-12)

@@ -1,16 +1,22 @@
 """``oneflow.linalg`` (PyTorch's ``torch.linalg``): vector and matrix norms, products and the
-factorization-based functions (inv, det, slogdet, solve, solve_triangular, cholesky, matrix_power). The
-kernels are registry ops; these are the torch.linalg names and signatures."""
+factorization-based functions (inv, det, slogdet, solve, solve_triangular, cholesky, matrix_power, svd,
+svdvals, pinv, matrix_rank). The kernels are registry ops; these are the torch.linalg names and
+signatures."""
 from ._ops.linalg import LinAlgError, cholesky as _cholesky, cross as _cross, det, inverse, matmul
 from ._ops.linalg import matrix_power, slogdet, solve, solve_triangular
 import builtins
+import collections
 import math
 
+from . import _C
 from ._ops._names import torch_dtype_name
+from ._ops.dtype_info import finfo
 from ._ops.reduce import vector_norm
+from .autograd.function import Function as _Function
 
 __all__ = ["LinAlgError", "inv", "det", "slogdet", "solve", "solve_triangular", "cholesky", "matrix_power",
-           "matmul", "vector_norm", "matrix_norm", "norm", "cross", "multi_dot", "vecdot", "diagonal"]
+           "matmul", "vector_norm", "matrix_norm", "norm", "svd", "svdvals", "pinv", "matrix_rank", "cross",
+           "multi_dot", "vecdot", "diagonal"]
 
 
 def inv(A, *, out=None):
@@ -21,6 +27,102 @@ def inv(A, *, out=None):
 def cholesky(A, *, upper=False, out=None):
     """The Cholesky factor L (A = L L^H) of each Hermitian positive-definite matrix; ``upper`` gives L^H."""
     return _cholesky(A, upper, out=out)
+
+
+svd_return = collections.namedtuple("linalg_svd", ["U", "S", "Vh"])
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """The singular value decomposition ``A = U diag(S) Vh`` of each matrix in ``A`` (..., m, n): S
+    descending, U (..., m, m) and Vh (..., n, n), or with ``full_matrices=False`` only their first min(m, n)
+    columns / rows. Computed by one-sided Jacobi rotations in double precision; like torch, gradients ignore
+    the extra columns of a full U / Vh (any basis of the complement), and are undefined (inf/NaN) at repeated
+    singular values."""
+    if out is not None:
+        raise TypeError("linalg.svd(): 'out' is not supported")
+    return svd_return(*_C.ops.linalg_svd(A, full_matrices))
+
+
+def svdvals(A, *, driver=None, out=None):
+    """The singular values of each matrix in ``A``, in descending order."""
+    if out is not None:
+        raise TypeError("linalg.svdvals(): 'out' is not supported")
+    return _C.ops.linalg_svd(A, False)[1]
+
+
+def _rank_tolerance(A, S, atol, rtol):
+    """torch's cut-off for pinv / matrix_rank, per matrix (shaped (..., 1)): max(atol, rtol * the largest
+    singular value); rtol defaults to eps * max(m, n), or to 0 where atol is given and positive."""
+    default = finfo(A.dtype).eps * builtins.max(A.shape[-2], A.shape[-1])
+    if isinstance(atol, _C.TensorBase):
+        atol = atol.unsqueeze(-1)
+    if rtol is None:
+        if atol is None:
+            rtol = default
+        elif isinstance(atol, _C.TensorBase):
+            rtol = _C.ops.where(atol > 0, atol * 0, atol * 0 + default)
+        else:
+            rtol = 0.0 if atol > 0 else default
+    elif isinstance(rtol, _C.TensorBase):
+        rtol = rtol.unsqueeze(-1)
+    smax = S.amax(-1, keepdim=True) if S.shape[-1] else S.sum(-1, keepdim=True)
+    tol = smax * rtol
+    if atol is not None:
+        tol = _C.ops.maximum(tol, atol if isinstance(atol, _C.TensorBase) else tol * 0 + atol)
+    return tol
+
+
+def _pinv_value(A, atol, rtol):
+    U, S, Vh = svd(A, full_matrices=False)
+    keep = S > _rank_tolerance(A, S, atol, rtol)
+    s_inv = _C.ops.where(keep, 1 / _C.ops.where(keep, S, S * 0 + 1), S * 0)
+    return _C.ops.matmul(Vh.transpose(-2, -1) * s_inv.unsqueeze(-2), U.transpose(-2, -1))
+
+
+def _pinv_grad(g, P, A):
+    """The derivative of the pseudo-inverse at constant rank (Golub & Pereyra), as torch's; arranged so
+    that the products stay min(m, n)-sized."""
+    mT = lambda t: t.transpose(-2, -1)  # noqa: E731
+    mm = _C.ops.matmul
+    gT, PT = mT(g), mT(P)
+    if A.shape[-2] <= A.shape[-1]:
+        K = mm(gT, P)
+        KPT = mm(K, PT)
+        return -mT(mm(P, K)) + KPT - mm(mm(A, P), KPT) + mm(mm(PT, P), gT - mm(K, A))
+    K = mm(P, gT)
+    PTK = mm(PT, K)
+    return -mT(mm(K, P)) + mm(mm(gT - mm(A, K), P), PT) + PTK - mm(mm(PTK, P), A)
+
+
+class _Pinv(_Function):
+    @staticmethod
+    def forward(ctx, A, atol, rtol):
+        P = _pinv_value(A.detach(), atol, rtol)
+        ctx.save_for_backward(A, P)
+        return P
+
+    @staticmethod
+    def backward(ctx, g):
+        A, P = ctx.saved_tensors
+        return _pinv_grad(g, P, A), None, None
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The Moore-Penrose pseudo-inverse of each matrix in ``A``: V diag(1/s) U^T over the singular values
+    above the tolerance (see ``matrix_rank``). Its gradient is the constant-rank derivative of the
+    pseudo-inverse, as torch's."""
+    if out is not None:
+        raise TypeError("linalg.pinv(): 'out' is not supported")
+    return _Pinv.apply(A, atol, rtol)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The numerical rank of each matrix in ``A``: how many singular values exceed max(atol, rtol * the
+    largest), rtol defaulting to eps * max(m, n) when neither is given."""
+    if out is not None:
+        raise TypeError("linalg.matrix_rank(): 'out' is not supported")
+    S = svdvals(A.detach())
+    return (S > _rank_tolerance(A, S, atol, rtol)).sum(-1)
 
 
 def _matrix_dims(A, dim):
@@ -39,11 +141,17 @@ def _matrix_dims(A, dim):
     return d0, d1
 
 
+def _to_norm_dtype(A, dtype):
+    if A.dtype.itemsize > dtype.itemsize or not dtype.is_floating_point:
+        raise RuntimeError(f"linalg.matrix_norm: the dtype of the input ({torch_dtype_name(A.dtype)}) should be "
+                           f"convertible without narrowing to the specified dtype ({torch_dtype_name(dtype)})")
+    return A.to(dtype)
+
+
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    """The matrix norm of each matrix in ``A`` (over the two dims ``dim``): ``'fro'`` (Frobenius),
-    ``inf`` / ``-inf`` (max / min absolute row sum) or ``1`` / ``-1`` (max / min absolute column sum).
-    ``'nuc'``, ``2`` and ``-2`` need the singular values, which oneflow does not compute yet: they raise
-    NotImplementedError."""
+    """The matrix norm of each matrix in ``A`` (over the two dims ``dim``): ``'fro'`` (Frobenius), ``'nuc'``
+    (sum of the singular values), ``2`` / ``-2`` (largest / smallest singular value), ``inf`` / ``-inf`` (max /
+    min absolute row sum) or ``1`` / ``-1`` (max / min absolute column sum)."""
     d0, d1 = _matrix_dims(A, dim)
     if not A.dtype.is_floating_point:
         raise RuntimeError("linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
@@ -51,15 +159,18 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim, dtype=dtype)
     if ord == "nuc" or (not isinstance(ord, str) and ord in (2, -2)):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs the singular values (linalg.svd), "
-                                  "which oneflow does not compute yet; 'fro', inf, -inf, 1 and -1 are supported")
+        if dtype is not None:
+            A = _to_norm_dtype(A, dtype)
+        rest = [d for d in range(A.dim()) if d not in (d0, d1)]
+        S = svdvals(A.permute(*rest, d0, d1))
+        out = S.sum(-1) if ord == "nuc" else (S.amax(-1) if ord == 2 else S.amin(-1))
+        if keepdim:
+            out = out.unsqueeze(builtins.min(d0, d1)).unsqueeze(builtins.max(d0, d1))
+        return out
     if isinstance(ord, str) or ord not in (math.inf, -math.inf, 1, -1):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if dtype is not None:
-        if A.dtype.itemsize > dtype.itemsize or not dtype.is_floating_point:
-            raise RuntimeError(f"linalg.matrix_norm: the dtype of the input ({torch_dtype_name(A.dtype)}) should be "
-                               f"convertible without narrowing to the specified dtype ({torch_dtype_name(dtype)})")
-        A = A.to(dtype)
+        A = _to_norm_dtype(A, dtype)
     # inf-norms take the extreme of the row sums (summing along d1), 1-norms that of the column sums
     summed, across = (d1, d0) if ord in (math.inf, -math.inf) else (d0, d1)
     sums = A.abs().sum(summed, keepdim=True)

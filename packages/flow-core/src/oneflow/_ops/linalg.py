@@ -11,7 +11,7 @@ ops = _C.ops
 __all__ = ["einsum", "matmul", "mm", "bmm", "dot", "vdot", "mv", "outer", "ger", "addmm", "baddbmm", "addmv",
            "inner", "trace", "kron", "diag", "diagflat", "diag_embed", "cross", "dist", "cov", "corrcoef",
            "chain_matmul", "tensordot", "addr", "addbmm", "inverse", "det", "logdet", "slogdet", "cholesky",
-           "matrix_power"]
+           "matrix_power", "svd", "pinverse"]
 
 
 def einsum(equation, *operands):
@@ -420,11 +420,35 @@ def matrix_power(input, n):
     return result
 
 
+svd_return = collections.namedtuple("svd", ["U", "S", "V"])
+
+
+def svd(input, some=True, compute_uv=True, *, out=None):
+    """``(U, S, V)`` with ``input = U diag(S) V^T`` (torch.svd, whose V is linalg.svd's Vh transposed): the
+    reduced factors with ``some``, square U and V otherwise; with ``compute_uv=False`` U and V are zero
+    (m x m and n x n)."""
+    if out is not None:
+        raise TypeError("svd(): 'out' is not supported")
+    U, S, Vh = ops.linalg_svd(input, not some and compute_uv)
+    if not compute_uv:
+        m, n = input.shape[-2], input.shape[-1]
+        batch = list(input.shape[:-2])
+        return svd_return(input.new_zeros(batch + [m, m]), S.detach(), input.new_zeros(batch + [n, n]))
+    return svd_return(U, S, ops.transpose(Vh, -2, -1))
+
+
+def pinverse(input, rcond=1e-15):
+    """The pseudo-inverse, singular values at or below ``rcond`` times the largest treated as zero."""
+    from ..linalg import pinv
+
+    return pinv(input, rtol=rcond)
+
+
 TENSOR_METHODS = {
     "matmul": matmul, "mm": mm, "bmm": bmm, "dot": dot,
     "vdot": vdot, "mv": mv, "outer": outer, "ger": outer, "inner": inner, "addmm": addmm, "baddbmm": baddbmm,
     "addmv": addmv, "trace": trace, "kron": kron, "diag": diag, "diagflat": diagflat, "diag_embed": diag_embed,
     "cross": cross, "dist": dist, "cov": cov, "corrcoef": corrcoef, "addr": addr, "addbmm": addbmm,
     "inverse": inverse, "det": det, "logdet": logdet, "slogdet": slogdet, "cholesky": cholesky,
-    "matrix_power": matrix_power,
+    "matrix_power": matrix_power, "svd": svd, "pinverse": pinverse,
 }

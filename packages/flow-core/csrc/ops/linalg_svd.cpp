@@ -1,0 +1,206 @@
+// The singular value decomposition A = U diag(S) Vh of each matrix of a batch (..., m, n), by one-sided
+// (Hestenes) Jacobi rotations in double precision, each matrix on one thread: accurate to working precision
+// for the small and medium matrices it is meant for, O(sweeps m n^2). The gradient is the standard form
+// (Townsend 2016) built from registry ops.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "../kernels/cpu/parallel.h"
+#include "linalg.h"
+#include "nnops_util.h"
+
+namespace flow {
+namespace {
+
+// Completes the first `have` orthonormal columns of the row-major r x c matrix Q (columns [have, c) are
+// overwritten) to an orthonormal set, by Gram-Schmidt (twice) on the unit vectors e_0, e_1, ...
+void complete_orthonormal(double* Q, int64_t r, int64_t c, int64_t have) {
+  std::vector<double> v(static_cast<size_t>(r));
+  int64_t e = 0;
+  for (int64_t j = have; j < c; ++j) {
+    for (;; ++e) {
+      std::fill(v.begin(), v.end(), 0.0);
+      v[static_cast<size_t>(e % r)] = 1.0;
+      for (int pass = 0; pass < 2; ++pass)
+        for (int64_t k = 0; k < j; ++k) {
+          double d = 0;
+          for (int64_t i = 0; i < r; ++i) d += Q[i * c + k] * v[i];
+          for (int64_t i = 0; i < r; ++i) v[i] -= d * Q[i * c + k];
+        }
+      double nrm = std::sqrt(std::inner_product(v.begin(), v.end(), v.begin(), 0.0));
+      if (nrm > 1e-8) {
+        for (int64_t i = 0; i < r; ++i) Q[i * c + j] = v[i] / nrm;
+        ++e;
+        break;
+      }
+    }
+  }
+}
+
+// SVD of the row-major m x n matrix a (m >= n): U (m x ucols, ucols = n or m), S (n, descending), V (n x n,
+// row-major, columns the right singular vectors).
+void jacobi_svd(const double* a, int64_t m, int64_t n, int64_t ucols, double* U, double* S, double* V) {
+  // W = A column-major (columns contiguous), rotated until its columns are orthogonal
+  std::vector<double> W(static_cast<size_t>(m * n)), Vc(static_cast<size_t>(n * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) W[j * m + i] = a[i * n + j];
+  for (int64_t j = 0; j < n; ++j) Vc[j * n + j] = 1.0;
+  const double eps = std::numeric_limits<double>::epsilon();
+  for (int sweep = 0; sweep < 80; ++sweep) {
+    bool rotated = false;
+    for (int64_t p = 0; p + 1 < n; ++p)
+      for (int64_t q = p + 1; q < n; ++q) {
+        double* wp = &W[p * m];
+        double* wq = &W[q * m];
+        double alpha = 0, beta = 0, gamma = 0;
+        for (int64_t i = 0; i < m; ++i) alpha += wp[i] * wp[i], beta += wq[i] * wq[i], gamma += wp[i] * wq[i];
+        if (gamma == 0 || std::fabs(gamma) <= eps * std::sqrt(alpha * beta)) continue;
+        rotated = true;
+        double zeta = (beta - alpha) / (2 * gamma);
+        double t = (zeta >= 0 ? 1.0 : -1.0) / (std::fabs(zeta) + std::sqrt(1 + zeta * zeta));
+        double c = 1 / std::sqrt(1 + t * t), s = c * t;
+        for (int64_t i = 0; i < m; ++i) {
+          double x = wp[i], y = wq[i];
+          wp[i] = c * x - s * y;
+          wq[i] = s * x + c * y;
+        }
+        double* vp = &Vc[p * n];
+        double* vq = &Vc[q * n];
+        for (int64_t i = 0; i < n; ++i) {
+          double x = vp[i], y = vq[i];
+          vp[i] = c * x - s * y;
+          vq[i] = s * x + c * y;
+        }
+      }
+    if (!rotated) break;
+  }
+  std::vector<double> norms(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    double s2 = 0;
+    for (int64_t i = 0; i < m; ++i) s2 += W[j * m + i] * W[j * m + i];
+    norms[j] = std::sqrt(s2);
+  }
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return norms[x] > norms[y]; });
+  const double tiny = norms.empty() ? 0.0 : norms[order[0]] * eps * std::max(m, n);
+  int64_t have = 0;  // leading columns of U that came from non-negligible singular values
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t j = order[k];
+    S[k] = norms[j];
+    for (int64_t i = 0; i < n; ++i) V[i * n + k] = Vc[j * n + i];
+    if (norms[j] > tiny && have == k) {
+      for (int64_t i = 0; i < m; ++i) U[i * ucols + k] = W[j * m + i] / norms[j];
+      ++have;
+    }
+  }
+  complete_orthonormal(U, m, ucols, have);
+}
+
+Tensor mT(const Tensor& t) { return ops::transpose(t, -2, -1); }
+
+std::vector<TensorMeta> svd_meta(const TensorList& in, bool full) {
+  const Tensor& a = in[0];
+  FLOW_RUNTIME_CHECK(a.dim() >= 2, "linalg.svd: The input tensor A must have at least 2 dimensions.");
+  FLOW_RUNTIME_CHECK(is_floating(a.dtype()), "linalg.svd: Expected a floating point or complex tensor as input. "
+                     "Got ", torch_type_name(a.dtype()));
+  const int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
+  Shape batch(a.sizes().begin(), a.sizes().end() - 2), u = batch, s = batch, vh = batch;
+  u.push_back(m), u.push_back(full ? m : k);
+  s.push_back(k);
+  vh.push_back(full ? n : k), vh.push_back(n);
+  return {{u, a.dtype(), a.device()}, {s, a.dtype(), a.device()}, {vh, a.dtype(), a.device()}};
+}
+
+}  // namespace
+
+FLOW_OP(linalg_svd)
+    .schema("linalg_svd(Tensor A, bool full_matrices=True) -> (Tensor, Tensor, Tensor)")
+    .meta([](const TensorList& in, const Attrs& a) { return svd_meta(in, a.b(0)); })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& at) {
+      const bool full = at.b(0);
+      const Tensor& A = in[0];
+      const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+      const int64_t count = k == 0 ? 0 : A.numel() / (m * n);
+      // a wide matrix is decomposed through its transpose: A^T = U' S V'^T gives U = V', Vh = U'^T
+      const bool wide = m < n;
+      const int64_t r = wide ? n : m;  // rows of the tall problem
+      const int64_t ucols = full ? r : k;
+      Tensor a = nn::contig_as(A, DType::Float64);
+      Tensor u = ops::zeros({std::max<int64_t>(count, 1), r, ucols}, DType::Float64);
+      Tensor s = ops::zeros({std::max<int64_t>(count, 1), k}, DType::Float64);
+      Tensor v = ops::zeros({std::max<int64_t>(count, 1), k, k}, DType::Float64);
+      const double* ap = a.data<double>();
+      double *up = u.data<double>(), *sp = s.data<double>(), *vp = v.data<double>();
+      parallel_for(count, 1, [&](int64_t b0, int64_t b1) {
+        std::vector<double> t(static_cast<size_t>(m * n));
+        for (int64_t b = b0; b < b1; ++b) {
+          const double* src = ap + b * m * n;
+          if (wide)
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j) t[j * m + i] = src[i * n + j];
+          jacobi_svd(wide ? t.data() : src, r, k, ucols, up + b * r * ucols, sp + b * k, vp + b * k * k);
+        }
+      });
+      // the tall problem's U (r x ucols) and V (k x k) back to A's U (m x ...) and Vh (... x n)
+      Shape batch(A.sizes().begin(), A.sizes().end() - 2);
+      auto shaped = [&](Tensor t, int64_t rows, int64_t cols) {
+        Shape sz = batch;
+        sz.push_back(rows), sz.push_back(cols);
+        return ops::reshape(ops::slice(t, 0, 0, count), sz);
+      };
+      Shape ssz = batch;
+      ssz.push_back(k);
+      if (k == 0) {  // no singular values: U and Vh are identities (full) or empty
+        if (full) {
+          ops::copy_into(out[0], ops::call1("eye", {}, {m, std::monostate{}, A.dtype()}));
+          ops::copy_into(out[2], ops::call1("eye", {}, {n, std::monostate{}, A.dtype()}));
+        }
+        return;
+      }
+      ops::copy_into(out[1], ops::reshape(ops::slice(s, 0, 0, count), ssz));
+      if (!wide) {  // n == k
+        ops::copy_into(out[0], shaped(u, m, ucols));
+        ops::copy_into(out[2], mT(shaped(v, n, n)));
+      } else {
+        ops::copy_into(out[0], shaped(v, m, m));           // U = V' (m x m, k == m)
+        ops::copy_into(out[2], mT(shaped(u, n, ucols)));   // Vh = U'^T
+      }
+    })
+    .save_outputs({0, 1, 2})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      // A = U S Vh with k = min(m, n); only the first k columns of U (rows of Vh) carry gradient, as in torch:
+      // with full_matrices the others are an arbitrary basis of the complement.
+      Tensor U = c.output(0), S = c.output(1), Vh = c.output(2);
+      const int64_t k = S.size(-1), m = U.size(-2), n = Vh.size(-1);
+      U = ops::slice(U, -1, 0, k);
+      Vh = ops::slice(Vh, -2, 0, k);
+      Tensor gU = g[0].defined() ? ops::slice(g[0], -1, 0, k) : Tensor();
+      Tensor gVh = g[2].defined() ? ops::slice(g[2], -2, 0, k) : Tensor();
+      Tensor eye = ops::call1("eye", {}, {k, std::monostate{}, S.dtype()});
+      Tensor Scol = ops::unsqueeze(S, -1), Srow = ops::unsqueeze(S, -2);
+      Tensor inner = g[1].defined() ? ops::mul(eye, ops::unsqueeze(g[1], -1)) : ops::mul(eye, Scalar(0.0));
+      if (gU.defined() || gVh.defined()) {
+        // E[i][j] = s_j^2 - s_i^2 off the diagonal, 1 on it (the skew parts below vanish there)
+        Tensor S2 = ops::mul(S, S);
+        Tensor E = ops::add(ops::sub(ops::unsqueeze(S2, -2), ops::unsqueeze(S2, -1)), eye);
+        auto skew = [](const Tensor& x) { return ops::sub(x, mT(x)); };
+        if (gU.defined()) inner = ops::add(inner, ops::mul(ops::div(skew(ops::matmul(mT(U), gU)), E), Srow));
+        if (gVh.defined()) inner = ops::add(inner, ops::mul(Scol, ops::div(skew(ops::matmul(Vh, mT(gVh))), E)));
+      }
+      Tensor gA = ops::matmul(ops::matmul(U, inner), Vh);
+      if (gU.defined() && m > k) {  // (I - U U^T) gU S^-1 Vh
+        Tensor proj = ops::sub(gU, ops::matmul(U, ops::matmul(mT(U), gU)));
+        gA = ops::add(gA, ops::matmul(ops::div(proj, Srow), Vh));
+      }
+      if (gVh.defined() && n > k) {  // U S^-1 gVh (I - V V^T)
+        Tensor proj = ops::sub(gVh, ops::matmul(ops::matmul(gVh, mT(Vh)), Vh));
+        gA = ops::add(gA, ops::matmul(U, ops::div(proj, Scol)));
+      }
+      return {gA};
+    });
+
+}  // namespace flow
