@@ -276,3 +276,49 @@ def test_torch_svd_and_pinverse_forms():
             assert float(got.U.abs().sum()) == 0 and float(got.V.abs().sum()) == 0
     np.testing.assert_allclose(flow.tensor(a).pinverse().numpy(), torch.tensor(a).pinverse().numpy(), atol=1e-12)
     np.testing.assert_allclose(flow.tensor(a).svd().S.numpy(), torch.tensor(a).svd().S.numpy(), atol=1e-12)
+
+
+# ---- eigh / eigvalsh ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(1, 1), (4, 4), (2, 5, 5), (3, 1, 2, 2)])
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh_factors(shape, uplo):
+    a = np.random.default_rng(shape[-1]).standard_normal(shape)  # not symmetric: only one triangle is read
+    L, V = flow.linalg.eigh(flow.tensor(a), UPLO=uplo)
+    tL, _ = torch.linalg.eigh(torch.tensor(a), UPLO=uplo)
+    np.testing.assert_allclose(L.numpy(), tL.numpy(), rtol=1e-12, atol=1e-12)
+    sym = np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2) if uplo == "L" else \
+        np.triu(a) + np.swapaxes(np.triu(a, 1), -1, -2)
+    v = V.numpy()
+    np.testing.assert_allclose(v @ (L.numpy()[..., None] * np.swapaxes(v, -1, -2)), sym, atol=1e-12)
+    np.testing.assert_allclose(np.swapaxes(v, -1, -2) @ v, np.eye(shape[-1]) + 0 * v[..., :1, :1], atol=1e-12)
+    np.testing.assert_allclose(flow.linalg.eigvalsh(flow.tensor(a), uplo).numpy(), tL.numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3)])
+def test_eigh_gradients_match_torch(shape):
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal(shape)
+    w = rng.standard_normal(shape)
+
+    def loss(L, lam, V):  # invariant to each eigenvector's sign
+        return (lam ** 2).sum() + lam.sum() + (V * V * L.tensor(w)).sum()
+
+    check_vs_torch(lambda x: loss(flow, *flow.linalg.eigh(x)), lambda x: loss(torch, *torch.linalg.eigh(x)), [a],
+                   rtol=1e-9, atol=1e-11)
+
+
+def test_eigh_float32_empty_and_errors():
+    a = np.random.default_rng(12).standard_normal((3, 3)).astype(np.float32)
+    L, V = flow.linalg.eigh(flow.tensor(a))
+    assert L.dtype == flow.float32 and V.dtype == flow.float32
+    np.testing.assert_allclose(L.numpy(), torch.linalg.eigh(torch.tensor(a)).eigenvalues.numpy(), atol=1e-5)
+    L, V = flow.linalg.eigh(flow.zeros(0, 0))
+    assert L.shape == (0,) and V.shape == (0, 0)
+    with pytest.raises(RuntimeError, match="2 by 3 matrices"):
+        flow.linalg.eigh(flow.randn(2, 3))
+    with pytest.raises(RuntimeError, match="Expected UPLO argument to be 'L' or 'U', but got X"):
+        flow.linalg.eigh(flow.randn(3, 3), UPLO="X")
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        flow.linalg.eigh(flow.arange(9).view(3, 3))
+    with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+        flow.linalg.eigvalsh(flow.randn(3))

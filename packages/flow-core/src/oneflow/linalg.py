@@ -1,6 +1,6 @@
 """``oneflow.linalg`` (PyTorch's ``torch.linalg``): vector and matrix norms, products and the
 factorization-based functions (inv, det, slogdet, solve, solve_triangular, cholesky, matrix_power, svd,
-svdvals, pinv, matrix_rank). The kernels are registry ops; these are the torch.linalg names and
+svdvals, pinv, matrix_rank, eigh, eigvalsh). The kernels are registry ops; these are the torch.linalg names and
 signatures."""
 from ._ops.linalg import LinAlgError, cholesky as _cholesky, cross as _cross, det, inverse, matmul
 from ._ops.linalg import matrix_power, slogdet, solve, solve_triangular
@@ -15,8 +15,8 @@ from ._ops.reduce import vector_norm
 from .autograd.function import Function as _Function
 
 __all__ = ["LinAlgError", "inv", "det", "slogdet", "solve", "solve_triangular", "cholesky", "matrix_power",
-           "matmul", "vector_norm", "matrix_norm", "norm", "svd", "svdvals", "pinv", "matrix_rank", "cross",
-           "multi_dot", "vecdot", "diagonal"]
+           "matmul", "vector_norm", "matrix_norm", "norm", "svd", "svdvals", "pinv", "matrix_rank", "eigh",
+           "eigvalsh", "cross", "multi_dot", "vecdot", "diagonal"]
 
 
 def inv(A, *, out=None):
@@ -48,6 +48,25 @@ def svdvals(A, *, driver=None, out=None):
     if out is not None:
         raise TypeError("linalg.svdvals(): 'out' is not supported")
     return _C.ops.linalg_svd(A, False)[1]
+
+
+eigh_return = collections.namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """The eigenvalues (ascending) and orthonormal eigenvectors (columns) of each symmetric matrix in ``A``,
+    of which only the lower (``UPLO='L'``) or upper triangle is read. Computed by Jacobi rotations in double
+    precision; gradients are undefined (inf/NaN) at repeated eigenvalues, as in torch."""
+    if out is not None:
+        raise TypeError("linalg.eigh(): 'out' is not supported")
+    return eigh_return(*_C.ops.linalg_eigh(A, UPLO))
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    """The eigenvalues (ascending) of each symmetric matrix in ``A``; see ``eigh``."""
+    if out is not None:
+        raise TypeError("linalg.eigvalsh(): 'out' is not supported")
+    return _C.ops.linalg_eigh(A, UPLO)[0]
 
 
 def _rank_tolerance(A, S, atol, rtol):

@@ -1,7 +1,8 @@
-// The singular value decomposition A = U diag(S) Vh of each matrix of a batch (..., m, n), by one-sided
-// (Hestenes) Jacobi rotations in double precision, each matrix on one thread: accurate to working precision
-// for the small and medium matrices it is meant for, O(sweeps m n^2). The gradient is the standard form
-// (Townsend 2016) built from registry ops.
+// Spectral decompositions of each matrix of a batch, by Jacobi rotations in double precision, each matrix on
+// one thread (accurate to working precision for the small and medium matrices they are meant for):
+// - linalg_svd: A = U diag(S) Vh (..., m, n), one-sided (Hestenes) rotations, O(sweeps m n^2);
+// - linalg_eigh: A = V diag(L) V^T for symmetric A (..., n, n), two-sided cyclic rotations, O(sweeps n^3).
+// The gradients are the standard forms (Townsend 2016; Giles 2008) built from registry ops.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -98,6 +99,54 @@ void jacobi_svd(const double* a, int64_t m, int64_t n, int64_t ucols, double* U,
     }
   }
   complete_orthonormal(U, m, ucols, have);
+}
+
+// Eigen-decomposition of the symmetric row-major n x n matrix a (destroyed): L ascending, V (row-major,
+// columns the eigenvectors).
+void jacobi_eigh(double* a, int64_t n, double* L, double* V) {
+  std::vector<double> Vc(static_cast<size_t>(n * n), 0.0);  // column j of V at Vc[j * n]
+  for (int64_t j = 0; j < n; ++j) Vc[j * n + j] = 1.0;
+  const double eps = std::numeric_limits<double>::epsilon();
+  for (int sweep = 0; sweep < 80; ++sweep) {
+    double off = 0, diag = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      diag += a[i * n + i] * a[i * n + i];
+      for (int64_t j = i + 1; j < n; ++j) off += a[i * n + j] * a[i * n + j];
+    }
+    if (off <= eps * eps * diag || off == 0) break;
+    for (int64_t p = 0; p + 1 < n; ++p)
+      for (int64_t q = p + 1; q < n; ++q) {
+        const double apq = a[p * n + q];
+        if (apq == 0) continue;
+        double theta = (a[q * n + q] - a[p * n + p]) / (2 * apq);
+        double t = (theta >= 0 ? 1.0 : -1.0) / (std::fabs(theta) + std::sqrt(theta * theta + 1));
+        double c = 1 / std::sqrt(t * t + 1), s = t * c;
+        for (int64_t k = 0; k < n; ++k) {  // columns p, q
+          double x = a[k * n + p], y = a[k * n + q];
+          a[k * n + p] = c * x - s * y;
+          a[k * n + q] = s * x + c * y;
+        }
+        for (int64_t k = 0; k < n; ++k) {  // rows p, q
+          double x = a[p * n + k], y = a[q * n + k];
+          a[p * n + k] = c * x - s * y;
+          a[q * n + k] = s * x + c * y;
+        }
+        double* vp = &Vc[p * n];
+        double* vq = &Vc[q * n];
+        for (int64_t k = 0; k < n; ++k) {
+          double x = vp[k], y = vq[k];
+          vp[k] = c * x - s * y;
+          vq[k] = s * x + c * y;
+        }
+      }
+  }
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return a[x * n + x] < a[y * n + y]; });
+  for (int64_t k = 0; k < n; ++k) {
+    L[k] = a[order[k] * n + order[k]];
+    for (int64_t i = 0; i < n; ++i) V[i * n + k] = Vc[order[k] * n + i];
+  }
 }
 
 Tensor mT(const Tensor& t) { return ops::transpose(t, -2, -1); }
@@ -201,6 +250,60 @@ FLOW_OP(linalg_svd)
         gA = ops::add(gA, ops::matmul(U, ops::div(proj, Scol)));
       }
       return {gA};
+    });
+
+// Only the lower (UPLO 'L') or upper triangle of A is read, as in LAPACK.
+FLOW_OP(linalg_eigh)
+    .schema("linalg_eigh(Tensor A, str UPLO='L') -> (Tensor, Tensor)")
+    .meta([](const TensorList& in, const Attrs& at) -> std::vector<TensorMeta> {
+      const Tensor& a = in[0];
+      FLOW_RUNTIME_CHECK(at.str(0) == "L" || at.str(0) == "U", "Expected UPLO argument to be 'L' or 'U', but got ",
+                         at.str(0));
+      FLOW_RUNTIME_CHECK(a.dim() >= 2, "linalg.eigh: The input tensor A must have at least 2 dimensions.");
+      FLOW_RUNTIME_CHECK(a.size(-1) == a.size(-2), "linalg.eigh: A must be batches of square matrices, but they are ",
+                         a.size(-2), " by ", a.size(-1), " matrices");
+      FLOW_CHECK(is_floating(a.dtype()), NotImplemented, "\"linalg_eigh_cpu\" not implemented for '",
+                 torch_type_name(a.dtype()), "'");
+      Shape l(a.sizes().begin(), a.sizes().end() - 1);
+      return {{l, a.dtype(), a.device()}, {a.sizes(), a.dtype(), a.device()}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& at) {
+      const Tensor& A = in[0];
+      const int64_t n = A.size(-1), count = n == 0 ? 0 : A.numel() / (n * n);
+      const bool upper = at.str(0) == "U";
+      Tensor a = nn::contig_as(A, DType::Float64);
+      Tensor l = ops::zeros({std::max<int64_t>(count, 1), n}, DType::Float64);
+      Tensor v = ops::zeros({std::max<int64_t>(count, 1), n, n}, DType::Float64);
+      const double* ap = a.data<double>();
+      double *lp = l.data<double>(), *vp = v.data<double>();
+      parallel_for(count, 1, [&](int64_t b0, int64_t b1) {
+        std::vector<double> w(static_cast<size_t>(n * n));
+        for (int64_t b = b0; b < b1; ++b) {
+          const double* src = ap + b * n * n;
+          for (int64_t i = 0; i < n; ++i)  // the symmetric matrix of the triangle read
+            for (int64_t j = 0; j < n; ++j) w[i * n + j] = (upper ? i <= j : i >= j) ? src[i * n + j] : src[j * n + i];
+          jacobi_eigh(w.data(), n, lp + b * n, vp + b * n * n);
+        }
+      });
+      if (count == 0) return;
+      ops::copy_into(out[0], ops::reshape(ops::slice(l, 0, 0, count), out[0].sizes()));
+      ops::copy_into(out[1], ops::reshape(ops::slice(v, 0, 0, count), out[1].sizes()));
+    })
+    .save_outputs({0, 1})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      // gA = V (diag(gL) + skew(V^T gV) / E) V^T, E[i][j] = l_j - l_i (1 on the diagonal, where skew is 0);
+      // as in torch, the result is not symmetrised
+      Tensor L = c.output(0), V = c.output(1);
+      const int64_t n = L.size(-1);
+      Tensor eye = ops::call1("eye", {}, {n, std::monostate{}, L.dtype()});
+      Tensor inner = g[0].defined() ? ops::mul(eye, ops::unsqueeze(g[0], -1)) : ops::mul(eye, Scalar(0.0));
+      if (g[1].defined()) {
+        Tensor vg = ops::matmul(mT(V), g[1]);
+        Tensor skew = ops::mul(ops::sub(vg, mT(vg)), Scalar(0.5));
+        Tensor E = ops::add(ops::sub(ops::unsqueeze(L, -2), ops::unsqueeze(L, -1)), eye);
+        inner = ops::add(inner, ops::div(skew, E));
+      }
+      return {ops::matmul(ops::matmul(V, inner), mT(V))};
     });
 
 }  // namespace flow
