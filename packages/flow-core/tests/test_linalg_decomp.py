@@ -322,3 +322,41 @@ def test_eigh_float32_empty_and_errors():
         flow.linalg.eigh(flow.arange(9).view(3, 3))
     with pytest.raises(RuntimeError, match="at least 2 dimensions"):
         flow.linalg.eigvalsh(flow.randn(3))
+
+
+# ---- lstsq -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("sa,sb", [((5, 3), (5, 2)), ((3, 5), (3, 2)), ((2, 5, 3), (2, 5, 2)), ((5, 3), (5,)),
+                                   ((2, 5, 3), (2, 5))])
+@pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
+def test_lstsq_outputs_as_torch_fills_them(sa, sb, driver):
+    rng = np.random.default_rng(len(sa) + len(sb))
+    a, b = rng.standard_normal(sa), rng.standard_normal(sb)
+    got = flow.linalg.lstsq(flow.tensor(a), flow.tensor(b), driver=driver)
+    want = torch.linalg.lstsq(torch.tensor(a), torch.tensor(b), driver=driver)
+    for name in ("solution", "residuals", "rank", "singular_values"):
+        g, w = getattr(got, name), getattr(want, name)
+        assert tuple(g.shape) == tuple(w.shape) and str(g.dtype).split(".")[-1] == str(w.dtype).split(".")[-1]
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("sa,sb", [((6, 3), (6, 2)), ((3, 6), (3, 2))])
+def test_lstsq_gradients_match_torch(sa, sb):
+    rng = np.random.default_rng(13)
+    check_vs_torch(lambda a, b: flow.linalg.lstsq(a, b).solution, lambda a, b: torch.linalg.lstsq(a, b).solution,
+                   [rng.standard_normal(sa), rng.standard_normal(sb)], rtol=1e-9, atol=1e-10)
+
+
+def test_lstsq_rank_deficient_and_errors():
+    a = np.random.default_rng(14).standard_normal((6, 3))
+    a[:, 2] = a[:, 0]
+    b = np.random.default_rng(15).standard_normal((6, 2))
+    got = flow.linalg.lstsq(flow.tensor(a), flow.tensor(b), driver="gelsd")
+    want = torch.linalg.lstsq(torch.tensor(a), torch.tensor(b), driver="gelsd")
+    assert int(got.rank) == int(want.rank) == 2 and got.residuals.shape == (0,)
+    np.testing.assert_allclose(got.solution.numpy(), want.solution.numpy(), atol=1e-10)
+    assert int(flow.linalg.lstsq(flow.tensor(a), flow.tensor(b), rcond=0.9).rank) == \
+        int(torch.linalg.lstsq(torch.tensor(a), torch.tensor(b), rcond=0.9).rank)
+    with pytest.raises(RuntimeError, match="input.size\\(-2\\) should match other.size\\(-2\\)"):
+        flow.linalg.lstsq(flow.randn(5, 3), flow.randn(4, 2))
+    with pytest.raises(RuntimeError, match="`driver` should be one of \\(gels, gelsy, gelsd, gelss\\)"):
+        flow.linalg.lstsq(flow.randn(5, 3), flow.randn(5, 2), driver="xx")

@@ -1,6 +1,6 @@
 """``oneflow.linalg`` (PyTorch's ``torch.linalg``): vector and matrix norms, products and the
 factorization-based functions (inv, det, slogdet, solve, solve_triangular, cholesky, matrix_power, svd,
-svdvals, pinv, matrix_rank, eigh, eigvalsh). The kernels are registry ops; these are the torch.linalg names and
+svdvals, pinv, matrix_rank, eigh, eigvalsh, lstsq). The kernels are registry ops; these are the torch.linalg names and
 signatures."""
 from ._ops.linalg import LinAlgError, cholesky as _cholesky, cross as _cross, det, inverse, matmul
 from ._ops.linalg import matrix_power, slogdet, solve, solve_triangular
@@ -16,7 +16,7 @@ from .autograd.function import Function as _Function
 
 __all__ = ["LinAlgError", "inv", "det", "slogdet", "solve", "solve_triangular", "cholesky", "matrix_power",
            "matmul", "vector_norm", "matrix_norm", "norm", "svd", "svdvals", "pinv", "matrix_rank", "eigh",
-           "eigvalsh", "cross", "multi_dot", "vecdot", "diagonal"]
+           "eigvalsh", "lstsq", "cross", "multi_dot", "vecdot", "diagonal"]
 
 
 def inv(A, *, out=None):
@@ -142,6 +142,43 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
         raise TypeError("linalg.matrix_rank(): 'out' is not supported")
     S = svdvals(A.detach())
     return (S > _rank_tolerance(A, S, atol, rtol)).sum(-1)
+
+
+lstsq_return = collections.namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """The least-squares solution X of A X = B for each matrix of ``A`` (..., m, n) and ``B`` (..., m, k) or
+    (..., m): the minimum-norm one, ``pinv(A) @ B`` with singular values below ``rcond`` times the largest
+    (default eps * max(m, n)) dropped, so its gradient is the pseudo-inverse's. Returns (solution, residuals,
+    rank, singular_values) as torch fills them for ``driver`` ('gelsy' by default): residuals (squared,
+    per column) only for tall full-rank systems and not for gelsy, rank except for gels, singular values
+    for gelsd and gelss."""
+    driver = driver or "gelsy"
+    if driver not in ("gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+    if A.dim() < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    vector = B.dim() == A.dim() - 1
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm.dim() < 2 or Bm.shape[-2] != A.shape[-2]:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    if B.dtype != A.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
+                           f"input's dtype {torch_dtype_name(A.dtype)} and other's dtype {torch_dtype_name(B.dtype)}")
+    m, n = A.shape[-2], A.shape[-1]
+    if rcond is None:
+        rcond = finfo(A.dtype).eps * builtins.max(m, n)
+    X = _C.ops.matmul(pinv(A, rtol=rcond), Bm)
+    S = svdvals(A.detach())
+    rank = (S > _rank_tolerance(A, S, None, rcond)).sum(-1)
+    empty = A.new_zeros([0])
+    residuals = empty
+    if m > n and driver != "gelsy" and bool((rank == n).all()):
+        residuals = (_C.ops.matmul(A, X) - Bm).pow(2).sum(-2)
+    return lstsq_return(X.squeeze(-1) if vector else X, residuals,
+                        rank if driver != "gels" else rank.new_zeros([0]),
+                        S if driver in ("gelsd", "gelss") else empty)
 
 
 def _matrix_dims(A, dim):
