@@ -1,7 +1,7 @@
 """``oneflow.linalg`` (PyTorch's ``torch.linalg``): vector and matrix norms, products and the
 factorization-based functions (inv, det, slogdet, solve, solve_triangular, cholesky, matrix_power, svd,
-svdvals, pinv, matrix_rank, eigh, eigvalsh, lstsq). The kernels are registry ops; these are the torch.linalg names and
-signatures."""
+svdvals, pinv, matrix_rank, eigh, eigvalsh, lstsq). The kernels are registry ops; these are the
+torch.linalg names and signatures."""
 from ._ops.linalg import LinAlgError, cholesky as _cholesky, cross as _cross, det, inverse, matmul
 from ._ops.linalg import matrix_power, slogdet, solve, solve_triangular
 import builtins
