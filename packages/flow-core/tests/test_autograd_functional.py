@@ -90,3 +90,20 @@ def test_errors_like_torch(call):
     with pytest.raises(type(want.value)) as got:
         call(F, flow)
     assert str(got.value).replace("oneflow.Size", "torch.Size") == str(want.value)
+
+
+def test_zero_fills_do_not_multiply_inf_and_strict_messages():
+    x = np.array([np.inf, 1.0])
+    for L, mod in ((flow, F), (torch, TF)):
+        _, (gx, gy) = mod.vjp(lambda a, b: (b * 2).sum(), (L.tensor(x), L.ones(2, dtype=L.float64)))
+        assert gx.numpy().tolist() == [0.0, 0.0]
+        jac = mod.jacobian(lambda a: a * 2, L.tensor(x), vectorize=True, strategy="forward-mode")
+        assert jac.numpy().tolist() == [[2.0, 0.0], [0.0, 2.0]]
+    msgs = []
+    for L, mod in ((flow, F), (torch, TF)):
+        with pytest.raises(RuntimeError) as e:
+            mod.jvp(lambda a, b: a * 3, (L.ones(2), L.ones(2)), (L.ones(2), L.ones(2)), strict=True)
+        msgs.append(str(e.value))
+        with pytest.raises(RuntimeError, match="`strict=True` and `vectorized=True` are not supported together"):
+            mod.jacobian(lambda a: a * 2, L.ones(2), strict=True, vectorize=True)
+    assert msgs[0] == msgs[1]

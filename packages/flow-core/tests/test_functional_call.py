@@ -90,6 +90,9 @@ def test_errors_like_torch():
     t = _tied(flow)
     with pytest.raises(ValueError, match="multiple values for keys \\['a.weight', 'b.weight'\\], which are tied"):
         call(t, {"a.weight": flow.eye(2), "b.weight": flow.eye(2)}, (flow.ones(1, 2),))
+    same = 2 * flow.eye(2)  # one tensor under both tied names is no conflict
+    np.testing.assert_array_equal(call(t, {"a.weight": same, "b.weight": same}, (flow.ones(1, 2),)).numpy(),
+                                  [[4.0, 4.0]])
     # an exception inside forward still puts the module's tensors back
     w = fm[0].weight
     with pytest.raises(RuntimeError):

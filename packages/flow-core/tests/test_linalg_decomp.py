@@ -360,3 +360,58 @@ def test_lstsq_rank_deficient_and_errors():
         flow.linalg.lstsq(flow.randn(5, 3), flow.randn(4, 2))
     with pytest.raises(RuntimeError, match="`driver` should be one of \\(gels, gelsy, gelsd, gelss\\)"):
         flow.linalg.lstsq(flow.randn(5, 3), flow.randn(5, 2), driver="xx")
+
+
+def test_spectral_extreme_magnitudes_and_special_inputs():
+    # the Jacobi kernels scale each matrix by a power of two first: no overflow (1e154 and up) or underflow
+    a = np.array([[2.0, 1.0], [1.0, 1.0]])
+    for s in (1e300, 1e77, 1e-162, 1e-170):
+        np.testing.assert_allclose(flow.linalg.svdvals(flow.tensor(a * s)).numpy() / s, [2.618034, 0.381966],
+                                   rtol=1e-6)
+        np.testing.assert_allclose(flow.linalg.eigvalsh(flow.tensor(a * s)).numpy() / s, [0.381966, 2.618034],
+                                   rtol=1e-6)
+    np.testing.assert_allclose(flow.linalg.pinv(flow.tensor(a * 1e100)).numpy() * 1e100, [[1, -1], [-1, 2]],
+                               rtol=1e-12)
+    np.testing.assert_allclose(flow.linalg.eigvalsh(flow.tensor(np.array([[0, 1e-200], [1e-200, 0]]))).numpy(),
+                               [-1e-200, 1e-200], rtol=1e-12)
+    # a tall-skinny full U is completed by reflectors (Gram-Schmidt on 1000 columns took seconds)
+    U = flow.linalg.svd(flow.randn(1000, 2, dtype=flow.float64)).U.numpy()
+    np.testing.assert_allclose(U.T @ U, np.eye(1000), atol=1e-12)
+    with pytest.raises(flow.linalg.LinAlgError, match="failed to converge because the input matrix contained "
+                       "non-finite values"):
+        flow.linalg.svd(flow.tensor([[float("nan"), 1.0], [1.0, 1.0]]))
+    with pytest.raises(NotImplementedError, match="linalg_svd_cpu\" not implemented for 'Half'"):
+        flow.linalg.svd(flow.ones(2, 2, dtype=flow.float16))
+    with pytest.raises(RuntimeError, match="`driver=` is only supported on CUDA"):
+        flow.linalg.svd(flow.ones(2, 2), driver="gesvd")
+    np.testing.assert_allclose(flow.linalg.eigh(flow.tensor(a), UPLO="u").eigenvalues.numpy(),
+                               torch.linalg.eigh(torch.tensor(a), UPLO="u").eigenvalues.numpy(), rtol=1e-12)
+
+
+def test_pinv_second_derivatives_hermitian_and_svd_values_grad():
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    res = []
+    for L in (flow, torch):
+        x = L.tensor(a, requires_grad=True)
+        (g,) = L.autograd.grad(L.linalg.pinv(x).sum(), x, create_graph=True)
+        (h,) = L.autograd.grad(g.sum(), x)
+        s = L.svd(x, compute_uv=False).S
+        (gs,) = L.autograd.grad(s.sum(), x)
+        upper = L.tensor([[1.0, 2.0], [0.0, 1.0]])
+        nilpotent = L.tensor([[0.0, 1.0], [0.0, 0.0]])
+        res.append([h, gs, L.linalg.pinv(upper, hermitian=True), L.linalg.matrix_rank(nilpotent, hermitian=True)])
+    for got, want in zip(*res):
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_matrix_norm_empty_spectral_and_dtype_checks():
+    for shape in [(0, 3), (3, 0), (2, 0, 0)]:
+        for ord in (2, "nuc"):
+            np.testing.assert_array_equal(flow.linalg.matrix_norm(flow.zeros(*shape), ord).numpy(),
+                                          torch.linalg.matrix_norm(torch.zeros(*shape), ord).numpy())
+        with pytest.raises(IndexError, match="amin\\(\\): Expected reduction dim .* to have non-zero size"):
+            flow.linalg.matrix_norm(flow.zeros(*shape), -2)
+    with pytest.raises(RuntimeError, match="without narrowing"):
+        flow.linalg.matrix_norm(flow.randn(3, 3, dtype=flow.float64), dtype=flow.float32)
+    with pytest.raises(RuntimeError, match="without narrowing"):
+        flow.linalg.norm(flow.randn(3, 3, dtype=flow.float64), dtype=flow.float32)

@@ -17,37 +17,67 @@ namespace flow {
 namespace {
 
 // Completes the first `have` orthonormal columns of the row-major r x c matrix Q (columns [have, c) are
-// overwritten) to an orthonormal set, by Gram-Schmidt (twice) on the unit vectors e_0, e_1, ...
+// overwritten) to an orthonormal set: with Householder reflectors H_1..H_h that take those columns to
+// +-e_1..e_h, the columns j >= h of H_1 ... H_h are orthonormal and orthogonal to them. O(r c h), not the
+// O(r c^2) of Gram-Schmidt on unit vectors.
 void complete_orthonormal(double* Q, int64_t r, int64_t c, int64_t have) {
-  std::vector<double> v(static_cast<size_t>(r));
-  int64_t e = 0;
-  for (int64_t j = have; j < c; ++j) {
-    for (;; ++e) {
-      std::fill(v.begin(), v.end(), 0.0);
-      v[static_cast<size_t>(e % r)] = 1.0;
-      for (int pass = 0; pass < 2; ++pass)
-        for (int64_t k = 0; k < j; ++k) {
-          double d = 0;
-          for (int64_t i = 0; i < r; ++i) d += Q[i * c + k] * v[i];
-          for (int64_t i = 0; i < r; ++i) v[i] -= d * Q[i * c + k];
-        }
-      double nrm = std::sqrt(std::inner_product(v.begin(), v.end(), v.begin(), 0.0));
-      if (nrm > 1e-8) {
-        for (int64_t i = 0; i < r; ++i) Q[i * c + j] = v[i] / nrm;
-        ++e;
-        break;
-      }
+  if (have >= c) return;
+  std::vector<double> W(static_cast<size_t>(r * have)), v(static_cast<size_t>(r * have), 0.0), beta(have, 0.0);
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t k = 0; k < have; ++k) W[k * r + i] = Q[i * c + k];
+  for (int64_t k = 0; k < have; ++k) {  // QR of W by reflectors, stored in v (column k: rows k..r)
+    double* w = &W[k * r];
+    double norm = 0;
+    for (int64_t i = k; i < r; ++i) norm += w[i] * w[i];
+    norm = std::sqrt(norm);
+    double* vk = &v[k * r];
+    for (int64_t i = k; i < r; ++i) vk[i] = w[i];
+    vk[k] += w[k] >= 0 ? norm : -norm;
+    double vv = 0;
+    for (int64_t i = k; i < r; ++i) vv += vk[i] * vk[i];
+    beta[k] = vv > 0 ? 2.0 / vv : 0.0;
+    for (int64_t j = k + 1; j < have; ++j) {  // apply H_k to the remaining columns
+      double* wj = &W[j * r];
+      double d = 0;
+      for (int64_t i = k; i < r; ++i) d += vk[i] * wj[i];
+      d *= beta[k];
+      for (int64_t i = k; i < r; ++i) wj[i] -= d * vk[i];
     }
   }
+  std::vector<double> q(static_cast<size_t>(r));
+  for (int64_t j = have; j < c; ++j) {  // column j of H_1 ... H_h: e_j through H_h first
+    std::fill(q.begin(), q.end(), 0.0);
+    q[static_cast<size_t>(j)] = 1.0;
+    for (int64_t k = have - 1; k >= 0; --k) {
+      const double* vk = &v[k * r];
+      double d = 0;
+      for (int64_t i = k; i < r; ++i) d += vk[i] * q[i];
+      d *= beta[k];
+      for (int64_t i = k; i < r; ++i) q[i] -= d * vk[i];
+    }
+    for (int64_t i = 0; i < r; ++i) Q[i * c + j] = q[i];
+  }
+}
+
+// A power of two close to 1 / max|x| (1 when x is all zero): scaling by it is exact, and keeps the sums of
+// squares in the rotations from overflowing (entries near 1e154 and up) or underflowing (near 1e-154).
+double unit_scale(const double* x, int64_t n) {
+  double mx = 0;
+  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, std::fabs(x[i]));
+  if (!(mx > 0) || !std::isfinite(mx)) return 1.0;
+  int e;
+  std::frexp(mx, &e);
+  return std::ldexp(1.0, -e);
 }
 
 // SVD of the row-major m x n matrix a (m >= n): U (m x ucols, ucols = n or m), S (n, descending), V (n x n,
 // row-major, columns the right singular vectors).
 void jacobi_svd(const double* a, int64_t m, int64_t n, int64_t ucols, double* U, double* S, double* V) {
-  // W = A column-major (columns contiguous), rotated until its columns are orthogonal
+  // W = A (scaled) column-major (columns contiguous), rotated until its columns are orthogonal
   std::vector<double> W(static_cast<size_t>(m * n)), Vc(static_cast<size_t>(n * n), 0.0);
+  const double scale = unit_scale(a, m * n);
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) W[j * m + i] = a[i * n + j];
+    for (int64_t j = 0; j < n; ++j) W[j * m + i] = a[i * n + j] * scale;
   for (int64_t j = 0; j < n; ++j) Vc[j * n + j] = 1.0;
   const double eps = std::numeric_limits<double>::epsilon();
   for (int sweep = 0; sweep < 80; ++sweep) {
@@ -58,7 +88,7 @@ void jacobi_svd(const double* a, int64_t m, int64_t n, int64_t ucols, double* U,
         double* wq = &W[q * m];
         double alpha = 0, beta = 0, gamma = 0;
         for (int64_t i = 0; i < m; ++i) alpha += wp[i] * wp[i], beta += wq[i] * wq[i], gamma += wp[i] * wq[i];
-        if (gamma == 0 || std::fabs(gamma) <= eps * std::sqrt(alpha * beta)) continue;
+        if (gamma == 0 || std::fabs(gamma) <= eps * std::sqrt(alpha) * std::sqrt(beta)) continue;
         rotated = true;
         double zeta = (beta - alpha) / (2 * gamma);
         double t = (zeta >= 0 ? 1.0 : -1.0) / (std::fabs(zeta) + std::sqrt(1 + zeta * zeta));
@@ -91,7 +121,7 @@ void jacobi_svd(const double* a, int64_t m, int64_t n, int64_t ucols, double* U,
   int64_t have = 0;  // leading columns of U that came from non-negligible singular values
   for (int64_t k = 0; k < n; ++k) {
     const int64_t j = order[k];
-    S[k] = norms[j];
+    S[k] = norms[j] / scale;
     for (int64_t i = 0; i < n; ++i) V[i * n + k] = Vc[j * n + i];
     if (norms[j] > tiny && have == k) {
       for (int64_t i = 0; i < m; ++i) U[i * ucols + k] = W[j * m + i] / norms[j];
@@ -104,6 +134,8 @@ void jacobi_svd(const double* a, int64_t m, int64_t n, int64_t ucols, double* U,
 // Eigen-decomposition of the symmetric row-major n x n matrix a (destroyed): L ascending, V (row-major,
 // columns the eigenvectors).
 void jacobi_eigh(double* a, int64_t n, double* L, double* V) {
+  const double scale = unit_scale(a, n * n);
+  for (int64_t i = 0; i < n * n; ++i) a[i] *= scale;
   std::vector<double> Vc(static_cast<size_t>(n * n), 0.0);  // column j of V at Vc[j * n]
   for (int64_t j = 0; j < n; ++j) Vc[j * n + j] = 1.0;
   const double eps = std::numeric_limits<double>::epsilon();
@@ -113,7 +145,7 @@ void jacobi_eigh(double* a, int64_t n, double* L, double* V) {
       diag += a[i * n + i] * a[i * n + i];
       for (int64_t j = i + 1; j < n; ++j) off += a[i * n + j] * a[i * n + j];
     }
-    if (off <= eps * eps * diag || off == 0) break;
+    if (off <= eps * eps * diag || off == 0 || std::isnan(off + diag)) break;  // NaN: no convergence to wait for
     for (int64_t p = 0; p + 1 < n; ++p)
       for (int64_t q = p + 1; q < n; ++q) {
         const double apq = a[p * n + q];
@@ -144,7 +176,7 @@ void jacobi_eigh(double* a, int64_t n, double* L, double* V) {
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return a[x * n + x] < a[y * n + y]; });
   for (int64_t k = 0; k < n; ++k) {
-    L[k] = a[order[k] * n + order[k]];
+    L[k] = a[order[k] * n + order[k]] / scale;
     for (int64_t i = 0; i < n; ++i) V[i * n + k] = Vc[order[k] * n + i];
   }
 }
@@ -156,6 +188,8 @@ std::vector<TensorMeta> svd_meta(const TensorList& in, bool full) {
   FLOW_RUNTIME_CHECK(a.dim() >= 2, "linalg.svd: The input tensor A must have at least 2 dimensions.");
   FLOW_RUNTIME_CHECK(is_floating(a.dtype()), "linalg.svd: Expected a floating point or complex tensor as input. "
                      "Got ", torch_type_name(a.dtype()));
+  FLOW_CHECK(a.dtype() == DType::Float32 || a.dtype() == DType::Float64, NotImplemented,
+             "\"linalg_svd_cpu\" not implemented for '", torch_type_name(a.dtype()), "'");
   const int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
   Shape batch(a.sizes().begin(), a.sizes().end() - 2), u = batch, s = batch, vh = batch;
   u.push_back(m), u.push_back(full ? m : k);
@@ -179,6 +213,12 @@ FLOW_OP(linalg_svd)
       const int64_t r = wide ? n : m;  // rows of the tall problem
       const int64_t ucols = full ? r : k;
       Tensor a = nn::contig_as(A, DType::Float64);
+      {
+        const double* p = a.data<double>();
+        for (int64_t i = 0, e = a.numel(); i < e; ++i)
+          FLOW_RUNTIME_CHECK(std::isfinite(p[i]), "linalg.svd: The algorithm failed to converge because the input "
+                             "matrix contained non-finite values.");
+      }
       Tensor u = ops::zeros({std::max<int64_t>(count, 1), r, ucols}, DType::Float64);
       Tensor s = ops::zeros({std::max<int64_t>(count, 1), k}, DType::Float64);
       Tensor v = ops::zeros({std::max<int64_t>(count, 1), k, k}, DType::Float64);
@@ -262,7 +302,8 @@ FLOW_OP(linalg_eigh)
       FLOW_RUNTIME_CHECK(a.dim() >= 2, "linalg.eigh: The input tensor A must have at least 2 dimensions.");
       FLOW_RUNTIME_CHECK(a.size(-1) == a.size(-2), "linalg.eigh: A must be batches of square matrices, but they are ",
                          a.size(-2), " by ", a.size(-1), " matrices");
-      FLOW_CHECK(is_floating(a.dtype()), NotImplemented, "\"linalg_eigh_cpu\" not implemented for '",
+      FLOW_CHECK(a.dtype() == DType::Float32 || a.dtype() == DType::Float64, NotImplemented,
+                 "\"linalg_eigh_cpu\" not implemented for '",
                  torch_type_name(a.dtype()), "'");
       Shape l(a.sizes().begin(), a.sizes().end() - 1);
       return {{l, a.dtype(), a.device()}, {a.sizes(), a.dtype(), a.device()}};

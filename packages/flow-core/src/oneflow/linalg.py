@@ -11,6 +11,7 @@ import math
 from . import _C
 from ._ops._names import torch_dtype_name
 from ._ops.dtype_info import finfo
+from ._ops.linalg import _linalg_call
 from ._ops.reduce import vector_norm
 from .autograd.function import Function as _Function
 
@@ -40,14 +41,22 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     singular values."""
     if out is not None:
         raise TypeError("linalg.svd(): 'out' is not supported")
-    return svd_return(*_C.ops.linalg_svd(A, full_matrices))
+    _no_driver("svd", driver)
+    return svd_return(*_linalg_call(_C.ops.linalg_svd, A, full_matrices))
 
 
 def svdvals(A, *, driver=None, out=None):
     """The singular values of each matrix in ``A``, in descending order."""
     if out is not None:
         raise TypeError("linalg.svdvals(): 'out' is not supported")
-    return _C.ops.linalg_svd(A, False)[1]
+    _no_driver("svdvals", driver)
+    return _linalg_call(_C.ops.linalg_svd, A, False)[1]
+
+
+def _no_driver(fn, driver):
+    if driver is not None:
+        raise RuntimeError(f"torch.linalg.{fn}: keyword argument `driver=` is only supported on CUDA inputs with "
+                           "cuSOLVER backend.")
 
 
 eigh_return = collections.namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
@@ -59,14 +68,14 @@ def eigh(A, UPLO="L", *, out=None):
     precision; gradients are undefined (inf/NaN) at repeated eigenvalues, as in torch."""
     if out is not None:
         raise TypeError("linalg.eigh(): 'out' is not supported")
-    return eigh_return(*_C.ops.linalg_eigh(A, UPLO))
+    return eigh_return(*_C.ops.linalg_eigh(A, UPLO.upper() if isinstance(UPLO, str) else UPLO))
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
     """The eigenvalues (ascending) of each symmetric matrix in ``A``; see ``eigh``."""
     if out is not None:
         raise TypeError("linalg.eigvalsh(): 'out' is not supported")
-    return _C.ops.linalg_eigh(A, UPLO)[0]
+    return _C.ops.linalg_eigh(A, UPLO.upper() if isinstance(UPLO, str) else UPLO)[0]
 
 
 def _rank_tolerance(A, S, atol, rtol):
@@ -118,21 +127,30 @@ class _Pinv(_Function):
     def forward(ctx, A, atol, rtol):
         P = _pinv_value(A.detach(), atol, rtol)
         ctx.save_for_backward(A, P)
+        ctx.tolerances = (atol, rtol)
         return P
 
     @staticmethod
     def backward(ctx, g):
         A, P = ctx.saved_tensors
+        if _C.is_grad_enabled():  # double backward: the formula must see P as a function of A
+            P = _pinv_value(A, *ctx.tolerances)
         return _pinv_grad(g, P, A), None, None
+
+
+def _lower_symmetric(A):
+    """The symmetric matrix of A's lower triangle (what hermitian=True reads)."""
+    low = A.tril(-1)
+    return low + low.transpose(-2, -1) + A.diagonal(dim1=-2, dim2=-1).diag_embed()
 
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The Moore-Penrose pseudo-inverse of each matrix in ``A``: V diag(1/s) U^T over the singular values
-    above the tolerance (see ``matrix_rank``). Its gradient is the constant-rank derivative of the
-    pseudo-inverse, as torch's."""
+    above the tolerance (see ``matrix_rank``); with ``hermitian`` only the lower triangle of the (symmetric)
+    matrix is read. Its gradient is the constant-rank derivative of the pseudo-inverse, as torch's."""
     if out is not None:
         raise TypeError("linalg.pinv(): 'out' is not supported")
-    return _Pinv.apply(A, atol, rtol)
+    return _Pinv.apply(_lower_symmetric(A) if hermitian else A, atol, rtol)
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
@@ -140,7 +158,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     largest), rtol defaulting to eps * max(m, n) when neither is given."""
     if out is not None:
         raise TypeError("linalg.matrix_rank(): 'out' is not supported")
-    S = svdvals(A.detach())
+    S = svdvals(_lower_symmetric(A.detach()) if hermitian else A.detach())
     return (S > _rank_tolerance(A, S, atol, rtol)).sum(-1)
 
 
@@ -197,9 +215,9 @@ def _matrix_dims(A, dim):
     return d0, d1
 
 
-def _to_norm_dtype(A, dtype):
+def _to_norm_dtype(A, dtype, fn="matrix_norm"):
     if A.dtype.itemsize > dtype.itemsize or not dtype.is_floating_point:
-        raise RuntimeError(f"linalg.matrix_norm: the dtype of the input ({torch_dtype_name(A.dtype)}) should be "
+        raise RuntimeError(f"linalg.{fn}: the dtype of the input ({torch_dtype_name(A.dtype)}) should be "
                            f"convertible without narrowing to the specified dtype ({torch_dtype_name(dtype)})")
     return A.to(dtype)
 
@@ -213,13 +231,18 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
         raise RuntimeError("linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
                            f"{torch_dtype_name(A.dtype)}")
     if ord == "fro":
+        if dtype is not None:
+            _to_norm_dtype(A, dtype)
         return vector_norm(A, 2, (d0, d1), keepdim, dtype=dtype)
     if ord == "nuc" or (not isinstance(ord, str) and ord in (2, -2)):
         if dtype is not None:
             A = _to_norm_dtype(A, dtype)
         rest = [d for d in range(A.dim()) if d not in (d0, d1)]
         S = svdvals(A.permute(*rest, d0, d1))
-        out = S.sum(-1) if ord == "nuc" else (S.amax(-1) if ord == 2 else S.amin(-1))
+        if ord == "nuc" or (ord == 2 and S.shape[-1] == 0):  # as torch: 0 for no elements (amin raises)
+            out = S.sum(-1)
+        else:
+            out = S.amax(-1) if ord == 2 else S.amin(-1)
         if keepdim:
             out = out.unsqueeze(builtins.min(d0, d1)).unsqueeze(builtins.max(d0, d1))
         return out
@@ -244,6 +267,8 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
     otherwise."""
     if out is not None:
         raise TypeError("linalg.norm(): 'out' is not supported")
+    if dtype is not None and A.dtype.is_floating_point:
+        _to_norm_dtype(A, dtype, "vector_norm")
     if dim is not None:
         dims = (dim,) if isinstance(dim, builtins.int) else tuple(dim)
         if len(dims) not in (1, 2):

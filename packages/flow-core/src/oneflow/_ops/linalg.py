@@ -330,7 +330,7 @@ def _linalg_call(fn, *args, **kw):
         return fn(*args, **kw)
     except RuntimeError as e:
         msg = str(e)
-        if "singular" in msg or "positive-definite" in msg:
+        if "singular" in msg or "positive-definite" in msg or "failed to converge" in msg:
             raise LinAlgError(msg) from None
         raise
 
@@ -429,11 +429,11 @@ def svd(input, some=True, compute_uv=True, *, out=None):
     (m x m and n x n)."""
     if out is not None:
         raise TypeError("svd(): 'out' is not supported")
-    U, S, Vh = ops.linalg_svd(input, not some and compute_uv)
+    U, S, Vh = _linalg_call(ops.linalg_svd, input, not some and compute_uv)
     if not compute_uv:
         m, n = input.shape[-2], input.shape[-1]
         batch = list(input.shape[:-2])
-        return svd_return(input.new_zeros(batch + [m, m]), S.detach(), input.new_zeros(batch + [n, n]))
+        return svd_return(input.new_zeros(batch + [m, m]), S, input.new_zeros(batch + [n, n]))
     return svd_return(U, S, ops.transpose(Vh, -2, -1))
 
 

@@ -8,6 +8,10 @@ from . import enable_grad, grad as _grad
 __all__ = ["vjp", "jvp", "vhp", "hvp", "jacobian", "hessian"]
 
 
+def _zeros_like(t):
+    return t.detach().new_zeros(t.shape)
+
+
 def _as_tuple(x, arg_name, fn_name):
     """(was a tuple, tuple of tensors), with torch's TypeError for anything else."""
     is_tuple = isinstance(x, tuple)
@@ -75,7 +79,10 @@ def _check_requires_grad(tensors, kind, strict):
     if not strict:
         return
     for i, t in enumerate(tensors):
-        if t is None or not t.requires_grad:
+        if t is None:
+            raise RuntimeError(f"The output of the user-provided function is independent of input {i}. This is not "
+                               "allowed in strict mode.")
+        if not t.requires_grad:
             raise RuntimeError(_STRICT_NO_GRAD[kind].format(i))
 
 
@@ -112,7 +119,7 @@ def _fill_in_zeros(grads, refs, strict, create_graph, stage):
         if g is None:
             if strict:
                 raise RuntimeError(_STRICT_ZERO[stage].format(i))
-            g = _C.ops.mul(ref.detach(), 0)
+            g = _zeros_like(ref)
         elif strict and create_graph and not g.requires_grad:
             raise RuntimeError(_STRICT_ZERO[stage].format(i))
         res.append(g)
@@ -163,7 +170,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         _check_requires_grad(outputs, "outputs", strict)
         # the double-backward trick: u -> J^T u is linear in u, and its gradient with respect to u, taken
         # against v, is J v
-        grad_outputs = tuple(_C.ops.mul(o.detach(), 0).requires_grad_(True) for o in outputs)
+        grad_outputs = tuple(_zeros_like(o).requires_grad_(True) for o in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict)
         grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
@@ -188,6 +195,9 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your function '
                          'has more outputs than inputs, "forward-mode" tends to be more performant. Otherwise, prefer '
                          'to use "reverse-mode".')
+    if strict and vectorize:
+        raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
+                           "supported together. Please either set `strict=False` or `vectorize=False`.")
     if strategy == "forward-mode":
         if create_graph:
             raise NotImplementedError('torch.autograd.functional.jacobian: `create_graph=True` and '
@@ -220,7 +230,7 @@ def _jacobian_rows(outputs, inputs, create_graph, strict):
                     if strict:
                         raise RuntimeError(f"Output {i} of the user-provided function is independent of input {k}. "
                                            "This is not allowed in strict mode.")
-                    gk = _C.ops.mul(inp.detach(), 0)
+                    gk = _zeros_like(inp)
                 rows[k].append(gk)
         jac.append(tuple(_stack_as(rows[k], out.shape, inp.shape, inp) for k, inp in enumerate(inputs)))
     return tuple(jac)
@@ -228,12 +238,12 @@ def _jacobian_rows(outputs, inputs, create_graph, strict):
 
 def _jacobian_columns(outputs, inputs, strict):
     """J column by column: jvp with each unit vector of each input, through the double-backward trick."""
-    grad_outputs = tuple(_C.ops.mul(o.detach(), 0).requires_grad_(True) for o in outputs)
+    grad_outputs = tuple(_zeros_like(o).requires_grad_(True) for o in outputs)
     grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
     cols = [[[] for _ in inputs] for _ in outputs]
     for k, inp in enumerate(inputs):
         for j in range(max(inp.numel(), 0)):
-            unit = _C.ops.mul(_flat_rows(inp.detach()), 0)
+            unit = _flat_rows(_zeros_like(inp))
             unit[j] = 1.0
             if grad_inputs[k] is None:
                 res = (None,) * len(outputs)
@@ -244,7 +254,7 @@ def _jacobian_columns(outputs, inputs, strict):
                     if strict:
                         raise RuntimeError(f"Output {i} of the user-provided function is independent of input {k}. "
                                            "This is not allowed in strict mode.")
-                    r = _C.ops.mul(out.detach(), 0)
+                    r = _zeros_like(out)
                 cols[i][k].append(_flat_rows(r))
     jac = []
     for i, out in enumerate(outputs):
@@ -331,9 +341,9 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
         outputs = _scalar_output(func, inputs, "hvp", strict)
         jac = _autograd_grad(outputs, inputs, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict)
-        grad_jac = tuple(_C.ops.mul(t.detach(), 0).requires_grad_(True) for t in inputs)
+        grad_jac = tuple(_zeros_like(t).requires_grad_(True) for t in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
-        _check_requires_grad(jac, "hessian", strict)
+        _check_requires_grad(double_back, "hessian", strict)
         grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
         res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
     return (_grad_postprocess(outputs, create_graph)[0],
