@@ -107,3 +107,20 @@ def test_zero_fills_do_not_multiply_inf_and_strict_messages():
         with pytest.raises(RuntimeError, match="`strict=True` and `vectorized=True` are not supported together"):
             mod.jacobian(lambda a: a * 2, L.ones(2), strict=True, vectorize=True)
     assert msgs[0] == msgs[1]
+
+
+def test_create_graph_seed_is_a_constant():
+    # the implicit ones seeding a scalar's backward hangs off no graph: the gradient of a linear function is
+    # then a constant even with create_graph, so strict second-order calls refuse it as torch does
+    x = flow.ones(2, requires_grad=True)
+    (g,) = flow.autograd.grad((x * 2).sum(), x, create_graph=True)
+    assert not g.requires_grad
+    (g,) = flow.autograd.grad((x * x).sum(), x, create_graph=True)
+    assert g.requires_grad
+    for name in ("hvp", "vhp"):
+        msgs = []
+        for L, mod in ((flow, F), (torch, TF)):
+            with pytest.raises(RuntimeError) as e:
+                getattr(mod, name)(lambda a: (a * 2).sum(), L.ones(2), L.ones(2), strict=True)
+            msgs.append(str(e.value))
+        assert msgs[0] == msgs[1]

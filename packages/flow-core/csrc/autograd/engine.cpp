@@ -60,6 +60,7 @@ TensorList run_backward(const TensorList& roots, const TensorList& grad_roots, b
     Tensor g = grad_roots[i];
     if (!g.defined()) {
       FLOW_RUNTIME_CHECK(r.numel() == 1, "grad can be implicitly created only for scalar outputs");
+      AutoGradMode no_grad(false);  // the seed is a constant: with create_graph it must not hang off r's graph
       g = ops::ones_like(r);
     } else {
       FLOW_RUNTIME_CHECK(g.sizes() == r.sizes(), "Mismatch in shape: grad_output[", i, "] has a shape of ",
