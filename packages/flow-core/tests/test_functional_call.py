@@ -102,3 +102,8 @@ def test_errors_like_torch():
     call(fm, {"extra": flow.ones(1)}, x)
     assert not hasattr(fm, "extra")
     assert flow.nn.utils.stateless.functional_call is call
+
+
+def test_non_tensor_values_are_refused():
+    with pytest.raises(TypeError, match="3 is not an instance of oneflow.Tensor"):
+        flow.func.functional_call(flow.nn.Linear(2, 2), {"weight": 3}, flow.ones(2))

@@ -415,3 +415,16 @@ def test_matrix_norm_empty_spectral_and_dtype_checks():
         flow.linalg.matrix_norm(flow.randn(3, 3, dtype=flow.float64), dtype=flow.float32)
     with pytest.raises(RuntimeError, match="without narrowing"):
         flow.linalg.norm(flow.randn(3, 3, dtype=flow.float64), dtype=flow.float32)
+
+
+@pytest.mark.parametrize("call,msg", [
+    (lambda L: L.linalg.pinv(L.ones(3)), r"linalg.pinv\(Float\{\[3\]\}\): expected a tensor with 2 or more"),
+    (lambda L: L.linalg.pinv(L.ones(2, 2, dtype=L.int64)), r"linalg.pinv\(Long\{\[2, 2\]\}\)"),
+    (lambda L: L.linalg.matrix_rank(L.ones(3)), "must have at least 2 dimensions"),
+    (lambda L: L.linalg.matrix_rank(L.ones(2, 2, dtype=L.int64)), "types other than float and double"),
+    (lambda L: L.linalg.matrix_norm(L.ones(2, 3, 4), dim=(1, -2)), r"dims must be different. Got \(1, 1\)"),
+])
+def test_pinv_rank_norm_input_errors_like_torch(call, msg):
+    for L in (torch, flow):
+        with pytest.raises(RuntimeError, match=msg):
+            call(L)

@@ -150,6 +150,10 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     matrix is read. Its gradient is the constant-rank derivative of the pseudo-inverse, as torch's."""
     if out is not None:
         raise TypeError("linalg.pinv(): 'out' is not supported")
+    if A.dim() < 2 or A.dtype not in (_C.float32, _C.float64):
+        shape = ", ".join(map(str, A.shape))
+        raise RuntimeError(f"linalg.pinv({torch_dtype_name(A.dtype)}{{[{shape}]}}): expected a tensor with 2 or more "
+                           "dimensions of float, double, cfloat or cdouble types")
     return _Pinv.apply(_lower_symmetric(A) if hermitian else A, atol, rtol)
 
 
@@ -158,6 +162,10 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     largest), rtol defaulting to eps * max(m, n) when neither is given."""
     if out is not None:
         raise TypeError("linalg.matrix_rank(): 'out' is not supported")
+    if A.dim() < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
+    if A.dtype not in (_C.float32, _C.float64):
+        raise RuntimeError("This function doesn't handle types other than float and double")
     S = svdvals(_lower_symmetric(A.detach()) if hermitian else A.detach())
     return (S > _rank_tolerance(A, S, atol, rtol)).sum(-1)
 
@@ -211,7 +219,7 @@ def _matrix_dims(A, dim):
             raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {d})")
     d0, d1 = dim[0] % nd, dim[1] % nd
     if d0 == d1:
-        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
     return d0, d1
 
 

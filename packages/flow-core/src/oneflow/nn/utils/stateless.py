@@ -3,6 +3,8 @@ call only (PyTorch's ``torch.func.functional_call`` / ``torch.nn.utils.stateless
 module's own tensors are put back afterwards, even when the call raises."""
 from collections import defaultdict
 
+from ... import _C
+
 __all__ = ["functional_call"]
 
 
@@ -90,6 +92,9 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     be given and nothing else. Buffers a module updates in place (BatchNorm's running statistics in training)
     are updated in the given tensors; the module's own are left untouched."""
     tensors = _merge(parameter_and_buffer_dicts)
+    for value in tensors.values():
+        if not isinstance(value, _C.TensorBase):
+            raise TypeError(f"{value!r} is not an instance of oneflow.Tensor")
     if tie_weights:
         _tie(module, tensors)
     if strict:
