@@ -59,6 +59,15 @@ void complete_orthonormal(double* Q, int64_t r, int64_t c, int64_t have) {
   }
 }
 
+// The plane rotation (x, y) <- (c x - s y, s x + c y) of two length-n vectors with element stride `stride`.
+void rotate(double* x, double* y, int64_t n, int64_t stride, double c, double s) {
+  for (int64_t i = 0; i < n * stride; i += stride) {
+    const double a = x[i], b = y[i];
+    x[i] = c * a - s * b;
+    y[i] = s * a + c * b;
+  }
+}
+
 // A power of two close to 1 / max|x| (1 when x is all zero): scaling by it is exact, and keeps the sums of
 // squares in the rotations from overflowing (entries near 1e154 and up) or underflowing (near 1e-154).
 double unit_scale(const double* x, int64_t n) {
@@ -93,18 +102,8 @@ void jacobi_svd(const double* a, int64_t m, int64_t n, int64_t ucols, double* U,
         double zeta = (beta - alpha) / (2 * gamma);
         double t = (zeta >= 0 ? 1.0 : -1.0) / (std::fabs(zeta) + std::sqrt(1 + zeta * zeta));
         double c = 1 / std::sqrt(1 + t * t), s = c * t;
-        for (int64_t i = 0; i < m; ++i) {
-          double x = wp[i], y = wq[i];
-          wp[i] = c * x - s * y;
-          wq[i] = s * x + c * y;
-        }
-        double* vp = &Vc[p * n];
-        double* vq = &Vc[q * n];
-        for (int64_t i = 0; i < n; ++i) {
-          double x = vp[i], y = vq[i];
-          vp[i] = c * x - s * y;
-          vq[i] = s * x + c * y;
-        }
+        rotate(wp, wq, m, 1, c, s);
+        rotate(&Vc[p * n], &Vc[q * n], n, 1, c, s);
       }
     if (!rotated) break;
   }
@@ -153,23 +152,9 @@ void jacobi_eigh(double* a, int64_t n, double* L, double* V) {
         double theta = (a[q * n + q] - a[p * n + p]) / (2 * apq);
         double t = (theta >= 0 ? 1.0 : -1.0) / (std::fabs(theta) + std::sqrt(theta * theta + 1));
         double c = 1 / std::sqrt(t * t + 1), s = t * c;
-        for (int64_t k = 0; k < n; ++k) {  // columns p, q
-          double x = a[k * n + p], y = a[k * n + q];
-          a[k * n + p] = c * x - s * y;
-          a[k * n + q] = s * x + c * y;
-        }
-        for (int64_t k = 0; k < n; ++k) {  // rows p, q
-          double x = a[p * n + k], y = a[q * n + k];
-          a[p * n + k] = c * x - s * y;
-          a[q * n + k] = s * x + c * y;
-        }
-        double* vp = &Vc[p * n];
-        double* vq = &Vc[q * n];
-        for (int64_t k = 0; k < n; ++k) {
-          double x = vp[k], y = vq[k];
-          vp[k] = c * x - s * y;
-          vq[k] = s * x + c * y;
-        }
+        rotate(&a[p], &a[q], n, n, c, s);          // columns p, q
+        rotate(&a[p * n], &a[q * n], n, 1, c, s);  // rows p, q
+        rotate(&Vc[p * n], &Vc[q * n], n, 1, c, s);
       }
   }
   std::vector<int64_t> order(static_cast<size_t>(n));
