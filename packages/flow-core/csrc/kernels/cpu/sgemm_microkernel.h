@@ -85,6 +85,13 @@ inline void update_c(const float* tile, float* c, int64_t ldc, int64_t mr, int64
   }
 }
 
+// C (M x N, stride ldc) = beta * C, for the products with nothing to multiply (K == 0 or alpha == 0): as in
+// BLAS, beta == 0 overwrites without reading C (it may hold NaN), and A and B are not read (0 * inf is NaN).
+inline void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
+}
+
 struct FreeDeleter {
   void operator()(float* p) const { std::free(p); }
 };

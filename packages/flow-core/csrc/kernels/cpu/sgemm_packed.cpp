@@ -155,11 +155,7 @@ void packed_sgemm_tn(int64_t M, int64_t N, int64_t K, float alpha, const float* 
     std::copy(s.begin(), s.end(), colsum);
   }
   if (N <= 0) return;
-  if (K <= 0 || alpha == 0.f) {  // C = beta * C: as in BLAS, A and B are not read (0 * inf would be NaN)
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
-    return;
-  }
+  if (K <= 0 || alpha == 0.f) return scale_c(M, N, beta, C, ldc);
   int64_t nt = get_num_threads();
 #ifdef _OPENMP
   if (omp_in_parallel()) nt = 1;

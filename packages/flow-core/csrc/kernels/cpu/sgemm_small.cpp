@@ -121,11 +121,7 @@ Range group_range(const float* p, int64_t groups, int64_t w) {
 void packed_sgemm_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                         const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
-  if (K <= 0 || alpha == 0.f) {  // C = beta * C: as in BLAS, A and B are not read (0 * inf would be NaN)
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.f ? 0.f : beta * C[i * ldc + j];
-    return;
-  }
+  if (K <= 0 || alpha == 0.f) return scale_c(M, N, beta, C, ldc);
   thread_local Scratch abuf, bbuf;
   thread_local std::vector<Range> arange, brange;
   const int64_t ntile = (N + NR - 1) / NR, npanel = (M + MR - 1) / MR;
@@ -173,7 +169,8 @@ void packed_sgemm_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float
   if (askip && !all_finite(pb, ntile * NR * K))
     for (Range& r : arange) r = {0, K};
   if (bskip) {
-    bool finite = !inplace ? all_finite(pa, npanel * MR * K) : true;
+    bool finite = true;
+    if (!inplace) finite = all_finite(pa, npanel * MR * K);
     for (int64_t i = 0; finite && inplace && i < M; ++i) finite = all_finite(A + i * lda, K);
     if (!finite)
       for (Range& r : brange) r = {0, K};
