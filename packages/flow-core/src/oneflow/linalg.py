@@ -100,11 +100,12 @@ def _rank_tolerance(A, S, atol, rtol):
     return tol
 
 
-def _pinv_value(A, atol, rtol):
+def _pinv_parts(A, atol, rtol):
+    """(pinv(A), A's singular values, how many of them the tolerance kept)."""
     U, S, Vh = svd(A, full_matrices=False)
     keep = S > _rank_tolerance(A, S, atol, rtol)
     s_inv = _C.ops.where(keep, 1 / _C.ops.where(keep, S, S * 0 + 1), S * 0)
-    return _C.ops.matmul(Vh.transpose(-2, -1) * s_inv.unsqueeze(-2), U.transpose(-2, -1))
+    return _C.ops.matmul(Vh.transpose(-2, -1) * s_inv.unsqueeze(-2), U.transpose(-2, -1)), S, keep.sum(-1)
 
 
 def _pinv_grad(g, P, A):
@@ -123,18 +124,22 @@ def _pinv_grad(g, P, A):
 
 
 class _Pinv(_Function):
-    @staticmethod
-    def forward(ctx, A, atol, rtol):
-        P = _pinv_value(A.detach(), atol, rtol)
-        ctx.save_for_backward(A, P)
-        ctx.tolerances = (atol, rtol)
-        return P
+    """The pseudo-inverse, with the singular values and rank of the one decomposition behind it (not
+    differentiable), so that lstsq needs no second SVD."""
 
     @staticmethod
-    def backward(ctx, g):
+    def forward(ctx, A, atol, rtol):
+        P, S, rank = _pinv_parts(A.detach(), atol, rtol)
+        ctx.mark_non_differentiable(S, rank)
+        ctx.save_for_backward(A, P)
+        ctx.tolerances = (atol, rtol)
+        return P, S, rank
+
+    @staticmethod
+    def backward(ctx, g, _g_singular_values, _g_rank):
         A, P = ctx.saved_tensors
         if _C.is_grad_enabled():  # double backward: the formula must see P as a function of A
-            P = _pinv_value(A, *ctx.tolerances)
+            P = _pinv_parts(A, *ctx.tolerances)[0]
         return _pinv_grad(g, P, A), None, None
 
 
@@ -154,7 +159,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
         shape = ", ".join(map(str, A.shape))
         raise RuntimeError(f"linalg.pinv({torch_dtype_name(A.dtype)}{{[{shape}]}}): expected a tensor with 2 or more "
                            "dimensions of float, double, cfloat or cdouble types")
-    return _Pinv.apply(_lower_symmetric(A) if hermitian else A, atol, rtol)
+    return _Pinv.apply(_lower_symmetric(A) if hermitian else A, atol, rtol)[0]
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
@@ -195,9 +200,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
     m, n = A.shape[-2], A.shape[-1]
     if rcond is None:
         rcond = finfo(A.dtype).eps * builtins.max(m, n)
-    X = _C.ops.matmul(pinv(A, rtol=rcond), Bm)
-    S = svdvals(A.detach())
-    rank = (S > _rank_tolerance(A, S, None, rcond)).sum(-1)
+    P, S, rank = _Pinv.apply(A, None, rcond)
+    X = _C.ops.matmul(P, Bm)
     empty = A.new_zeros([0])
     residuals = empty
     if m > n and driver != "gelsy" and bool((rank == n).all()):
