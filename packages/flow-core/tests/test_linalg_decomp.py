@@ -360,6 +360,8 @@ def test_lstsq_rank_deficient_and_errors():
         flow.linalg.lstsq(flow.randn(5, 3), flow.randn(4, 2))
     with pytest.raises(RuntimeError, match="`driver` should be one of \\(gels, gelsy, gelsd, gelss\\)"):
         flow.linalg.lstsq(flow.randn(5, 3), flow.randn(5, 2), driver="xx")
+    with pytest.raises(RuntimeError, match="types other than float and double"):
+        flow.linalg.lstsq(flow.ones(3, 2, dtype=flow.int64), flow.ones(3, 1, dtype=flow.int64))
 
 
 def test_spectral_extreme_magnitudes_and_special_inputs():

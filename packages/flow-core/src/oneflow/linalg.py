@@ -194,6 +194,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
     Bm = B.unsqueeze(-1) if vector else B
     if Bm.dim() < 2 or Bm.shape[-2] != A.shape[-2]:
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    if A.dtype not in (_C.float32, _C.float64):
+        raise RuntimeError("This function doesn't handle types other than float and double")
     if B.dtype != A.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
                            f"input's dtype {torch_dtype_name(A.dtype)} and other's dtype {torch_dtype_name(B.dtype)}")
