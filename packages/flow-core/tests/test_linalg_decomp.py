@@ -430,3 +430,30 @@ def test_pinv_rank_norm_input_errors_like_torch(call, msg):
     for L in (torch, flow):
         with pytest.raises(RuntimeError, match=msg):
             call(L)
+
+
+def test_out_arguments_are_written():
+    # out= for the spectral functions and norms: the result lands in the given tensors (resized when empty)
+    a = np.random.default_rng(16).standard_normal((4, 3))
+    fa, sym = flow.tensor(a), flow.tensor(a[:3] + a[:3].T)
+    outs = [flow.empty(0, dtype=flow.float64) for _ in range(3)]
+    res = flow.linalg.svd(fa, full_matrices=False, out=tuple(outs))
+    assert all(r is o for r, o in zip(res, outs))
+    np.testing.assert_allclose(outs[1].numpy(), torch.linalg.svdvals(torch.tensor(a)).numpy(), atol=1e-12)
+    eo = (flow.empty(0, dtype=flow.float64), flow.empty(0, dtype=flow.float64))
+    assert flow.linalg.eigh(sym, out=eo)[0] is eo[0]
+    np.testing.assert_allclose(eo[0].numpy(), torch.linalg.eigvalsh(torch.tensor(a[:3] + a[:3].T)), atol=1e-12)
+    cases = [(flow.linalg.svdvals, torch.linalg.svdvals, {}), (flow.linalg.pinv, torch.linalg.pinv, {}),
+             (flow.linalg.matrix_rank, torch.linalg.matrix_rank, {}),
+             (flow.linalg.matrix_norm, torch.linalg.matrix_norm, {"ord": "nuc"}),
+             (flow.linalg.norm, torch.linalg.norm, {"ord": 1})]
+    for f, t, kw in cases:
+        want = t(torch.tensor(a), **kw)
+        o = flow.empty(0, dtype=flow.int64 if want.dtype == torch.int64 else flow.float64)
+        assert f(fa, **kw, out=o) is o
+        np.testing.assert_allclose(o.numpy(), want.numpy(), atol=1e-12)
+    o = flow.empty(0, dtype=flow.float64)
+    assert flow.linalg.eigvalsh(sym, out=o) is o
+    U, S, V = (flow.empty(0, dtype=flow.float64) for _ in range(3))
+    flow.svd(fa, out=(U, S, V))
+    np.testing.assert_allclose((U.numpy() * S.numpy()) @ V.numpy().T, a, atol=1e-12)

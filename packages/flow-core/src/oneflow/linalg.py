@@ -11,6 +11,7 @@ import math
 from . import _C
 from ._ops._names import torch_dtype_name
 from ._ops.dtype_info import finfo
+from ._ops.creation import _finish
 from ._ops.linalg import _linalg_call
 from ._ops.reduce import vector_norm
 from .autograd.function import Function as _Function
@@ -39,18 +40,15 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     columns / rows. Computed by one-sided Jacobi rotations in double precision; like torch, gradients ignore
     the extra columns of a full U / Vh (any basis of the complement), and are undefined (inf/NaN) at repeated
     singular values."""
-    if out is not None:
-        raise TypeError("linalg.svd(): 'out' is not supported")
     _no_driver("svd", driver)
-    return svd_return(*_linalg_call(_C.ops.linalg_svd, A, full_matrices))
+    kw = {} if out is None else {"out": tuple(out)}  # the registry op writes (U, S, Vh) into out
+    return svd_return(*_linalg_call(_C.ops.linalg_svd, A, full_matrices, **kw))
 
 
 def svdvals(A, *, driver=None, out=None):
     """The singular values of each matrix in ``A``, in descending order."""
-    if out is not None:
-        raise TypeError("linalg.svdvals(): 'out' is not supported")
     _no_driver("svdvals", driver)
-    return _linalg_call(_C.ops.linalg_svd, A, False)[1]
+    return _finish(_linalg_call(_C.ops.linalg_svd, A, False)[1], False, out)
 
 
 def _no_driver(fn, driver):
@@ -66,16 +64,13 @@ def eigh(A, UPLO="L", *, out=None):
     """The eigenvalues (ascending) and orthonormal eigenvectors (columns) of each symmetric matrix in ``A``,
     of which only the lower (``UPLO='L'``) or upper triangle is read. Computed by Jacobi rotations in double
     precision; gradients are undefined (inf/NaN) at repeated eigenvalues, as in torch."""
-    if out is not None:
-        raise TypeError("linalg.eigh(): 'out' is not supported")
-    return eigh_return(*_C.ops.linalg_eigh(A, UPLO.upper() if isinstance(UPLO, str) else UPLO))
+    kw = {} if out is None else {"out": tuple(out)}
+    return eigh_return(*_C.ops.linalg_eigh(A, UPLO.upper() if isinstance(UPLO, str) else UPLO, **kw))
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
     """The eigenvalues (ascending) of each symmetric matrix in ``A``; see ``eigh``."""
-    if out is not None:
-        raise TypeError("linalg.eigvalsh(): 'out' is not supported")
-    return _C.ops.linalg_eigh(A, UPLO.upper() if isinstance(UPLO, str) else UPLO)[0]
+    return _finish(_C.ops.linalg_eigh(A, UPLO.upper() if isinstance(UPLO, str) else UPLO)[0], False, out)
 
 
 def _rank_tolerance(A, S, atol, rtol):
@@ -153,26 +148,22 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The Moore-Penrose pseudo-inverse of each matrix in ``A``: V diag(1/s) U^T over the singular values
     above the tolerance (see ``matrix_rank``); with ``hermitian`` only the lower triangle of the (symmetric)
     matrix is read. Its gradient is the constant-rank derivative of the pseudo-inverse, as torch's."""
-    if out is not None:
-        raise TypeError("linalg.pinv(): 'out' is not supported")
     if A.dim() < 2 or A.dtype not in (_C.float32, _C.float64):
         shape = ", ".join(map(str, A.shape))
         raise RuntimeError(f"linalg.pinv({torch_dtype_name(A.dtype)}{{[{shape}]}}): expected a tensor with 2 or more "
                            "dimensions of float, double, cfloat or cdouble types")
-    return _Pinv.apply(_lower_symmetric(A) if hermitian else A, atol, rtol)[0]
+    return _finish(_Pinv.apply(_lower_symmetric(A) if hermitian else A, atol, rtol)[0], False, out)
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The numerical rank of each matrix in ``A``: how many singular values exceed max(atol, rtol * the
     largest), rtol defaulting to eps * max(m, n) when neither is given."""
-    if out is not None:
-        raise TypeError("linalg.matrix_rank(): 'out' is not supported")
     if A.dim() < 2:
         raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
     if A.dtype not in (_C.float32, _C.float64):
         raise RuntimeError("This function doesn't handle types other than float and double")
     S = svdvals(_lower_symmetric(A.detach()) if hermitian else A.detach())
-    return (S > _rank_tolerance(A, S, atol, rtol)).sum(-1)
+    return _finish((S > _rank_tolerance(A, S, atol, rtol)).sum(-1), False, out)
 
 
 lstsq_return = collections.namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
@@ -236,10 +227,14 @@ def _to_norm_dtype(A, dtype, fn="matrix_norm"):
     return A.to(dtype)
 
 
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """The matrix norm of each matrix in ``A`` (over the two dims ``dim``): ``'fro'`` (Frobenius), ``'nuc'``
     (sum of the singular values), ``2`` / ``-2`` (largest / smallest singular value), ``inf`` / ``-inf`` (max /
     min absolute row sum) or ``1`` / ``-1`` (max / min absolute column sum)."""
+    return _finish(_matrix_norm(A, ord, dim, keepdim, dtype), False, out)
+
+
+def _matrix_norm(A, ord, dim, keepdim, dtype):
     d0, d1 = _matrix_dims(A, dim)
     if not A.dtype.is_floating_point:
         raise RuntimeError("linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
@@ -279,8 +274,10 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
     ``ord``-norm along it; with a 2-tuple the matrix norm over those dims; with no ``dim``, the matrix norm of
     a 2-D ``A`` or the vector norm of a 1-D one when ``ord`` is given, and the 2-norm of all elements
     otherwise."""
-    if out is not None:
-        raise TypeError("linalg.norm(): 'out' is not supported")
+    return _finish(_norm(A, ord, dim, keepdim, dtype), False, out)
+
+
+def _norm(A, ord, dim, keepdim, dtype):
     if dtype is not None and A.dtype.is_floating_point:
         _to_norm_dtype(A, dtype, "vector_norm")
     if dim is not None:
@@ -291,7 +288,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
             if isinstance(ord, str):
                 raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dims[0]}")
             return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)
-        return matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype=dtype)
+        return _matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype)
     if ord is None:
         return vector_norm(A, 2, None, keepdim, dtype=dtype)
     if A.dim() not in (1, 2):
@@ -299,7 +296,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):
                            f"{A.dim()}D.")
     if A.dim() == 1 and not isinstance(ord, str):
         return vector_norm(A, ord, None, keepdim, dtype=dtype)
-    return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+    return _matrix_norm(A, ord, (-2, -1), keepdim, dtype)
 
 
 def cross(input, other, *, dim=-1):

@@ -427,14 +427,13 @@ def svd(input, some=True, compute_uv=True, *, out=None):
     """``(U, S, V)`` with ``input = U diag(S) V^T`` (torch.svd, whose V is linalg.svd's Vh transposed): the
     reduced factors with ``some``, square U and V otherwise; with ``compute_uv=False`` U and V are zero
     (m x m and n x n)."""
-    if out is not None:
-        raise TypeError("svd(): 'out' is not supported")
     U, S, Vh = _linalg_call(ops.linalg_svd, input, not some and compute_uv)
     if not compute_uv:
         m, n = input.shape[-2], input.shape[-1]
         batch = list(input.shape[:-2])
-        return svd_return(input.new_zeros(batch + [m, m]), S, input.new_zeros(batch + [n, n]))
-    return svd_return(U, S, ops.transpose(Vh, -2, -1))
+        U, Vh = input.new_zeros(batch + [m, m]), input.new_zeros(batch + [n, n])
+    res = (U, S, ops.transpose(Vh, -2, -1) if compute_uv else Vh)
+    return svd_return(*(res if out is None else (_finish(r, False, o) for r, o in zip(res, out))))
 
 
 def pinverse(input, rcond=1e-15):
