@@ -15,8 +15,8 @@ def _batch(t):
     return t.shape
 
 
-class Normal(Distribution):
-    """The normal distribution N(loc, scale^2)."""
+class _LocScale(Distribution):
+    """A symmetric location-scale family on the reals: real ``loc`` (its mean and mode), positive ``scale``."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
@@ -33,6 +33,10 @@ class Normal(Distribution):
     @property
     def mode(self):
         return self.loc
+
+
+class Normal(_LocScale):
+    """The normal distribution N(loc, scale^2)."""
 
     @property
     def stddev(self):
@@ -175,24 +179,8 @@ class Exponential(Distribution):
         return 1.0 - flow.log(self.rate)
 
 
-class Laplace(Distribution):
+class Laplace(_LocScale):
     """The Laplace distribution with location ``loc`` and scale ``scale``."""
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(_batch(self.loc), validate_args=validate_args)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):
