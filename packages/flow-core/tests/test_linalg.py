@@ -236,11 +236,14 @@ def test_mm_transposed_left_operand_packed_kernel(m, n, k):
     assert_close(out[:, 0], np.zeros(m, np.float32))
 
 
-@pytest.mark.parametrize("m,n,k", [(512, 256, 128), (1031, 70, 300), (600, 1030, 513), (2048, 17, 1000)])
+@pytest.mark.parametrize("m,n,k", [(512, 256, 128), (1031, 70, 300), (600, 1030, 513), (2048, 17, 1000),
+                                   (1030, 256, 1024)])
 @pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, True)])
 def test_mm_tall_products_every_layout(m, n, k, ta, tb):
-    # a transformer's tall products (1024+ tokens) in the layouts oneDNN runs ((True, False) is the packed
-    # kernel's, above): off-tile sizes, several K blocks, accumulation into C, alpha/beta, NaN with beta = 0.
+    # a transformer's tall products (1024+ tokens) in the layouts not covered above ((True, False) is the
+    # packed TN kernel's): with a row-major A and N <= 256 they run the own row kernel (sgemm_packed.cpp),
+    # else oneDNN. Off-tile sizes (a last partial 6-row panel), several K blocks, accumulation into C,
+    # alpha/beta, NaN with beta = 0.
     a = r(k, m) if ta else r(m, k)
     b = r(n, k) if tb else r(k, n)
     fa = flow.tensor(a).t() if ta else flow.tensor(a)
@@ -268,15 +271,20 @@ def test_mm_tall_products_every_layout(m, n, k, ta, tb):
 
 def test_mm_packed_kernel_threads_and_batches():
     # the batch split runs each product inside a parallel region (the kernel then stays serial); one thread
-    # runs everything serial; results must not depend on either
+    # runs everything serial; results must not depend on either. Both own kernels: A^T @ B, and a tall
+    # row-major A @ B (row kernel), here with a batch of 3 on 2 threads (one product per thread in turn).
     a3, b3 = r(4, 300, 97), r(4, 300, 130)
     want = np.einsum("bkm,bkn->bmn", a3.astype(np.float64), b3)
+    r3, w3 = r(3, 700, 200), r(3, 200, 100)
+    want_rows = np.matmul(r3.astype(np.float64), w3)
     got = flow.bmm(flow.tensor(a3).transpose(1, 2), flow.tensor(b3))
     assert_close(got, want, rtol=1e-3, atol=1e-3)
+    assert_close(flow.bmm(flow.tensor(r3), flow.tensor(w3)), want_rows, rtol=1e-3, atol=1e-3)
     nt = flow.get_num_threads()
     try:
         flow.set_num_threads(1)
         assert_close(flow.bmm(flow.tensor(a3).transpose(1, 2), flow.tensor(b3)), want, rtol=1e-3, atol=1e-3)
+        assert_close(flow.bmm(flow.tensor(r3), flow.tensor(w3)), want_rows, rtol=1e-3, atol=1e-3)
     finally:
         flow.set_num_threads(nt)
 
@@ -342,10 +350,15 @@ def test_bmm_small_products_zero_times_inf_is_nan(ta, tb):
     assert_close(flow.matmul(_operand(at, ta), _operand(bt, tb)), want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("case", ["small_transposed", "small_tril", "packed_tn"])
+@pytest.mark.parametrize("case", ["small_transposed", "small_tril", "packed_tn", "packed_rows"])
 def test_gemm_alpha_zero_does_not_read_the_operands(case):
     # BLAS semantics: alpha = 0 gives beta * C without reading A and B, so an inf there (0 * inf) is no NaN
-    if case == "packed_tn":
+    if case == "packed_rows":
+        a = np.ones((512, 128), np.float32)
+        a[7, 9] = np.inf
+        c = r(512, 64)
+        out = flow.addmm(flow.tensor(c), flow.tensor(a), flow.ones(64, 128).t(), alpha=0.0, beta=0.5)
+    elif case == "packed_tn":
         b = np.ones((64, 256), np.float32)
         b[5, 5] = np.inf
         c = r(128, 256)

@@ -48,6 +48,13 @@ void sgemm_rowmajor(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alp
     packed_sgemm_tn(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
+  // Narrow products with a row-major A (a layer's input gradient dY @ W, or a linear forward into <= 256
+  // features) go to the own kernel that reads A in place: oneDNN packs all of A, which only N / 16 column
+  // tiles then share (3-15% faster on GPT's shapes in isolation).
+  if (!ta && N <= 256 && M >= 512 && M * N * K >= (int64_t(1) << 22) && packed_sgemm_available()) {
+    packed_sgemm_rows(M, N, K, alpha, A, lda, tb, B, ldb, beta, C, ldc);
+    return;
+  }
   Tensor pa, pb;
   if (aliasing_ld(ta, lda, M, N, K)) pad_rows(A, lda, K, M, pa);  // A^T is stored K x M
   if (aliasing_ld(tb, ldb, M, N, K)) pad_rows(B, ldb, N, K, pb);  // B^T is stored N x K

@@ -1,7 +1,8 @@
 // Dense matrix products on CPU. One entry point, `batched_gemm`, multiplies strided operands without
 // copying them where the strides describe a row- or column-major matrix (a transposed view costs nothing):
 //   C[b] = alpha * A[b] @ B[b] + beta * C[b]      (A: M x K, B: K x N, C: M x N)
-// float32 goes to oneDNN's sgemm, float64 to an own blocked OpenMP kernel, 16-bit floats through float32,
+// float32 goes to oneDNN's sgemm or, for the shapes where they are faster, the own AVX2 kernels
+// (sgemm_packed.h, sgemm_small.cpp), float64 to an own blocked OpenMP kernel, 16-bit floats through float32,
 // integers to simple loops.
 #pragma once
 #include <cstdint>

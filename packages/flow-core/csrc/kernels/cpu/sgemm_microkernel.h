@@ -1,5 +1,5 @@
 // The 6x16 AVX2 register block and the helpers shared by the packed GEMMs (sgemm_packed.cpp: large
-// transposed-A products; sgemm_small.cpp: batches of small products). Include only where __AVX2__ and
+// products; sgemm_small.cpp: batches of small products; sgemm_pack.cpp: the packing routines). Include only where __AVX2__ and
 // __FMA__ are defined.
 #pragma once
 #include <immintrin.h>
@@ -120,5 +120,9 @@ void pack_at(const float* At, int64_t lda, int64_t i0, int64_t mc, int64_t p0, i
 // B's rows [p0, p0 + kc) and columns [j0, j0 + nc) (B is K x N, stride ldb) as ceil(nc / NR) panels of
 // kc x NR (column index fastest), zero-padded.
 void pack_b(const float* B, int64_t ldb, int64_t j0, int64_t nc, int64_t p0, int64_t kc, float* out);
+
+// All N columns of B = Bt^T over K steps (Bt is N x K, stride ldb) in pack_b's layout: ceil(N / NR) panels
+// of K x NR, zero-padded. Eight rows of Bt at a time are read eight values wide and transposed in registers.
+void pack_bt(const float* Bt, int64_t ldb, int64_t N, int64_t K, float* out);
 
 }  // namespace flow::sgemm_detail

@@ -14,67 +14,6 @@ namespace flow {
 
 #ifdef FLOW_PACKED_SGEMM
 
-namespace sgemm_detail {
-
-// Rows of At are read front to back, eight at a time, so each panel receives 8 x MR values (three whole
-// cache lines) in one burst: dealing out one row at a time wrote 24 bytes to each of 24 panels 6 KiB apart,
-// whose lines share two L1 sets and were evicted between writes (2x slower).
-void pack_at(const float* At, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out,
-             float* sums) {
-  int64_t full = mc / MR * MR;
-  const __m256i m6 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
-  for (int64_t k0 = 0; k0 < kc; k0 += 8) {
-    int64_t k1 = std::min(kc, k0 + 8);
-    // A panel's MR values as one 8-wide load and store: the store's two extra lanes land where the next k
-    // writes, so only the last k needs the masked (slower) store; rows past the block are never read.
-    for (int64_t ir = 0; ir < full; ir += MR) {
-      const float* src = At + p0 * lda + i0 + ir;
-      float* o = out + ir * kc;
-      bool wide = ir + 8 <= mc;
-      __m256 sum = _mm256_setzero_ps();
-      for (int64_t k = k0; k < k1; ++k) {
-        __m256 v = wide ? _mm256_loadu_ps(src + k * lda) : _mm256_maskload_ps(src + k * lda, m6);
-        sum = _mm256_add_ps(sum, v);
-        if (k + 1 < kc) _mm256_storeu_ps(o + k * MR, v);
-        else _mm256_maskstore_ps(o + k * MR, m6, v);
-      }
-      // lanes 6 and 7 belong to the next panel: add zero there
-      if (sums) _mm256_storeu_ps(sums + ir, _mm256_add_ps(_mm256_loadu_ps(sums + ir),
-                                                        _mm256_and_ps(sum, _mm256_castsi256_ps(m6))));
-    }
-    if (full < mc)
-      for (int64_t k = k0; k < k1; ++k) {
-        const float* src = At + (p0 + k) * lda + i0;
-        float* d = out + full * kc + k * MR;
-        for (int64_t r = 0; r < MR; ++r) d[r] = full + r < mc ? src[full + r] : 0.f;
-        if (sums)
-          for (int64_t r = full; r < mc; ++r) sums[r] += src[r];
-      }
-  }
-}
-
-void pack_b(const float* B, int64_t ldb, int64_t j0, int64_t nc, int64_t p0, int64_t kc, float* out) {
-  for (int64_t jr = 0; jr < nc; jr += NR) {
-    int64_t nr = std::min(NR, nc - jr);
-    float* o = out + jr * kc;
-    const float* src = B + p0 * ldb + j0 + jr;
-    if (nr == NR) {
-      for (int64_t k = 0; k < kc; ++k, o += NR, src += ldb) {
-        _mm256_store_ps(o, _mm256_loadu_ps(src));
-        _mm256_store_ps(o + 8, _mm256_loadu_ps(src + 8));
-      }
-    } else {
-      for (int64_t k = 0; k < kc; ++k, o += NR, src += ldb) {
-        int64_t c = 0;
-        for (; c < nr; ++c) o[c] = src[c];
-        for (; c < NR; ++c) o[c] = 0.f;
-      }
-    }
-  }
-}
-
-}  // namespace sgemm_detail
-
 using namespace sgemm_detail;
 
 namespace {
@@ -137,6 +76,48 @@ void sgemm_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, floa
     for (int64_t i = 0; i < i1 - i0; ++i) colsum[i0 + i] = static_cast<float>(block_sums[i]);
 }
 
+// Row panels [p0, p1) of C = alpha * A @ op(B) + beta * C on the calling thread, A row-major and read in
+// place: a 6-row panel of A over one K block (6 x 256 floats) stays in L1 while it meets every column tile
+// of the packed B block, which streams from L2 (NCR x KC = 256 KiB). Packing A instead would copy the whole
+// of it once per product; with only N / 16 tiles to share that copy, narrow products (N <= 256, e.g. a
+// layer's input gradient dY @ W) lose 3-15% to it, which is where this beats oneDNN. The last, partial
+// panel is taken as the last MR rows of A (M >= MR), overlapping the panel before: its extra rows are
+// computed into a scratch tile and not stored.
+constexpr int64_t NCR = 256;
+void sgemm_rows_block(int64_t p0, int64_t p1, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                      int64_t lda, bool tb, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  thread_local Scratch bbuf;
+  int64_t nk = (K + KC - 1) / KC, kb = (K + nk - 1) / nk;
+  float* pb = bbuf.get(static_cast<size_t>((NCR + NR) * kb));
+  alignas(32) float tile[MR * NR];
+  for (int64_t jc = 0; jc < N; jc += NCR) {
+    int64_t nc = std::min(NCR, N - jc);
+    for (int64_t pc = 0; pc < K; pc += kb) {
+      int64_t kc = std::min(kb, K - pc);
+      float bet = pc == 0 ? beta : 1.f;
+      bool direct = alpha == 1.f && (bet == 0.f || bet == 1.f);
+      if (tb) pack_bt(B + jc * ldb + pc, ldb, nc, kc, pb);
+      else pack_b(B, ldb, jc, nc, pc, kc, pb);
+      for (int64_t p = p0; p < p1; ++p) {
+        int64_t r0 = std::min(p * MR, M - MR), skip = p * MR - r0;
+        const float* a = A + r0 * lda + pc;
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          int64_t nr = std::min(NR, nc - jr);
+          float* c = C + r0 * ldc + jc + jr;
+          const float* b = pb + jr * kc;
+          if (direct && skip == 0 && nr == NR) {
+            if (bet == 0.f) microkernel<false, true>(kc, a, lda, b, c, ldc);
+            else microkernel<true, true>(kc, a, lda, b, c, ldc);
+          } else {
+            microkernel<false, true>(kc, a, lda, b, tile, NR);
+            update_c(tile + skip * NR, c + skip * ldc, ldc, MR - skip, nr, alpha, bet);
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool packed_sgemm_available() { return true; }
@@ -178,12 +159,32 @@ void packed_sgemm_tn(int64_t M, int64_t N, int64_t K, float alpha, const float* 
   });
 }
 
+void packed_sgemm_rows(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, bool tb,
+                       const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0 || alpha == 0.f) return scale_c(M, N, beta, C, ldc);
+  FLOW_CHECK(M >= MR, Runtime, "packed_sgemm_rows: needs at least ", MR, " rows, got ", M);
+  int64_t nt = get_num_threads();
+#ifdef _OPENMP
+  if (omp_in_parallel()) nt = 1;
+#endif
+  // Threads split the row panels; each packs its own copy of B (at most K x 256 floats per block).
+  int64_t npanel = (M + MR - 1) / MR, parts = std::max<int64_t>(1, std::min(nt, npanel));
+  parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q)
+      sgemm_rows_block(npanel * q / parts, npanel * (q + 1) / parts, M, N, K, alpha, A, lda, tb, B, ldb, beta, C,
+                       ldc);
+  });
+}
+
 #else  // no AVX2/FMA in this build
 
 bool packed_sgemm_available() { return false; }
 
 void packed_sgemm_tn(int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float, float*,
                      int64_t, float*) {}
+void packed_sgemm_rows(int64_t, int64_t, int64_t, float, const float*, int64_t, bool, const float*, int64_t, float,
+                       float*, int64_t) {}
 void sgemm_microkernel_6x16(int64_t, const float*, const float*, float*) {}
 
 #endif

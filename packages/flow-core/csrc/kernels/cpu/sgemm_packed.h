@@ -2,6 +2,7 @@
 // of A and B). oneDNN's AVX2 sgemm runs the transposed-A products of training (linear's weight gradient,
 // C = dY^T X with K = tokens) at 80-135 GFLOP/s on a 2-core Zen 3, where this CPU's FMA peak is ~190; packing
 // turns the transposed A into the kernel's natural layout, so those products run near the untransposed speed.
+// A second entry takes tall, narrow products with a row-major A (read in place, never packed).
 #pragma once
 #include <cstdint>
 
@@ -11,14 +12,20 @@ namespace flow {
 bool packed_sgemm_available();
 
 // Row-major C (M x N, ldc) = alpha * A^T @ B + beta * C, where A^T's storage A is K x M (stride lda) and B
-// is K x N (stride ldb): sgemm's ('T', 'N') case, the only one routed here (oneDNN matches or beats this
-// kernel on the others). BLAS semantics: when beta == 0, C's previous contents, NaN included, are ignored.
+// is K x N (stride ldb): sgemm's ('T', 'N') case. BLAS semantics: when beta == 0, C's previous contents, NaN included, are ignored.
 // Threads split the larger of M and N through parallel_for; inside a parallel region it runs serial.
 // Requires packed_sgemm_available().
 // colsum, when given (M floats), receives the sums over k of A(i, k): the column sums of the stored A^T,
 // i.e. a linear layer's bias gradient alongside its weight gradient, computed in the packing pass.
 void packed_sgemm_tn(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
                      int64_t ldb, float beta, float* C, int64_t ldc, float* colsum = nullptr);
+
+// Row-major C (M x N, ldc) = alpha * A @ op(B) + beta * C with A row-major (M x K, stride lda, M >= 6) read
+// in place: op(B) is B (K x N, stride ldb), or B^T with tb (then B is stored N x K). For narrow products
+// (N <= 256), where oneDNN's packing of A costs more than the kernel saves. BLAS semantics as above;
+// threads split the rows. Requires packed_sgemm_available().
+void packed_sgemm_rows(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, bool tb,
+                       const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 // Row-major C (M x N, ldc) = alpha * op(A) @ op(B) + beta * C on the calling thread, for the small products
 // of a batch (one per thread): op(A) is A, or A^T with ta (then A is stored K x M), and likewise op(B).

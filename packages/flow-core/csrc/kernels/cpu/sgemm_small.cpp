@@ -16,52 +16,6 @@ using namespace sgemm_detail;
 
 namespace {
 
-// r[i] <- column i of the 8 x 8 block whose rows r holds.
-inline void transpose8(__m256 r[8]) {
-  __m256 t[8], u[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
-    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-  }
-}
-
-// Lanes [0, n) set, for loads that must not read past a row's end.
-inline __m256i lane_mask(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-// All columns of B = Bt^T (Bt is N x K, stride ldb) in pack_b's layout: ceil(N / NR) panels of K x NR,
-// zero-padded. Eight rows of Bt at a time are read eight values wide and transposed in registers.
-void pack_bt(const float* Bt, int64_t ldb, int64_t N, int64_t K, float* out) {
-  for (int64_t j0 = 0; j0 < N; j0 += NR) {
-    float* o = out + j0 * K;
-    for (int64_t h = 0; h < NR; h += 8) {
-      int64_t rows = std::clamp<int64_t>(N - j0 - h, 0, 8);
-      for (int64_t k0 = 0; k0 < K; k0 += 8) {
-        int64_t kn = std::min<int64_t>(8, K - k0);
-        __m256i m = lane_mask(kn);
-        __m256 r[8];
-        for (int64_t i = 0; i < 8; ++i) {
-          const float* src = Bt + (j0 + h + i) * ldb + k0;
-          r[i] = i >= rows ? _mm256_setzero_ps() : kn == 8 ? _mm256_loadu_ps(src) : _mm256_maskload_ps(src, m);
-        }
-        transpose8(r);
-        for (int64_t k = 0; k < kn; ++k) _mm256_store_ps(o + (k0 + k) * NR + h, r[k]);
-      }
-    }
-  }
-}
-
 // Rows [i0, i0 + mr) (mr <= MR) of a row-major A (stride lda) as one zero-padded K x MR panel.
 void pack_rows(const float* A, int64_t lda, int64_t i0, int64_t mr, int64_t K, float* out) {
   for (int64_t k = 0; k < K; ++k)
