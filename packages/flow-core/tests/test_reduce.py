@@ -149,6 +149,24 @@ def test_empty_reduction_errors_like_torch():
     assert flow.max(e, 1).indices.shape == (0,)
 
 
+def test_amin_amax_aminmax_empty_errors_name_dims_as_torch():
+    # amin/amax keep the caller's (negative) index; aminmax and max(dim) name the normalised one; no dims at
+    # all on an empty input is a RuntimeError
+    e3 = flow.zeros(2, 0, 3)
+    for fn, err, msg in [
+        (lambda: flow.amin(e3, dim=(0, -2)), IndexError, "amin\\(\\): Expected reduction dim -2 to have non-zero"),
+        (lambda: flow.amax(e3, dim=-2), IndexError, "amax\\(\\): Expected reduction dim -2 to have non-zero"),
+        (lambda: flow.amin(e3), RuntimeError, "amin\\(\\): Expected reduction dim to be specified for input"),
+        (lambda: flow.aminmax(e3, dim=-2), IndexError, "^aminmax: Expected reduction dim 1 to have non-zero size"),
+        (lambda: flow.aminmax(e3), RuntimeError, "aminmax\\(\\): cannot compute aminmax over an empty dim"),
+        (lambda: flow.max(e3, -2), IndexError, "max\\(\\): Expected reduction dim 1 to have non-zero"),
+    ]:
+        with pytest.raises(err, match=msg):
+            fn()
+    mn, mx = flow.aminmax(e3, dim=0)
+    assert mn.shape == mx.shape == (0, 3)
+
+
 def test_zero_dim_inputs():
     s = np.array(2.5, np.float32)
     for name in ["sum", "mean", "nansum", "nanmean", "amax", "amin", "prod"]:

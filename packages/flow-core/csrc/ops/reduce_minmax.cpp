@@ -154,8 +154,20 @@ Tensor evenly_distribute(const Tensor& g, const Tensor& x, const Tensor& result,
   return ops::mul(ops::div(gk, count), m);
 }
 
+// amax/amin's mask, after torch's checks for an empty input: no dims (all of them) is a RuntimeError, and an
+// empty reduction dim is named as the caller wrote it (torch keeps a negative index here, unlike max(dim)).
 std::vector<bool> amax_mask(const Tensor& t, const Attrs& a, const char* op) {
-  return reduce_mask(t, a.ints(0), op);
+  const std::vector<int64_t>& dims = a.ints(0);
+  std::vector<bool> m = reduce_mask(t, dims, op);
+  if (t.numel() != 0) return m;
+  FLOW_RUNTIME_CHECK(!dims.empty(), op, "(): Expected reduction dim to be specified for input.numel() == 0. "
+                     "Specify the reduction dim with the 'dim' argument.");
+  for (int64_t d : dims) {
+    int64_t nd = t.dim() == 0 ? 0 : (d < 0 ? d + t.dim() : d);
+    FLOW_INDEX_CHECK(t.dim() == 0 || t.sizes()[nd] != 0, op, "(): Expected reduction dim ", d,
+                     " to have non-zero size.");
+  }
+  return m;
 }
 
 }  // namespace
@@ -166,12 +178,10 @@ std::vector<bool> amax_mask(const Tensor& t, const Attrs& a, const char* op) {
       .traits(kReduction)                                                                                    \
       .meta([](const TensorList& in, const Attrs& a) {                                                      \
         auto m = amax_mask(in[0], a, #NAME);                                                                 \
-        check_nonempty(in[0], m, #NAME);                                                                     \
         return std::vector<TensorMeta>{{reduced_sizes(in[0].sizes(), m, a.b(1)), in[0].dtype(), in[0].device()}}; \
       })                                                                                                     \
       .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                            \
         auto m = amax_mask(in[0], a, #NAME);                                                                 \
-        check_nonempty(in[0], m, #NAME);                                                                     \
         extreme_kernel<MAX>(in[0], out[0], m, #NAME);                                                        \
       })                                                                                                     \
       .save_inputs({0})                                                                                      \

@@ -161,9 +161,11 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
 
 def aminmax(input, *, dim=None, keepdim=False):
     """(min, max) of ``input`` (over ``dim`` when given) as a named tuple."""
-    if input.numel() == 0 and (dim is None or input.shape[dim] == 0):
+    if input.numel() == 0 and dim is None:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
                            "identity.")
+    if input.numel() == 0 and input.dim() > 0 and input.shape[dim] == 0:
+        raise IndexError(f"aminmax: Expected reduction dim {_norm_dim(input, dim)} to have non-zero size.")
     dims = [] if dim is None else [dim]
     return aminmax_return((ops.amin(input, dims, keepdim), ops.amax(input, dims, keepdim)))
 
