@@ -128,3 +128,72 @@ def test_activations_are_not_kept():
         return peak
     plain, ckpt = run(False), run(True)
     assert ckpt < plain / 3, (ckpt, plain)
+
+
+def _pair(seed=3):
+    # the same Linear in both frameworks, and an input
+    torch.manual_seed(seed)
+    tl = torch.nn.Linear(5, 4)
+    fl = flow.nn.Linear(5, 4)
+    with flow.no_grad():
+        fl.weight.copy_(flow.tensor(tl.weight.detach().numpy()))
+        fl.bias.copy_(flow.tensor(tl.bias.detach().numpy()))
+    x = np.random.default_rng(seed).standard_normal((3, 5)).astype(np.float32)
+    return fl, tl, x
+
+
+def test_reentrant_refuses_grad_and_backward_inputs_like_torch():
+    fl, _, x = _pair()
+    xf = flow.tensor(x, requires_grad=True)
+    for run in (lambda out: flow.autograd.grad(out, [xf]), lambda out: out.backward(inputs=[xf])):
+        with pytest.raises(RuntimeError, match="When use_reentrant=True, torch.utils.checkpoint is incompatible "
+                                               "with .grad\\(\\) or passing an `inputs` parameter"):
+            run(checkpoint(fl, xf, use_reentrant=True).sum())
+    assert fl.weight.grad is None and xf.grad is None  # nothing accumulated on the way to the error
+    # a plain backward still works afterwards (the flag is per call)
+    checkpoint(fl, xf, use_reentrant=True).sum().backward()
+    assert fl.weight.grad is not None and xf.grad is not None
+
+
+def test_non_reentrant_module_params_reach_autograd_grad_and_backward_inputs():
+    fl, tl, x = _pair()
+    xf, xt = flow.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got = flow.autograd.grad(checkpoint(fl, xf, use_reentrant=False).pow(2).sum(), [fl.weight, fl.bias, xf])
+    want = torch.autograd.grad(torch.utils.checkpoint.checkpoint(tl, xt, use_reentrant=False).pow(2).sum(),
+                               [tl.weight, tl.bias, xt])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+    assert fl.weight.grad is None and xf.grad is None  # grad() leaves .grad alone, inside the region too
+    # backward(inputs=[x]) fills x.grad only
+    checkpoint(fl, xf, use_reentrant=False).pow(2).sum().backward(inputs=[xf])
+    np.testing.assert_allclose(xf.grad.numpy(), want[2].numpy(), rtol=1e-5, atol=1e-6)
+    assert fl.weight.grad is None
+    # a plain backward accumulates into the parameters once (not twice through two routes)
+    checkpoint(fl, xf, use_reentrant=False).pow(2).sum().backward()
+    np.testing.assert_allclose(fl.weight.grad.numpy(), want[0].numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_non_reentrant_bound_method_kwargs_param_argument_and_double_backward():
+    class Scaled(flow.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = flow.nn.Linear(5, 4)
+            self.s = flow.nn.Parameter(flow.tensor(1.5))
+
+        def forward(self, x, w, shift=0.0):
+            return flow.tanh(self.lin(x) * self.s + x.sum(1, keepdim=True) * w.sum() + shift)
+
+    m = Scaled()
+    x = flow.randn(3, 5, requires_grad=True)
+
+    def run(ck):
+        out = m.forward(x, m.lin.weight, shift=0.5) if not ck else checkpoint(m.forward, x, m.lin.weight, shift=0.5,
+                                                                               use_reentrant=False)
+        loss = out.pow(2).sum()
+        g = flow.autograd.grad(loss, [m.lin.weight, m.s, x], create_graph=True)
+        gg = flow.autograd.grad(sum(t.pow(2).sum() for t in g), [m.lin.weight, m.s, x])
+        return [t.detach().numpy() for t in g + gg]
+
+    # the weight is both an argument and a parameter of the bound method's module: both paths count, once each
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

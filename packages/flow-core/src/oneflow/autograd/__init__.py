@@ -2,7 +2,9 @@
 
 The engine is C++ (``csrc/autograd``); this module is its Python face.
 """
+import contextlib
 import functools
+import threading
 
 from .. import _C
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
@@ -19,6 +21,26 @@ def _as_list(x):
     return list(x)
 
 
+_state = threading.local()
+
+
+def _is_checkpoint_valid():
+    """False while a ``grad()`` or ``backward(inputs=...)`` call is running on this thread: re-entrant
+    checkpoints (which accumulate into every leaf's ``.grad``) cannot serve those (PyTorch's
+    ``torch.autograd._is_checkpoint_valid``)."""
+    return getattr(_state, "checkpoint_valid", True)
+
+
+@contextlib.contextmanager
+def _checkpoint_validity(valid):
+    prev = _is_checkpoint_valid()
+    _state.checkpoint_valid = valid
+    try:
+        yield
+    finally:
+        _state.checkpoint_valid = prev
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
     """Accumulates gradients of ``tensors`` into the ``.grad`` of graph leaves."""
     tensors = _as_list(tensors)
@@ -29,7 +51,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         retain_graph = create_graph
     if inputs is not None:
         ins = _as_list(inputs)
-        gs = _C._run_backward(tensors, grads, retain_graph, create_graph, ins, True)
+        with _checkpoint_validity(False):
+            gs = _C._run_backward(tensors, grads, retain_graph, create_graph, ins, True)
         for t, g in zip(ins, gs):
             if g is None:
                 continue
@@ -38,7 +61,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             else:
                 t.grad = t.grad + g
         return
-    _C._run_backward(tensors, grads, retain_graph, create_graph, None, False)
+    with _checkpoint_validity(True):
+        _C._run_backward(tensors, grads, retain_graph, create_graph, None, False)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
@@ -51,7 +75,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         retain_graph = create_graph
     if allow_unused is None:
         allow_unused = materialize_grads
-    res = _C._run_backward(outs, gouts, retain_graph, create_graph, ins, allow_unused)
+    with _checkpoint_validity(False):
+        res = _C._run_backward(outs, gouts, retain_graph, create_graph, ins, allow_unused)
     if materialize_grads:
         res = tuple(_C.ops.mul(i.detach(), 0) if r is None else r for r, i in zip(res, ins))
     return tuple(res)
