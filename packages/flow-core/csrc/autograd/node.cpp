@@ -35,6 +35,16 @@ static Tensor shallow_copy(const Tensor& t) {
   return Tensor(std::move(impl));
 }
 
+namespace {
+thread_local std::vector<PackHook> t_pack_hooks;
+thread_local bool t_in_pack_hook = false;  // what a pack hook's own ops save is kept as is (no recursion)
+}  // namespace
+
+void push_pack_hook(PackHook h) { t_pack_hooks.push_back(std::move(h)); }
+void pop_pack_hook() {
+  if (!t_pack_hooks.empty()) t_pack_hooks.pop_back();
+}
+
 SavedTensor SavedTensor::save(const Tensor& t, bool is_output) {
   SavedTensor s;
   if (!t.defined()) return s;
@@ -47,6 +57,16 @@ SavedTensor SavedTensor::save(const Tensor& t, bool is_output) {
   } else {
     s.data = t;
   }
+  if (!t_pack_hooks.empty() && !t_in_pack_hook) {
+    // Copy the hook: it may install or remove hooks itself. Its result replaces the tensor.
+    PackHook hook = t_pack_hooks.back();
+    struct Guard {
+      Guard() { t_in_pack_hook = true; }
+      ~Guard() { t_in_pack_hook = false; }
+    } guard;
+    s.packed = hook(s.data);
+    s.data = Tensor();
+  }
   return s;
 }
 
@@ -56,8 +76,9 @@ Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner, const char* node_
                      "they have already been freed). Saved intermediate values of the graph are freed when you "
                      "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
                      "through the graph a second time or if you need to access saved tensors after calling backward.");
-  if (!data.defined()) return data;
-  if (data.version() != version) {
+  Tensor base = packed ? packed->unpack() : data;
+  if (!base.defined()) return base;
+  if (!packed && data.version() != version) {
     fail(ErrorKind::Runtime,
          "one of the variables needed for gradient computation has been modified by an inplace operation: [",
          dtype_name(data.dtype()), " ", shape_str(data.sizes()), "], which is ", is_output ? "output" : "input",
@@ -66,13 +87,13 @@ Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner, const char* node_
          "gradient.");
   }
   if (is_output && was_requires_grad) {
-    Tensor t = shallow_copy(data);
+    Tensor t = shallow_copy(base);
     auto& m = t.autograd_meta();
     m.grad_fn = owner;
     m.output_nr = output_nr;
     return t;
   }
-  return data;
+  return base;
 }
 
 // ---- op nodes -----------------------------------------------------------------------------------------
@@ -96,10 +117,12 @@ std::string OpNode::op_title() const {
 void OpNode::release_saved() {
   for (auto& s : saved_inputs) {
     s.data = Tensor();
+    s.packed.reset();
     s.released = true;
   }
   for (auto& s : saved_outputs) {
     s.data = Tensor();
+    s.packed.reset();
     s.released = true;
   }
   released = true;

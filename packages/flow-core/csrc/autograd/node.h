@@ -1,6 +1,7 @@
 // Autograd graph nodes. A Node turns gradients w.r.t. its forward outputs into gradients w.r.t. its
 // forward inputs; `next_edges[i]` says where the gradient of input i goes.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,9 +24,21 @@ struct InputMeta {
   bool defined = false;
 };
 
+// What a saved-tensor pack hook made of a tensor, and the way back (its unpack hook).
+struct PackedTensor {
+  virtual ~PackedTensor() = default;
+  virtual Tensor unpack() const = 0;
+};
+// torch.autograd.graph.saved_tensors_hooks: while a pack hook is installed on this thread, every tensor an
+// op saves for backward goes through the innermost one, and only what it returns is kept.
+using PackHook = std::function<std::shared_ptr<PackedTensor>(const Tensor&)>;
+void push_pack_hook(PackHook h);
+void pop_pack_hook();
+
 // A tensor kept for backward, with the version it had when saved.
 struct SavedTensor {
   Tensor data;  // shares storage; for saved outputs, carries no autograd meta (avoids a cycle)
+  std::shared_ptr<PackedTensor> packed;  // instead of data, under a pack hook (no version check then)
   int64_t version = 0;
   bool is_output = false;
   bool was_requires_grad = false;

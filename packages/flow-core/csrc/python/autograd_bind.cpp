@@ -69,6 +69,34 @@ struct PyFunctionNode : autograd::Node {
   }
 };
 
+// A saved-tensors-hooks pair (torch.autograd.graph.saved_tensors_hooks). Shared, so that copying the C++
+// hook never touches Python reference counts; released with the GIL.
+struct PySavedHooks {
+  nb::object pack, unpack;
+  ~PySavedHooks() {
+    nb::gil_scoped_acquire gil;
+    pack.reset();
+    unpack.reset();
+  }
+};
+
+// What the pack hook returned for one saved tensor, and the pair whose unpack hook turns it back.
+struct PyPacked : autograd::PackedTensor {
+  std::shared_ptr<PySavedHooks> hooks;
+  nb::object obj;
+  Tensor unpack() const override {
+    nb::gil_scoped_acquire gil;
+    nb::object r = hooks->unpack(obj);
+    FLOW_TYPE_CHECK(is_tensor(r.ptr()), "Output of saved tensor unpack_hook expected to be a Tensor but got result "
+                    "of type ", nb::str(nb::handle(r.type()).attr("__name__")).c_str());
+    return unwrap(r.ptr());
+  }
+  ~PyPacked() override {
+    nb::gil_scoped_acquire gil;
+    obj.reset();
+  }
+};
+
 void init_autograd(nb::module_& m) {
   nb::class_<autograd::Node>(m, "Node")
       .def("name", &autograd::Node::name)
@@ -96,6 +124,19 @@ void init_autograd(nb::module_& m) {
     return wrap_list(r, true);
   }, nb::arg("tensors"), nb::arg("grad_tensors"), nb::arg("keep_graph"), nb::arg("create_graph"),
      nb::arg("inputs").none(), nb::arg("allow_unused"));
+  m.def("_push_saved_tensors_hooks", [](nb::object pack, nb::object unpack) {
+    auto hooks = std::make_shared<PySavedHooks>();
+    hooks->pack = std::move(pack);
+    hooks->unpack = std::move(unpack);
+    autograd::push_pack_hook([hooks](const Tensor& t) -> std::shared_ptr<autograd::PackedTensor> {
+      nb::gil_scoped_acquire gil;
+      auto p = std::make_shared<PyPacked>();
+      p->hooks = hooks;
+      p->obj = hooks->pack(wrap(t));
+      return p;
+    });
+  });
+  m.def("_pop_saved_tensors_hooks", []() { autograd::pop_pack_hook(); });
   m.def("is_grad_enabled", []() { return autograd::GradMode::is_enabled(); });
   m.def("_set_grad_enabled", [](bool on) { autograd::GradMode::set_enabled(on); });
   m.def("is_inference_mode_enabled", []() { return autograd::InferenceMode::is_enabled(); });

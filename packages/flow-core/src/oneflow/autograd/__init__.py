@@ -7,9 +7,10 @@ import functools
 import threading
 
 from .. import _C
+from . import graph  # noqa: F401
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 
-__all__ = ["backward", "grad", "Function", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+__all__ = ["backward", "grad", "graph", "Function", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
            "FunctionCtx", "once_differentiable"]
 
 

@@ -1,0 +1,89 @@
+"""Hooks on the autograd graph (PyTorch's ``torch.autograd.graph``): saved-tensor hooks, which decide how the
+tensors kept for backward are stored (offloaded, compressed, recomputed) while a block of forward code runs."""
+import contextlib
+import threading
+
+from .. import _C
+
+__all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks"]
+
+_state = threading.local()
+
+
+def _stack():
+    if not hasattr(_state, "stack"):
+        _state.stack = []
+    return _state.stack
+
+
+def _current_hooks():
+    """The innermost (pack, unpack) pair installed on this thread, or None (custom Functions' saves use it)."""
+    s = _stack()
+    return s[-1] if s else None
+
+
+class saved_tensors_hooks:
+    """Context manager: every tensor saved for backward while it is active goes through ``pack_hook``, and
+    only its result is kept; backward gets the tensor back from ``unpack_hook(packed)``.
+
+    Args:
+        pack_hook (Callable[[Tensor], Any]): called with each tensor as it is saved.
+        unpack_hook (Callable[[Any], Tensor]): called with what ``pack_hook`` returned when backward needs the
+            tensor; must return a tensor with the same content.
+
+    Hooks nest (the innermost pair applies) and are per thread. Like PyTorch's, saved tensors keep no version
+    check: modifying a packed tensor in place before backward is not detected.
+
+    Example::
+
+        >>> def pack(x): return x.clone()
+        >>> def unpack(x): return x
+        >>> with oneflow.autograd.graph.saved_tensors_hooks(pack, unpack):
+        ...     y = a * b
+        >>> y.sum().backward()
+    """
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        msg = getattr(_state, "disabled", None)
+        if msg is not None:
+            raise RuntimeError(msg)
+        _C._push_saved_tensors_hooks(self.pack_hook, self.unpack_hook)
+        _stack().append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc):
+        _stack().pop()
+        _C._pop_saved_tensors_hooks()
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are kept on the CPU and moved back to their device in backward (PyTorch's
+    ``torch.autograd.graph.save_on_cpu``). On a CPU-only build they stay where they are; ``pin_memory`` is
+    accepted and has no effect there."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack(t):
+            return (t.device, t.cpu())
+
+        def unpack(packed):
+            device, t = packed
+            return t.to(device)
+
+        super().__init__(pack, unpack)
+
+
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message):
+    """Inside this block, installing saved-tensor hooks raises ``RuntimeError(error_message)`` (for code whose
+    saved tensors must not be intercepted)."""
+    prev = getattr(_state, "disabled", None)
+    _state.disabled = error_message
+    try:
+        yield
+    finally:
+        _state.disabled = prev

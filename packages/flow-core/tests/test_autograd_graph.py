@@ -1,0 +1,142 @@
+"""autograd.graph: saved-tensor hooks (pack/unpack of what backward keeps), save_on_cpu and
+disable_saved_tensors_hooks, against PyTorch's."""
+import gc
+import weakref
+
+import numpy as np
+import pytest
+import torch
+
+import oneflow as flow
+
+rng = np.random.default_rng(0)
+
+
+def _mlp_step(lib, x_np, w1_np, w2_np, hooks=None):
+    x = lib.tensor(x_np, requires_grad=True)
+    w1, w2 = lib.tensor(w1_np, requires_grad=True), lib.tensor(w2_np, requires_grad=True)
+    packed = []
+
+    def pack(t):
+        packed.append((tuple(t.shape), str(t.dtype).split(".")[-1]))
+        return t.clone()
+
+    def unpack(t):
+        return t
+
+    ctx = lib.autograd.graph.saved_tensors_hooks(pack, unpack) if hooks else None
+    if ctx:
+        ctx.__enter__()
+    try:
+        h = lib.tanh(x @ w1)
+        loss = lib.nn.functional.log_softmax(h @ w2, dim=1).sum() + (h * h).mean()
+    finally:
+        if ctx:
+            ctx.__exit__(None, None, None)
+    loss.backward()
+    return [t.grad.numpy() for t in (x, w1, w2)], packed
+
+
+def test_hooks_see_every_saved_tensor_and_gradients_match_torch():
+    x, w1, w2 = rng.standard_normal((4, 5)), rng.standard_normal((5, 6)), rng.standard_normal((6, 3))
+    x, w1, w2 = (a.astype(np.float32) for a in (x, w1, w2))
+    plain, _ = _mlp_step(flow, x, w1, w2)
+    got, fpacked = _mlp_step(flow, x, w1, w2, hooks=True)
+    want, tpacked = _mlp_step(torch, x, w1, w2, hooks=True)
+    for g, p, w in zip(got, plain, want):
+        np.testing.assert_allclose(g, p, rtol=1e-6)
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    assert fpacked, "no tensor went through the pack hook"
+    # every saved tensor is one of the forward's values: inputs, weights or intermediate activations
+    assert {s for s, _ in fpacked} <= {(4, 5), (5, 6), (6, 3), (4, 6), (4, 3), (), (6, 5), (3, 6)}
+
+
+def test_unpack_must_return_a_tensor_and_hook_errors_propagate():
+    x = flow.ones(3, requires_grad=True)
+    with flow.autograd.graph.saved_tensors_hooks(lambda t: 1, lambda o: None):
+        y = (x * x).sum()
+    with pytest.raises(TypeError, match="Output of saved tensor unpack_hook expected to be a Tensor but got result "
+                                        "of type NoneType"):
+        y.backward()
+
+    def bad_pack(t):
+        raise ValueError("pack failed")
+
+    with pytest.raises(ValueError, match="pack failed"):
+        with flow.autograd.graph.saved_tensors_hooks(bad_pack, lambda t: t):
+            (x * x).sum()
+    # the failure left no hooks installed: a plain graph keeps its tensors and backpropagates
+    (x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2, 2, 2])
+
+
+def test_packed_objects_are_released_with_the_graph():
+    class Box:
+        def __init__(self, t):
+            self.t = t
+
+    boxes = []
+
+    def pack(t):
+        b = Box(t)
+        boxes.append(weakref.ref(b))
+        return b
+
+    x = flow.randn(5, requires_grad=True)
+    with flow.autograd.graph.saved_tensors_hooks(pack, lambda b: b.t):
+        y = (x.sin() * x).sum()
+    assert boxes and all(r() is not None for r in boxes)
+    y.backward()
+    gc.collect()
+    assert all(r() is None for r in boxes), "backward (without retain_graph) must drop what pack returned"
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()
+
+
+def test_custom_function_saves_nesting_and_double_backward():
+    calls = []
+
+    class Cube(flow.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            return 3 * g * a * a
+
+    def tagged(tag):
+        def pack(t):
+            calls.append(tag)
+            return t.detach().clone().requires_grad_(t.requires_grad), t
+        return pack
+
+    a = flow.tensor([1.0, -2.0], requires_grad=True)
+    with flow.autograd.graph.saved_tensors_hooks(tagged("outer"), lambda p: p[1]):
+        with flow.autograd.graph.saved_tensors_hooks(tagged("inner"), lambda p: p[1]):
+            Cube.apply(a).sum().backward()
+        assert calls == ["inner"]  # the innermost pair applies, custom Functions included
+        y = (a * a * a).sum()
+    assert "outer" in calls[1:]
+    g, = flow.autograd.grad(y, a, create_graph=True)  # unpack hands back the original: second derivative works
+    gg, = flow.autograd.grad(g.sum(), a)
+    np.testing.assert_allclose(g.detach().numpy(), [3.0, 12.0])
+    np.testing.assert_allclose(gg.numpy(), [6.0, -12.0])
+
+
+def test_save_on_cpu_and_disable_saved_tensors_hooks():
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    fx, tx = flow.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    with flow.autograd.graph.save_on_cpu(pin_memory=True):
+        (fx.exp() * fx).sum().backward()
+    with torch.autograd.graph.save_on_cpu():
+        (tx.exp() * tx).sum().backward()
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+    with flow.autograd.graph.disable_saved_tensors_hooks("hooks are off in this region"):
+        with pytest.raises(RuntimeError, match="hooks are off in this region"):
+            with flow.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+                pass
+    with flow.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):  # allowed again outside
+        pass
