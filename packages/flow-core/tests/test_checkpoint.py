@@ -197,3 +197,76 @@ def test_non_reentrant_bound_method_kwargs_param_argument_and_double_backward():
     # the weight is both an argument and a parameter of the bound method's module: both paths count, once each
     for a, b in zip(run(True), run(False)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_non_reentrant_any_callable_recomputes_once_and_supports_second_derivatives():
+    fl, tl, x = _pair(5)
+    calls = []
+
+    def region(lin, a, scale=1.0):  # a closure over nothing: the parameters reach it only through `lin`
+        calls.append(1)
+        return (lin(a).tanh() * scale).pow(2).sum()
+
+    xf, xt = flow.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    yf = checkpoint(lambda a: region(fl, a, scale=2.0), xf, use_reentrant=False)
+    yt = torch.utils.checkpoint.checkpoint(lambda a: region(tl, a, scale=2.0), xt, use_reentrant=False)
+    assert len(calls) == 2  # one forward each; no recomputation before backward
+    gf = flow.autograd.grad(yf, [xf, fl.weight], create_graph=True)
+    assert len(calls) == 3  # one recomputation for all the region's saved tensors
+    gt = torch.autograd.grad(yt, [xt, tl.weight], create_graph=True)
+    for a, b in zip(gf, gt):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+    ggf = flow.autograd.grad(sum(t.pow(2).sum() for t in gf), [xf, fl.weight])
+    ggt = torch.autograd.grad(sum(t.pow(2).sum() for t in gt), [xt, tl.weight])
+    for a, b in zip(ggf, ggt):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+    assert fl.weight.grad is None
+    # keyword arguments pass through; nested regions work
+    out = checkpoint(lambda a: checkpoint(region, fl, a, scale=0.5, use_reentrant=False), xf, use_reentrant=False)
+    out.backward()
+    want = torch.autograd.grad(region(tl, xt, scale=0.5), [xt, tl.weight])
+    np.testing.assert_allclose(xf.grad.numpy(), want[0].numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fl.weight.grad.numpy(), want[1].numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_non_reentrant_context_fn_and_determinism_check():
+    from oneflow.utils.checkpoint import CheckpointError
+
+    seen = []
+
+    class Tag:
+        def __init__(self, name):
+            self.name = name
+
+        def __enter__(self):
+            seen.append(self.name)
+
+        def __exit__(self, *exc):
+            return False
+
+    x = flow.randn(4, 3, requires_grad=True)
+    checkpoint(lambda a: a.sin().sum(), x, use_reentrant=False,
+               context_fn=lambda: (Tag("forward"), Tag("recompute"))).backward()
+    assert seen == ["forward", "recompute"]
+    with pytest.raises(ValueError, match="only supported when use_reentrant=False"):
+        checkpoint(lambda a: a.sin().sum(), x, use_reentrant=True, context_fn=lambda: (Tag("f"), Tag("r")))
+
+    def changes(state):  # recomputation runs a different graph than the forward did
+        def f(a):
+            state.append(1)
+            return (a * a).sum() if len(state) == 1 else (a[:2] * a[:2]).sum()
+        return f
+
+    with pytest.raises(CheckpointError, match="Recomputed values for the following tensors have different metadata"):
+        checkpoint(changes([]), x, use_reentrant=False).backward()
+
+    def fewer(state):
+        def f(a):
+            state.append(1)
+            return (a.exp() * a).sum() if len(state) == 1 else (a * 2.0).sum()
+        return f
+
+    with pytest.raises(CheckpointError, match="A different number of tensors was saved"):
+        checkpoint(fewer([]), x, use_reentrant=False, determinism_check="none").backward()
+    with pytest.raises(ValueError, match="determinism_check should be one of"):
+        checkpoint(lambda a: a.sum(), x, use_reentrant=False, determinism_check="strict")

@@ -2,20 +2,16 @@
 its intermediate activations, and recompute them, with the same random numbers, when the backward pass
 reaches it. Trades one extra forward of that piece for its activation memory.
 """
-import functools
+import contextlib
 import warnings
 
 import oneflow as flow
 
 from .. import _C
 from ..autograd import Function
+from ..autograd.graph import saved_tensors_hooks
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
-
-
-def _is_tensor(x):
-    return isinstance(x, _C.TensorBase)
-
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "noop_context_fn"]
 
 _REENTRANT_GRAD_ERROR = (
     "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an `inputs` parameter "
@@ -23,25 +19,42 @@ _REENTRANT_GRAD_ERROR = (
     "passing the `inputs` argument.")
 
 
-class _CheckpointFunction(Function):
-    """Forward without a graph; backward recomputes the forward with grad on (from the saved RNG state) and
-    back-propagates through the recomputed graph.
+def _is_tensor(x):
+    return isinstance(x, _C.TensorBase)
 
-    Re-entrant form, and a non-re-entrant one whose function is not a module: the parameters inside get their
-    ``.grad`` accumulated there, and the inputs' gradients are returned. Non-re-entrant form over a module (or
-    a module's bound method): its parameters are inputs of this node as well and their gradients are returned
-    like the inputs', so ``autograd.grad`` and ``backward(inputs=...)`` see them, and nothing else is touched.
-    """
+
+class CheckpointError(RuntimeError):
+    """The recomputation of a checkpointed region did not save what its forward saved."""
+
+
+def noop_context_fn():
+    """The default ``context_fn``: no context around the forward or the recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _rng_restored(state):
+    """Runs the block from the random state `state` (None: as is), then puts the current state back."""
+    if state is None:
+        yield
+        return
+    now = flow.get_rng_state()
+    flow.set_rng_state(state)
+    try:
+        yield
+    finally:
+        flow.set_rng_state(now)
+
+
+class _CheckpointFunction(Function):
+    """The re-entrant form: forward without a graph; backward recomputes the forward with grad on (from the
+    saved RNG state), back-propagates through the recomputed graph into the ``.grad`` of the parameters
+    inside, and returns the inputs' gradients."""
 
     @staticmethod
-    def forward(ctx, run_function, preserve_rng_state, reentrant, n_args, anchor, *args_and_params):
-        args = args_and_params[:n_args]
+    def forward(ctx, run_function, preserve_rng_state, *args):
         ctx.run_function = run_function
-        ctx.preserve_rng_state = preserve_rng_state
-        ctx.reentrant = reentrant
-        ctx.params = args_and_params[n_args:]
-        if preserve_rng_state:
-            ctx.rng_state = flow.get_rng_state()
+        ctx.rng_state = flow.get_rng_state() if preserve_rng_state else None
         ctx.plain = [None if _is_tensor(a) else a for a in args]
         ctx.tensor_idx = [i for i, a in enumerate(args) if _is_tensor(a)]
         ctx.save_for_backward(*[args[i] for i in ctx.tensor_idx])
@@ -49,74 +62,116 @@ class _CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        if ctx.reentrant and not flow.autograd._is_checkpoint_valid():
+        if not flow.autograd._is_checkpoint_valid():
             raise RuntimeError(_REENTRANT_GRAD_ERROR)
-        # Under create_graph (grad mode on in backward), the non-re-entrant form with known parameters
-        # recomputes from the inputs themselves, so the gradients it returns stay functions of them for a
-        # second derivative; otherwise from detached copies, so the recomputed graph ends there.
-        create = bool(ctx.params) and _C.is_grad_enabled()
         args = list(ctx.plain)
         for i, t in zip(ctx.tensor_idx, ctx.saved_tensors):
-            args[i] = t if create else t.detach().requires_grad_(t.requires_grad)
-        now = flow.get_rng_state() if ctx.preserve_rng_state else None
-        try:
-            if ctx.preserve_rng_state:
-                flow.set_rng_state(ctx.rng_state)
-            with flow.enable_grad():
-                outputs = ctx.run_function(*args)
-        finally:
-            if now is not None:
-                flow.set_rng_state(now)
+            args[i] = t.detach().requires_grad_(t.requires_grad)
+        with _rng_restored(ctx.rng_state), flow.enable_grad():
+            outputs = ctx.run_function(*args)
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
         pairs = [(o, g) for o, g in zip(outputs, grads) if _is_tensor(o) and o.requires_grad and g is not None]
         if not pairs:
             raise RuntimeError("none of output has requires_grad=True, this checkpoint() is not necessary")
-        head = (None, None, None, None, None)
-        if not ctx.params:
-            flow.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
-            return head + tuple(a.grad if _is_tensor(a) else None for a in args)
-        # an argument that is one of the parameters (recomputed from itself under create_graph) has one
-        # gradient, which goes to the parameter's slot
-        pid = {id(p) for p in ctx.params}
-        wanted = [a for a in args if _is_tensor(a) and a.requires_grad and id(a) not in pid] + list(ctx.params)
-        got = iter(flow.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs], allow_unused=True,
-                                      create_graph=create))
-        arg_grads = tuple(next(got) if _is_tensor(a) and a.requires_grad and id(a) not in pid else None
-                          for a in args)
-        return head + arg_grads + tuple(got)
+        flow.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
+        return (None, None) + tuple(a.grad if _is_tensor(a) else None for a in args)
 
 
-def _module_params(function):
-    """The trainable parameters of ``function`` when it is a module or a module's bound method (unwrapping
-    partials); None for any other callable. One that is also passed as an argument gets each path's
-    gradient once (see _CheckpointFunction.backward)."""
-    while isinstance(function, functools.partial):
-        function = function.func
-    owner = function if isinstance(function, flow.nn.Module) else getattr(function, "__self__", None)
-    if not isinstance(owner, flow.nn.Module):
-        return None
-    return [p for p in owner.parameters() if p.requires_grad]
+def _metadata(t):
+    return {"shape": tuple(t.shape), "dtype": t.dtype, "device": t.device}
 
 
-def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism_check="default", debug=False,
-               preserve_rng_state=True, **kwargs):
+class _Placeholder:
+    """What the graph keeps for a saved tensor of a checkpointed region (the tensor itself is dropped)."""
+
+    __slots__ = ("frame", "idx")
+
+    def __init__(self, frame, idx):
+        self.frame = frame
+        self.idx = idx
+
+
+class _Frame:
+    """One non-re-entrant checkpointed call. Its forward records the graph as usual, but every tensor the
+    graph saves is replaced by a placeholder; the first backward that needs one recomputes the region from
+    the inputs themselves (so the recomputed values keep their history, for second derivatives) and hands
+    out the tensors the recomputation saved, matched by save order. The recomputed tensors live as long as
+    the placeholders, i.e. until backward frees the region's part of the graph."""
+
+    def __init__(self, recompute, check):
+        self.recompute = recompute
+        self.check = check
+        self.metadata = []
+        self.recomputed = None
+
+    def pack(self, t):
+        self.metadata.append(_metadata(t) if self.check else None)
+        return _Placeholder(self, len(self.metadata) - 1)
+
+    def unpack(self, idx):
+        if self.recomputed is None:
+            store = []
+
+            def keep(t):
+                store.append(t)
+                return len(store) - 1
+
+            with saved_tensors_hooks(keep, store.__getitem__), flow.enable_grad():
+                self.recompute()
+            if len(store) != len(self.metadata):
+                raise CheckpointError(
+                    "torch.utils.checkpoint: A different number of tensors was saved during the original forward "
+                    f"and recomputation.\nNumber of tensors saved during forward: {len(self.metadata)}\nNumber "
+                    f"of tensors saved during recomputation: {len(store)}.")
+            if self.check:
+                bad = "".join(f"tensor at position {i}:\nsaved metadata: {m}\nrecomputed metadata: {_metadata(t)}\n"
+                              for i, (m, t) in enumerate(zip(self.metadata, store)) if m != _metadata(t))
+                if bad:
+                    raise CheckpointError("torch.utils.checkpoint: Recomputed values for the following tensors "
+                                          f"have different metadata than during the forward pass.\n{bad}")
+            self.recomputed = store
+        return self.recomputed[idx]
+
+
+def _checkpoint_without_reentrant(function, args, kwargs, preserve_rng_state, context_fn, determinism_check):
+    if determinism_check not in ("default", "none"):
+        raise ValueError(f"determinism_check should be one of ['default', 'none'], but got {determinism_check}")
+    rng_state = flow.get_rng_state() if preserve_rng_state else None
+    forward_ctx, recompute_ctx = context_fn()
+
+    def recompute():
+        with _rng_restored(rng_state), recompute_ctx:
+            function(*args, **kwargs)
+
+    frame = _Frame(recompute, determinism_check == "default")
+    with saved_tensors_hooks(frame.pack, lambda p: p.frame.unpack(p.idx)), forward_ctx:
+        return function(*args, **kwargs)
+
+
+def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn, determinism_check="default",
+               debug=False, preserve_rng_state=True, **kwargs):
     """Run ``function(*args, **kwargs)`` without saving its activations; recompute them during backward.
 
     Args:
         function: the piece of the model to run (a module or any callable).
-        *args: its inputs. Tensors among them are saved (only those), everything else is kept by reference.
-        use_reentrant (bool): ``True`` gives PyTorch's re-entrant form: the outputs require grad only if an
-            input does, keyword arguments are refused, and the recomputed graph is back-propagated into the
-            ``.grad`` of the parameters inside, so it serves ``loss.backward()`` only: ``autograd.grad`` and
-            ``backward(inputs=...)`` raise PyTorch's error. ``False`` also gives parameters inside gradients
-            when no input requires grad, and accepts keyword arguments; when ``function`` is a module (or a
-            module's bound method) its parameters' gradients flow through the graph like the inputs', so
-            ``autograd.grad`` with respect to them, ``backward(inputs=...)`` and second derivatives work too;
-            for other callables the parameters inside get ``.grad`` accumulated as in the re-entrant form.
-            ``None`` warns and uses ``True``, as PyTorch does.
+        *args: its inputs.
+        use_reentrant (bool): ``False`` (recommended, as in PyTorch) records the region's graph as usual but
+            keeps none of the tensors it saves for backward (saved-tensor hooks); the first backward that
+            needs them reruns the region. Gradients then reach everything as without checkpointing: the
+            parameters inside, ``autograd.grad``, ``backward(inputs=...)``, second derivatives; keyword
+            arguments are passed on. ``True`` gives PyTorch's re-entrant form: forward without a graph (the
+            outputs require grad only if an input does), keyword arguments refused, and backward reruns the
+            region and back-propagates it into the ``.grad`` of the parameters inside, so ``autograd.grad``
+            and ``backward(inputs=...)`` raise PyTorch's error. ``None`` warns and uses ``True``, as PyTorch
+            does.
+        context_fn: (non-re-entrant only) returns two context managers, entered around the forward and
+            around the recomputation.
+        determinism_check (str): ``"default"`` compares the shapes, dtypes and devices of what the
+            recomputation saves with the forward's and raises :class:`CheckpointError` on a difference;
+            ``"none"`` only checks their number.
+        debug (bool): not supported (``True`` raises).
         preserve_rng_state (bool): recompute with the random state of the forward (dropout draws the same
             masks). Default ``True``.
-        context_fn, determinism_check, debug: accepted for compatibility; only their defaults are supported.
 
     Returns:
         The output of ``function``.
@@ -126,22 +181,19 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
             "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Pass "
             "use_reentrant=True or use_reentrant=False; use_reentrant=True is used now.", UserWarning, stacklevel=2)
         use_reentrant = True
-    if context_fn is not None or determinism_check != "default" or debug:
-        raise ValueError("checkpoint: context_fn, determinism_check and debug are not supported")
+    if debug:
+        raise ValueError("checkpoint: debug=True is not supported")
     if use_reentrant:
+        if context_fn is not noop_context_fn and context_fn is not None:
+            raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
         if kwargs:
             raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
         if _C.is_grad_enabled() and not any(_is_tensor(a) and a.requires_grad for a in args):
             warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", UserWarning,
                           stacklevel=2)
-        return _CheckpointFunction.apply(function, preserve_rng_state, True, len(args), None, *args)
-    params = _module_params(function) if _C.is_grad_enabled() else None
-    if kwargs:
-        function = functools.partial(function, **kwargs)
-    # without parameters as inputs, a tensor that requires grad ties the outputs to the graph even when no
-    # input requires grad, so that the parameters inside still receive gradients
-    anchor = flow.zeros((), requires_grad=True) if _C.is_grad_enabled() and not params else None
-    return _CheckpointFunction.apply(function, preserve_rng_state, False, len(args), anchor, *args, *(params or ()))
+        return _CheckpointFunction.apply(function, preserve_rng_state, *args)
+    return _checkpoint_without_reentrant(function, args, kwargs, preserve_rng_state, context_fn or noop_context_fn,
+                                         determinism_check)
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
