@@ -140,3 +140,52 @@ def test_save_on_cpu_and_disable_saved_tensors_hooks():
                 pass
     with flow.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):  # allowed again outside
         pass
+
+
+def test_unpacked_inputs_keep_their_history_for_second_derivatives():
+    # a pack hook that drops history (offloading, compression) must not cut second derivatives: unpacking
+    # re-attaches the original tensor's grad_fn / accumulator, as torch does
+    for lib in (flow, torch):
+        x = lib.tensor([0.5, 1.0], requires_grad=True)
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: t.detach(), lambda t: t):
+            z = (x.exp() * x).sum()
+            w = (x * x * x).sum()
+        g, = lib.autograd.grad(z, x, create_graph=True)
+        gg, = lib.autograd.grad(g.sum(), x)
+        h, = lib.autograd.grad(w, x, create_graph=True)
+        hh, = lib.autograd.grad(h.sum(), x)
+        if lib is flow:
+            got = (gg.numpy(), hh.numpy())
+        else:
+            np.testing.assert_allclose(got[0], gg.numpy(), rtol=1e-6)
+            np.testing.assert_allclose(got[1], hh.numpy(), rtol=1e-6)
+
+
+def test_pack_hook_running_a_custom_function_and_disable_inside_hooks():
+    class Twice(flow.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            return g * 2 + a * 0
+
+    packs = []
+
+    def pack(t):
+        packs.append(1)
+        return Twice.apply(t)  # its own save is not packed again
+
+    x = flow.ones(2, requires_grad=True)
+    with flow.autograd.graph.saved_tensors_hooks(pack, lambda t: t / 2):
+        y = Twice.apply(x)
+    y.sum().backward()
+    assert len(packs) == 1
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0])
+    with flow.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        with pytest.raises(RuntimeError, match="no hooks in here"):
+            with flow.autograd.graph.disable_saved_tensors_hooks("no hooks in here"):
+                pass

@@ -1,6 +1,8 @@
 """utils.checkpoint: the same outputs and gradients as running the model directly (and as torch's
 checkpoint), random ops recomputed with the forward's random state, fewer tensors kept alive, errors."""
+import gc
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -270,3 +272,75 @@ def test_non_reentrant_context_fn_and_determinism_check():
         checkpoint(fewer([]), x, use_reentrant=False, determinism_check="none").backward()
     with pytest.raises(ValueError, match="determinism_check should be one of"):
         checkpoint(lambda a: a.sum(), x, use_reentrant=False, determinism_check="strict")
+
+
+def test_non_reentrant_frees_recomputed_values_and_nested_inputs():
+    alive = []
+
+    def inner(a):
+        b = a.exp()
+        alive.append(weakref.ref(b))
+        return (b * b).sin()
+
+    x = flow.randn(5, requires_grad=True)
+    for _ in range(3):
+        y = checkpoint(lambda h: checkpoint(inner, h * h, use_reentrant=False).sum(), x, use_reentrant=False)
+        y.backward()
+        del y
+        gc.collect()
+    assert alive and not any(r() for r in alive), "recomputed intermediates must not outlive backward"
+
+
+def test_autocast_state_is_restored_for_the_recomputation():
+    flow.manual_seed(0)
+    lin = flow.nn.Linear(8, 8)
+    x = np.random.default_rng(2).standard_normal((4, 8)).astype(np.float32)
+
+    def grads(mode):
+        xi = flow.tensor(x, requires_grad=True)
+        lin.zero_grad()
+        with flow.autocast("cpu", dtype=flow.bfloat16):
+            f = lambda t: lin(t).relu()
+            y = f(xi) if mode is None else checkpoint(f, xi, use_reentrant=mode)
+        assert y.dtype == flow.bfloat16
+        y.float().sum().backward()
+        return xi.grad.numpy(), lin.weight.grad.numpy()
+
+    plain = grads(None)
+    for mode in (True, False):
+        for a, b in zip(grads(mode), plain):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_changing_an_input_in_place_before_backward_is_an_error():
+    x = flow.randn(4, requires_grad=True)
+    h = x * 1
+    y = checkpoint(lambda a: a.exp().sum(), h, use_reentrant=False)
+    with flow.no_grad():
+        h.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation.*input of a checkpointed region"):
+        y.backward()
+
+    def doubles(a):
+        a.mul_(2)
+        return a.exp().sum()
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        checkpoint(doubles, x * 1, use_reentrant=False).backward()
+
+
+def test_autograd_grad_inside_the_region_matches_torch():
+    xs = np.array([0.3, -0.7, 1.1, 0.2], np.float32)
+    res = []
+    for lib, ck in ((flow, checkpoint), (torch, torch.utils.checkpoint.checkpoint)):
+        x = lib.tensor(xs, requires_grad=True)
+        w = lib.tensor(np.float32(1.5), requires_grad=True)
+
+        def f(a):
+            du, = lib.autograd.grad(((a * w).tanh() * a).sum(), a, create_graph=True)
+            return (du * du).sum()
+
+        ck(f, x, use_reentrant=False).backward()
+        res.append((x.grad.numpy(), w.grad.numpy()))
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

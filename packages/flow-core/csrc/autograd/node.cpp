@@ -41,6 +41,7 @@ thread_local bool t_in_pack_hook = false;  // what a pack hook's own ops save is
 }  // namespace
 
 void push_pack_hook(PackHook h) { t_pack_hooks.push_back(std::move(h)); }
+bool pack_hook_active() { return !t_pack_hooks.empty() && !t_in_pack_hook; }
 void pop_pack_hook() {
   if (!t_pack_hooks.empty()) t_pack_hooks.pop_back();
 }
@@ -66,6 +67,12 @@ SavedTensor SavedTensor::save(const Tensor& t, bool is_output) {
     } guard;
     s.packed = hook(s.data);
     s.data = Tensor();
+    if (!is_output && s.was_requires_grad) {
+      Edge e = gradient_edge(t);
+      s.history = e.fn;
+      s.history_nr = e.input_nr;
+      s.history_is_leaf = !t.grad_fn();
+    }
   }
   return s;
 }
@@ -93,6 +100,18 @@ Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner, const char* node_
     m.output_nr = output_nr;
     return t;
   }
+  if (history) {
+    Tensor t = shallow_copy(base);
+    auto& m = t.autograd_meta();
+    if (history_is_leaf) {
+      m.requires_grad = true;
+      m.grad_accumulator = history;
+    } else {
+      m.grad_fn = history;
+      m.output_nr = history_nr;
+    }
+    return t;
+  }
   return base;
 }
 
@@ -118,11 +137,13 @@ void OpNode::release_saved() {
   for (auto& s : saved_inputs) {
     s.data = Tensor();
     s.packed.reset();
+    s.history.reset();
     s.released = true;
   }
   for (auto& s : saved_outputs) {
     s.data = Tensor();
     s.packed.reset();
+    s.history.reset();
     s.released = true;
   }
   released = true;

@@ -34,11 +34,17 @@ struct PackedTensor {
 using PackHook = std::function<std::shared_ptr<PackedTensor>(const Tensor&)>;
 void push_pack_hook(PackHook h);
 void pop_pack_hook();
+bool pack_hook_active();  // a hook is installed and none is running on this thread
 
 // A tensor kept for backward, with the version it had when saved.
 struct SavedTensor {
   Tensor data;  // shares storage; for saved outputs, carries no autograd meta (avoids a cycle)
   std::shared_ptr<PackedTensor> packed;  // instead of data, under a pack hook (no version check then)
+  // A packed input that required grad: where its gradient went (its grad_fn, or its AccumulateGrad if a
+  // leaf), re-attached to what unpack returns, so that second derivatives through it stay connected.
+  std::shared_ptr<Node> history;
+  uint32_t history_nr = 0;
+  bool history_is_leaf = false;
   int64_t version = 0;
   bool is_output = false;
   bool was_requires_grad = false;

@@ -137,6 +137,12 @@ void init_autograd(nb::module_& m) {
     });
   });
   m.def("_pop_saved_tensors_hooks", []() { autograd::pop_pack_hook(); });
+  // A custom Function's saved tensor under saved-tensor hooks: packed (and unpacked, history re-attached)
+  // exactly as an op's. Without hooks, Functions keep their tensors in Python.
+  nb::class_<autograd::SavedTensor>(m, "_SavedTensor")
+      .def("unpack", [](const autograd::SavedTensor& s) { return wrap(s.unpack(nullptr, "a custom Function")); });
+  m.def("_saved_tensor_hooks_active", []() { return autograd::pack_hook_active(); });
+  m.def("_save_tensor", [](const Tensor& t) { return autograd::SavedTensor::save(t, false); });
   m.def("is_grad_enabled", []() { return autograd::GradMode::is_enabled(); });
   m.def("_set_grad_enabled", [](bool on) { autograd::GradMode::set_enabled(on); });
   m.def("is_inference_mode_enabled", []() { return autograd::InferenceMode::is_enabled(); });

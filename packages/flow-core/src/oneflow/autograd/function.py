@@ -2,7 +2,6 @@
 import functools
 
 from .. import _C
-from . import graph as _graph
 
 
 class FunctionCtx:
@@ -11,7 +10,7 @@ class FunctionCtx:
     def __init__(self):
         self._saved = ()
         self._saved_versions = ()
-        self._unpack = None  # the saved-tensor hooks' unpack, when _saved holds what their pack returned
+        self._packed = False  # _saved holds C++ saved tensors (packed by saved-tensor hooks)
         self._released = False
         self.needs_input_grad = ()
         self._non_differentiable = set()
@@ -29,8 +28,8 @@ class FunctionCtx:
                 "Trying to backward through the graph a second time (or directly access saved tensors after they "
                 "have already been freed). Specify retain_graph=True if you need to backward through the graph a "
                 "second time.")
-        if self._unpack is not None:
-            return tuple(None if p is None else self._unpack(p) for p in self._saved)
+        if self._packed:
+            return tuple(None if p is None else p.unpack() for p in self._saved)
         for t, v in zip(self._saved, self._saved_versions):
             if t is not None and t._version != v:
                 raise RuntimeError(
@@ -131,10 +130,11 @@ class Function(metaclass=_FunctionMeta):
             # the output itself would form a cycle through the C++ node that Python's GC cannot see.
             out_ids = {id(o) for o in diff_outs if o is not None}
             ctx._saved = tuple(t.detach() if t is not None and id(t) in out_ids else t for t in ctx._saved)
-            hooks = _graph._current_hooks()
-            if hooks is not None and ctx._saved:
-                pack, ctx._unpack = hooks
-                ctx._saved = tuple(None if t is None else pack(t) for t in ctx._saved)
+            if ctx._saved and _C._saved_tensor_hooks_active():
+                # packed as an op's saved tensors are (a pack hook's own saves are not packed again; an input
+                # that requires grad gets its history back on unpack)
+                ctx._saved = tuple(None if t is None else _C._save_tensor(t) for t in ctx._saved)
+                ctx._packed = True
             _C._make_function_node(run_backward, f"{cls.__name__}Backward", inputs, diff_outs)
         return tuple(outs) if is_tuple else outs[0]
 

@@ -16,12 +16,6 @@ def _stack():
     return _state.stack
 
 
-def _current_hooks():
-    """The innermost (pack, unpack) pair installed on this thread, or None (custom Functions' saves use it)."""
-    s = _stack()
-    return s[-1] if s else None
-
-
 class saved_tensors_hooks:
     """Context manager: every tensor saved for backward while it is active goes through ``pack_hook``, and
     only its result is kept; backward gets the tensor back from ``unpack_hook(packed)``.
@@ -80,7 +74,9 @@ class save_on_cpu(saved_tensors_hooks):
 @contextlib.contextmanager
 def disable_saved_tensors_hooks(error_message):
     """Inside this block, installing saved-tensor hooks raises ``RuntimeError(error_message)`` (for code whose
-    saved tensors must not be intercepted)."""
+    saved tensors must not be intercepted); entering it while hooks are installed raises it too."""
+    if _stack():
+        raise RuntimeError(error_message)
     prev = getattr(_state, "disabled", None)
     _state.disabled = error_message
     try:

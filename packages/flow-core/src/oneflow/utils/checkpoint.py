@@ -55,6 +55,7 @@ class _CheckpointFunction(Function):
     def forward(ctx, run_function, preserve_rng_state, *args):
         ctx.run_function = run_function
         ctx.rng_state = flow.get_rng_state() if preserve_rng_state else None
+        ctx.autocast = _autocast_state()
         ctx.plain = [None if _is_tensor(a) else a for a in args]
         ctx.tensor_idx = [i for i, a in enumerate(args) if _is_tensor(a)]
         ctx.save_for_backward(*[args[i] for i in ctx.tensor_idx])
@@ -67,7 +68,7 @@ class _CheckpointFunction(Function):
         args = list(ctx.plain)
         for i, t in zip(ctx.tensor_idx, ctx.saved_tensors):
             args[i] = t.detach().requires_grad_(t.requires_grad)
-        with _rng_restored(ctx.rng_state), flow.enable_grad():
+        with _rng_restored(ctx.rng_state), _autocast_as(ctx.autocast), flow.enable_grad():
             outputs = ctx.run_function(*args)
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
         pairs = [(o, g) for o, g in zip(outputs, grads) if _is_tensor(o) and o.requires_grad and g is not None]
@@ -93,32 +94,38 @@ class _Placeholder:
 
 class _Frame:
     """One non-re-entrant checkpointed call. Its forward records the graph as usual, but every tensor the
-    graph saves is replaced by a placeholder; the first backward that needs one recomputes the region from
-    the inputs themselves (so the recomputed values keep their history, for second derivatives) and hands
-    out the tensors the recomputation saved, matched by save order. The recomputed tensors live as long as
-    the placeholders, i.e. until backward frees the region's part of the graph."""
+    graph saves is replaced by a placeholder (kept only until the forward returns, for an ``autograd.grad``
+    inside the region). The first backward that needs one reruns the region and hands out the tensors the
+    rerun saved, detached and matched by save order; unpacking re-attaches each one's original history, so
+    second derivatives flow through the original graph. A rerun that saves more than the forward (it runs
+    past what the forward's graph needed, e.g. a grad() inside) is fine; fewer is an error."""
 
     def __init__(self, recompute, check):
         self.recompute = recompute
         self.check = check
         self.metadata = []
+        self.live = []  # the forward's own tensors, while it runs
         self.recomputed = None
 
     def pack(self, t):
         self.metadata.append(_metadata(t) if self.check else None)
+        if self.live is not None:
+            self.live.append(t)
         return _Placeholder(self, len(self.metadata) - 1)
 
     def unpack(self, idx):
+        if self.live is not None:
+            return self.live[idx]
         if self.recomputed is None:
             store = []
 
             def keep(t):
-                store.append(t)
+                store.append(t.detach())  # no reference to the rerun's graph, which is dropped at once
                 return len(store) - 1
 
             with saved_tensors_hooks(keep, store.__getitem__), flow.enable_grad():
                 self.recompute()
-            if len(store) != len(self.metadata):
+            if len(store) < len(self.metadata):
                 raise CheckpointError(
                     "torch.utils.checkpoint: A different number of tensors was saved during the original forward "
                     f"and recomputation.\nNumber of tensors saved during forward: {len(self.metadata)}\nNumber "
@@ -133,19 +140,65 @@ class _Frame:
         return self.recomputed[idx]
 
 
+def _autocast_state():
+    return _C._autocast_enabled(), _C._autocast_dtype()
+
+
+@contextlib.contextmanager
+def _autocast_as(state):
+    """Runs the block with the autocast state `state` (the forward's), then restores the current one."""
+    now = _autocast_state()
+    _C._set_autocast_enabled(state[0])
+    _C._set_autocast_dtype(state[1])
+    try:
+        yield
+    finally:
+        _C._set_autocast_enabled(now[0])
+        _C._set_autocast_dtype(now[1])
+
+
+def _check_input_versions(kept):
+    for t, v in kept:
+        if t._version != v:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"[{t.dtype} {list(t.shape)}], which is an input of a checkpointed region, is at version "
+                f"{t._version}; expected version {v} instead.")
+
+
 def _checkpoint_without_reentrant(function, args, kwargs, preserve_rng_state, context_fn, determinism_check):
     if determinism_check not in ("default", "none"):
         raise ValueError(f"determinism_check should be one of ['default', 'none'], but got {determinism_check}")
     rng_state = flow.get_rng_state() if preserve_rng_state else None
+    autocast = _autocast_state()
     forward_ctx, recompute_ctx = context_fn()
+    # The inputs are saved like any other tensor of the graph: through the enclosing saved-tensor hooks when
+    # some are installed (an outer checkpoint, save_on_cpu), else kept with their versions, so that changing
+    # one in place before backward is an error rather than a silently different recomputation.
+    packed = _C._saved_tensor_hooks_active()
+    tensor_idx = [i for i, a in enumerate(args) if _is_tensor(a)]
+    held = [_C._save_tensor(args[i]) if packed else (args[i], args[i]._version) for i in tensor_idx]
+    plain = [None if _is_tensor(a) else a for a in args]
+    del args
 
     def recompute():
-        with _rng_restored(rng_state), recompute_ctx:
-            function(*args, **kwargs)
+        inputs = list(plain)
+        if not packed:
+            _check_input_versions(held)
+        for i, h in zip(tensor_idx, held):
+            inputs[i] = h.unpack() if packed else h[0]
+        with _rng_restored(rng_state), _autocast_as(autocast), recompute_ctx:
+            function(*inputs, **kwargs)
 
     frame = _Frame(recompute, determinism_check == "default")
-    with saved_tensors_hooks(frame.pack, lambda p: p.frame.unpack(p.idx)), forward_ctx:
-        return function(*args, **kwargs)
+    inputs = list(plain)
+    for i, h in zip(tensor_idx, held):
+        inputs[i] = h.unpack() if packed else h[0]
+    try:
+        with saved_tensors_hooks(frame.pack, lambda p: p.frame.unpack(p.idx)), forward_ctx:
+            return function(*inputs, **kwargs)
+    finally:
+        frame.live = None
 
 
 def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn, determinism_check="default",
