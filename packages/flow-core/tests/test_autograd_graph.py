@@ -189,3 +189,54 @@ def test_pack_hook_running_a_custom_function_and_disable_inside_hooks():
         with pytest.raises(RuntimeError, match="no hooks in here"):
             with flow.autograd.graph.disable_saved_tensors_hooks("no hooks in here"):
                 pass
+
+
+@pytest.mark.parametrize("mode", ["plain", "save_on_cpu", "checkpoint"])
+def test_in_place_op_on_a_view_saves_a_snapshot(mode):
+    # mul_ on a view saves its input: the op must see the view's values before the write (torch's result),
+    # with or without hooks (no false version error either)
+    res = []
+    for lib in (flow, torch):
+        x = lib.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+        w = lib.tensor([2.0, 3.0], requires_grad=True)
+
+        def f(a):
+            h = a * 1
+            h[:, :2].mul_(w)
+            v = h[1:]
+            v.pow_(2)
+            return h.sum()
+
+        if mode == "checkpoint":
+            ck = (flow.utils.checkpoint.checkpoint if lib is flow else torch.utils.checkpoint.checkpoint)
+            y = ck(f, x, use_reentrant=False)
+        elif mode == "save_on_cpu":
+            with lib.autograd.graph.save_on_cpu():
+                y = f(x)
+        else:
+            y = f(x)
+        y.backward()
+        res.append((x.grad.numpy(), w.grad.numpy()))
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_a_saved_leaf_returned_as_gradient_does_not_become_a_grad_that_requires_grad():
+    class PassSaved(flow.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(b)
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            (b,) = ctx.saved_tensors
+            return b, None
+
+    a = flow.ones(3, requires_grad=True)
+    b = flow.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with flow.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        y = PassSaved.apply(a, b)
+    y.sum().backward()
+    assert not a.grad.requires_grad
+    a.grad.zero_()

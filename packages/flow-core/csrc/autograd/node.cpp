@@ -190,7 +190,8 @@ namespace {
 Tensor stealable(const Tensor& g) {
   if (g.impl_ptr().use_count() > 2 || !g.is_contiguous()) return {};
   const auto& base = g.impl()->base;
-  if (!base) return g;
+  // a gradient with a history of its own (a saved leaf a custom Function returned) is kept without it
+  if (!base) return g.requires_grad() ? shallow_copy(g) : g;
   if (base.use_count() != 1 || g.impl()->storage.use_count() != 2) return {};
   Tensor own = shallow_copy(g);
   own.impl()->base.reset();

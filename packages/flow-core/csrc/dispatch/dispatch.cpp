@@ -209,7 +209,11 @@ static TensorList inplace_on_view(const OpDef& f, const TensorList& inputs, cons
   if (base.is_leaf() && base.requires_grad())
     fail(ErrorKind::Runtime, "a view of a leaf Variable that requires grad is being used in an in-place operation.");
   FLOW_RUNTIME_CHECK(base.is_contiguous(), f.name, "_: in-place on a view of a non-contiguous tensor that requires grad is not supported");
-  Tensor r = call(f, inputs, attrs)[0];
+  // An op that saves its input gets a snapshot of the view (recorded as a clone, so gradients still reach
+  // the view's history): the view itself is overwritten below.
+  TensorList args = inputs;
+  if (std::find(f.saved_inputs.begin(), f.saved_inputs.end(), 0) != f.saved_inputs.end()) args[0] = ops::clone(self);
+  Tensor r = call(f, args, attrs)[0];
   if (r.dtype() != self.dtype()) r = ops::to_dtype(r, self.dtype());
   ops::copy_into(self, r);
   self.bump_version();

@@ -94,29 +94,23 @@ class _Placeholder:
 
 class _Frame:
     """One non-re-entrant checkpointed call. Its forward records the graph as usual, but every tensor the
-    graph saves is replaced by a placeholder (kept only until the forward returns, for an ``autograd.grad``
-    inside the region). The first backward that needs one reruns the region and hands out the tensors the
-    rerun saved, detached and matched by save order; unpacking re-attaches each one's original history, so
-    second derivatives flow through the original graph. A rerun that saves more than the forward (it runs
-    past what the forward's graph needed, e.g. a grad() inside) is fine; fewer is an error."""
+    graph saves is replaced by a placeholder. The first unpack reruns the region and hands out the tensors
+    the rerun saved, detached and matched by save order; unpacking re-attaches each one's original history,
+    so second derivatives flow through the original graph. The rerun may save more than the forward had when
+    it ran (an ``autograd.grad`` inside the region unpacks before the forward is over); fewer is an error."""
 
     def __init__(self, recompute, check):
         self.recompute = recompute
         self.check = check
         self.metadata = []
-        self.live = []  # the forward's own tensors, while it runs
         self.recomputed = None
 
     def pack(self, t):
         self.metadata.append(_metadata(t) if self.check else None)
-        if self.live is not None:
-            self.live.append(t)
         return _Placeholder(self, len(self.metadata) - 1)
 
     def unpack(self, idx):
-        if self.live is not None:
-            return self.live[idx]
-        if self.recomputed is None:
+        if self.recomputed is None or idx >= len(self.recomputed):
             store = []
 
             def keep(t):
@@ -125,7 +119,7 @@ class _Frame:
 
             with saved_tensors_hooks(keep, store.__getitem__), flow.enable_grad():
                 self.recompute()
-            if len(store) < len(self.metadata):
+            if len(store) <= idx or len(store) < len(self.metadata):
                 raise CheckpointError(
                     "torch.utils.checkpoint: A different number of tensors was saved during the original forward "
                     f"and recomputation.\nNumber of tensors saved during forward: {len(self.metadata)}\nNumber "
@@ -194,11 +188,8 @@ def _checkpoint_without_reentrant(function, args, kwargs, preserve_rng_state, co
     inputs = list(plain)
     for i, h in zip(tensor_idx, held):
         inputs[i] = h.unpack() if packed else h[0]
-    try:
-        with saved_tensors_hooks(frame.pack, lambda p: p.frame.unpack(p.idx)), forward_ctx:
-            return function(*inputs, **kwargs)
-    finally:
-        frame.live = None
+    with saved_tensors_hooks(frame.pack, lambda p: p.frame.unpack(p.idx)), forward_ctx:
+        return function(*inputs, **kwargs)
 
 
 def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn, determinism_check="default",
