@@ -42,12 +42,21 @@ static autograd::TensorHook make_hook(const std::shared_ptr<PyHook>& h) {
   };
 }
 
+// The custom Function node whose backward runs on this thread: its saved outputs are unpacked with it as
+// their grad_fn.
+static thread_local std::shared_ptr<autograd::Node> t_running_function;
+
 // A node whose backward is Python: `backward(grads_tuple) -> tuple of grads per tensor input`.
 struct PyFunctionNode : autograd::Node {
   nb::object backward_fn;
   std::string cls_name;
   TensorList apply(TensorList&& grads) override {
     nb::gil_scoped_acquire gil;
+    struct Running {
+      std::shared_ptr<autograd::Node> prev = t_running_function;
+      explicit Running(std::shared_ptr<autograd::Node> n) { t_running_function = std::move(n); }
+      ~Running() { t_running_function = std::move(prev); }
+    } running(shared_from_this());
     nb::object r = backward_fn(wrap_list(grads, true));
     TensorList out;
     if (r.is_none()) return TensorList(next_edges.size());
@@ -137,12 +146,16 @@ void init_autograd(nb::module_& m) {
     });
   });
   m.def("_pop_saved_tensors_hooks", []() { autograd::pop_pack_hook(); });
-  // A custom Function's saved tensor under saved-tensor hooks: packed (and unpacked, history re-attached)
-  // exactly as an op's. Without hooks, Functions keep their tensors in Python.
-  nb::class_<autograd::SavedTensor>(m, "_SavedTensor")
-      .def("unpack", [](const autograd::SavedTensor& s) { return wrap(s.unpack(nullptr, "a custom Function")); });
+  // A custom Function's saved tensor kept as an op's is: its outputs always (stored without their history,
+  // which unpack gives back with the running node as grad_fn), everything under saved-tensor hooks (packed,
+  // and unpacked with history re-attached). Other inputs stay in Python.
+  nb::class_<autograd::SavedTensor>(m, "_SavedTensor").def("unpack", [](const autograd::SavedTensor& s) {
+    return wrap(s.unpack(t_running_function, t_running_function ? t_running_function->name().c_str()
+                                                                 : "a custom Function"));
+  });
   m.def("_saved_tensor_hooks_active", []() { return autograd::pack_hook_active(); });
-  m.def("_save_tensor", [](const Tensor& t) { return autograd::SavedTensor::save(t, false); });
+  m.def("_save_tensor", [](const Tensor& t, bool is_output) { return autograd::SavedTensor::save(t, is_output); },
+        nb::arg("t"), nb::arg("is_output") = false);
   m.def("is_grad_enabled", []() { return autograd::GradMode::is_enabled(); });
   m.def("_set_grad_enabled", [](bool on) { autograd::GradMode::set_enabled(on); });
   m.def("is_inference_mode_enabled", []() { return autograd::InferenceMode::is_enabled(); });

@@ -10,7 +10,6 @@ class FunctionCtx:
     def __init__(self):
         self._saved = ()
         self._saved_versions = ()
-        self._packed = False  # _saved holds C++ saved tensors (packed by saved-tensor hooks)
         self._released = False
         self.needs_input_grad = ()
         self._non_differentiable = set()
@@ -28,14 +27,17 @@ class FunctionCtx:
                 "Trying to backward through the graph a second time (or directly access saved tensors after they "
                 "have already been freed). Specify retain_graph=True if you need to backward through the graph a "
                 "second time.")
-        if self._packed:
-            return tuple(None if p is None else p.unpack() for p in self._saved)
+        out = []
         for t, v in zip(self._saved, self._saved_versions):
+            if isinstance(t, _C._SavedTensor):
+                out.append(t.unpack())  # checks its own version
+                continue
             if t is not None and t._version != v:
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by an inplace "
                     f"operation: [{t.dtype} {list(t.shape)}] is at version {t._version}; expected version {v} instead.")
-        return self._saved
+            out.append(t)
+        return tuple(out)
 
     saved_variables = saved_tensors
 
@@ -126,16 +128,16 @@ class Function(metaclass=_FunctionMeta):
                 ctx._saved = ()
 
             run_backward.release = release
-            # Saved outputs are kept as detached aliases (same memory and version counter): a reference to
-            # the output itself would form a cycle through the C++ node that Python's GC cannot see.
-            out_ids = {id(o) for o in diff_outs if o is not None}
-            ctx._saved = tuple(t.detach() if t is not None and id(t) in out_ids else t for t in ctx._saved)
-            if ctx._saved and _C._saved_tensor_hooks_active():
-                # packed as an op's saved tensors are (a pack hook's own saves are not packed again; an input
-                # that requires grad gets its history back on unpack)
-                ctx._saved = tuple(None if t is None else _C._save_tensor(t) for t in ctx._saved)
-                ctx._packed = True
             _C._make_function_node(run_backward, f"{cls.__name__}Backward", inputs, diff_outs)
+            # Saved outputs become C++ saved tensors, as an op's are: kept without their history (a reference
+            # to the output itself would form a cycle through the node that Python's GC cannot see), which
+            # unpacking gives back, so second derivatives through them work. Under saved-tensor hooks every
+            # saved tensor goes that way, to be packed (a pack hook's own saves are not packed again).
+            out_ids = {id(o) for o in diff_outs if o is not None}
+            hooks = _C._saved_tensor_hooks_active()
+            ctx._saved = tuple(
+                t if t is None or (id(t) not in out_ids and not hooks) else _C._save_tensor(t, id(t) in out_ids)
+                for t in ctx._saved)
         return tuple(outs) if is_tuple else outs[0]
 
 
