@@ -343,3 +343,18 @@ def test_custom_function_saved_outputs_keep_their_history_for_double_backward():
     del y
     gc.collect()
     assert flow._C._allocator_stats()["allocated_bytes"] - base == x.grad.numel() * 4
+
+
+def test_save_for_backward_refuses_non_tensors_like_torch():
+    class F(flow.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a, 3)
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    with pytest.raises(TypeError, match="save_for_backward can only save variables, but argument 1 is of type int"):
+        F.apply(flow.ones(2, requires_grad=True))

@@ -17,6 +17,10 @@ class FunctionCtx:
 
     def save_for_backward(self, *tensors):
         """Saves tensors for ``backward``; an in-place change to any of them before backward is an error."""
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, _C.TensorBase):
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} is of type "
+                                f"{type(t).__name__}")
         self._saved = tensors
         self._saved_versions = tuple(t._version if t is not None else None for t in tensors)
 
