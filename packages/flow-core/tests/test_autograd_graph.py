@@ -240,3 +240,36 @@ def test_a_saved_leaf_returned_as_gradient_does_not_become_a_grad_that_requires_
     y.sum().backward()
     assert not a.grad.requires_grad
     a.grad.zero_()
+
+
+def test_mul_and_div_keep_an_operand_only_for_the_other_ones_gradient():
+    # like torch, x * 2.0 and x / 3 keep nothing the size of x for backward (only the 0-dim scalar here); an
+    # operand is kept when the other one needs a gradient
+    def saved(expr, x, w):
+        shapes = []
+        with flow.autograd.graph.saved_tensors_hooks(lambda t: shapes.append(tuple(t.shape)) or t, lambda t: t):
+            y = expr(x, w)
+        return shapes, y
+
+    for expr, want in [(lambda x, w: x * 2.0, [()]), (lambda x, w: x / 3, [()]),
+                       (lambda x, w: x * w, [(3,), (3,)]), (lambda x, w: x.detach() * w, [(3,)]),
+                       (lambda x, w: x / w, [(3,), (3,)]), (lambda x, w: w / x.detach(), [(3,)])]:
+        x = flow.tensor([1.0, 2.0, 4.0], requires_grad=True)
+        w = flow.tensor([2.0, 3.0, 5.0], requires_grad=True)
+        shapes, y = saved(expr, x, w)
+        assert shapes == want
+        tx, tw = torch.tensor([1.0, 2.0, 4.0], requires_grad=True), torch.tensor([2.0, 3.0, 5.0], requires_grad=True)
+        y.sum().backward()
+        expr(tx, tw).sum().backward()
+        for a, b in ((x, tx), (w, tw)):
+            assert (a.grad is None) == (b.grad is None)
+            if a.grad is not None:
+                np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6)
+    # in-place on a non-leaf, and a second derivative through the kept operand
+    x = flow.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 1
+    h.mul_(3.0)
+    (h * x).sum().backward(create_graph=True)
+    np.testing.assert_allclose(x.grad.detach().numpy(), [6.0, 12.0])
+    gg, = flow.autograd.grad(x.grad.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), [6.0, 6.0])

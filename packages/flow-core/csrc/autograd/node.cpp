@@ -259,8 +259,11 @@ void record_op(const OpDef& op, const TensorList& inputs, const Attrs& attrs, Te
       node->needs_input_grad[i] = true;
     }
   }
-  for (int idx : op.saved_inputs) {
-    if (idx == 0 && inplace_saved_self) {
+  for (size_t k = 0; k < op.saved_inputs.size(); ++k) {
+    const int idx = op.saved_inputs[k];
+    if (!op.saved_input_needed(k, inputs)) {
+      node->saved_inputs.emplace_back();
+    } else if (idx == 0 && inplace_saved_self) {
       node->saved_inputs.push_back(SavedTensor::save((*inplace_saved_self)[0], false));
     } else {
       node->saved_inputs.push_back(idx < static_cast<int>(inputs.size()) ? SavedTensor::save(inputs[idx], false)

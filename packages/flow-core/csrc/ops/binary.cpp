@@ -74,7 +74,7 @@ FLOW_OP(mul)
         else return [](A x, A y) { return static_cast<A>(x * y); };
       });
     })
-    .save_inputs({0, 1})
+    .save_inputs({0, 1}, {{1}, {0}})  // each operand only for the other one's gradient
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       return {c.needs(0) ? ops::mul(g[0], c.input(1)) : Tensor(), c.needs(1) ? ops::mul(g[0], c.input(0)) : Tensor()};
@@ -145,7 +145,7 @@ FLOW_OP(div)
         });
       });
     })
-    .save_inputs({0, 1})
+    .save_inputs({0, 1}, {{1}, {}})  // self only for other's gradient
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       if (!c.attrs.none(0)) {

@@ -244,6 +244,12 @@ OpBuilder& OpBuilder::out_kernel(DeviceType d, OutKernelFn f) {
 }
 OpBuilder& OpBuilder::backward(BackwardFn f) { def_->backward = std::move(f); return *this; }
 OpBuilder& OpBuilder::save_inputs(std::vector<int> idx) { def_->saved_inputs = std::move(idx); return *this; }
+OpBuilder& OpBuilder::save_inputs(std::vector<int> idx, std::vector<std::vector<int>> needed_by) {
+  FLOW_CHECK(needed_by.size() == idx.size(), Runtime, def_->name, ": save_inputs needs one user list per input");
+  def_->saved_inputs = std::move(idx);
+  def_->saved_input_users = std::move(needed_by);
+  return *this;
+}
 OpBuilder& OpBuilder::save_outputs(std::vector<int> idx) { def_->saved_outputs = std::move(idx); return *this; }
 OpBuilder& OpBuilder::nondiff_outputs(std::vector<int> idx) { def_->nondiff_outputs = std::move(idx); return *this; }
 OpBuilder& OpBuilder::inplace_variant() { def_->want_inplace = true; return *this; }

@@ -152,6 +152,9 @@ struct OpDef {
   OutKernelFn out_kernel[kNumDeviceTypes];
   BackwardFn backward;
   std::vector<int> saved_inputs;   // indices of inputs the backward reads
+  // per saved input (when given): the inputs whose gradients read it; it is saved only if one of them needs
+  // a gradient (mul's x in x * 2.0 is not kept), empty = always
+  std::vector<std::vector<int>> saved_input_users;
   std::vector<int> saved_outputs;  // indices of outputs the backward reads
   const OpDef* inplace = nullptr;      // "name_" variant, if registered
   const OpDef* functional = nullptr;   // for an in-place variant: the op it mutates with
@@ -159,6 +162,14 @@ struct OpDef {
   bool want_inplace = false;
 
   bool has(uint64_t t) const { return (traits & t) != 0; }
+  // Whether the k-th saved input must be kept when the op runs on `inputs` (see saved_input_users).
+  bool saved_input_needed(size_t k, const TensorList& inputs) const {
+    if (k >= saved_input_users.size() || saved_input_users[k].empty()) return true;
+    for (int u : saved_input_users[k])
+      if (u >= 0 && static_cast<size_t>(u) < inputs.size() && inputs[u].defined() && inputs[u].requires_grad())
+        return true;
+    return false;
+  }
   bool differentiable() const { return static_cast<bool>(backward); }
   size_t num_inputs_hint() const { return schema.tensor_args.size(); }
 };
@@ -177,6 +188,7 @@ class OpBuilder {
   OpBuilder& out_kernel(DeviceType d, OutKernelFn f);
   OpBuilder& backward(BackwardFn f);
   OpBuilder& save_inputs(std::vector<int> idx);
+  OpBuilder& save_inputs(std::vector<int> idx, std::vector<std::vector<int>> needed_by);
   OpBuilder& save_outputs(std::vector<int> idx);
   OpBuilder& nondiff_outputs(std::vector<int> idx);
   OpBuilder& inplace_variant();
