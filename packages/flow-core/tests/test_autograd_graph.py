@@ -273,3 +273,21 @@ def test_mul_and_div_keep_an_operand_only_for_the_other_ones_gradient():
     np.testing.assert_allclose(x.grad.detach().numpy(), [6.0, 12.0])
     gg, = flow.autograd.grad(x.grad.sum(), x)
     np.testing.assert_allclose(gg.numpy(), [6.0, 6.0])
+
+
+def test_pow_keeps_its_result_only_for_the_exponents_gradient():
+    for expr, want in [(lambda x, w: x ** 3, [(3,), ()]), (lambda x, w: x ** w, [(3,), (3,), (3,)]),
+                       (lambda x, w: 2.0 ** x, [(), (3,), (3,)])]:
+        shapes = []
+        x = flow.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        w = flow.tensor([2.0, 0.5, 1.5], requires_grad=True)
+        with flow.autograd.graph.saved_tensors_hooks(lambda t: shapes.append(tuple(t.shape)) or t, lambda t: t):
+            y = expr(x, w)
+        assert shapes == want
+        y.sum().backward()
+        tx, tw = torch.tensor([1.0, 2.0, 3.0], requires_grad=True), torch.tensor([2.0, 0.5, 1.5], requires_grad=True)
+        expr(tx, tw).sum().backward()
+        for a, b in ((x, tx), (w, tw)):
+            assert (a.grad is None) == (b.grad is None)
+            if a.grad is not None:
+                np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6)

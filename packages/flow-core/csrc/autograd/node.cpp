@@ -282,9 +282,12 @@ void record_op(const OpDef& op, const TensorList& inputs, const Attrs& attrs, Te
     m.grad_fn = node;
     m.output_nr = static_cast<uint32_t>(i);
   }
-  for (int idx : op.saved_outputs)
-    node->saved_outputs.push_back(idx < static_cast<int>(outputs.size()) ? SavedTensor::save(outputs[idx], true)
-                                                                          : SavedTensor());
+  for (size_t k = 0; k < op.saved_outputs.size(); ++k) {
+    const int idx = op.saved_outputs[k];
+    node->saved_outputs.push_back(idx < static_cast<int>(outputs.size()) && op.saved_output_needed(k, inputs)
+                                      ? SavedTensor::save(outputs[idx], true)
+                                      : SavedTensor());
+  }
 }
 
 void set_history(TensorList& outputs, const std::shared_ptr<Node>& node) {

@@ -314,7 +314,7 @@ FLOW_OP(pow)
     .meta(meta_pow)
     .cpu_out(pow_kernel)
     .save_inputs({0, 1})
-    .save_outputs({0})
+    .save_outputs({0}, {{1}})  // only the exponent's gradient reads the result
     .inplace_variant()
     .backward(pow_backward);
 

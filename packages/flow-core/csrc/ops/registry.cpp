@@ -251,6 +251,12 @@ OpBuilder& OpBuilder::save_inputs(std::vector<int> idx, std::vector<std::vector<
   return *this;
 }
 OpBuilder& OpBuilder::save_outputs(std::vector<int> idx) { def_->saved_outputs = std::move(idx); return *this; }
+OpBuilder& OpBuilder::save_outputs(std::vector<int> idx, std::vector<std::vector<int>> needed_by) {
+  FLOW_CHECK(needed_by.size() == idx.size(), Runtime, def_->name, ": save_outputs needs one user list per output");
+  def_->saved_outputs = std::move(idx);
+  def_->saved_output_users = std::move(needed_by);
+  return *this;
+}
 OpBuilder& OpBuilder::nondiff_outputs(std::vector<int> idx) { def_->nondiff_outputs = std::move(idx); return *this; }
 OpBuilder& OpBuilder::inplace_variant() { def_->want_inplace = true; return *this; }
 

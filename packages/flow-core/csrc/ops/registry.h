@@ -156,16 +156,22 @@ struct OpDef {
   // a gradient (mul's x in x * 2.0 is not kept), empty = always
   std::vector<std::vector<int>> saved_input_users;
   std::vector<int> saved_outputs;  // indices of outputs the backward reads
+  std::vector<std::vector<int>> saved_output_users;  // as saved_input_users, for saved outputs
   const OpDef* inplace = nullptr;      // "name_" variant, if registered
   const OpDef* functional = nullptr;   // for an in-place variant: the op it mutates with
   std::vector<int> nondiff_outputs;    // e.g. indices returned by max(dim)
   bool want_inplace = false;
 
   bool has(uint64_t t) const { return (traits & t) != 0; }
-  // Whether the k-th saved input must be kept when the op runs on `inputs` (see saved_input_users).
-  bool saved_input_needed(size_t k, const TensorList& inputs) const {
-    if (k >= saved_input_users.size() || saved_input_users[k].empty()) return true;
-    for (int u : saved_input_users[k])
+  // Whether the k-th saved input (output) must be kept when the op runs on `inputs`: one of the inputs
+  // whose gradients read it needs a gradient (see saved_input_users).
+  bool saved_input_needed(size_t k, const TensorList& inputs) const { return needed(saved_input_users, k, inputs); }
+  bool saved_output_needed(size_t k, const TensorList& inputs) const {
+    return needed(saved_output_users, k, inputs);
+  }
+  static bool needed(const std::vector<std::vector<int>>& users, size_t k, const TensorList& inputs) {
+    if (k >= users.size() || users[k].empty()) return true;
+    for (int u : users[k])
       if (u >= 0 && static_cast<size_t>(u) < inputs.size() && inputs[u].defined() && inputs[u].requires_grad())
         return true;
     return false;
@@ -190,6 +196,7 @@ class OpBuilder {
   OpBuilder& save_inputs(std::vector<int> idx);
   OpBuilder& save_inputs(std::vector<int> idx, std::vector<std::vector<int>> needed_by);
   OpBuilder& save_outputs(std::vector<int> idx);
+  OpBuilder& save_outputs(std::vector<int> idx, std::vector<std::vector<int>> needed_by);
   OpBuilder& nondiff_outputs(std::vector<int> idx);
   OpBuilder& inplace_variant();
 
