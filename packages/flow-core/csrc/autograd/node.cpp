@@ -115,6 +115,13 @@ Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner, const char* node_
   return base;
 }
 
+void SavedTensor::release() {
+  data = Tensor();
+  packed.reset();
+  history.reset();
+  released = true;
+}
+
 // ---- op nodes -----------------------------------------------------------------------------------------
 std::string OpNode::name() const { return op_title() + "Backward"; }
 
@@ -134,18 +141,8 @@ std::string OpNode::op_title() const {
 }
 
 void OpNode::release_saved() {
-  for (auto& s : saved_inputs) {
-    s.data = Tensor();
-    s.packed.reset();
-    s.history.reset();
-    s.released = true;
-  }
-  for (auto& s : saved_outputs) {
-    s.data = Tensor();
-    s.packed.reset();
-    s.history.reset();
-    s.released = true;
-  }
+  for (auto& s : saved_inputs) s.release();
+  for (auto& s : saved_outputs) s.release();
   released = true;
 }
 

@@ -52,6 +52,7 @@ struct SavedTensor {
   bool released = false;
 
   static SavedTensor save(const Tensor& t, bool is_output);
+  void release();  // drop what it keeps; a later unpack raises the "backward a second time" error
   // Check the version and rebuild the tensor (re-attaching `owner` as grad_fn for saved outputs).
   Tensor unpack(const std::shared_ptr<Node>& owner, const char* node_name) const;
 };

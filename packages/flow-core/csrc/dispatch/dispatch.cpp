@@ -212,11 +212,7 @@ static TensorList inplace_on_view(const OpDef& f, const TensorList& inputs, cons
   // An op that saves its input gets a snapshot of the view (recorded as a clone, so gradients still reach
   // the view's history): the view itself is overwritten below.
   TensorList args = inputs;
-  for (size_t k = 0; k < f.saved_inputs.size(); ++k)
-    if (f.saved_inputs[k] == 0 && f.saved_input_needed(k, inputs)) {
-      args[0] = ops::clone(self);
-      break;
-    }
+  if (f.keeps_input(0, inputs)) args[0] = ops::clone(self);
   Tensor r = call(f, args, attrs)[0];
   if (r.dtype() != self.dtype()) r = ops::to_dtype(r, self.dtype());
   ops::copy_into(self, r);
@@ -282,10 +278,7 @@ static TensorList call_inplace(const OpDef& op, const TensorList& inputs, const 
     check_inplace_overlap(self, inputs, f.has(kAliasedOutputOk));
     if (need_grad && self.impl()->base) return inplace_on_view(f, inputs, attrs);
     TensorList saved_self;
-    bool saves_self = false;
-    for (size_t k = 0; k < f.saved_inputs.size(); ++k)
-      if (f.saved_inputs[k] == 0 && f.saved_input_needed(k, inputs)) saves_self = true;
-    if (need_grad && saves_self) saved_self.push_back(ops::clone(self));
+    if (need_grad && f.keeps_input(0, inputs)) saved_self.push_back(ops::clone(self));
     if (f.out_kernel[d] && !metas.empty() && metas[0].dtype == self.dtype() && self.has_storage()) {
       TensorList outs{self};
       run_kernel(f, inputs, attrs, &outs);

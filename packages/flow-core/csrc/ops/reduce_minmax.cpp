@@ -162,11 +162,8 @@ std::vector<bool> amax_mask(const Tensor& t, const Attrs& a, const char* op) {
   if (t.numel() != 0) return m;
   FLOW_RUNTIME_CHECK(!dims.empty(), op, "(): Expected reduction dim to be specified for input.numel() == 0. "
                      "Specify the reduction dim with the 'dim' argument.");
-  for (int64_t d : dims) {
-    int64_t nd = t.dim() == 0 ? 0 : (d < 0 ? d + t.dim() : d);
-    FLOW_INDEX_CHECK(t.dim() == 0 || t.sizes()[nd] != 0, op, "(): Expected reduction dim ", d,
-                     " to have non-zero size.");
-  }
+  for (int64_t d : dims)  // reduce_mask has checked the range; size() wraps a negative d
+    FLOW_INDEX_CHECK(t.size(d) != 0, op, "(): Expected reduction dim ", d, " to have non-zero size.");
   return m;
 }
 

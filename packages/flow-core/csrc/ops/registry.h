@@ -166,6 +166,12 @@ struct OpDef {
   // Whether the k-th saved input (output) must be kept when the op runs on `inputs`: one of the inputs
   // whose gradients read it needs a gradient (see saved_input_users).
   bool saved_input_needed(size_t k, const TensorList& inputs) const { return needed(saved_input_users, k, inputs); }
+  // Whether running on `inputs` keeps input `idx` for backward (in-place variants then snapshot it first).
+  bool keeps_input(int idx, const TensorList& inputs) const {
+    for (size_t k = 0; k < saved_inputs.size(); ++k)
+      if (saved_inputs[k] == idx && saved_input_needed(k, inputs)) return true;
+    return false;
+  }
   bool saved_output_needed(size_t k, const TensorList& inputs) const {
     return needed(saved_output_users, k, inputs);
   }

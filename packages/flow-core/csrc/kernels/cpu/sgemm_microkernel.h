@@ -1,6 +1,6 @@
 // The 6x16 AVX2 register block and the helpers shared by the packed GEMMs (sgemm_packed.cpp: large
-// products; sgemm_small.cpp: batches of small products; sgemm_pack.cpp: the packing routines). Include only where __AVX2__ and
-// __FMA__ are defined.
+// products; sgemm_small.cpp: batches of small products; sgemm_pack.cpp: the packing routines). Include only
+// where __AVX2__ and __FMA__ are defined.
 #pragma once
 #include <immintrin.h>
 

@@ -76,6 +76,14 @@ void sgemm_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, floa
     for (int64_t i = 0; i < i1 - i0; ++i) colsum[i0 + i] = static_cast<float>(block_sums[i]);
 }
 
+// Threads a product may split across: none inside a parallel region (a batch already split across them).
+int64_t gemm_threads() {
+#ifdef _OPENMP
+  if (omp_in_parallel()) return 1;
+#endif
+  return get_num_threads();
+}
+
 // Row panels [p0, p1) of C = alpha * A @ op(B) + beta * C on the calling thread, A row-major and read in
 // place: a 6-row panel of A over one K block (6 x 256 floats) stays in L1 while it meets every column tile
 // of the packed B block, which streams from L2 (NCR x KC = 256 KiB). Packing A instead would copy the whole
@@ -137,10 +145,7 @@ void packed_sgemm_tn(int64_t M, int64_t N, int64_t K, float alpha, const float* 
   }
   if (N <= 0) return;
   if (K <= 0 || alpha == 0.f) return scale_c(M, N, beta, C, ldc);
-  int64_t nt = get_num_threads();
-#ifdef _OPENMP
-  if (omp_in_parallel()) nt = 1;
-#endif
+  const int64_t nt = gemm_threads();
   // Each thread packs all of the operand along the dimension it does not split, so split the larger one
   // (by whole NR-column tiles or MR-row panels) unless the other has too few units to go round.
   int64_t ntile = (N + NR - 1) / NR, mpanel = (M + MR - 1) / MR;
@@ -164,10 +169,7 @@ void packed_sgemm_rows(int64_t M, int64_t N, int64_t K, float alpha, const float
   if (M <= 0 || N <= 0) return;
   if (K <= 0 || alpha == 0.f) return scale_c(M, N, beta, C, ldc);
   FLOW_CHECK(M >= MR, Runtime, "packed_sgemm_rows: needs at least ", MR, " rows, got ", M);
-  int64_t nt = get_num_threads();
-#ifdef _OPENMP
-  if (omp_in_parallel()) nt = 1;
-#endif
+  const int64_t nt = gemm_threads();
   // Threads split the row panels; each packs its own copy of B (at most K x 256 floats per block).
   int64_t npanel = (M + MR - 1) / MR, parts = std::max<int64_t>(1, std::min(nt, npanel));
   parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {

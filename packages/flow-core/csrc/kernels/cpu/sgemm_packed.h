@@ -12,7 +12,8 @@ namespace flow {
 bool packed_sgemm_available();
 
 // Row-major C (M x N, ldc) = alpha * A^T @ B + beta * C, where A^T's storage A is K x M (stride lda) and B
-// is K x N (stride ldb): sgemm's ('T', 'N') case. BLAS semantics: when beta == 0, C's previous contents, NaN included, are ignored.
+// is K x N (stride ldb): sgemm's ('T', 'N') case. BLAS semantics: when beta == 0, C's previous contents, NaN
+// included, are ignored.
 // Threads split the larger of M and N through parallel_for; inside a parallel region it runs serial.
 // Requires packed_sgemm_available().
 // colsum, when given (M floats), receives the sums over k of A(i, k): the column sums of the stored A^T,
