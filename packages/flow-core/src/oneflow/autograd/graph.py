@@ -10,10 +10,9 @@ __all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks"]
 _state = threading.local()
 
 
-def _stack():
-    if not hasattr(_state, "stack"):
-        _state.stack = []
-    return _state.stack
+def _depth():
+    """How many saved_tensors_hooks blocks are open on this thread."""
+    return getattr(_state, "depth", 0)
 
 
 class saved_tensors_hooks:
@@ -46,11 +45,11 @@ class saved_tensors_hooks:
         if msg is not None:
             raise RuntimeError(msg)
         _C._push_saved_tensors_hooks(self.pack_hook, self.unpack_hook)
-        _stack().append((self.pack_hook, self.unpack_hook))
+        _state.depth = _depth() + 1
         return self
 
     def __exit__(self, *exc):
-        _stack().pop()
+        _state.depth = _depth() - 1
         _C._pop_saved_tensors_hooks()
         return False
 
@@ -75,7 +74,7 @@ class save_on_cpu(saved_tensors_hooks):
 def disable_saved_tensors_hooks(error_message):
     """Inside this block, installing saved-tensor hooks raises ``RuntimeError(error_message)`` (for code whose
     saved tensors must not be intercepted); entering it while hooks are installed raises it too."""
-    if _stack():
+    if _depth():
         raise RuntimeError(error_message)
     prev = getattr(_state, "disabled", None)
     _state.disabled = error_message

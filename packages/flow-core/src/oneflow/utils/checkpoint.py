@@ -8,8 +8,10 @@ import warnings
 import oneflow as flow
 
 from .. import _C
+from ..amp.autocast_mode import get_autocast_dtype, is_autocast_cache_enabled, is_autocast_enabled
 from ..autograd import Function
 from ..autograd.graph import saved_tensors_hooks
+from ..random import fork_rng
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "noop_context_fn"]
 
@@ -32,18 +34,22 @@ def noop_context_fn():
     return contextlib.nullcontext(), contextlib.nullcontext()
 
 
+def _forward_state(preserve_rng_state):
+    """What a recomputation must replay of the forward: its random state (when asked) and its autocast."""
+    autocast = {"device_type": "cpu", "dtype": get_autocast_dtype("cpu"), "enabled": is_autocast_enabled("cpu"),
+                "cache_enabled": is_autocast_cache_enabled()}
+    return (flow.get_rng_state() if preserve_rng_state else None), autocast
+
+
 @contextlib.contextmanager
-def _rng_restored(state):
-    """Runs the block from the random state `state` (None: as is), then puts the current state back."""
-    if state is None:
+def _replaying(state):
+    """Runs the block in the forward's random and autocast state (see _forward_state); the caller's are
+    restored after."""
+    rng_state, autocast = state
+    with fork_rng(enabled=rng_state is not None), flow.autocast(**autocast):
+        if rng_state is not None:
+            flow.set_rng_state(rng_state)
         yield
-        return
-    now = flow.get_rng_state()
-    flow.set_rng_state(state)
-    try:
-        yield
-    finally:
-        flow.set_rng_state(now)
 
 
 class _CheckpointFunction(Function):
@@ -54,8 +60,7 @@ class _CheckpointFunction(Function):
     @staticmethod
     def forward(ctx, run_function, preserve_rng_state, *args):
         ctx.run_function = run_function
-        ctx.rng_state = flow.get_rng_state() if preserve_rng_state else None
-        ctx.autocast = _autocast_state()
+        ctx.forward_state = _forward_state(preserve_rng_state)
         ctx.plain = [None if _is_tensor(a) else a for a in args]
         ctx.tensor_idx = [i for i, a in enumerate(args) if _is_tensor(a)]
         ctx.save_for_backward(*[args[i] for i in ctx.tensor_idx])
@@ -68,7 +73,7 @@ class _CheckpointFunction(Function):
         args = list(ctx.plain)
         for i, t in zip(ctx.tensor_idx, ctx.saved_tensors):
             args[i] = t.detach().requires_grad_(t.requires_grad)
-        with _rng_restored(ctx.rng_state), _autocast_as(ctx.autocast), flow.enable_grad():
+        with _replaying(ctx.forward_state), flow.enable_grad():
             outputs = ctx.run_function(*args)
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
         pairs = [(o, g) for o, g in zip(outputs, grads) if _is_tensor(o) and o.requires_grad and g is not None]
@@ -134,23 +139,6 @@ class _Frame:
         return self.recomputed[idx]
 
 
-def _autocast_state():
-    return _C._autocast_enabled(), _C._autocast_dtype()
-
-
-@contextlib.contextmanager
-def _autocast_as(state):
-    """Runs the block with the autocast state `state` (the forward's), then restores the current one."""
-    now = _autocast_state()
-    _C._set_autocast_enabled(state[0])
-    _C._set_autocast_dtype(state[1])
-    try:
-        yield
-    finally:
-        _C._set_autocast_enabled(now[0])
-        _C._set_autocast_dtype(now[1])
-
-
 def _check_input_versions(kept):
     for t, v in kept:
         if t._version != v:
@@ -163,8 +151,7 @@ def _check_input_versions(kept):
 def _checkpoint_without_reentrant(function, args, kwargs, preserve_rng_state, context_fn, determinism_check):
     if determinism_check not in ("default", "none"):
         raise ValueError(f"determinism_check should be one of ['default', 'none'], but got {determinism_check}")
-    rng_state = flow.get_rng_state() if preserve_rng_state else None
-    autocast = _autocast_state()
+    forward_state = _forward_state(preserve_rng_state)
     forward_ctx, recompute_ctx = context_fn()
     # The inputs are saved like any other tensor of the graph: through the enclosing saved-tensor hooks when
     # some are installed (an outer checkpoint, save_on_cpu), else kept with their versions, so that changing
@@ -181,7 +168,7 @@ def _checkpoint_without_reentrant(function, args, kwargs, preserve_rng_state, co
             _check_input_versions(held)
         for i, h in zip(tensor_idx, held):
             inputs[i] = h.unpack() if packed else h[0]
-        with _rng_restored(rng_state), _autocast_as(autocast), recompute_ctx:
+        with _replaying(forward_state), recompute_ctx:
             function(*inputs, **kwargs)
 
     frame = _Frame(recompute, determinism_check == "default")
