@@ -156,6 +156,28 @@ def test_layer_norm(shape, ns):
                    atol=1e-5)
 
 
+@pytest.mark.parametrize("L", [8, 37, 256, 1500])
+def test_norms_wide_rows_vs_torch(L):
+    # rows long enough for the vectorised sums (8 and 32 wide, blocks of 1024), with a mean far from zero
+    x = randn(3, 2, L) + 100.0
+    w, b = randn(L), randn(L)
+    check_vs_torch(lambda x, w, b: F.layer_norm(x, (L,), w, b), lambda x, w, b: TF.layer_norm(x, (L,), w, b),
+                   [x, w, b], rtol=1e-4, atol=1e-4)
+    check_vs_torch(lambda x: F.group_norm(x, 1), lambda x: TF.group_norm(x, 1), [x], rtol=1e-4, atol=1e-4)
+    check_vs_torch(lambda x: F.batch_norm(x, None, None, training=True),
+                   lambda x: TF.batch_norm(x, None, None, training=True), [x], rtol=1e-4, atol=1e-4)
+
+
+def test_layer_norm_nonfinite_rows():
+    x = randn(4, 40)
+    x[1, 33] = np.nan  # past the 32-wide part of the row
+    x[2, 5] = np.inf
+    out = F.layer_norm(flow.tensor(x), (40,)).numpy()
+    ref = TF.layer_norm(torch.tensor(x), (40,)).numpy()
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))
+    np.testing.assert_allclose(out[[0, 3]], ref[[0, 3]], rtol=1e-5, atol=1e-5)
+
+
 def test_layer_norm_gradcheck_noncontig_errors():
     gradcheck(lambda x, w, b: F.layer_norm(x, (3,), w, b), [f64(randn(2, 3)), f64(randn(3)), f64(randn(3))])
     x = randn(4, 3)

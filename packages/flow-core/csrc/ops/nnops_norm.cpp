@@ -5,6 +5,10 @@
 #include <cmath>
 #include <exception>
 
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+
 #include "../kernels/cpu/parallel.h"
 #include "../autograd/grad_mode.h"
 #include "nnops_grad_composite.h"
@@ -88,6 +92,80 @@ inline FLOW_AI double centred_dot(const T* g, const T* x, int64_t n, double mean
   const A m = static_cast<A>(mean);
   return block_sum<T>(n, [g, x, m](int64_t i) FLOW_AI { return static_cast<A>(g[i]) * (static_cast<A>(x[i]) - m); });
 }
+#if defined(__AVX2__) && defined(__FMA__)
+// float32 overloads of the sums above, with four vector accumulators: `omp simd reduction` keeps one, whose
+// add latency bounds the loop (a 256-wide layer-norm row takes 0.6x the time this way). Same blocking: float
+// within kBlock elements, the blocks in double.
+inline FLOW_AI float hsum8(__m256 v) {
+  __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  a = _mm_add_ps(a, _mm_movehl_ps(a, a));
+  return _mm_cvtss_f32(_mm_add_ss(a, _mm_movehdup_ps(a)));
+}
+// sum over i of term(i): vterm(i) gives the 8 terms from i on, sterm(i) one.
+template <typename V, typename S>
+inline FLOW_AI double block_sum_f32(int64_t n, V&& vterm, S&& sterm) {
+  double total = 0;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(n, b + kBlock);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = b;
+    for (; i + 32 <= e; i += 32) {
+      a0 = _mm256_add_ps(a0, vterm(i));
+      a1 = _mm256_add_ps(a1, vterm(i + 8));
+      a2 = _mm256_add_ps(a2, vterm(i + 16));
+      a3 = _mm256_add_ps(a3, vterm(i + 24));
+    }
+    for (; i + 8 <= e; i += 8) a0 = _mm256_add_ps(a0, vterm(i));
+    float s = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < e; ++i) s += sterm(i);
+    total += static_cast<double>(s);
+  }
+  return total;
+}
+inline FLOW_AI double sum_of(const float* p, int64_t n) {
+  return block_sum_f32(
+      n, [p](int64_t i) FLOW_AI { return _mm256_loadu_ps(p + i); }, [p](int64_t i) FLOW_AI { return p[i]; });
+}
+inline FLOW_AI double centred_sumsq(const float* p, int64_t n, double mean) {
+  const float m = static_cast<float>(mean);
+  const __m256 vm = _mm256_set1_ps(m);
+  return block_sum_f32(
+      n,
+      [p, vm](int64_t i) FLOW_AI {
+        __m256 d = _mm256_sub_ps(_mm256_loadu_ps(p + i), vm);
+        return _mm256_mul_ps(d, d);
+      },
+      [p, m](int64_t i) FLOW_AI {
+        float d = p[i] - m;
+        return d * d;
+      });
+}
+inline FLOW_AI double centred_dot(const float* g, const float* x, int64_t n, double mean) {
+  const float m = static_cast<float>(mean);
+  const __m256 vm = _mm256_set1_ps(m);
+  return block_sum_f32(
+      n,
+      [g, x, vm](int64_t i) FLOW_AI {
+        return _mm256_mul_ps(_mm256_loadu_ps(g + i), _mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+      },
+      [g, x, m](int64_t i) FLOW_AI { return g[i] * (x[i] - m); });
+}
+inline FLOW_AI void wg_sums(const float* g, const float* w, const float* x, int64_t n, double mean, double& s1,
+                            double& s2) {
+  const float m = static_cast<float>(mean);
+  const __m256 vm = _mm256_set1_ps(m);
+  auto wg = [g, w](int64_t i) FLOW_AI {
+    __m256 gv = _mm256_loadu_ps(g + i);
+    return w ? _mm256_mul_ps(gv, _mm256_loadu_ps(w + i)) : gv;
+  };
+  auto wgs = [g, w](int64_t i) FLOW_AI { return w ? g[i] * w[i] : g[i]; };
+  s1 = block_sum_f32(n, wg, wgs);
+  s2 = block_sum_f32(
+      n, [&](int64_t i) FLOW_AI { return _mm256_mul_ps(wg(i), _mm256_sub_ps(_mm256_loadu_ps(x + i), vm)); },
+      [&](int64_t i) FLOW_AI { return wgs(i) * (x[i] - m); });
+}
+#endif
+
 // o = c0 * a + c1 * (b - m) + c2, elementwise (b centred first: no cancellation against a large mean)
 template <typename T>
 inline FLOW_AI void affine2(T* o, const T* a, const T* b, int64_t n, double c0, double c1, double m, double c2) {
