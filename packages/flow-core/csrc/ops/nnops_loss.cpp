@@ -3,6 +3,7 @@
 // backward helper producing the gradients for input and target together.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "../kernels/cpu/loops.h"
@@ -79,7 +80,7 @@ struct Loss {
       dt = -dx;
     } else if constexpr (K == Kind::Bce) {
       dx = w * (x - t) / std::max((A(1) - x) * x, A(1e-12));
-      dt = w * (std::max(vlog1p<A>(-x), A(-100)) - std::max(vlog<A>(x), A(-100)));
+      dt = w * (vlog1p<A>(-x) - vlog<A>(x));  // -logit(x), unclamped as in torch: +-inf at x = 0 or 1
     } else if constexpr (K == Kind::BceLogits) {
       // sigmoid(x) from the same exp(-|x|) as softplus(-x)
       A e = vexp_nonpos<A>(-std::fabs(x)), inv = A(1) / (A(1) + e);
@@ -125,8 +126,14 @@ LossGeom loss_geom(const Tensor& x, const Tensor& t, const Tensor& w, const Tens
       s = broadcast_shapes(s, o->sizes(), op);
       d = promote_types(d, o->dtype());
     }
-  FLOW_RUNTIME_CHECK(is_floating(d), op, ": expected floating point input and target, got ", dtype_name(x.dtype()),
-                     " and ", dtype_name(t.dtype()));
+  if (!is_floating(d)) {
+    // PyTorch's kernels for these reject integer dtypes as not implemented
+    for (auto [name, kernel] : {std::pair{"mse_loss", "mse_cpu"}, {"smooth_l1_loss", "smooth_l1_cpu"},
+                                {"huber_loss", "huber_cpu"}})
+      if (std::strcmp(op, name) == 0) fail_not_implemented(kernel, d);
+    fail(ErrorKind::Runtime, op, ": expected floating point input and target, got ", dtype_name(x.dtype()), " and ",
+         dtype_name(t.dtype()));
+  }
   return {s, d};
 }
 

@@ -74,6 +74,8 @@ std::vector<TensorMeta> nll_meta(const TensorList& in, const Attrs& a, const cha
   NllArgs ar = nll_args(a, op);
   FLOW_RUNTIME_CHECK(is_floating(in[0].dtype()), op, ": expected a floating point input, got ",
                      dtype_name(in[0].dtype()));
+  FLOW_RUNTIME_CHECK(in[1].dtype() == DType::Int64 || in[1].dtype() == DType::UInt8,
+                     "expected target dtype to be Long or Byte, but got ", torch_type_name(in[1].dtype()));
   return {{ar.red == Reduction::None ? g.out_none : Shape{}, in[0].dtype(), in[0].device()}};
 }
 

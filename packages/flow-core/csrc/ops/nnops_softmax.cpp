@@ -153,9 +153,13 @@ void softmax_bwd(const T* gr, const T* y, T* gi, const Geometry& g) {
   });
 }
 
+// The output dtype; a non-floating one is PyTorch's NotImplementedError, named after its kernel for the dim.
 DType softmax_out_dtype(const Tensor& x, const Attrs& a, const char* op) {
   DType d = a.none(1) ? x.dtype() : a.dtype(1);
-  FLOW_RUNTIME_CHECK(is_floating(d), op, ": expected a floating point tensor (or dtype=), got ", dtype_name(d));
+  if (!is_floating(d)) {
+    bool last = x.dim() <= 1 || wrap_dim(a.i(0), x.dim(), op) == x.dim() - 1;
+    fail_not_implemented((std::string(op) + (last ? "_lastdim_kernel_impl" : "_kernel_impl")).c_str(), d);
+  }
   return d;
 }
 

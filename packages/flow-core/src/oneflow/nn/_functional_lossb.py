@@ -96,6 +96,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     if input1.dim() != input2.dim():
         raise RuntimeError(f"cosine_embedding_loss: Input1 and Input2 must have same dimensions, but got "
                            f"{input1.dim()} and {input2.dim()}")
+    if target.dim() > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     if target.dim() + 1 != input1.dim():
         raise RuntimeError(f"{target.dim()}D target tensor expects {target.dim() + 1}D input tensors, but found "
                            f"inputs with sizes {list(input1.shape)} and {list(input2.shape)}.")
@@ -115,6 +117,8 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
                         reduce=None, reduction="mean"):
     """``max(d(a, p) - d(a, n) + margin, 0)`` with the p-norm ``pairwise_distance``."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
     a, pd, nd = anchor.dim(), positive.dim(), negative.dim()
     if not (a == pd == nd):
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
@@ -216,9 +220,11 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     t = target.reshape(-1)
     if t.numel() != n:
         raise RuntimeError(f"inconsistent target size, expected {n} but got {list(target.shape)}")
+    if weight is not None and weight.dim() > 1:
+        raise ValueError("weight must be one-dimensional")
     tn = t.numpy()
     if n and (tn.min() < 0 or tn.max() >= c):
-        raise IndexError(f"target out of range: targets must lie in [0, {c})")
+        raise RuntimeError("target out of range")
     idx = t.reshape(n, 1)
     xy = flow.gather(x, 1, idx)
     z = (x - xy + margin).clamp_min(0)
@@ -254,7 +260,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
             if j < 0:
                 break
             if j >= c:
-                raise IndexError(f"target index {j} is out of bounds for {c} classes")
+                raise RuntimeError("argument #2 'target' is out of range")
             counts[i, j] += 1
             is_target[i, j] = True
     # z[n, j, k] = max(0, 1 - x[n, j] + x[n, k]), weighted by how often j is listed and by k not being a target.

@@ -8,6 +8,7 @@ import numpy as _np
 from . import _interp_weights as _iw
 
 from .. import _C
+from .._ops._names import torch_dtype_name
 
 ops = _C.ops
 
@@ -214,13 +215,16 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 
 # ---- losses -------------------------------------------------------------------------------------------
 def _legacy_reduction(size_average, reduce, reduction):
+    """``reduction`` from the deprecated ``size_average``/``reduce`` flags when either is given (with
+    PyTorch's deprecation warning), else ``reduction`` itself."""
     if size_average is None and reduce is None:
         return reduction
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
-    if size_average and reduce:
-        return "mean"
-    return "sum" if reduce else "none"
+    ret = ("mean" if size_average else "sum") if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
+                  stacklevel=3)
+    return ret
 
 
 def _check_reduction(reduction):
@@ -242,7 +246,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    # as in torch, a target of the input's shape holds class probabilities
+    if tuple(target.shape) == tuple(input.shape) and not target.dtype.is_floating_point:
+        raise RuntimeError("Expected floating point type for target with class probabilities, got "
+                           f"{torch_dtype_name(target.dtype)}")
     class_dim = 0 if input.dim() == 1 else 1
     logp = ops.log_softmax(input, class_dim, None)
     if not target.dtype.is_floating_point:
@@ -342,6 +350,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({list(target.shape)}) that is different to the input size "
                          f"({list(input.shape)}) is deprecated. Please ensure they have the same size.")
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"Found dtype {torch_dtype_name(target.dtype)} but expected "
+                           f"{torch_dtype_name(input.dtype)}")
     return ops.binary_cross_entropy(input, target, weight, reduction)
 
 
@@ -396,6 +407,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError(f"Got {input.dim()}D input, but bicubic mode needs 4D input")
     if mode in _LINEAR_MODES and _LINEAR_MODES[mode] != k:
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {_LINEAR_MODES[mode] + 2}D input")
+    if size is not None and recompute_scale_factor:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
     if align_corners is None:
         align_corners = False
     if (size is None) == (scale_factor is None):
@@ -455,6 +468,18 @@ def pad(input, pad, mode="constant", value=None):
 
 
 # ---- attention / normalize ----------------------------------------------------------------------------
+def _unmask_empty_rows(mask):
+    """An additive attention mask with its rows that admit no key (all -inf) set to 0, and those rows'
+    indicator (None when there are none). The caller zeroes those rows of the probabilities afterwards: a
+    query with no key to attend to then gets zeros and zero gradients, as from PyTorch's fused attention
+    kernels, instead of softmax's NaN."""
+    flow = _flow()
+    full = (mask == float("-inf")).all(-1, keepdim=True)
+    if not bool(full.any()):
+        return mask, None
+    return flow.where(full, flow.zeros((), dtype=mask.dtype), mask), full
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """``softmax(q k^T * scale + mask) v`` with optional causal masking and attention dropout."""
@@ -478,9 +503,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             bias = flow.tensor(_np.where(attn_mask.numpy(), 0.0, -_np.inf), dtype=attn.dtype)
         else:
             bias = attn_mask
+    full = None
     if bias is not None:
+        bias, full = _unmask_empty_rows(bias)
         attn = ops.add(attn, bias)
     attn = ops.softmax(attn, -1, None)
+    if full is not None:
+        attn = flow.where(full, flow.zeros((), dtype=attn.dtype), attn)
     if dropout_p > 0.0:
         attn = ops.dropout(attn, dropout_p, True)
     return flow.matmul(attn, value)

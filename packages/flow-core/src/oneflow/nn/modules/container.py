@@ -4,7 +4,7 @@ from collections import OrderedDict
 from itertools import islice
 
 from ..parameter import Parameter
-from .module import Module
+from .module import Module, _addindent
 
 
 class Sequential(Module):
@@ -144,9 +144,22 @@ class ModuleList(Module):
         return v
 
     def __repr__(self):
+        """Like Module's, but a run of consecutive entries with the same repr is written once, as
+        ``(first-last): count x repr`` (PyTorch's layout, which keeps deep stacks readable)."""
         if not self._modules:
             return "ModuleList()"
-        return super().__repr__()
+        runs = []  # [first index, last index, repr]
+        for i, m in enumerate(self._modules.values()):
+            r = repr(m)
+            if runs and runs[-1][2] == r:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        lines = []
+        for first, last, r in runs:
+            label = f"({first}): " if first == last else f"({first}-{last}): {last - first + 1} x "
+            lines.append(_addindent(label + r, 2))
+        return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(Module):

@@ -2,6 +2,7 @@
 ``torch.nn``'s arguments; class weights are registered as buffers like PyTorch's."""
 from .. import functional as F
 from .._functional_nn import _legacy_reduction
+from .distance import PairwiseDistance
 from .module import Module
 
 __all__ = [
@@ -179,7 +180,8 @@ class TripletMarginWithDistanceLoss(_Loss):
         if margin <= 0:
             raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} "
                              "instead")
-        self.distance_function = distance_function
+        # as in torch, the default distance is a PairwiseDistance child module
+        self.distance_function = distance_function if distance_function is not None else PairwiseDistance()
         self.margin, self.swap = margin, swap
 
     def forward(self, anchor, positive, negative):

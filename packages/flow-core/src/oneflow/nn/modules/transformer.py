@@ -6,9 +6,11 @@ import warnings
 
 from ... import _C
 from .. import functional as F
+from .._functional_nn import _unmask_empty_rows
 from .. import init
 from ..parameter import Parameter
 from .container import ModuleList
+from .activation import GELU, ReLU
 from .dropout import Dropout
 from .linear import Linear
 from .module import Module
@@ -183,11 +185,18 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
     scores = q * math.sqrt(1.0 / float(head_dim))
     kt = k.transpose(-2, -1)
+    empty_rows = None
     if attn_mask is not None:
+        # Without weights to return, PyTorch runs its fused attention, which gives a query that may attend to
+        # no key zeros; the weights it does return keep softmax's NaN for such rows.
+        if not need_weights:
+            attn_mask, empty_rows = _unmask_empty_rows(attn_mask)
         scores = ops.baddbmm(attn_mask.expand(bsz * num_heads, tgt_len, src_len), scores, kt)
     else:
         scores = ops.bmm(scores, kt)
     weights = ops.softmax(scores, -1, None)
+    if empty_rows is not None:
+        weights = flow.where(empty_rows, flow.zeros((), dtype=weights.dtype), weights)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     out = ops.bmm(weights, v)
@@ -431,6 +440,29 @@ class TransformerDecoderLayer(Module):
         return self.dropout3(x)
 
 
+def _why_not_nested(layer):
+    """Why PyTorch would not run a stack of `layer` on nested tensors ("" when it would)."""
+    if not isinstance(layer, TransformerEncoderLayer):
+        return "encoder_layer was not TransformerEncoderLayer"
+    if layer.norm_first:
+        return "encoder_layer.norm_first was True"
+    if not layer.self_attn.batch_first:
+        return ("encoder_layer.self_attn.batch_first was not True"
+                "(use batch_first for better inference performance)")
+    if not layer.self_attn._qkv_same_embed_dim:
+        return "encoder_layer.self_attn._qkv_same_embed_dim was not True"
+    if layer.self_attn.in_proj_bias is None:
+        return "encoder_layer.self_attn was passed bias=False"
+    act = layer.activation
+    if not (act is F.relu or act is F.gelu or isinstance(act, (ReLU, GELU))):
+        return "encoder_layer.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return "encoder_layer.norm1.eps was not equal to encoder_layer.norm2.eps"
+    if layer.self_attn.num_heads % 2 == 1:
+        return "num_head is odd"
+    return ""
+
+
 class TransformerEncoder(Module):
     """A stack of ``num_layers`` deep copies of ``encoder_layer``, optionally followed by ``norm``."""
 
@@ -439,10 +471,29 @@ class TransformerEncoder(Module):
         self.layers = _get_clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
-        # Nested tensors are a PyTorch CUDA/CPU fast path; the flag is accepted and results are dense.
         self.enable_nested_tensor = enable_nested_tensor
-        self.use_nested_tensor = False
+        # PyTorch runs eligible stacks on nested tensors in inference, which gives padded positions zeros
+        # before the final norm; forward reproduces that output (computed densely here).
+        why_not = _why_not_nested(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not}")
+        self.use_nested_tensor = enable_nested_tensor and not why_not
         self.mask_check = mask_check
+
+    def _zeroes_padding(self, src, mask, pad):
+        """Whether PyTorch would take its nested-tensor path for this call (so padded positions come out 0)."""
+        if not (self.use_nested_tensor and not self.training and pad is not None and mask is None and src.dim() == 3):
+            return False
+        flow = _flow()
+        if flow.is_autocast_enabled():
+            return False
+        if flow.is_grad_enabled() and (src.requires_grad or any(p.requires_grad for p in self.parameters())):
+            return False
+        if self.mask_check:  # padding only at the end of each sequence
+            keep = ~pad
+            if bool((keep[:, 1:] & ~keep[:, :-1]).any()):
+                return False
+        return True
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask", _none_or_dtype(mask),
@@ -450,9 +501,13 @@ class TransformerEncoder(Module):
         mask = _canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
         batch_first = self.layers[0].self_attn.batch_first if len(self.layers) else False
         is_causal = _detect_is_causal_mask(mask, is_causal, _get_seq_len(src, batch_first))
+        pad = None if src_key_padding_mask is None else src_key_padding_mask != 0
+        zero_padding = self._zeroes_padding(src, mask, pad)
         output = src
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
+        if zero_padding:
+            output = output.masked_fill(pad.unsqueeze(-1), 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output

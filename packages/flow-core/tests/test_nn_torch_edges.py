@@ -1,0 +1,214 @@
+"""Edge cases of nn matched to PyTorch after a differential review: attention rows with no key to attend to,
+binary_cross_entropy's target gradient at 0 and 1, the exception types and messages of losses, softmax and
+interpolate on bad input, ModuleList's repr of repeated entries, TripletMarginWithDistanceLoss's default
+distance child, and the deprecation warning of size_average/reduce."""
+import warnings
+
+import numpy as np
+import pytest
+
+import oneflow as flow
+import oneflow.nn.functional as F
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+RNG = np.random.default_rng(0)
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape).astype("float32")
+
+
+def both(fn):
+    """fn(M, F) evaluated with oneflow and with torch."""
+    return fn(flow, F), fn(torch, TF)
+
+
+@pytest.mark.parametrize("float_mask", [False, True])
+def test_sdpa_row_without_keys_gives_zeros_and_zero_grads(float_mask):
+    q, k, v, g = rand(2, 3, 4), rand(2, 5, 4), rand(2, 5, 4), rand(2, 3, 4)
+    allowed = np.array([[True, False, True, True, False], [False] * 5, [True] * 5])
+    res = []
+    for M, FF in ((flow, F), (torch, TF)):
+        Q, K, V = (M.tensor(a, requires_grad=True) for a in (q, k, v))
+        mask = M.tensor(np.where(allowed, 0.0, -np.inf).astype("float32")) if float_mask else M.tensor(allowed)
+        out = FF.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+        (out * M.tensor(g)).sum().backward()
+        res.append([t.detach().numpy() for t in (out, Q.grad, K.grad, V.grad)])
+    for a, b in zip(*res):
+        assert np.isfinite(a).all()
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert (res[0][0][:, 1] == 0).all()
+
+
+def test_multihead_attention_empty_rows_depend_on_need_weights():
+    for M in (flow, torch):
+        M.manual_seed(0)
+    mods = both(lambda M, FF: M.nn.MultiheadAttention(4, 2))
+    mods[0].load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in mods[1].state_dict().items()})
+    x = rand(3, 2, 4)
+    mask = np.array([[True, True, True], [False, True, False], [False, False, False]])  # True: masked
+    outs = []
+    for m, M in zip(mods, (flow, torch)):
+        X = M.tensor(x)
+        no_w = m(X, X, X, attn_mask=M.tensor(mask), need_weights=False)[0].detach().numpy()
+        out_w, w = m(X, X, X, attn_mask=M.tensor(mask))
+        outs.append((no_w, out_w.detach().numpy(), w.detach().numpy()))
+    (a_no, a_out, a_w), (b_no, b_out, b_w) = outs
+    np.testing.assert_allclose(a_no, b_no, rtol=1e-5, atol=1e-6)  # fused path in torch: row 0 -> zeros
+    assert np.isfinite(a_no).all()
+    # with weights returned, torch keeps softmax's NaN for the query that sees no key
+    np.testing.assert_array_equal(np.isnan(a_w), np.isnan(b_w))
+    np.testing.assert_array_equal(np.isnan(a_out), np.isnan(b_out))
+
+
+def test_encoder_layer_with_fully_masked_row_stays_finite():
+    torch.manual_seed(0)
+    t_layer = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
+    f_layer = flow.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
+    f_layer.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in t_layer.state_dict().items()})
+    x = rand(3, 2, 8)
+    mask = np.array([[True, True, True], [False, True, False], [False, False, False]])
+    fx, tx = flow.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    fo, to = f_layer(fx, src_mask=flow.tensor(mask)), t_layer(tx, src_mask=torch.tensor(mask))
+    np.testing.assert_allclose(fo.detach().numpy(), to.detach().numpy(), rtol=1e-4, atol=1e-5)
+    fo.sum().backward()
+    to.sum().backward()
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_bce_target_gradient_unclamped_like_torch():
+    grads = []
+    for M, FF in ((flow, F), (torch, TF)):
+        t = M.tensor([0.0, 1.0, 0.3], requires_grad=True)
+        FF.binary_cross_entropy(M.tensor([0.0, 1.0, 0.25]), t).backward()
+        grads.append(t.grad.numpy())
+    np.testing.assert_array_equal(grads[0][:2], [np.inf, -np.inf])
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
+
+
+ERROR_CASES = {
+    "cross_entropy int32 target": lambda M, FF: FF.cross_entropy(M.zeros(2, 3), M.tensor([0, 1], dtype=M.int32)),
+    "nll_loss int32 target": lambda M, FF: FF.nll_loss(M.zeros(2, 3), M.tensor([0, 1], dtype=M.int32)),
+    "cross_entropy label_smoothing": lambda M, FF: FF.cross_entropy(M.zeros(2, 3), M.tensor([0, 1]),
+                                                                    label_smoothing=1.5),
+    "cross_entropy int64 input": lambda M, FF: FF.cross_entropy(M.zeros(2, 3, dtype=M.int64), M.tensor([0, 1])),
+    "cross_entropy integer probabilities": lambda M, FF: FF.cross_entropy(M.zeros(2, 3),
+                                                                          M.zeros(2, 3, dtype=M.int64)),
+    "cross_entropy 0-dim": lambda M, FF: FF.cross_entropy(M.tensor(1.0), M.tensor(0)),
+    "softmax int64 last dim": lambda M, FF: FF.softmax(M.zeros(2, 3, dtype=M.int64), 1),
+    "log_softmax int64 inner dim": lambda M, FF: FF.log_softmax(M.zeros(2, 3, 4, dtype=M.int64), 1),
+    "softmax int dtype=": lambda M, FF: FF.softmax(M.zeros(2, 3), 1, dtype=M.int32),
+    "bce int64 target": lambda M, FF: FF.binary_cross_entropy(M.full((2,), 0.5), M.ones(2, dtype=M.int64)),
+    "bce float64 target": lambda M, FF: FF.binary_cross_entropy(M.full((2,), 0.5), M.ones(2, dtype=M.float64)),
+    "mse int32": lambda M, FF: FF.mse_loss(M.ones(2, dtype=M.int32), M.ones(2, dtype=M.int32)),
+    "smooth_l1 int64": lambda M, FF: FF.smooth_l1_loss(M.ones(2, dtype=M.int64), M.ones(2, dtype=M.int64)),
+    "huber int64": lambda M, FF: FF.huber_loss(M.ones(2, dtype=M.int64), M.ones(2, dtype=M.int64)),
+    "multi_margin target": lambda M, FF: FF.multi_margin_loss(M.zeros(2, 3), M.tensor([0, 7])),
+    "multi_margin 2-D weight": lambda M, FF: FF.multi_margin_loss(M.zeros(2, 2), M.tensor([0, 1]),
+                                                                  weight=M.ones(2, 2)),
+    "multilabel_margin target": lambda M, FF: FF.multilabel_margin_loss(M.zeros(2, 3),
+                                                                        M.tensor([[0, 7, -1], [1, -1, 0]])),
+    "triplet_margin margin": lambda M, FF: FF.triplet_margin_loss(M.ones(2, 3), M.ones(2, 3), M.ones(2, 3),
+                                                                  margin=-1.0),
+    "cosine_embedding 2-D target": lambda M, FF: FF.cosine_embedding_loss(M.ones(2, 5, 4), M.ones(2, 5, 4),
+                                                                          M.ones(2, 5)),
+    "interpolate size + recompute": lambda M, FF: FF.interpolate(M.ones(1, 1, 2, 2), size=4,
+                                                                 recompute_scale_factor=True),
+}
+
+
+@pytest.mark.parametrize("name", list(ERROR_CASES))
+def test_error_type_and_message_match_torch(name):
+    fn = ERROR_CASES[name]
+    with pytest.raises(Exception) as ref:
+        fn(torch, TF)
+    with pytest.raises(type(ref.value)) as got:
+        fn(flow, F)
+    assert str(got.value) == str(ref.value)
+
+
+def test_module_list_repr_collapses_repeats():
+    def build(M):
+        layer = M.nn.Linear(2, 2)
+        return M.nn.ModuleList([M.nn.ReLU(), M.nn.ReLU(), layer, M.nn.ReLU(), M.nn.ReLU(), M.nn.ReLU()])
+    f, t = both(lambda M, FF: build(M))
+    assert repr(f) == repr(t)
+    assert "(0-1): 2 x ReLU()" in repr(f) and "(3-5): 3 x ReLU()" in repr(f)
+    enc = both(lambda M, FF: M.nn.TransformerEncoder(M.nn.TransformerEncoderLayer(4, 2, 8), 3,
+                                                     enable_nested_tensor=False))
+    assert repr(enc[0]) == repr(enc[1])
+    assert repr(flow.nn.ModuleList()) == repr(torch.nn.ModuleList())
+
+
+def test_triplet_margin_with_distance_default_child():
+    f, t = both(lambda M, FF: M.nn.TripletMarginWithDistanceLoss())
+    assert repr(f) == repr(t)
+    assert [n for n, _ in f.named_children()] == ["distance_function"]
+    a, p, n = rand(4, 3), rand(4, 3), rand(4, 3)
+    got = f(flow.tensor(a), flow.tensor(p), flow.tensor(n)).numpy()
+    ref = t(torch.tensor(a), torch.tensor(p), torch.tensor(n)).numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kw,expected", [({"size_average": False}, "sum"), ({"reduce": False}, "none"),
+                                         ({"size_average": True, "reduce": True}, "mean")])
+def test_legacy_reduction_arguments_warn(kw, expected):
+    for call in (lambda: flow.nn.MSELoss(**kw), lambda: F.mse_loss(flow.ones(2), flow.ones(2), **kw)):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            call()
+        msgs = [str(x.message) for x in w]
+        assert msgs == [f"size_average and reduce args will be deprecated, please use reduction='{expected}' "
+                        "instead."]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert flow.nn.MSELoss(**kw).reduction == torch.nn.MSELoss(**kw).reduction
+
+
+def _encoder_pair(norm, **layer_kw):
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, 16, **layer_kw), 2,
+                                        norm=torch.nn.LayerNorm(8) if norm else None)
+        f = flow.nn.TransformerEncoder(flow.nn.TransformerEncoderLayer(8, 2, 16, **layer_kw), 2,
+                                       norm=flow.nn.LayerNorm(8) if norm else None)
+    sd = t.state_dict()
+    if norm:
+        sd["norm.bias"].data.fill_(0.5)  # padded positions then come out as the norm's bias
+    f.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in sd.items()})
+    return f.eval(), t.eval()
+
+
+@pytest.mark.parametrize("norm", [False, True])
+@pytest.mark.parametrize("pad", [[[False, False, True, True], [False, False, False, True]],  # at the end: nested
+                                 [[True, False, True, False], [False] * 4]])  # not left-aligned: dense in torch
+def test_encoder_inference_padding_like_torch_nested_path(norm, pad):
+    f, t = _encoder_pair(norm, batch_first=True)
+    assert f.use_nested_tensor and t.use_nested_tensor
+    x = rand(2, 4, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's prototype-nested-tensor notice
+        with torch.no_grad():
+            ref = t(torch.tensor(x), src_key_padding_mask=torch.tensor(pad)).numpy()
+        with flow.no_grad():
+            got = f(flow.tensor(x), src_key_padding_mask=flow.tensor(pad)).numpy()
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+        # with gradients wanted both run densely: padded positions are computed
+        ref = t(torch.tensor(x), src_key_padding_mask=torch.tensor(pad)).detach().numpy()
+        got = f(flow.tensor(x), src_key_padding_mask=flow.tensor(pad)).detach().numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("layer_kw", [{}, {"batch_first": True, "norm_first": True},
+                                      {"batch_first": True, "activation": lambda x: x}])
+def test_encoder_nested_tensor_warning_like_torch(layer_kw):
+    msgs = []
+    for M in (flow, torch):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            enc = M.nn.TransformerEncoder(M.nn.TransformerEncoderLayer(8, 2, 16, **layer_kw), 1)
+        msgs.append(([str(x.message) for x in w if "nested" in str(x.message)], enc.use_nested_tensor))
+    assert msgs[0] == msgs[1] and msgs[0][0]
