@@ -1,7 +1,10 @@
-"""Edge cases of nn matched to PyTorch after a differential review: attention rows with no key to attend to,
-binary_cross_entropy's target gradient at 0 and 1, the exception types and messages of losses, softmax and
-interpolate on bad input, ModuleList's repr of repeated entries, TripletMarginWithDistanceLoss's default
-distance child, and the deprecation warning of size_average/reduce."""
+"""Behaviour of nn matched to PyTorch after differential reviews: attention rows with no key to attend to,
+TransformerEncoder's inference output on padded positions, binary_cross_entropy's target gradient at 0 and 1,
+the exception types and messages of losses, softmax and interpolate on bad input, container reprs and
+operations (ModuleList runs, Sequential insert and *, parameter containers holding any object), always_call
+forward hooks, backward hooks returning the wrong number of gradients, 0-dim parameters loaded from 1-element
+checkpoints, the autocast dtypes of addr and grid_sample, TripletMarginWithDistanceLoss's default distance
+child, and the deprecation warning of size_average/reduce."""
 import warnings
 
 import numpy as np
@@ -212,3 +215,109 @@ def test_encoder_nested_tensor_warning_like_torch(layer_kw):
             enc = M.nn.TransformerEncoder(M.nn.TransformerEncoderLayer(8, 2, 16, **layer_kw), 1)
         msgs.append(([str(x.message) for x in w if "nested" in str(x.message)], enc.use_nested_tensor))
     assert msgs[0] == msgs[1] and msgs[0][0]
+
+
+# ---- Module and containers --------------------------------------------------------------------------------
+def test_sequential_insert_mul_like_torch():
+    for idx in (-2, -1, 0, 1, 2):
+        names = []
+        for M in (flow, torch):
+            s = M.nn.Sequential(M.nn.ReLU(), M.nn.Tanh())
+            assert s.insert(idx, M.nn.ELU()) is s
+            names.append([type(m).__name__ for m in s])
+        assert names[0] == names[1], idx
+    for bad in (3, -3):
+        with pytest.raises(IndexError, match=f"Index out of range: {bad}"):
+            flow.nn.Sequential(flow.nn.ReLU(), flow.nn.Tanh()).insert(bad, flow.nn.ELU())
+    s = flow.nn.Sequential(flow.nn.ReLU(), flow.nn.Linear(2, 2))
+    for c in (s * 2, 2 * s):
+        assert len(c) == 4 and c[0] is c[2] and c[1] is c[3]
+    s *= 3
+    assert len(s) == 6 and s[1] is s[5]
+    with pytest.raises(ValueError, match="Non-positive"):
+        s * 0
+    with pytest.raises(TypeError):
+        s * 1.5
+
+
+def test_parameter_containers_hold_any_object_like_torch():
+    built = both(lambda M, FF: (M.nn.ParameterList([M.ones(2, 3), 1, "a", M.nn.Parameter(M.zeros(2))]),
+                                M.nn.ParameterDict({"a": 1, "b": M.ones(2, 3)})))
+    for (pl, pd), (tl, td) in [built]:
+        assert [n for n, _ in pl.named_parameters()] == [n for n, _ in tl.named_parameters()] == ["0", "3"]
+        assert pl[1] == 1 and list(pl)[2] == "a" and len(pl) == 4
+        assert repr(pl) == repr(tl).replace("torch.", "oneflow.")
+        assert repr(pd) == repr(td).replace("torch.", "oneflow.")
+        assert [n for n, _ in pd.named_parameters()] == ["b"] and list(pd.keys()) == ["a", "b"]
+    pd = built[0][1]
+    assert isinstance(pd.setdefault("c", flow.zeros(1)), flow.nn.Parameter) and list(pd) == ["a", "b", "c"]
+    assert pd.setdefault("a", 5) == 1
+    assert pd.popitem()[0] == "c" and list(pd) == ["a", "b"]
+    cp = pd.copy()
+    assert type(cp) is flow.nn.ParameterDict and cp["b"] is pd["b"]
+    assert list((pd | {"z": 3}).keys()) == ["a", "b", "z"] and list(({"y": 2} | pd).keys()) == ["y", "a", "b"]
+    pd |= {"w": 5}
+    assert list(pd) == ["a", "b", "w"]
+    with pytest.raises(TypeError, match="not a string"):
+        pd[1] = flow.ones(1)
+    assert list(flow.nn.ParameterDict.fromkeys(["p", "q"], 0)) == ["p", "q"]
+    assert str(flow.nn.Parameter(flow.zeros(1))).startswith("Parameter containing:")
+
+
+def test_always_call_forward_hook_runs_when_forward_raises():
+    logs = []
+    for M in (flow, torch):
+        class Bad(M.nn.Module):
+            def forward(self, x):
+                raise ValueError("boom")
+
+        log = []
+        m = Bad()
+        m.register_forward_hook(lambda mod, a, out: log.append(out), always_call=True)
+        m.register_forward_hook(lambda mod, a, out: log.append("not always"))
+        with pytest.raises(ValueError):
+            m(M.ones(1))
+        lin = M.nn.Linear(1, 1)
+
+        def failing(mod, a, out):
+            raise KeyError("hook")
+
+        lin.register_forward_hook(failing)
+        lin.register_forward_hook(lambda mod, a, out: log.append(tuple(out.shape)), always_call=True)
+        with pytest.raises(KeyError):
+            lin(M.ones(1))
+        logs.append(log)
+    assert logs[0] == logs[1] == [None, (1,)]
+
+
+@pytest.mark.parametrize("pre", [False, True])
+def test_backward_hook_wrong_gradient_count_raises(pre):
+    msgs = []
+    for M in (flow, torch):
+        lin = M.nn.Linear(2, 2)
+        if pre:
+            lin.register_full_backward_pre_hook(lambda m, go: (go[0], go[0]))
+        else:
+            lin.register_full_backward_hook(lambda m, gi, go: (gi[0], gi[0]))
+        with pytest.raises(RuntimeError) as e:
+            lin(M.ones(1, 2, requires_grad=True)).sum().backward()
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
+def test_zero_dim_parameter_loads_one_element_checkpoint():
+    m = flow.nn.Module()
+    m.p = flow.nn.Parameter(flow.tensor(1.0))
+    m.load_state_dict({"p": flow.tensor([3.0])})
+    assert m.p.dim() == 0 and m.p.item() == 3.0
+
+
+def test_autocast_addr_and_grid_sample_dtypes_like_torch():
+    got = []
+    for M, FF in ((flow, F), (torch, TF)):
+        v = M.ones(3)
+        with M.autocast("cpu", dtype=M.bfloat16):
+            a = M.addr(M.zeros(3, 3), v, v).dtype
+            g = FF.grid_sample(M.ones(1, 1, 4, 4).bfloat16(), M.zeros(1, 2, 2, 2), align_corners=False).dtype
+        got.append((str(a).split(".")[-1], str(g).split(".")[-1]))
+    assert got[0] == got[1] == ("float32", "float32")

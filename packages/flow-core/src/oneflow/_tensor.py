@@ -123,7 +123,8 @@ class Tensor(_C.TensorBase):
 
         return _printing.tensor_repr(self)
 
-    __str__ = __repr__
+    def __str__(self):  # a subclass's repr (Parameter's "Parameter containing:") is its str too
+        return self.__repr__()
 
     def __format__(self, spec):
         if self.dim() == 0 and self.has_storage_data():

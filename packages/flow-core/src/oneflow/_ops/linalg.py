@@ -300,7 +300,16 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     for name, v in (("vec1", vec1), ("vec2", vec2)):
         if v.dim() != 1:
             raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {v.dim()}-D")
-    return addmm(input, ops.unsqueeze(vec1, 1), ops.unsqueeze(vec2, 0), beta=beta, alpha=alpha, out=out)
+    # addr is on none of PyTorch's autocast lists, so it runs in its inputs' dtypes: the addmm it is built on
+    # must not autocast
+    autocast = _C._autocast_enabled()
+    if autocast:
+        _C._set_autocast_enabled(False)
+    try:
+        return addmm(input, ops.unsqueeze(vec1, 1), ops.unsqueeze(vec2, 0), beta=beta, alpha=alpha, out=out)
+    finally:
+        if autocast:
+            _C._set_autocast_enabled(True)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):

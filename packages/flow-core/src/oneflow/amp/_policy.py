@@ -67,7 +67,7 @@ FUNCTIONAL = {
     "poisson_nll_loss": "fp32", "margin_ranking_loss": "fp32", "soft_margin_loss": "fp32",
     "triplet_margin_loss": "fp32", "multi_margin_loss": "fp32", "multilabel_margin_loss": "fp32",
     "ctc_loss": "fp32", "avg_pool3d": "fp32", "max_pool3d": "fp32", "adaptive_avg_pool3d": "fp32",
-    "adaptive_max_pool3d": "fp32",
+    "adaptive_max_pool3d": "fp32", "grid_sample": "fp32",
 }
 
 

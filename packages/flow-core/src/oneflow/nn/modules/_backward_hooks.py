@@ -4,6 +4,13 @@ from ... import _C
 from ...autograd.function import Function
 
 
+def _check_count(returned, expected, what, name):
+    """A hook's replacement gradients must match what it was given one for one (PyTorch's error)."""
+    got = len(returned) if isinstance(returned, (tuple, list)) else 1
+    if got != expected:
+        raise RuntimeError(f"{what} returned an invalid number of {name}, got {got}, but expected {expected}")
+
+
 class _Identity(Function):
     @staticmethod
     def forward(ctx, state, kind, *tensors):
@@ -64,6 +71,7 @@ class BackwardHookState:
             for hook in m._backward_pre_hooks.values():
                 r = hook(m, tuple(grads))
                 if r is not None:
+                    _check_count(r, len(grads), "Backward pre hook", "grad_output")
                     grads = tuple(r)
             self.grad_output = tuple(grads)
             if not self.input_pos:  # nothing upstream requires grad: call hooks now with grad_input = None
@@ -76,5 +84,6 @@ class BackwardHookState:
         for hook in m._backward_hooks.values():
             r = hook(m, tuple(full), self.grad_output)
             if r is not None:
+                _check_count(r, len(full), "Backward hook", "grad_input")
                 full = list(r)
         return tuple(full[i] for i in self.input_pos)

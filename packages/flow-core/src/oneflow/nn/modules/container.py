@@ -3,6 +3,7 @@ import operator
 from collections import OrderedDict
 from itertools import islice
 
+from ..._tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent
 
@@ -60,9 +61,30 @@ class Sequential(Module):
         self.add_module(str(len(self)), module)
         return self
 
+    def __mul__(self, other):
+        """The modules repeated ``other`` times (the same module objects, as in PyTorch)."""
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        return Sequential(*(list(self) * other))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, other):
+        repeated = self * other
+        self._modules = OrderedDict(repeated._modules)
+        return self
+
     def insert(self, index, module):
+        """Inserts ``module`` before position ``index`` (negative counts from the end, as for a list)."""
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        n = len(self._modules)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
         mods = list(self._modules.values())
-        mods.insert(index if index >= 0 else index + len(mods) + 1, module)
+        mods.insert(index + n if index < 0 else index, module)
         self._modules = OrderedDict((str(i), m) for i, m in enumerate(mods))
         return self
 
@@ -211,8 +233,26 @@ class ModuleDict(Module):
             self[k] = m
 
 
+def _entry_repr(key, value, tensor_type_name):
+    """One line of ParameterList/ParameterDict's repr (PyTorch's layout)."""
+    if not isinstance(value, Tensor):
+        return f"  ({key}): Object of type: {type(value).__name__}"
+    kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
+    size = "x".join(str(d) for d in value.shape)
+    device = "" if value.device.type == "cpu" else f" ({value.device})"
+    return f"  ({key}): {kind} containing: [{tensor_type_name(value)} of size {size}{device}]"
+
+
+def _as_entry(value):
+    """What a parameter container stores for `value`: tensors become Parameters, anything else is kept."""
+    if isinstance(value, Tensor) and not isinstance(value, Parameter):
+        return Parameter(value)
+    return value
+
+
 class ParameterList(Module):
-    """A list of parameters (plain tensors are wrapped as Parameters)."""
+    """A list of parameters. Tensors are registered as Parameters (plain tensors wrapped); other objects are
+    kept as they are, as in PyTorch."""
 
     def __init__(self, values=None):
         super().__init__()
@@ -230,9 +270,7 @@ class ParameterList(Module):
 
     def __setitem__(self, idx, param):
         idx = operator.index(idx) % len(self)
-        if not isinstance(param, Parameter):
-            param = Parameter(param)
-        setattr(self, str(idx), param)
+        setattr(self, str(idx), _as_entry(param))
 
     def __len__(self):
         return self._size
@@ -245,9 +283,7 @@ class ParameterList(Module):
 
     def append(self, value):
         self._size += 1
-        if not isinstance(value, Parameter):
-            value = Parameter(value)
-        self.register_parameter(str(self._size - 1), value)
+        setattr(self, str(self._size - 1), _as_entry(value))
         return self
 
     def extend(self, values):
@@ -256,60 +292,112 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        return "\n".join(f"({i}): Parameter containing: [{p.dtype} of size {'x'.join(str(s) for s in p.shape)}]"
-                         for i, p in enumerate(self))
+        return "\n".join(_entry_repr(i, p, lambda t: str(t.dtype)) for i, p in enumerate(self))
 
 
 class ParameterDict(Module):
-    """An ordered dict of parameters."""
+    """An ordered dict of parameters. Tensors are registered as Parameters (plain tensors wrapped); other
+    objects are kept as they are, as in PyTorch. Keys must be strings."""
 
     def __init__(self, parameters=None):
         super().__init__()
+        self._keys = OrderedDict()
         if parameters is not None:
             self.update(parameters)
 
+    @staticmethod
+    def _check_key(key):
+        if not isinstance(key, str):
+            raise TypeError(f"Index given to ParameterDict cannot be used as a key as it is not a string (type is "
+                            f"'{type(key).__name__}'). Open an issue on github if you need non-string keys.")
+
     def __getitem__(self, key):
-        return self._parameters[key]
+        self._check_key(key)
+        return getattr(self, key)
 
     def __setitem__(self, key, value):
-        if not isinstance(value, Parameter):
-            value = Parameter(value)
-        self.register_parameter(key, value)
+        self._check_key(key)
+        self._keys[key] = None
+        setattr(self, key, _as_entry(value))
 
     def __delitem__(self, key):
-        del self._parameters[key]
+        del self._keys[key]
+        delattr(self, key)
 
     def __len__(self):
-        return len(self._parameters)
+        return len(self._keys)
 
     def __iter__(self):
-        return iter(self._parameters)
+        return iter(self._keys)
+
+    def __reversed__(self):
+        return reversed(list(self._keys))
 
     def __contains__(self, key):
-        return key in self._parameters
+        return key in self._keys
 
     def keys(self):
-        return self._parameters.keys()
+        return self._keys.keys()
 
     def items(self):
-        return self._parameters.items()
+        return ((k, self[k]) for k in self._keys)
 
     def values(self):
-        return self._parameters.values()
+        return (self[k] for k in self._keys)
 
     def get(self, key, default=None):
-        return self._parameters.get(key, default)
+        return self[key] if key in self else default
 
     def pop(self, key):
         v = self[key]
         del self[key]
         return v
 
+    def popitem(self):
+        """Removes and returns the last inserted (key, value) pair."""
+        k = next(reversed(self._keys))
+        return k, self.pop(k)
+
+    def setdefault(self, key, default=None):
+        """``self[key]``, first set to ``default`` when absent."""
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self):
+        for k in list(self._keys):
+            del self[k]
+
+    def copy(self):
+        """A new ParameterDict holding the same objects."""
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    @classmethod
+    def fromkeys(cls, keys, default=None):
+        return cls((k, default) for k in keys)
+
     def update(self, parameters):
-        items = parameters.items() if hasattr(parameters, "items") else parameters
-        for k, v in items:
+        if hasattr(parameters, "keys") and hasattr(parameters, "__getitem__"):
+            items = [(k, parameters[k]) for k in parameters.keys()]
+        else:
+            items = list(parameters)
+        for pair in items:
+            k, v = pair
             self[k] = v
 
+    def __or__(self, other):
+        merged = self.copy()
+        merged.update(other)
+        return merged
+
+    def __ror__(self, other):
+        merged = ParameterDict(other)
+        merged.update(self)
+        return merged
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
     def extra_repr(self):
-        return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {'x'.join(str(s) for s in p.shape)}]"
-                         for k, p in self.items())
+        return "\n".join(_entry_repr(k, p, lambda t: t.type()) for k, p in self.items())

@@ -1,6 +1,7 @@
 """``nn.Module``: the base class of every layer and model, with PyTorch's semantics."""
 import functools
 import itertools
+import warnings
 from collections import OrderedDict, namedtuple
 
 from ... import _C
@@ -69,6 +70,7 @@ class Module:
         d["_forward_pre_hooks_with_kwargs"] = set()
         d["_forward_hooks"] = OrderedDict()
         d["_forward_hooks_with_kwargs"] = set()
+        d["_forward_hooks_always_called"] = set()
         d["_backward_hooks"] = OrderedDict()
         d["_backward_pre_hooks"] = OrderedDict()
         d["_state_dict_hooks"] = OrderedDict()
@@ -229,6 +231,7 @@ class Module:
         # modules pickled before these hook tables existed
         for name in ("_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
             self.__dict__.setdefault(name, OrderedDict())
+        self.__dict__.setdefault("_forward_hooks_always_called", set())
 
     # ---- iteration ----------------------------------------------------------------------------------
     def _named_members(self, get_members, prefix="", recurse=True, remove_duplicate=True):
@@ -475,6 +478,8 @@ class Module:
                 error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
                                   f"object from checkpoint but received {type(src)}")
                 continue
+            if param.dim() == 0 and src.dim() == 1:  # PyTorch's rule for checkpoints from before 0-dim tensors
+                src = src[0]
             if tuple(src.shape) != tuple(param.shape):
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape {src.shape} from checkpoint, "
                                   f"the shape in current model is {param.shape}.")
@@ -588,6 +593,8 @@ class Module:
         self._forward_hooks[h.id] = hook
         if with_kwargs:
             self._forward_hooks_with_kwargs.add(h.id)
+        if always_call:
+            self._forward_hooks_always_called.add(h.id)
         if prepend:
             self._forward_hooks.move_to_end(h.id, last=False)
         return h
@@ -618,6 +625,27 @@ class Module:
             raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
             return forward(*args, **kwargs)
+        called = set()
+        done = {"result": None}  # forward's output once it has one, for the always_call hooks
+        try:
+            return self._call_with_hooks(forward, args, kwargs, called, done)
+        except Exception:
+            result = done["result"]
+            # hooks registered with always_call run even when forward (or another hook) raised; what they raise
+            # in turn is only warned about, so the original error is the one that propagates
+            for hid, hook in list(self._forward_hooks.items()):
+                if hid in self._forward_hooks_always_called and hid not in called:
+                    try:
+                        if hid in self._forward_hooks_with_kwargs:
+                            hook(self, args, kwargs, result)
+                        else:
+                            hook(self, args, result)
+                    except Exception as e:
+                        warnings.warn("forward hook with ``always_call=True`` raised an exception that was silenced "
+                                      f"as another error was raised in forward: {e}")
+            raise
+
+    def _call_with_hooks(self, forward, args, kwargs, called, done):
         for hid, hook in list(self._forward_pre_hooks.items()):
             if hid in self._forward_pre_hooks_with_kwargs:
                 r = hook(self, args, kwargs)
@@ -633,8 +661,9 @@ class Module:
 
             bw = BackwardHookState(self)
             args = bw.setup_inputs(args)
-        result = forward(*args, **kwargs)
+        result = done["result"] = forward(*args, **kwargs)
         for hid, hook in list(self._forward_hooks.items()):
+            called.add(hid)
             r = hook(self, args, kwargs, result) if hid in self._forward_hooks_with_kwargs else hook(self, args, result)
             if r is not None:
                 result = r
