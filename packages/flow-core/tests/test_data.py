@@ -163,8 +163,9 @@ def test_subset_random_and_weighted_sampler():
     nr = list(WeightedRandomSampler([1.0, 0.0, 5.0, 2.0], 3, replacement=False,
                                     generator=flow.Generator().manual_seed(1)))
     assert sorted(nr) == [0, 2, 3]
+    assert list(WeightedRandomSampler([1.0, 0.0], 2, replacement=False)) == [0, 1]  # torch: zero weights last
     with pytest.raises(RuntimeError, match="cannot sample n_sample > prob_dist.size"):
-        list(WeightedRandomSampler([1.0, 0.0], 2, replacement=False))
+        list(WeightedRandomSampler([1.0, 0.0], 3, replacement=False))
     with pytest.raises(RuntimeError, match="probability entry < 0"):
         list(WeightedRandomSampler([1.0, -1.0], 2))
     with pytest.raises(ValueError, match="weights should be a 1d sequence"):
@@ -567,3 +568,12 @@ def test_workers_without_auto_batching_and_with_batch_sampler():
             assert type(a) is type(b)
             np.testing.assert_array_equal(_np(a[0]), _np(b[0]))
             np.testing.assert_array_equal(_np(a[1]), _np(b[1]))
+
+
+def test_weighted_sampler_without_replacement_takes_zero_weights_last():
+    flow.manual_seed(0)
+    got = list(WeightedRandomSampler([0, 1, 1, 0], 3, replacement=False))
+    assert sorted(got[:2]) == [1, 2] and got[2] in (0, 3) and len(set(got)) == 3
+    assert sorted(WeightedRandomSampler([0, 1, 1, 0], 4, replacement=False)) == [0, 1, 2, 3]
+    with pytest.raises(RuntimeError, match="cannot sample n_sample > prob_dist.size"):
+        list(WeightedRandomSampler([0, 1, 1, 0], 5, replacement=False))

@@ -292,3 +292,21 @@ def test_batched_fast_path_equals_default_collate(tmp_path):
         with pytest.raises(IndexError):
             ds._collated_batch([100])
     assert MNISTDataset(str(tmp_path), transform=T.ToTensor())._collated_batch([0]) is NotImplemented
+
+
+def test_random_crop_per_channel_fill_center_crop_padding_and_bool_to_tensor():
+    flow.manual_seed(0)
+    img = np.zeros((4, 5, 3), np.uint8)
+    out = T.RandomCrop(8, padding=2, fill=(1, 2, 3))(img)
+    assert out.shape == (8, 8, 3) and out.dtype == np.uint8
+    values = {tuple(px) for px in out.reshape(-1, 3)}
+    assert values <= {(0, 0, 0), (1, 2, 3)} and (1, 2, 3) in values
+    t = T.RandomCrop(8, padding=2, fill=(1, 2, 3))(flow.zeros(3, 4, 5))
+    assert tuple(t.shape) == (3, 8, 8)
+    assert {tuple(t[:, i, j].tolist()) for i in range(8) for j in range(8)} <= {(0.0, 0.0, 0.0), (1.0, 2.0, 3.0)}
+    # CenterCrop larger than the image pads with zeros first, as torchvision (left/top get the smaller half)
+    cc = T.CenterCrop(6)(np.ones((4, 5, 1), np.uint8))[:, :, 0]
+    expected = np.zeros((6, 6), np.uint8)
+    expected[1:5, 0:5] = 1
+    np.testing.assert_array_equal(cc, expected)
+    assert T.ToTensor()(np.ones((2, 2), bool)).dtype == flow.bool

@@ -649,3 +649,41 @@ def test_fuzzed_files_never_crash(tmp_path, kind):
             continue
         np.testing.assert_array_equal(r["w"].numpy(), np.arange(16, dtype=np.float32))
         assert r["v"] == [1, "a"]
+
+
+def test_load_reads_the_archive_at_the_stream_position_only():
+    # two saves to one stream: each load reads one archive and leaves the stream after it
+    buf = io.BytesIO()
+    flow.save({"a": 1}, buf)
+    flow.save({"b": flow.ones(3)}, buf)
+    buf.seek(0)
+    assert flow.load(buf) == {"a": 1}
+    assert flow.load(buf)["b"].tolist() == [1.0, 1.0, 1.0]
+    # leading and trailing bytes (with a stray end-of-directory signature in the trailer)
+    buf = io.BytesIO()
+    buf.write(b"HEADER")
+    flow.save({"x": flow.arange(4)}, buf)
+    buf.write(b"trailer PK\x05\x06 trailer")
+    buf.seek(6)
+    assert flow.load(buf)["x"].tolist() == [0, 1, 2, 3]
+    # PyTorch's writer (offsets from the archive's start, a zip64 record in every archive)
+    buf = io.BytesIO()
+    torch.save({"t": torch.ones(2)}, buf)
+    torch.save({"u": 1}, buf)
+    buf.seek(0)
+    assert flow.load(buf)["t"].tolist() == [1.0, 1.0]
+    assert flow.load(buf) == {"u": 1}
+
+
+def test_save_to_missing_directory_and_cuda_map_location_errors(tmp_path):
+    missing = tmp_path / "no_such_dir" / "x.of"
+    with pytest.raises(RuntimeError, match=f"Parent directory {missing.parent} does not exist."):
+        flow.save({"a": 1}, missing)
+    assert not missing.parent.exists()
+    path = tmp_path / "ok.of"
+    flow.save({"a": flow.ones(1)}, path)
+    if not flow.cuda.is_available():
+        for loc in ("cuda", {"cpu": "cuda:0"}):
+            with pytest.raises(RuntimeError, match="Attempting to deserialize object on a CUDA device"):
+                flow.load(path, map_location=loc)
+    assert flow.load(path, map_location="cpu")["a"].tolist() == [1.0]

@@ -19,6 +19,7 @@ import json
 import math
 import os
 import pickle
+import struct
 import sys
 import tempfile
 import zipfile
@@ -232,6 +233,9 @@ def save(obj, f):
     if isinstance(f, (str, bytes, os.PathLike)):
         if isinstance(f, bytes):
             f = os.fsdecode(f)
+        parent = os.path.dirname(os.path.abspath(f))
+        if not os.path.isdir(parent):  # torch's error, naming the user's path rather than our temporary file
+            raise RuntimeError(f"Parent directory {parent} does not exist.")
         _atomic_write(f, lambda fo: _write_archive(fo, root, enc))
     elif hasattr(f, "write"):
         _write_archive(f, root, enc)
@@ -376,6 +380,96 @@ def _archive_size(fileobj):
     size = fileobj.tell()
     fileobj.seek(pos)
     return size
+
+
+class _Window(io.RawIOBase):
+    """Bytes [start, end) of a seekable binary stream, as a stream of their own: zipfile finds an archive's
+    index at the end of what it is given, so an archive followed by more data (a second save to the same
+    stream) is read through a window that ends with it."""
+
+    def __init__(self, fo, start, end):
+        super().__init__()
+        self._fo, self._start, self._end, self._pos = fo, start, end, 0
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def tell(self):
+        return self._pos
+
+    def seek(self, offset, whence=os.SEEK_SET):
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._pos, os.SEEK_END: self._end - self._start}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, b):
+        n = max(0, min(len(b), self._end - self._start - self._pos))
+        self._fo.seek(self._start + self._pos)
+        data = self._fo.read(n)
+        b[:len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+
+def _zip_end(fo, start, end):
+    """Where the zip archive that begins at `start` ends (`end` is the stream's): just past the first
+    end-of-central-directory record whose central directory lies right before it and lists the entry at
+    `start` first, so that signature bytes inside stored data, or a later archive, are not taken for it.
+    zipfile writes offsets from the stream's start (ours), other writers from the archive's: both are
+    accepted. `end` when no record fits, for zipfile to report."""
+    def fits(e):  # e: absolute position of a candidate record
+        fo.seek(e)
+        rec = fo.read(22)
+        if len(rec) < 22 or rec[:4] != b"PK\x05\x06":
+            return None
+        cd_size, cd_offset, comment = struct.unpack_from("<IIH", rec, 12)
+        cd_end = e
+        # a zip64 record and its locator, when present, sit between the directory and this record (some
+        # writers add them to every archive); the record holds the sizes when the 32-bit fields are full
+        if e - 20 >= start:
+            fo.seek(e - 20)
+            loc = fo.read(20)
+            if loc[:4] == b"PK\x06\x07":
+                rec64 = struct.unpack_from("<Q", loc, 8)[0]
+                for base in (0, start):
+                    if start <= base + rec64 <= e - 76:
+                        fo.seek(base + rec64)
+                        r = fo.read(56)
+                        if r[:4] == b"PK\x06\x06":
+                            cd_end = base + rec64
+                            if cd_size == 0xFFFFFFFF or cd_offset == 0xFFFFFFFF:
+                                cd_size, cd_offset = struct.unpack_from("<QQ", r, 40)
+                            break
+        for base in (0, start):  # the archive's first entry must be the one at `start`
+            if cd_offset + cd_size == cd_end - base and cd_size >= 46:
+                fo.seek(cd_end - cd_size)
+                entry = fo.read(46)
+                first = struct.unpack_from("<I", entry, 42)[0] if entry[:4] == b"PK\x01\x02" else None
+                if first in (start - base, 0xFFFFFFFF):
+                    return e + 22 + comment
+        return None
+
+    # the usual case: one archive that runs to the end of the stream
+    tail = min(end - start, 22 + 65535)
+    fo.seek(end - tail)
+    last = fo.read(tail).rfind(b"PK\x05\x06")
+    if last >= 0 and fits(end - tail + last) == end:
+        return end
+    chunk, pos = 1 << 20, start
+    while pos < end:
+        fo.seek(pos)
+        data = fo.read(min(chunk + 3, end - pos))
+        i = data.find(b"PK\x05\x06")
+        while 0 <= i < chunk:
+            stop = fits(pos + i)
+            if stop is not None:
+                return stop
+            i = data.find(b"PK\x05\x06", i + 1)
+        pos += chunk
+    return end
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -710,6 +804,7 @@ def load(f, map_location=None, weights_only=True, **kwargs):
         raise ValueError("flow.load: pickle_module is not supported; loading always uses the restricted reader")
     if weights_only is False:
         weights_only = True  # there is no unrestricted mode: nothing from the file is ever executed
+    _check_map_location(map_location)
     if isinstance(f, (str, bytes, os.PathLike)):
         with open(os.fsdecode(f) if isinstance(f, bytes) else f, "rb") as fo:
             return _load_file(fo, map_location, os.fspath(f))
@@ -718,6 +813,23 @@ def load(f, map_location=None, weights_only=True, **kwargs):
     if not (hasattr(f, "seekable") and f.seekable()):
         f = io.BytesIO(f.read())
     return _load_file(f, map_location, getattr(f, "name", "<file object>"))
+
+
+def _check_map_location(map_location):
+    """A map_location that names a CUDA device on a machine without one fails before anything is read, as in
+    PyTorch (and not as a corrupt file)."""
+    targets = map_location.values() if isinstance(map_location, dict) else [map_location]
+    for t in targets:
+        if isinstance(t, (str, _C.device)) and _C.device(t).type == "cuda" and not _cuda_available():
+            raise RuntimeError("Attempting to deserialize object on a CUDA device but oneflow.cuda.is_available() "
+                               "is False. If you are running on a CPU-only machine, please use flow.load with "
+                               "map_location=flow.device('cpu') to map your storages to the CPU.")
+
+
+def _cuda_available():
+    from . import cuda
+
+    return cuda.is_available()
 
 
 def _load_file(fo, map_location, name):
@@ -733,6 +845,13 @@ def _load_file(fo, map_location, name):
                     fo = io.BytesIO(fo.read())
                 return _load_torch_legacy(fo, map_location, _archive_size(fo))
             raise _Corrupt("not a oneflow or PyTorch checkpoint (no zip header)")
+        stream_end = _archive_size(fo)
+        end = _zip_end(fo, start, stream_end)
+        if end < stream_end:  # more data follows the archive: read it alone, and leave the stream after it
+            fo.seek(end)
+            fo = _Window(fo, start, end)
+        else:
+            fo.seek(start)
         archive_size = _archive_size(fo)
         with zipfile.ZipFile(fo, "r") as zf:
             names = zf.namelist()

@@ -131,7 +131,8 @@ class WeightedRandomSampler(Sampler):
             raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
         if w.sum() <= 0:
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-        if not self.replacement and self.num_samples > np.count_nonzero(w):
+        # as torch.multinomial: without replacement, zero-weight indices come after all the others
+        if not self.replacement and self.num_samples > len(w):
             raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
         from ... import _C
 

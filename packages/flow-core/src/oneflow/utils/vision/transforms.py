@@ -83,9 +83,7 @@ class ToTensor:
         chw = np.ascontiguousarray(pic.transpose(2, 0, 1))
         if chw.dtype == np.uint8:
             chw = chw.astype(np.float32) / np.float32(255)
-        elif chw.dtype == np.bool_:
-            chw = chw.astype(np.uint8)
-        elif chw.dtype not in (np.float32, np.float64, np.float16, np.int64, np.int32, np.int16, np.int8):
+        elif chw.dtype not in (np.float32, np.float64, np.float16, np.int64, np.int32, np.int16, np.int8, np.bool_):
             chw = chw.astype(np.float32)
         return _C()._from_numpy(chw)
 
@@ -152,13 +150,20 @@ def _pad(img, padding, fill=0, padding_mode="constant"):
         l, t, r, b = (int(p) for p in padding)
     else:
         raise ValueError(f"Padding must be an int or a 1, 2, or 4 element tuple, not a {len(padding)} element tuple")
-    kw = {"constant_values": fill} if padding_mode == "constant" else {}
-    if _is_tensor(img):
-        a = img.detach().numpy()
-        width = [(0, 0)] * (a.ndim - 2) + [(t, b), (l, r)]
-        return _C()._from_numpy(np.ascontiguousarray(np.pad(a, width, mode=_NP_PAD_MODES[padding_mode], **kw)))
-    width = [(t, b), (l, r)] + [(0, 0)] * (img.ndim - 2)
-    return np.pad(img, width, mode=_NP_PAD_MODES[padding_mode], **kw)
+    tensor = _is_tensor(img)
+    a = img.detach().numpy() if tensor else img
+    # spatial dims last in a tensor (..., C, H, W), first in an array (H, W, C)
+    width = [(0, 0)] * (a.ndim - 2) + [(t, b), (l, r)] if tensor else [(t, b), (l, r)] + [(0, 0)] * (a.ndim - 2)
+    if padding_mode == "constant" and isinstance(fill, (tuple, list)):
+        # one fill value per channel, as torchvision: the border takes the channel's value
+        out = np.empty(tuple(n + lo + hi for n, (lo, hi) in zip(a.shape, width)), dtype=a.dtype)
+        per_channel = np.asarray(fill, dtype=a.dtype)
+        out[...] = per_channel.reshape(-1, 1, 1) if tensor and a.ndim >= 3 else per_channel
+        out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(a.shape, width))] = a
+    else:
+        kw = {"constant_values": fill} if padding_mode == "constant" else {}
+        out = np.pad(a, width, mode=_NP_PAD_MODES[padding_mode], **kw)
+    return _C()._from_numpy(np.ascontiguousarray(out)) if tensor else out
 
 
 class RandomCrop:
@@ -201,8 +206,10 @@ class CenterCrop:
     def __call__(self, img):
         h, w = _hw(img)
         th, tw = self.size
-        if h < th or w < tw:
-            raise ValueError(f"Required crop size {(th, tw)} is larger than input image size {(h, w)}")
+        if h < th or w < tw:  # as torchvision: pad with zeros around the image to the crop size first
+            pw, ph = max(tw - w, 0), max(th - h, 0)
+            img = _pad(img, [pw // 2, ph // 2, (pw + 1) // 2, (ph + 1) // 2])
+            h, w = _hw(img)
         return _crop(img, int(round((h - th) / 2.0)), int(round((w - tw) / 2.0)), th, tw)
 
     def __repr__(self):
