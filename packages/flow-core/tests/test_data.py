@@ -577,3 +577,22 @@ def test_weighted_sampler_without_replacement_takes_zero_weights_last():
     assert sorted(WeightedRandomSampler([0, 1, 1, 0], 4, replacement=False)) == [0, 1, 2, 3]
     with pytest.raises(RuntimeError, match="cannot sample n_sample > prob_dist.size"):
         list(WeightedRandomSampler([0, 1, 1, 0], 5, replacement=False))
+
+
+def test_iterable_dataset_is_abstract_and_sampler_without_process_group():
+    with pytest.raises(TypeError, match="abstract"):
+        flow.utils.data.IterableDataset()
+
+    class Count(flow.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(range(3))
+
+    assert list(Count() + Count()) == [0, 1, 2, 0, 1, 2]
+    env = {k: os.environ.pop(k) for k in ("WORLD_SIZE", "RANK") if k in os.environ}
+    try:
+        if not hasattr(flow, "env"):  # no distributed plugin: no process group to ask
+            with pytest.raises(ValueError, match="Default process group has not been initialized"):
+                DistributedSampler(range(4))
+        assert len(DistributedSampler(range(4), num_replicas=2, rank=0)) == 2
+    finally:
+        os.environ.update(env)

@@ -321,3 +321,28 @@ def test_autocast_addr_and_grid_sample_dtypes_like_torch():
             g = FF.grid_sample(M.ones(1, 1, 4, 4).bfloat16(), M.zeros(1, 2, 2, 2), align_corners=False).dtype
         got.append((str(a).split(".")[-1], str(g).split(".")[-1]))
     assert got[0] == got[1] == ("float32", "float32")
+
+
+def test_forward_pre_hook_with_kwargs_must_return_a_pair():
+    msgs = []
+    for M in (flow, torch):
+        m = M.nn.Linear(2, 2)
+        m.register_forward_pre_hook(lambda mod, a, kw: a, with_kwargs=True)
+        with pytest.raises(RuntimeError) as e:
+            m(M.ones(1, 2))
+        msgs.append(str(e.value).split("but got")[0])
+    assert msgs[0] == msgs[1]
+
+
+def test_skip_init_and_cpu_amp_spellings():
+    lin = flow.nn.utils.skip_init(flow.nn.Linear, 3, 4, bias=False)
+    assert tuple(lin.weight.shape) == (4, 3) and lin.bias is None
+    with pytest.raises(RuntimeError, match="Module must support a 'device' arg"):
+        flow.nn.utils.skip_init(flow.nn.ReLU)
+    with pytest.warns(FutureWarning, match=r"oneflow.cpu.amp.autocast\(args...\)` is deprecated"):
+        ctx = flow.cpu.amp.autocast(dtype=flow.bfloat16)
+    with ctx:
+        assert flow.mm(flow.ones(2, 2), flow.ones(2, 2)).dtype == flow.bfloat16
+    with pytest.warns(FutureWarning, match=r"oneflow.cpu.amp.GradScaler\(args...\)` is deprecated"):
+        assert flow.cpu.amp.GradScaler().is_enabled()
+    assert flow.cpu.is_available() and flow.cpu.device_count() == 1 and flow.cpu.current_device() == "cpu"

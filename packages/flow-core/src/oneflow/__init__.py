@@ -68,6 +68,7 @@ def __getattr__(name):
 __version__ = "0.1.0"
 from . import optim  # noqa: E402,F401
 from . import cuda  # noqa: E402,F401
+from . import cpu  # noqa: E402,F401
 from . import backends  # noqa: E402,F401
 from . import special  # noqa: E402,F401
 from . import func  # noqa: E402,F401

@@ -650,6 +650,9 @@ class Module:
             if hid in self._forward_pre_hooks_with_kwargs:
                 r = hook(self, args, kwargs)
                 if r is not None:
+                    if not (isinstance(r, tuple) and len(r) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                           f"but got {r}.")
                     args, kwargs = r
             else:
                 r = hook(self, args)

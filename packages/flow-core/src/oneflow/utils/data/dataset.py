@@ -5,6 +5,7 @@ and are importable from here too (``from oneflow.utils.data.dataset import MNIST
 documentation uses.
 """
 import bisect
+import collections.abc
 import itertools
 import math
 import warnings
@@ -27,15 +28,13 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
-    """An iterable-style dataset: subclasses implement ``__iter__``.
+class IterableDataset(Dataset, collections.abc.Iterable):
+    """An iterable-style dataset: subclasses implement ``__iter__`` (an abstract method, so a subclass without
+    it cannot be instantiated, as in PyTorch).
 
     With ``num_workers > 0`` every worker iterates its own copy; use ``get_worker_info()`` in ``__iter__`` to
     shard the stream, or each sample is seen once per worker.
     """
-
-    def __iter__(self):
-        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
     def __add__(self, other):
         return ChainDataset([self, other])

@@ -19,7 +19,7 @@ def _dist_world():
         pass
     if "WORLD_SIZE" in os.environ and "RANK" in os.environ:
         return int(os.environ["WORLD_SIZE"]), int(os.environ["RANK"])
-    raise RuntimeError("Requires distributed package to be available")
+    raise ValueError("Default process group has not been initialized, please make sure to call init_process_group.")
 
 
 class DistributedSampler(Sampler):
