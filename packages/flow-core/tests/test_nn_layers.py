@@ -416,10 +416,16 @@ def test_batchnorm_errors_and_state():
         flow.nn.BatchNorm1d(3)(flow.randn(1, 3))
     bn = flow.nn.BatchNorm2d(3)
     assert [k for k, _ in bn.named_buffers()] == ["running_mean", "running_var", "num_batches_tracked"]
-    # checkpoints without num_batches_tracked still load (torch's version-1 behaviour)
+    # checkpoints without num_batches_tracked still load when they carry no version, or version 1 (torch's
+    # rule); a current state dict (version 2) missing it is incomplete
     sd = bn.state_dict()
     del sd["num_batches_tracked"]
+    with pytest.raises(RuntimeError, match='Missing key\\(s\\) in state_dict: "num_batches_tracked"'):
+        flow.nn.BatchNorm2d(3).load_state_dict(sd)
+    flow.nn.BatchNorm2d(3).load_state_dict(dict(sd))
+    sd._metadata[""]["version"] = 1
     flow.nn.BatchNorm2d(3).load_state_dict(sd)
+    assert "num_batches_tracked" not in sd  # the caller's dict is not filled in
     bn(flow.randn(2, 3, 2, 2))
     bn.reset_running_stats()
     assert bn.num_batches_tracked.item() == 0 and to_np(bn.running_var).tolist() == [1, 1, 1]

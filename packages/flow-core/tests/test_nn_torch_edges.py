@@ -346,3 +346,13 @@ def test_skip_init_and_cpu_amp_spellings():
     with pytest.warns(FutureWarning, match=r"oneflow.cpu.amp.GradScaler\(args...\)` is deprecated"):
         assert flow.cpu.amp.GradScaler().is_enabled()
     assert flow.cpu.is_available() and flow.cpu.device_count() == 1 and flow.cpu.current_device() == "cpu"
+
+
+def test_state_dict_metadata_versions_like_torch(tmp_path):
+    f, t = both(lambda M, FF: M.nn.Sequential(M.nn.Linear(2, 2), M.nn.Sequential(M.nn.BatchNorm1d(2))))
+    fm, tm = f.state_dict()._metadata, t.state_dict()._metadata
+    assert list(fm.items()) == list(tm.items())
+    assert fm["1.0"] == {"version": 2}
+    path = tmp_path / "sd.of"
+    flow.save(f.state_dict(), path)
+    assert dict(flow.load(path)._metadata) == dict(fm)  # kept through save/load, as torch's pickle keeps it

@@ -443,6 +443,10 @@ class Module:
             keep_vars = args[2] if len(args) > 2 else keep_vars
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()  # each module's format version, for load_state_dict
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
         for hook in self._state_dict_pre_hooks.values():
             hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
@@ -450,7 +454,7 @@ class Module:
             if m is not None:
                 m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         for hook in self._state_dict_hooks.values():
-            r = hook(self, destination, prefix, {})
+            r = hook(self, destination, prefix, local_metadata)
             if r is not None:
                 destination = r
         return destination
@@ -510,11 +514,18 @@ class Module:
         if not isinstance(state_dict, dict):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing, unexpected, errors = [], [], []
+        # a copy, so that what modules add while loading (old checkpoints' defaults) stays out of the caller's
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata
 
         loaded = []
 
         def load(module, prefix=""):
-            module._load_from_state_dict(state_dict, prefix, {}, True, missing, unexpected, errors, assign)
+            local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
+            module._load_from_state_dict(state_dict, prefix, local_metadata, True, missing, unexpected, errors,
+                                         assign)
             loaded.append(module)
             for name, child in module._modules.items():
                 if child is not None:
