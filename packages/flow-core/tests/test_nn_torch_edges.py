@@ -356,3 +356,45 @@ def test_state_dict_metadata_versions_like_torch(tmp_path):
     path = tmp_path / "sd.of"
     flow.save(f.state_dict(), path)
     assert dict(flow.load(path)._metadata) == dict(fm)  # kept through save/load, as torch's pickle keeps it
+
+
+def _hook_log(M):
+    log = []
+
+    class Two(M.nn.Module):
+        def forward(self, a, b):
+            return a * b, a + b
+
+    def vals(gs):
+        return [None if g is None else g.tolist() for g in gs]
+
+    m = Two()
+    m.register_full_backward_hook(lambda mod, gi, go: log.append(("hook", vals(go), vals(gi))))
+    m.register_full_backward_pre_hook(lambda mod, go: log.append(("pre", vals(go))))
+    a, b = M.tensor([1.0], requires_grad=True), M.tensor([2.0], requires_grad=True)
+    m(a, b)[0].sum().backward()  # the second output reaches no loss
+
+    class WithNumber(M.nn.Module):
+        def forward(self, a):
+            return a * 2, 5
+
+    n = WithNumber()
+    n.register_full_backward_hook(lambda mod, gi, go: log.append(("number", len(go), go[1])))
+    n(M.tensor([1.0], requires_grad=True))[0].sum().backward()
+
+    class AsDict(M.nn.Module):
+        def forward(self, a):
+            return {"x": a * 2}
+
+    d = AsDict()
+    d.register_full_backward_hook(lambda mod, gi, go: log.append("dict"))
+    with pytest.warns(UserWarning, match="module output should be a Tensor or a tuple of Tensors"):
+        out = d(M.tensor([1.0], requires_grad=True))
+    out["x"].sum().backward()
+    return log
+
+
+def test_full_backward_hooks_see_outputs_like_torch():
+    got, ref = _hook_log(flow), _hook_log(torch)
+    assert got == ref
+    assert got[0] == ("pre", [[1.0], None]) and got[2] == ("number", 2, None) and "dict" not in got

@@ -1,5 +1,7 @@
 """Full backward hooks for Modules: identity autograd Functions around the module's inputs and outputs
 capture ``grad_output`` (at the outputs) and ``grad_input`` (at the inputs) and call the hooks."""
+import warnings
+
 from ... import _C
 from ...autograd.function import Function
 
@@ -15,6 +17,7 @@ class _Identity(Function):
     @staticmethod
     def forward(ctx, state, kind, *tensors):
         ctx.state, ctx.kind = state, kind
+        ctx.set_materialize_grads(False)  # an output that no loss reached gets None, not zeros, as in torch
         return tuple(_C.ops.view(t, list(t.shape)) if t is not None else None for t in tensors)
 
     @staticmethod
@@ -29,6 +32,8 @@ class BackwardHookState:
         self.grad_output = None
         self.n_inputs = 0
         self.input_pos = []
+        self.n_outputs = 0
+        self.output_pos = []
         self.fired = False
 
     def _split(self, values):
@@ -49,13 +54,17 @@ class BackwardHookState:
         return tuple(out)
 
     def setup_outputs(self, result):
+        # as in torch, only a tensor or a tuple is looked into: other outputs (dicts, lists) get no hooks
         single = isinstance(result, _C.TensorBase)
-        values = (result,) if single else tuple(result) if isinstance(result, (tuple, list)) else None
+        values = (result,) if single else result if isinstance(result, tuple) else None
         if values is None:
+            warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of Tensors "
+                          f"but received {type(result)}")
             return result
         pos, ts = self._split(values)
         if not ts:
             return result
+        self.n_outputs, self.output_pos = len(values), pos
         wrapped = _Identity.apply(self, "output", *ts)
         wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
         out = list(values)
@@ -68,15 +77,21 @@ class BackwardHookState:
     def on_grad(self, kind, grads):
         m = self.module
         if kind == "output":
+            # one entry per element of the module's output: None for non-tensors and unreached outputs
+            full = [None] * self.n_outputs
+            for i, g in zip(self.output_pos, grads):
+                full[i] = g
             for hook in m._backward_pre_hooks.values():
-                r = hook(m, tuple(grads))
+                r = hook(m, tuple(full))
                 if r is not None:
-                    _check_count(r, len(grads), "Backward pre hook", "grad_output")
-                    grads = tuple(r)
-            self.grad_output = tuple(grads)
+                    _check_count(r, len(full), "Backward pre hook", "grad_output")
+                    full = list(r) if isinstance(r, (tuple, list)) else [r]
+            self.grad_output = tuple(full)
             if not self.input_pos:  # nothing upstream requires grad: call hooks now with grad_input = None
                 for hook in m._backward_hooks.values():
                     hook(m, (None,) * self.n_inputs, self.grad_output)
+            return tuple(full[i] for i in self.output_pos)
+        if self.grad_output is None:  # no gradient came through the outputs (or they were not hooked)
             return grads
         full = [None] * self.n_inputs
         for i, g in zip(self.input_pos, grads):
