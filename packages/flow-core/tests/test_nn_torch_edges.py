@@ -398,3 +398,13 @@ def test_full_backward_hooks_see_outputs_like_torch():
     got, ref = _hook_log(flow), _hook_log(torch)
     assert got == ref
     assert got[0] == ("pre", [[1.0], None]) and got[2] == ("number", 2, None) and "dict" not in got
+
+
+def test_full_backward_hook_warns_when_no_input_requires_grad():
+    m = flow.nn.Linear(2, 2)
+    seen = []
+    m.register_full_backward_hook(lambda mod, gi, go: seen.append(gi))
+    with pytest.warns(UserWarning, match="Full backward hook is firing when gradients are computed with respect to "
+                                         "module outputs since no inputs require gradients"):
+        m(flow.ones(1, 2)).sum().backward()
+    assert seen == [(None,)]

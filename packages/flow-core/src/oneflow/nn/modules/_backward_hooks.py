@@ -88,6 +88,10 @@ class BackwardHookState:
                     full = list(r) if isinstance(r, (tuple, list)) else [r]
             self.grad_output = tuple(full)
             if not self.input_pos:  # nothing upstream requires grad: call hooks now with grad_input = None
+                if m._backward_hooks:
+                    warnings.warn("Full backward hook is firing when gradients are computed with respect to module "
+                                  "outputs since no inputs require gradients. See the documentation of "
+                                  "Module.register_full_backward_hook for more details.")
                 for hook in m._backward_hooks.values():
                     hook(m, (None,) * self.n_inputs, self.grad_output)
             return tuple(full[i] for i in self.output_pos)
