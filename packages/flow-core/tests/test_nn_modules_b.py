@@ -109,10 +109,12 @@ def test_prelu(num, shape):
     with torch.no_grad():
         tm.weight.copy_(torch.linspace(-0.5, 0.5, num))
     _copy(tm, fm)
-    x = np.random.randn(*shape)
+    x = np.asarray(np.random.randn(*shape), dtype=np.float32)
     fx, tx = _pair(x)
-    fy, ty = fm(fx), tm(tx.float())
-    assert_close(fy, ty.double(), rtol=1e-5, atol=1e-6, check_dtype=False)
+    fy, ty = fm(fx), tm(tx)
+    assert_close(fy, ty, rtol=1e-5, atol=1e-6)
+    with pytest.raises(RuntimeError, match="prelu: Type promoting not supported. Got Double and Float"):
+        fm(fx.double())  # as in torch: input and weight must share a dtype
     fy.sum().backward()
     ty.sum().backward()
     assert_close(fx.grad, tx.grad, rtol=1e-5, atol=1e-6)

@@ -408,3 +408,40 @@ def test_full_backward_hook_warns_when_no_input_requires_grad():
                                          "module outputs since no inputs require gradients"):
         m(flow.ones(1, 2)).sum().backward()
     assert seen == [(None,)]
+
+
+# ---- activations ------------------------------------------------------------------------------------------
+def test_prelu_special_values_and_argument_checks_like_torch():
+    x = np.array([np.inf, np.nan, -0.0, -1.0, 0.0, 2.0, -np.inf], np.float32)
+    res = []
+    for M, FF in ((flow, F), (torch, TF)):
+        xt, w = M.tensor(x, requires_grad=True), M.tensor([0.25], requires_grad=True)
+        y = FF.prelu(xt, w)
+        y.backward(M.ones(7))
+        res.append((y.detach().numpy(), xt.grad.numpy(), w.grad.numpy()))
+        nan_w = FF.prelu(M.tensor([-1.0, 2.0, 0.0]), M.tensor([float("nan")])).numpy()
+        res.append((nan_w,))
+    for a, b in zip(res[0] + res[1], res[2] + res[3]):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(np.signbit(a), np.signbit(b))
+    for name in ("prelu 2-D weight", "prelu dtypes", "prelu integer input", "rrelu bounds", "glu integer input"):
+        fn = ACTIVATION_ERRORS[name]
+        with pytest.raises(Exception) as ref:
+            fn(torch, TF)
+        with pytest.raises(type(ref.value), match=str(ref.value).replace("(", r"\(").replace(")", r"\)")):
+            fn(flow, F)
+
+
+ACTIVATION_ERRORS = {
+    "prelu 2-D weight": lambda M, FF: FF.prelu(M.ones(2, 3, 4), M.ones(3, 1)),
+    "prelu dtypes": lambda M, FF: FF.prelu(M.ones(2, 3, dtype=M.float64), M.ones(3)),
+    "prelu integer input": lambda M, FF: FF.prelu(M.tensor([-2, 3]), M.tensor([0.25])),
+    "rrelu bounds": lambda M, FF: FF.rrelu(M.tensor([-1.0, 2.0]), 0.5, 0.1),
+    "glu integer input": lambda M, FF: FF.glu(M.tensor([1, 2, 3, 4])),
+}
+
+
+def test_rrelu_training_branch_at_zero_and_nan():
+    x = flow.tensor([0.0, float("nan"), -1.0, 2.0], requires_grad=True)
+    F.rrelu(x, 0.1, 0.1, training=True).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [0.1, 1.0, 0.1, 1.0], rtol=1e-6)  # torch: x <= 0 takes the slope

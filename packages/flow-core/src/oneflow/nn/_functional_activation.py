@@ -1,6 +1,6 @@
 """Activation functions of ``oneflow.nn.functional`` (``inplace=True`` runs the in-place registry op)."""
 from .. import _C
-from .._ops._names import reject_dtype
+from .._ops._names import reject_dtype, torch_dtype_name
 
 ops = _C.ops
 
@@ -71,7 +71,12 @@ def celu_(input, alpha=1.0):
 
 
 def prelu(input, weight):
-    """``max(0, x) + weight * min(0, x)``; ``weight`` has 1 or C (channel dim 1) entries."""
+    """``x`` where ``x > 0``, else ``weight * x``; ``weight`` has 1 or C (channel dim 1) entries."""
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {torch_dtype_name(input.dtype)} and "
+                           f"{torch_dtype_name(weight.dtype)}")
     reject_dtype("prelu_cpu", input, bool_ok=False, integral_ok=False)
     n = weight.numel()
     if n != 1:
@@ -86,9 +91,11 @@ def prelu(input, weight):
         w = ops.reshape(weight, shape)
     else:
         w = ops.reshape(weight, [])
-    # relu(x) + w * (x - relu(x)): differentiable in both x and w through registered ops.
-    pos = ops.relu(input)
-    return ops.add(pos, ops.mul(w, ops.sub(input, pos)))
+    # x > 0 ? x : w * x through registered ops (differentiable in x and w). The other branch multiplies w by x
+    # with its positive entries zeroed, so x = inf gives inf (not inf - inf) and adds nothing to w's gradient;
+    # 0 and NaN take the w branch, and -0 stays -0, as in torch.
+    pos = ops.gt(input, 0)
+    return ops.where(pos, input, ops.mul(w, ops.masked_fill(input, pos, 0.0)))
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -175,6 +182,7 @@ def tanh(input):
 
 def glu(input, dim=-1):
     """Gated linear unit: a * sigmoid(b), where a and b are the two halves of ``input`` along ``dim``."""
+    reject_dtype("glu_cpu", input, bool_ok=False, integral_ok=False)
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     d = dim + input.dim() if dim < 0 else dim

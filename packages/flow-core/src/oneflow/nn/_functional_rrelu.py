@@ -7,15 +7,17 @@ __all__ = ["rrelu", "rrelu_"]
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
-    """``x`` where ``x >= 0``, else ``a * x`` with ``a ~ U(lower, upper)`` per element in training and
+    """``a * x`` where ``x <= 0``, else ``x``, with ``a ~ U(lower, upper)`` per element in training and
     ``a = (lower + upper) / 2`` in evaluation."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
         return ops.leaky_relu_(input, (lower + upper) / 2) if inplace else ops.leaky_relu(input, (lower + upper) / 2)
     import oneflow
 
     with oneflow.no_grad():
         slope = oneflow.empty(*input.shape, dtype=input.dtype).uniform_(lower, upper)
-        scale = oneflow.where(input >= 0, oneflow.ones_like(slope), slope)
+        scale = oneflow.where(input <= 0, slope, oneflow.ones_like(slope))  # torch's branch: NaN gets slope 1
     out = ops.mul(input, scale)
     return input.copy_(out) if inplace else out
 
