@@ -424,8 +424,7 @@ def test_prelu_special_values_and_argument_checks_like_torch():
     for a, b in zip(res[0] + res[1], res[2] + res[3]):
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(np.signbit(a), np.signbit(b))
-    for name in ("prelu 2-D weight", "prelu dtypes", "prelu integer input", "rrelu bounds", "glu integer input"):
-        fn = ACTIVATION_ERRORS[name]
+    for fn in ACTIVATION_ERRORS.values():
         with pytest.raises(Exception) as ref:
             fn(torch, TF)
         with pytest.raises(type(ref.value), match=str(ref.value).replace("(", r"\(").replace(")", r"\)")):
@@ -438,6 +437,9 @@ ACTIVATION_ERRORS = {
     "prelu integer input": lambda M, FF: FF.prelu(M.tensor([-2, 3]), M.tensor([0.25])),
     "rrelu bounds": lambda M, FF: FF.rrelu(M.tensor([-1.0, 2.0]), 0.5, 0.1),
     "glu integer input": lambda M, FF: FF.glu(M.tensor([1, 2, 3, 4])),
+    "hardtanh uint8 negative limit": lambda M, FF: FF.hardtanh(M.tensor([0, 200], dtype=M.uint8)),
+    "hardtanh int8 overflow": lambda M, FF: FF.hardtanh(M.tensor([-100, 100], dtype=M.int8), -300.0, 300.0),
+    "Hardtanh bounds": lambda M, FF: M.nn.Hardtanh(2, 1),
 }
 
 
@@ -445,3 +447,13 @@ def test_rrelu_training_branch_at_zero_and_nan():
     x = flow.tensor([0.0, float("nan"), -1.0, 2.0], requires_grad=True)
     F.rrelu(x, 0.1, 0.1, training=True).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [0.1, 1.0, 0.1, 1.0], rtol=1e-6)  # torch: x <= 0 takes the slope
+
+
+def test_hardtanh_in_place_reversed_bounds_and_deprecated_keywords():
+    got = F.hardtanh_(flow.tensor([0.0, 2.0, -3.0, float("nan")]), 2.0, 1.0).numpy()
+    ref = TF.hardtanh_(torch.tensor([0.0, 2.0, -3.0, float("nan")]), 2.0, 1.0).numpy()
+    np.testing.assert_array_equal(got, ref)  # lower bound first, then the upper: all 1 (NaN kept)
+    assert F.hardtanh(flow.tensor([-100, 100], dtype=flow.int8), -3.0, 3.0).tolist() == [-3, 3]
+    with pytest.warns(FutureWarning, match="`min_value` is deprecated and renamed to `min_val`"):
+        m = flow.nn.Hardtanh(min_value=-2)
+    assert repr(m) == "Hardtanh(min_val=-2, max_val=1.0)"

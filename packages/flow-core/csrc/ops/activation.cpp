@@ -52,10 +52,11 @@ void check_fits(const Scalar& s, DType t) {
   });
 }
 
-// clamp(x, lo, hi) that propagates NaN.
+// clamp(x, lo, hi) that propagates NaN; the lower bound first, so lo > hi gives hi everywhere, as in torch.
 template <typename A>
 A clamp_nan(A x, A lo, A hi) {
-  return x < lo ? lo : (x > hi ? hi : x);
+  A y = x < lo ? lo : x;
+  return y > hi ? hi : y;
 }
 
 void hardtanh_kernel(const Tensor& in, const Tensor& out, double lo_d, double hi_d) {

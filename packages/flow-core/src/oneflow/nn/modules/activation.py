@@ -1,5 +1,7 @@
 """Activation modules (``nn.ReLU``, ``nn.GELU``, ``nn.Softmax``, ``nn.PReLU``, ...), thin wrappers over
 ``oneflow.nn.functional`` with ``torch.nn``'s constructor arguments and ``extra_repr``."""
+import warnings
+
 from ... import _C
 from .. import functional as F
 from ..parameter import Parameter
@@ -166,10 +168,18 @@ class LeakyReLU(Module):
 class Hardtanh(Module):
     """Clamps the input to ``[min_val, max_val]``."""
 
-    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
         super().__init__()
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`", FutureWarning,
+                          stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`", FutureWarning,
+                          stacklevel=2)
+            max_val = max_value
         if max_val <= min_val:
-            raise ValueError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input):
