@@ -457,3 +457,16 @@ def test_hardtanh_in_place_reversed_bounds_and_deprecated_keywords():
     with pytest.warns(FutureWarning, match="`min_value` is deprecated and renamed to `min_val`"):
         m = flow.nn.Hardtanh(min_value=-2)
     assert repr(m) == "Hardtanh(min_val=-2, max_val=1.0)"
+
+
+@pytest.mark.parametrize("name,kw", [("elu", {}), ("selu", {}), ("celu", {"alpha": 2.0}), ("elu", {"alpha": 0.5})])
+def test_elu_family_keeps_relative_accuracy_near_zero(name, kw):
+    # exp(x) - 1 cancels near 0 (elu(-1e-8) was 0); the results must match torch's expm1 to a few ulp
+    x = np.concatenate([-np.logspace(-30, 2, 400), [-0.0, -0.5, -0.49999, -0.50001, -88.0, -1e30, 0.0, 1.0,
+                                                     np.nan, -np.inf]]).astype(np.float32)
+    got = getattr(F, name)(flow.tensor(x), **kw).numpy()
+    ref = getattr(TF, name)(torch.tensor(x), **kw).numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(ref))
+    ok = ~np.isnan(ref)
+    np.testing.assert_allclose(got[ok], ref[ok], rtol=3e-7, atol=0)

@@ -71,7 +71,7 @@ void elu_kernel(const Tensor& in, const Tensor& out, double alpha, double scale,
   unary_float_kernel("elu", in, out, [=](auto tag) {
     using A = acc_t<typename decltype(tag)::type>;
     A neg = static_cast<A>(alpha * scale), pos = static_cast<A>(scale), is = static_cast<A>(input_scale);
-    return [=](A x) -> A { return x <= A(0) ? (vexp<A>(x * is) - A(1)) * neg : x * pos; };
+    return [=](A x) -> A { return x <= A(0) ? vexpm1_nonpos<A>(x * is) * neg : x * pos; };
   });
 }
 

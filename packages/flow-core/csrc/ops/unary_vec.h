@@ -64,6 +64,22 @@ FLOW_VEC_INLINE float exp_nonpos_f32(float x) {
   return x < lo ? 0.0f : y;
 }
 
+// exp(x) - 1 for x <= 0 (or NaN), keeping float32's relative accuracy near 0 where exp(x) - 1 cancels (ELU
+// at x = -1e-8 gave 0): on [-0.5, 0] the Taylor series to x^8 / 8! (truncation < 2e-8 relative), written as
+// x * (1 + x * (...)) so that -0 stays -0; below, exp(x) - 1, whose result is at least 0.39 in magnitude.
+FLOW_VEC_INLINE float expm1_nonpos_f32(float x) {
+  float q = 1.0f / 40320.0f;
+  q = q * x + 1.0f / 5040.0f;
+  q = q * x + 1.0f / 720.0f;
+  q = q * x + 1.0f / 120.0f;
+  q = q * x + 1.0f / 24.0f;
+  q = q * x + 1.0f / 6.0f;
+  q = q * x + 0.5f;
+  float small = x * (q * x + 1.0f);
+  float big = exp_nonpos_f32(x) - 1.0f;
+  return x > -0.5f ? small : big;
+}
+
 // Cephes tanhf: odd polynomial near 0 (keeps relative accuracy), 1 - 2/(exp(2|x|)+1) elsewhere.
 FLOW_VEC_INLINE float tanh_f32(float x) {
   float ax = x < 0 ? -x : x;
@@ -247,6 +263,11 @@ template <typename A>
 FLOW_VEC_INLINE A vexp_nonpos(A x) {
   if constexpr (std::is_same_v<A, float>) return vec::exp_nonpos_f32(x);
   else return std::exp(x);  // exp(-inf) = 0 already
+}
+template <typename A>
+FLOW_VEC_INLINE A vexpm1_nonpos(A x) {
+  if constexpr (std::is_same_v<A, float>) return vec::expm1_nonpos_f32(x);
+  else return std::expm1(x);
 }
 template <typename A>
 FLOW_VEC_INLINE A vtanh(A x) {
