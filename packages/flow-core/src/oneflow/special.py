@@ -105,11 +105,13 @@ def log_ndtr(input):
     x = _float(input)
     left = ops.lt(x, -1.0)
     # for x < -1: log(erfc(t) / 2) with t = -x/sqrt2 is -t^2 + log(erfcx(t) / 2); erfcx(t) = erfc(t) exp(t^2)
-    # while erfc(t) is representable (t <= 26), else the asymptotic series
+    # while erfc(t) and exp(t^2) are both representable in x's dtype (t <= 26 in float64, 9 in float32 and
+    # bfloat16, 3 in float16), else the asymptotic series
     # 1/(t sqrt(pi)) * (1 - 1/(2t^2) + 3/(4t^4) - 15/(8t^6)). Each branch sees only inputs valid for it, so
     # the unused one contributes no NaN gradient.
     t = ops.mul(ops.where(left, x, -2.0), -1.0 / math.sqrt(2.0))
-    far = ops.gt(t, 26.0)
+    limit = {_C.float64: 26.0, _C.float16: 3.0}.get(x.dtype, 9.0)
+    far = ops.gt(t, limit)
     tn = ops.where(far, 1.0, t)
     direct = ops.mul(ops.erfc(tn), ops.exp(ops.mul(tn, tn)))
     tf = ops.where(far, t, 30.0)
