@@ -440,6 +440,7 @@ ACTIVATION_ERRORS = {
     "hardtanh uint8 negative limit": lambda M, FF: FF.hardtanh(M.tensor([0, 200], dtype=M.uint8)),
     "hardtanh int8 overflow": lambda M, FF: FF.hardtanh(M.tensor([-100, 100], dtype=M.int8), -300.0, 300.0),
     "Hardtanh bounds": lambda M, FF: M.nn.Hardtanh(2, 1),
+    "threshold int32 overflow": lambda M, FF: FF.threshold(M.tensor([1, 2], dtype=M.int32), 3e10, 1),
 }
 
 

@@ -40,15 +40,25 @@ std::vector<TensorMeta> meta_no_bool(const TensorList& in, const char* msg) {
   return {{in[0].sizes(), in[0].dtype(), in[0].device()}};
 }
 
+// The C type of an integer dtype, as PyTorch's overflow messages name it.
+const char* c_type_name(DType t) {
+  switch (t) {
+    case DType::UInt8: return "uint8_t";
+    case DType::Int8: return "int8_t";
+    case DType::Int16: return "int16_t";
+    case DType::Int32: return "int";
+    default: return "int64_t";
+  }
+}
+
 // PyTorch refuses Scalar arguments that overflow an integer tensor's dtype.
-void check_fits(const Scalar& s, DType t) {
+void check_fits(double v, DType t) {
   if (!is_integral(t)) return;
   dispatch_integral(t, "threshold", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    double v = s.to_double();
     FLOW_RUNTIME_CHECK(v >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
                            v <= static_cast<double>(std::numeric_limits<T>::max()),
-                       "value cannot be converted to type ", dtype_name(t), " without overflow");
+                       "value cannot be converted to type ", c_type_name(t), " without overflow");
   });
 }
 
@@ -113,7 +123,18 @@ FLOW_OP(relu6)
 FLOW_OP(hardtanh)
     .schema("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor")
     .traits(kAct)
-    .meta([](const TensorList& in, const Attrs&) { return meta_no_bool(in, "Bool inputs not supported for hardtanh"); })
+    .meta([](const TensorList& in, const Attrs& a) {
+      auto m = meta_no_bool(in, "Bool inputs not supported for hardtanh");
+      const DType t = in[0].dtype();
+      if (is_integral(t)) {  // torch converts the limits to the dtype (truncating) before checking them
+        const double lo = std::trunc(a.f(0)), hi = std::trunc(a.f(1));
+        FLOW_RUNTIME_CHECK(t != DType::UInt8 || (lo >= 0 && hi >= 0),
+                           "cannot do hardtanh on an unsigned type with negative limits");
+        check_fits(lo, t);
+        check_fits(hi, t);
+      }
+      return m;
+    })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       hardtanh_kernel(in[0], out[0], a.f(0), a.f(1));
     })
@@ -127,8 +148,8 @@ FLOW_OP(threshold)
     .schema("threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor")
     .traits(kAct)
     .meta([](const TensorList& in, const Attrs& a) {
-      check_fits(a.s(0), in[0].dtype());
-      check_fits(a.s(1), in[0].dtype());
+      check_fits(a.s(0).to_double(), in[0].dtype());
+      check_fits(a.s(1).to_double(), in[0].dtype());
       return meta_numeric_only(in, "threshold_cpu");
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {

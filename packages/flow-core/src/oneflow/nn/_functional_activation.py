@@ -107,37 +107,10 @@ def leaky_relu_(input, negative_slope=0.01):
     return ops.leaky_relu_(input, negative_slope)
 
 
-# C type names of the integer dtypes, as PyTorch's overflow messages spell them
-_C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
-
-
-def _check_hardtanh_limits(input, min_val, max_val):
-    """PyTorch's checks of the limits for an integer input."""
-    dt = input.dtype
-    if dt.is_floating_point or dt == _C.bool:
-        return
-    lo, hi = int(min_val), int(max_val)  # the limits in the integer type (truncated), as torch converts them
-    if dt == _C.uint8 and (lo < 0 or hi < 0):
-        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
-    info = _iinfo(dt)
-    for v in (lo, hi):
-        if not info[0] <= v <= info[1]:
-            name = str(dt).split(".")[-1]
-            raise RuntimeError(f"value cannot be converted to type {_C_INT_NAMES.get(name, name)} without overflow")
-
-
-def _iinfo(dt):
-    import numpy as np
-
-    i = np.iinfo(str(dt).split(".")[-1])
-    return int(i.min), int(i.max)
-
-
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """Clamps to [min_val, max_val]."""
     if min_val > max_val and not inplace:
         raise ValueError("min_val cannot be greater than max_val")
-    _check_hardtanh_limits(input, min_val, max_val)
     return ops.hardtanh_(input, min_val, max_val) if inplace else ops.hardtanh(input, min_val, max_val)
 
 
