@@ -480,20 +480,23 @@ class TransformerEncoder(Module):
         self.use_nested_tensor = enable_nested_tensor and not why_not
         self.mask_check = mask_check
 
-    def _zeroes_padding(self, src, mask, pad):
-        """Whether PyTorch would take its nested-tensor path for this call (so padded positions come out 0)."""
-        if not (self.use_nested_tensor and not self.training and pad is not None and mask is None and src.dim() == 3):
-            return False
+    def _nested_padding(self, src, mask, key_padding_mask):
+        """The padded positions when PyTorch would take its nested-tensor path for this call (they then come
+        out 0), else None."""
+        if not (self.use_nested_tensor and not self.training and key_padding_mask is not None and mask is None
+                and src.dim() == 3):
+            return None
         flow = _flow()
         if flow.is_autocast_enabled():
-            return False
+            return None
         if flow.is_grad_enabled() and (src.requires_grad or any(p.requires_grad for p in self.parameters())):
-            return False
+            return None
+        pad = key_padding_mask != 0
         if self.mask_check:  # padding only at the end of each sequence
             keep = ~pad
             if bool((keep[:, 1:] & ~keep[:, :-1]).any()):
-                return False
-        return True
+                return None
+        return pad
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask", _none_or_dtype(mask),
@@ -501,12 +504,11 @@ class TransformerEncoder(Module):
         mask = _canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
         batch_first = self.layers[0].self_attn.batch_first if len(self.layers) else False
         is_causal = _detect_is_causal_mask(mask, is_causal, _get_seq_len(src, batch_first))
-        pad = None if src_key_padding_mask is None else src_key_padding_mask != 0
-        zero_padding = self._zeroes_padding(src, mask, pad)
+        pad = self._nested_padding(src, mask, src_key_padding_mask)
         output = src
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
-        if zero_padding:
+        if pad is not None:
             output = output.masked_fill(pad.unsqueeze(-1), 0.0)
         if self.norm is not None:
             output = self.norm(output)
