@@ -331,7 +331,7 @@ class ParameterDict(Module):
         return iter(self._keys)
 
     def __reversed__(self):
-        return reversed(list(self._keys))
+        return reversed(self._keys)
 
     def __contains__(self, key):
         return key in self._keys
@@ -381,8 +381,7 @@ class ParameterDict(Module):
             items = [(k, parameters[k]) for k in parameters.keys()]
         else:
             items = list(parameters)
-        for pair in items:
-            k, v = pair
+        for k, v in items:
             self[k] = v
 
     def __or__(self, other):
