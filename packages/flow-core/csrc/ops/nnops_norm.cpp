@@ -150,20 +150,6 @@ inline FLOW_AI double centred_dot(const float* g, const float* x, int64_t n, dou
       },
       [g, x, m](int64_t i) FLOW_AI { return g[i] * (x[i] - m); });
 }
-inline FLOW_AI void wg_sums(const float* g, const float* w, const float* x, int64_t n, double mean, double& s1,
-                            double& s2) {
-  const float m = static_cast<float>(mean);
-  const __m256 vm = _mm256_set1_ps(m);
-  auto wg = [g, w](int64_t i) FLOW_AI {
-    __m256 gv = _mm256_loadu_ps(g + i);
-    return w ? _mm256_mul_ps(gv, _mm256_loadu_ps(w + i)) : gv;
-  };
-  auto wgs = [g, w](int64_t i) FLOW_AI { return w ? g[i] * w[i] : g[i]; };
-  s1 = block_sum_f32(n, wg, wgs);
-  s2 = block_sum_f32(
-      n, [&](int64_t i) FLOW_AI { return _mm256_mul_ps(wg(i), _mm256_sub_ps(_mm256_loadu_ps(x + i), vm)); },
-      [&](int64_t i) FLOW_AI { return wgs(i) * (x[i] - m); });
-}
 #endif
 
 // o = c0 * a + c1 * (b - m) + c2, elementwise (b centred first: no cancellation against a large mean)
