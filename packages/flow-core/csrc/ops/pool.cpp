@@ -124,17 +124,56 @@ Tensor contig_as(const Tensor& t, DType d) {
   return r;
 }
 
-// Runs body<T>(contiguous input, contiguous output of compute type) for float/double, 16-bit via float.
-template <typename Body>
-void float_kernel(const char* op, const Tensor& x, const Tensor& out, Body&& body) {
+// Which integer inputs a pool takes besides floats, as PyTorch's CPU kernels do: max pools over 2-D and 3-D
+// windows take every integer type, average pools only int64 (the sum divided with C's truncation).
+enum class IntInputs { None, NonBool, Int64 };
+
+// PyTorch's kernel name for a pool over `ns` spatial dims, as its "not implemented for" errors print it.
+std::string kernel_name(const char* op, size_t ns) {
+  std::string o(op);
+  if (o == "max_pool") return ns == 1 ? "max_pool1d_impl" : o + std::to_string(ns) + "d";
+  if (o == "avg_pool" && ns == 3) return "avg_pool3d_out_frame";
+  if (o == "avg_pool" || o == "adaptive_avg_pool" || o == "adaptive_max_pool") return o + (ns == 3 ? "3d" : "2d");
+  return o;
+}
+
+// Runs body<T>(contiguous input, contiguous output of compute type) for float/double, 16-bit via float, and
+// the integer types `ints` allows in their own type.
+template <IntInputs ints, typename Body>
+void pool_kernel(const char* op, size_t ns, const Tensor& x, const Tensor& out, Body&& body) {
   DType dt = x.dtype();
-  FLOW_CHECK(is_floating(dt), NotImplemented, "\"", op, "\" not implemented for '", dtype_name(dt), "'");
-  DType ct = dt == DType::Float64 ? DType::Float64 : DType::Float32;
+  bool int_ok = (ints == IntInputs::NonBool && is_integral(dt)) || (ints == IntInputs::Int64 && dt == DType::Int64);
+  if (!is_floating(dt) && !int_ok) fail_not_implemented(kernel_name(op, ns).c_str(), dt);
+  DType ct = int_ok || dt == DType::Float64 ? dt : DType::Float32;
   Tensor xc = contig_as(x, ct);
   Tensor o = out.dtype() == ct && out.is_contiguous() ? out : empty(out.sizes(), ct, out.device());
-  if (ct == DType::Float64) body(TypeTag<double>{}, xc, o);
-  else body(TypeTag<float>{}, xc, o);
+  switch (ct) {
+    case DType::Float32: body(TypeTag<float>{}, xc, o); break;
+    case DType::Float64: body(TypeTag<double>{}, xc, o); break;
+    default:
+      if constexpr (ints == IntInputs::NonBool) dispatch_integral(ct, op, [&](auto tag) { body(tag, xc, o); }, false);
+      else if constexpr (ints == IntInputs::Int64) body(TypeTag<int64_t>{}, xc, o);
+  }
   if (!o.is_same(out)) ops::copy_into(out, o);
+}
+
+// Gradients are floating only.
+template <typename Body>
+void float_kernel(const char* op, const Tensor& x, const Tensor& out, Body&& body) {
+  pool_kernel<IntInputs::None>(op, 0, x, out, std::forward<Body>(body));
+}
+
+// Where a max window starts: below every value (integers have no -inf).
+template <typename T>
+constexpr T window_floor() {
+  if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+  else return std::numeric_limits<T>::lowest();
+}
+
+template <typename T>
+inline bool is_nan_value(T v) {
+  if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
+  else return false;
 }
 
 // Running max of one window element into (best, bi): a greater value or the first NaN takes over, and nothing
@@ -143,15 +182,21 @@ void float_kernel(const char* op, const Tensor& x, const Tensor& out, Body&& bod
 // 64x32x28x28 2x2 pool).
 template <typename T>
 inline void max_step(T v, int64_t li, T& best, int64_t& bi) {
-  using Bits = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
-  Bits take = -static_cast<Bits>(!(v <= best) & (best == best));
-  Bits vb, bb;
-  std::memcpy(&vb, &v, sizeof(T));
-  std::memcpy(&bb, &best, sizeof(T));
-  bb = (vb & take) | (bb & ~take);
-  std::memcpy(&best, &bb, sizeof(T));
-  int64_t m = static_cast<int64_t>(take);  // sign-extends: all ones or zero
-  bi = (li & m) | (bi & ~m);
+  if constexpr (std::is_floating_point_v<T>) {
+    using Bits = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+    Bits take = -static_cast<Bits>(!(v <= best) & (best == best));
+    Bits vb, bb;
+    std::memcpy(&vb, &v, sizeof(T));
+    std::memcpy(&bb, &best, sizeof(T));
+    bb = (vb & take) | (bb & ~take);
+    std::memcpy(&best, &bb, sizeof(T));
+    int64_t m = static_cast<int64_t>(take);  // sign-extends: all ones or zero
+    bi = (li & m) | (bi & ~m);
+  } else {  // integers: a plain greater-than, which compiles to conditional moves
+    bool take = v > best;
+    best = take ? v : best;
+    bi = take ? li : bi;
+  }
 }
 
 // The CNN pool: 2x2 windows, stride 2, no padding, every window inside the input: four branch-free steps per
@@ -210,7 +255,7 @@ void max_pool_2d_loop(const PoolPlan& pl, const T* x, T* y, int64_t* idx) {
         const int64_t s1 = rbp[2 * o1], e1 = rbp[2 * o1 + 1];
         for (int64_t o2 = 0; o2 < wout; ++o2) {
           const int64_t st = cbp[2 * o2], en = cbp[2 * o2 + 1];
-          T best = -std::numeric_limits<T>::infinity();
+          T best = window_floor<T>();
           int64_t bi = s1 * win + st;
           for (int64_t i1 = s1; i1 < e1; ++i1)
             for (int64_t i2 = st; i2 < en; ++i2) max_step(xp[i1 * win + i2], i1 * win + i2, best, bi);
@@ -256,17 +301,17 @@ void max_pool_loop(const PoolPlan& pl, const T* x, T* y, int64_t* idx, bool adap
             bounds(W0, o0, s0, e0, d0);
             bounds(W1, o1, s1, e1, d1);
             bounds(W2, o2, s2, e2, d2);
-            T best = -std::numeric_limits<T>::infinity();
+            T best = window_floor<T>();
             int64_t bi = (s0 * W1.in + s1) * W2.in + s2;
             for (int64_t i0 = s0; i0 < e0; i0 += d0)
               for (int64_t i1 = s1; i1 < e1; i1 += d1)
                 for (int64_t i2 = s2; i2 < e2; i2 += d2) {
                   int64_t li = (i0 * W1.in + i1) * W2.in + i2;
                   T v = xp[li];
-                  if (v > best || std::isnan(v)) {
+                  if (v > best || is_nan_value(v)) {
                     best = v;
                     bi = li;
-                    if (std::isnan(v)) goto done;
+                    if (is_nan_value(v)) goto done;
                   }
                 }
           done:
@@ -278,15 +323,26 @@ void max_pool_loop(const PoolPlan& pl, const T* x, T* y, int64_t* idx, bool adap
   });
 }
 
-TensorList max_pool_run(const Tensor& x, const PoolPlan& pl, const Shape& osz, bool adaptive, const char* op) {
+TensorList max_pool_run(const Tensor& x, const PoolPlan& pl, const Shape& osz, bool adaptive, const char* op,
+                        size_t ns) {
   Tensor y = empty(osz, x.dtype(), x.device());
   Tensor idx = empty(osz, DType::Int64, x.device());
-  if (y.numel() == 0) return {y, idx};
-  float_kernel(op, x, y, [&](auto tag, const Tensor& xc, const Tensor& o) {
+  auto body = [&](auto tag, const Tensor& xc, const Tensor& o) {
     using T = typename decltype(tag)::type;
     max_pool_loop<T>(pl, xc.data<T>(), o.data<T>(), idx.data<int64_t>(), adaptive);
-  });
+  };
+  if (y.numel() == 0) return {y, idx};
+  if (!adaptive && ns >= 2) pool_kernel<IntInputs::NonBool>(op, ns, x, y, body);
+  else pool_kernel<IntInputs::None>(op, ns, x, y, body);
   return {y, idx};
+}
+
+// An integer window's mean: the sum (wrapping, as PyTorch's int64 sum does) over div, truncated toward zero.
+// div == -1 negates in unsigned arithmetic, where INT64_MIN / -1 would trap.
+template <typename T>
+T int_window_mean(uint64_t sum, int64_t div) {
+  if (div == -1) return static_cast<T>(static_cast<int64_t>(0 - sum));
+  return static_cast<T>(static_cast<int64_t>(sum) / div);
 }
 
 // Average over windows (PyTorch's divisor rules) or adaptive bins. `adjoint` scatters g back instead.
@@ -317,9 +373,16 @@ void avg_pool_loop(const PoolPlan& pl, T* x, T* y, bool adaptive, bool count_pad
               }
             }
             int64_t cnt = (en[0] - s[0]) * (en[1] - s[1]) * (en[2] - s[2]);
-            T div = static_cast<T>(adaptive ? cnt : divisor > 0 ? divisor : count_pad ? pool : cnt);
+            int64_t idiv = adaptive ? cnt : divisor != 0 ? divisor : count_pad ? pool : cnt;
+            T div = static_cast<T>(idiv);
             int64_t oi = (o0 * W1.out + o1) * W2.out + o2;
-            if (!adjoint) {
+            if constexpr (std::is_integral_v<T>) {
+              uint64_t acc = 0;
+              for (int64_t i0 = s[0]; i0 < en[0]; ++i0)
+                for (int64_t i1 = s[1]; i1 < en[1]; ++i1)
+                  for (int64_t i2 = s[2]; i2 < en[2]; ++i2) acc += static_cast<uint64_t>(xp[(i0 * W1.in + i1) * W2.in + i2]);
+              yp[oi] = cnt == 0 ? T(0) : int_window_mean<T>(acc, idiv);
+            } else if (!adjoint) {
               T acc = 0;
               for (int64_t i0 = s[0]; i0 < en[0]; ++i0)
                 for (int64_t i1 = s[1]; i1 < en[1]; ++i1)
@@ -338,14 +401,14 @@ void avg_pool_loop(const PoolPlan& pl, T* x, T* y, bool adaptive, bool count_pad
 
 // Forward (x -> y of osz) or adjoint (gy -> gx of in_sizes) of an average pool.
 Tensor avg_run(const Tensor& src, const PoolPlan& pl, const Shape& dst_sizes, bool adaptive, bool count_pad,
-               int64_t divisor, bool adjoint, const char* op) {
+               int64_t divisor, bool adjoint, const char* op, size_t ns) {
   Tensor dst = empty(dst_sizes, src.dtype(), src.device());
   if (dst.numel() == 0) return dst;
   if (src.numel() == 0) {
     ops::copy_into(dst, ops::zeros({}, dst.dtype()));
     return dst;
   }
-  float_kernel(op, src, dst, [&](auto tag, const Tensor& sc, const Tensor& o) {
+  auto body = [&](auto tag, const Tensor& sc, const Tensor& o) {
     using T = typename decltype(tag)::type;
     if (!adjoint) {
       avg_pool_loop<T>(pl, const_cast<T*>(sc.data<T>()), o.data<T>(), adaptive, count_pad, divisor, false);
@@ -353,7 +416,10 @@ Tensor avg_run(const Tensor& src, const PoolPlan& pl, const Shape& dst_sizes, bo
       std::memset(o.data<T>(), 0, sizeof(T) * o.numel());
       avg_pool_loop<T>(pl, o.data<T>(), const_cast<T*>(sc.data<T>()), adaptive, count_pad, divisor, true);
     }
-  });
+  };
+  // Integer inputs only reach the window forward (its adjoint is a gradient, floating only).
+  if (!adaptive && !adjoint) pool_kernel<IntInputs::Int64>(op, ns, src, dst, body);
+  else pool_kernel<IntInputs::None>(op, ns, src, dst, body);
   return dst;
 }
 
@@ -420,7 +486,7 @@ FLOW_OP(max_pool)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape osz;
       PoolPlan pl = window_plan(in[0], a, true, "max_pool", &osz);
-      return max_pool_run(in[0], pl, osz, false, "max_pool");
+      return max_pool_run(in[0], pl, osz, false, "max_pool", a.ints(0).size());
     })
     .save_outputs({1})
     .nondiff_outputs({1})
@@ -434,7 +500,7 @@ FLOW_OP(adaptive_max_pool)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape osz;
       PoolPlan pl = adaptive_plan(in[0], a.ints(0), "adaptive_max_pool", &osz);
-      return max_pool_run(in[0], pl, osz, true, "adaptive_max_pool");
+      return max_pool_run(in[0], pl, osz, true, "adaptive_max_pool", a.ints(0).size());
     })
     .save_outputs({1})
     .nondiff_outputs({1})
@@ -475,7 +541,7 @@ FLOW_OP(avg_pool)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape osz;
       PoolPlan pl = window_plan(in[0], a, false, "avg_pool", &osz);
-      return {avg_run(in[0], pl, osz, false, a.b(4), divisor_of(a, 5), false, "avg_pool")};
+      return {avg_run(in[0], pl, osz, false, a.b(4), divisor_of(a, 5), false, "avg_pool", a.ints(0).size())};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Attrs& a = c.attrs;
@@ -494,7 +560,7 @@ FLOW_OP(avg_pool_backward)
       PoolPlan pl = window_plan(empty_meta(is, in[0].dtype(), in[0].device()), fa, false, "avg_pool", &osz);
       FLOW_RUNTIME_CHECK(osz == in[0].sizes(), "avg_pool_backward: grad of shape ", shape_str(in[0].sizes()),
                          " does not match the pooled shape ", shape_str(osz));
-      return {avg_run(in[0], pl, is, false, a.b(5), divisor_of(a, 6), true, "avg_pool_backward")};
+      return {avg_run(in[0], pl, is, false, a.b(5), divisor_of(a, 6), true, "avg_pool_backward", a.ints(2).size())};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Attrs& a = c.attrs;
@@ -507,7 +573,7 @@ FLOW_OP(adaptive_avg_pool)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape osz;
       PoolPlan pl = adaptive_plan(in[0], a.ints(0), "adaptive_avg_pool", &osz);
-      return {avg_run(in[0], pl, osz, true, false, 0, false, "adaptive_avg_pool")};
+      return {avg_run(in[0], pl, osz, true, false, 0, false, "adaptive_avg_pool", a.ints(0).size())};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       return {ops::call1("adaptive_avg_pool_backward", {g[0]},
@@ -527,7 +593,7 @@ FLOW_OP(adaptive_avg_pool_backward)
       Shape check;
       PoolPlan pl = adaptive_plan(empty_meta(is, in[0].dtype(), in[0].device()), osz, "adaptive_avg_pool", &check);
       FLOW_RUNTIME_CHECK(check == in[0].sizes(), "adaptive_avg_pool_backward: grad shape mismatch");
-      return {avg_run(in[0], pl, is, true, false, 0, true, "adaptive_avg_pool_backward")};
+      return {avg_run(in[0], pl, is, true, false, 0, true, "adaptive_avg_pool_backward", a.i(1))};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Shape& gs = c.input_meta(0).sizes;
