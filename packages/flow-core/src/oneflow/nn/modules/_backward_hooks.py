@@ -81,18 +81,18 @@ class BackwardHookState:
             full = [None] * self.n_outputs
             for i, g in zip(self.output_pos, grads):
                 full[i] = g
-            for hook in m._backward_pre_hooks.values():
+            for hook in m._all_backward_pre_hooks():
                 r = hook(m, tuple(full))
                 if r is not None:
                     _check_count(r, len(full), "Backward pre hook", "grad_output")
                     full = list(r) if isinstance(r, (tuple, list)) else [r]
             self.grad_output = tuple(full)
             if not self.input_pos:  # nothing upstream requires grad: call hooks now with grad_input = None
-                if m._backward_hooks:
+                if m._all_backward_hooks():
                     warnings.warn("Full backward hook is firing when gradients are computed with respect to module "
                                   "outputs since no inputs require gradients. See the documentation of "
                                   "Module.register_full_backward_hook for more details.")
-                for hook in m._backward_hooks.values():
+                for hook in m._all_backward_hooks():
                     hook(m, (None,) * self.n_inputs, self.grad_output)
             return tuple(full[i] for i in self.output_pos)
         if self.grad_output is None:  # no gradient came through the outputs (or they were not hooked)
@@ -100,7 +100,7 @@ class BackwardHookState:
         full = [None] * self.n_inputs
         for i, g in zip(self.input_pos, grads):
             full[i] = g
-        for hook in m._backward_hooks.values():
+        for hook in m._all_backward_hooks():
             r = hook(m, tuple(full), self.grad_output)
             if r is not None:
                 _check_count(r, len(full), "Backward hook", "grad_input")

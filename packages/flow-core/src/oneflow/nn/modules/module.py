@@ -40,6 +40,88 @@ class RemovableHandle:
         self.remove()
 
 
+# Hooks common to every module (``register_module_*``): forward and backward hooks run before each module's own,
+# registration hooks may replace what is being registered.
+_global_forward_pre_hooks = OrderedDict()
+_global_forward_hooks = OrderedDict()
+_global_forward_hooks_with_kwargs = set()
+_global_forward_hooks_always_called = set()
+_global_backward_hooks = OrderedDict()
+_global_backward_pre_hooks = OrderedDict()
+_global_module_registration_hooks = OrderedDict()
+_global_parameter_registration_hooks = OrderedDict()
+_global_buffer_registration_hooks = OrderedDict()
+
+
+def _add_global_hook(hooks, hook):
+    h = RemovableHandle(hooks)
+    hooks[h.id] = hook
+    return h
+
+
+def register_module_forward_pre_hook(hook):
+    """Registers ``hook(module, args) -> None or new args`` to run before every module's ``forward``, ahead of
+    the module's own pre-hooks."""
+    return _add_global_hook(_global_forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """Registers ``hook(module, args, output) -> None or new output`` (``hook(module, args, kwargs, output)``
+    with ``with_kwargs``) to run after every module's ``forward``, ahead of the module's own hooks; with
+    ``always_call`` it runs even when ``forward`` raises."""
+    h = _add_global_hook(_global_forward_hooks, hook)
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs.add(h.id)
+    if always_call:
+        _global_forward_hooks_always_called.add(h.id)
+    return h
+
+
+def register_module_full_backward_pre_hook(hook):
+    """Registers ``hook(module, grad_output) -> None or new grad_output`` for every module, run before the
+    module's own backward pre-hooks."""
+    return _add_global_hook(_global_backward_pre_hooks, hook)
+
+
+def register_module_full_backward_hook(hook):
+    """Registers ``hook(module, grad_input, grad_output) -> None or new grad_input`` for every module, run
+    before the module's own backward hooks."""
+    return _add_global_hook(_global_backward_hooks, hook)
+
+
+def register_module_backward_hook(hook):
+    """Deprecated spelling of :func:`register_module_full_backward_hook` (the hook gets the full module
+    gradients, as ``Module.register_backward_hook`` does here)."""
+    return register_module_full_backward_hook(hook)
+
+
+def register_module_module_registration_hook(hook):
+    """Registers ``hook(module, name, submodule) -> None or replacement`` called whenever a module registers a
+    child (``add_module`` or attribute assignment)."""
+    return _add_global_hook(_global_module_registration_hooks, hook)
+
+
+def register_module_parameter_registration_hook(hook):
+    """Registers ``hook(module, name, param) -> None or replacement`` called whenever a module registers a
+    parameter."""
+    return _add_global_hook(_global_parameter_registration_hooks, hook)
+
+
+def register_module_buffer_registration_hook(hook):
+    """Registers ``hook(module, name, buffer) -> None or replacement`` called whenever a module registers a
+    buffer."""
+    return _add_global_hook(_global_buffer_registration_hooks, hook)
+
+
+def _registered(hooks, module, name, value):
+    """``value`` after the registration hooks, each of which may replace it."""
+    for hook in hooks.values():
+        r = hook(module, name, value)
+        if r is not None:
+            value = r
+    return value
+
+
 def _addindent(s, n):
     lines = s.split("\n")
     if len(lines) == 1:
@@ -94,7 +176,7 @@ class Module:
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
                             "(oneflow.nn.Parameter or None required)")
-        self._parameters[name] = param
+        self._parameters[name] = _registered(_global_parameter_registration_hooks, self, name, param)
 
     def register_buffer(self, name, tensor, persistent=True):
         """Adds a buffer: state that is not a parameter (e.g. BatchNorm's running_mean); ``persistent=False``
@@ -109,7 +191,7 @@ class Module:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, _C.TensorBase):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (Tensor or None required)")
-        self._buffers[name] = tensor
+        self._buffers[name] = _registered(_global_buffer_registration_hooks, self, name, tensor)
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
@@ -125,7 +207,7 @@ class Module:
             raise KeyError(f"attribute '{name}' already exists")
         if "." in name or name == "":
             raise KeyError(f'module name can\'t contain "." or be empty: "{name}"')
-        self._modules[name] = module
+        self._modules[name] = _registered(_global_module_registration_hooks, self, name, module)
 
     register_module = add_module
 
@@ -199,18 +281,18 @@ class Module:
             for store in ("_parameters", "_buffers"):
                 d[store].pop(name, None)
             d.pop(name, None)
-            d["_modules"][name] = value
+            d["_modules"][name] = _registered(_global_module_registration_hooks, self, name, value)
         elif "_modules" in d and name in d["_modules"]:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
                                 "(oneflow.nn.Module or None expected)")
-            d["_modules"][name] = value
+            d["_modules"][name] = _registered(_global_module_registration_hooks, self, name, value)
         elif isinstance(value, Buffer):
             self.register_buffer(name, value, getattr(value, "persistent", True))
         elif "_buffers" in d and name in d["_buffers"]:
             if value is not None and not isinstance(value, _C.TensorBase):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)")
-            d["_buffers"][name] = value
+            d["_buffers"][name] = _registered(_global_buffer_registration_hooks, self, name, value)
         else:
             object.__setattr__(self, name, value)
 
@@ -634,7 +716,9 @@ class Module:
         forward = self.forward
         if forward is None:
             raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
-        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks
+                or _global_forward_pre_hooks or _global_forward_hooks or _global_backward_hooks
+                or _global_backward_pre_hooks):
             return forward(*args, **kwargs)
         called = set()
         done = {"result": None}  # forward's output once it has one, for the always_call hooks
@@ -644,10 +728,12 @@ class Module:
             result = done["result"]
             # hooks registered with always_call run even when forward (or another hook) raised; what they raise
             # in turn is only warned about, so the original error is the one that propagates
-            for hid, hook in list(self._forward_hooks.items()):
-                if hid in self._forward_hooks_always_called and hid not in called:
+            always = self._forward_hooks_always_called | _global_forward_hooks_always_called
+            with_kwargs = self._forward_hooks_with_kwargs | _global_forward_hooks_with_kwargs
+            for hid, hook in self._all_forward_hooks():
+                if hid in always and hid not in called:
                     try:
-                        if hid in self._forward_hooks_with_kwargs:
+                        if hid in with_kwargs:
                             hook(self, args, kwargs, result)
                         else:
                             hook(self, args, result)
@@ -656,8 +742,18 @@ class Module:
                                       f"as another error was raised in forward: {e}")
             raise
 
+    def _all_forward_hooks(self):
+        """(id, hook) of the global forward hooks, then the module's own."""
+        return list(_global_forward_hooks.items()) + list(self._forward_hooks.items())
+
+    def _all_backward_hooks(self):
+        return list(_global_backward_hooks.values()) + list(self._backward_hooks.values())
+
+    def _all_backward_pre_hooks(self):
+        return list(_global_backward_pre_hooks.values()) + list(self._backward_pre_hooks.values())
+
     def _call_with_hooks(self, forward, args, kwargs, called, done):
-        for hid, hook in list(self._forward_pre_hooks.items()):
+        for hid, hook in list(_global_forward_pre_hooks.items()) + list(self._forward_pre_hooks.items()):
             if hid in self._forward_pre_hooks_with_kwargs:
                 r = hook(self, args, kwargs)
                 if r is not None:
@@ -670,15 +766,17 @@ class Module:
                 if r is not None:
                     args = r if isinstance(r, tuple) else (r,)
         bw = None
-        if (self._backward_hooks or self._backward_pre_hooks) and _C.is_grad_enabled():
+        if (self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks or _global_backward_pre_hooks) \
+                and _C.is_grad_enabled():
             from ._backward_hooks import BackwardHookState
 
             bw = BackwardHookState(self)
             args = bw.setup_inputs(args)
         result = done["result"] = forward(*args, **kwargs)
-        for hid, hook in list(self._forward_hooks.items()):
+        with_kwargs = self._forward_hooks_with_kwargs | _global_forward_hooks_with_kwargs
+        for hid, hook in self._all_forward_hooks():
             called.add(hid)
-            r = hook(self, args, kwargs, result) if hid in self._forward_hooks_with_kwargs else hook(self, args, result)
+            r = hook(self, args, kwargs, result) if hid in with_kwargs else hook(self, args, result)
             if r is not None:
                 result = r
         if bw is not None:
