@@ -101,7 +101,16 @@ def test_errors_like_torch():
     # a name that is neither parameter nor buffer is a plain attribute for the call only
     call(fm, {"extra": flow.ones(1)}, x)
     assert not hasattr(fm, "extra")
-    assert flow.nn.utils.stateless.functional_call is call
+
+
+def test_stateless_spelling_takes_torchs_keyword_and_warns_deprecated():
+    m = flow.nn.Linear(3, 2, bias=False)
+    x = flow.ones(1, 3)
+    with pytest.warns(FutureWarning, match="oneflow.func.functional_call"):
+        out = flow.nn.utils.stateless.functional_call(m, parameters_and_buffers={"weight": flow.ones(2, 3)}, args=(x,))
+    np.testing.assert_allclose(out.numpy(), [[3.0, 3.0]])
+    with pytest.raises(TypeError):
+        flow.func.functional_call(m, parameters_and_buffers={"weight": flow.ones(2, 3)}, args=(x,))
 
 
 def test_non_tensor_values_are_refused():

@@ -471,3 +471,80 @@ def test_elu_family_keeps_relative_accuracy_near_zero(name, kw):
     np.testing.assert_array_equal(np.signbit(got), np.signbit(ref))
     ok = ~np.isnan(ref)
     np.testing.assert_allclose(got[ok], ref[ok], rtol=3e-7, atol=0)
+
+
+@pytest.mark.parametrize("bool_mask", [True, False])
+def test_sdpa_attn_mask_combines_with_is_causal_like_torch(bool_mask):
+    q, k, g = rand(1, 2, 4, 8), rand(1, 2, 5, 8), rand(1, 2, 4, 8)
+    am = RNG.random((4, 5)) > 0.3 if bool_mask else rand(4, 5)
+    res = []
+    for M, FF in ((flow, F), (torch, TF)):
+        Q, K = M.tensor(q, requires_grad=True), M.tensor(k, requires_grad=True)
+        out = FF.scaled_dot_product_attention(Q, K, K, attn_mask=M.tensor(am), is_causal=True)
+        (out * M.tensor(g)).sum().backward()
+        res.append([out.detach().numpy(), Q.grad.numpy(), K.grad.numpy()])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kw,exc", [(dict(attn_mask=np.ones((4, 5), "int64")), RuntimeError),
+                                    (dict(attn_mask=np.ones((4, 5), "float64")), RuntimeError),
+                                    (dict(attn_mask=np.ones(5, "float32")), IndexError),
+                                    (dict(dropout_p=1.5), RuntimeError), (dict(dropout_p=-0.1), RuntimeError)])
+def test_sdpa_rejects_bad_masks_and_dropout_like_torch(kw, exc):
+    q, k = rand(1, 2, 4, 8), rand(1, 2, 5, 8)
+    for M, FF in ((flow, F), (torch, TF)):
+        args = {n: M.tensor(v) if isinstance(v, np.ndarray) else v for n, v in kw.items()}
+        with pytest.raises(exc):
+            FF.scaled_dot_product_attention(M.tensor(q), M.tensor(k), M.tensor(k), **args)
+    with pytest.raises(RuntimeError, match="at least 2 dimensional"):
+        F.scaled_dot_product_attention(flow.ones(8), flow.ones(8), flow.ones(8))
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        F.scaled_dot_product_attention(flow.ones(3, 4, 8), flow.ones(3, 4, 8), flow.ones(3, 4, 8),
+                                       attn_mask=flow.zeros(2, 1, 4, 4))
+
+
+def test_mha_is_causal_hint_replaces_mask_without_weights_like_torch():
+    tm, fm = torch.nn.MultiheadAttention(8, 2), flow.nn.MultiheadAttention(8, 2)
+    fm.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    x, rm = rand(4, 3, 8), rand(4, 4)  # rm is not causal: the hint says it is, and torch believes the hint
+    outs = []
+    for M, m in ((flow, fm), (torch, tm)):
+        X = M.tensor(x)
+        outs.append([m(X, X, X, attn_mask=M.tensor(rm), is_causal=True, need_weights=nw)[0].detach().numpy()
+                     for nw in (False, True)])
+    np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outs[0][1], outs[1][1], rtol=1e-5, atol=1e-6)  # with weights: the mask is used
+    assert np.abs(outs[0][0] - outs[0][1]).max() > 1e-3
+
+
+def test_multi_head_attention_forward_static_k_v_like_torch():
+    x, w, b, ow = rand(4, 3, 8), rand(24, 8), rand(24), rand(8, 8)
+    sk, sv = rand(6, 5, 4), rand(6, 5, 4)
+    outs = []
+    for M, FF in ((flow, F), (torch, TF)):
+        T = M.tensor
+        o, wts = FF.multi_head_attention_forward(T(x), T(x), T(x), 8, 2, T(w), T(b), None, None, False, 0.0, T(ow),
+                                                 T(np.zeros(8, "float32")), training=False, static_k=T(sk),
+                                                 static_v=T(sv))
+        outs.append((o.detach().numpy(), wts.detach().numpy()))
+    for a, c in zip(*outs):
+        np.testing.assert_allclose(a, c, rtol=1e-5, atol=1e-6)
+    with pytest.raises(AssertionError, match="expecting static_k.size"):
+        F.multi_head_attention_forward(*(flow.tensor(x),) * 3, 8, 2, flow.tensor(w), flow.tensor(b), None, None,
+                                       False, 0.0, flow.tensor(ow), None, static_k=flow.tensor(rand(5, 5, 4)),
+                                       static_v=flow.tensor(sv))
+
+
+def test_nn_attention_sdpa_kernel_names():
+    from oneflow.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend as TB
+
+    assert {k: int(v) for k, v in SDPBackend.__members__.items()} == {k: int(v) for k, v in TB.__members__.items()}
+    q = flow.tensor(rand(1, 4, 8))
+    with sdpa_kernel([SDPBackend.MATH, SDPBackend.FLASH_ATTENTION]):
+        inside = F.scaled_dot_product_attention(q, q, q)
+    np.testing.assert_array_equal(inside.numpy(), F.scaled_dot_product_attention(q, q, q).numpy())
+    with pytest.raises(AssertionError, match="instance of SDPBackend"):
+        with sdpa_kernel("math"):
+            pass

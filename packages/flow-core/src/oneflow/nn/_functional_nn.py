@@ -480,10 +480,34 @@ def _unmask_empty_rows(mask):
     return flow.where(full, flow.zeros((), dtype=mask.dtype), mask), full
 
 
+def _sdpa_checks(query, key, value, attn_mask, dropout_p):
+    """PyTorch's argument checks of scaled_dot_product_attention, with its exception types."""
+    if min(query.dim(), key.dim(), value.dim()) < 2:
+        raise RuntimeError("Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
+                           f"{query.dim()} key.dim: {key.dim()} and value.dim: {value.dim()} instead.")
+    if not query.dtype == key.dtype == value.dtype:
+        raise RuntimeError("Expected query, key, and value to have the same dtype, but got query.dtype: "
+                           f"{query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} instead.")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    if attn_mask is not None:
+        flow = _flow()
+        if attn_mask.dtype != flow.bool and attn_mask.dtype != query.dtype:
+            raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                               f"attn_mask.dtype: {attn_mask.dtype} and  query.dtype: {query.dtype} instead.")
+        if attn_mask.dim() < 2:
+            raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got -2)")
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
-    """``softmax(q k^T * scale + mask) v`` with optional causal masking and attention dropout."""
+    """``softmax(q k^T * scale + mask) v`` with optional causal masking and attention dropout.
+
+    A boolean ``attn_mask`` marks the keys a query may attend to; a float one is added to the scores. With
+    ``is_causal`` as well, the two combine (a key must be allowed by both), as in PyTorch.
+    """
     flow = _flow()
+    _sdpa_checks(query, key, value, attn_mask, dropout_p)
     L, S = query.shape[-2], key.shape[-2]
     scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if enable_gqa and query.dim() >= 3 and query.shape[-3] != key.shape[-3]:
@@ -493,16 +517,21 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     attn = ops.mul(flow.matmul(query, ops.transpose(key, -2, -1)), scale_factor)
     bias = None
     if is_causal:
-        if attn_mask is not None:
-            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
-                               "is_causal=True")
-        m = _np.where(_np.tril(_np.ones((L, S), dtype=bool)), 0.0, -_np.inf)
-        bias = flow.tensor(m, dtype=attn.dtype)
-    elif attn_mask is not None:
+        causal = flow.tensor(_np.tril(_np.ones((L, S), dtype=bool)))
+        if attn_mask is None:
+            bias = flow.tensor(_np.where(causal.numpy(), 0.0, -_np.inf), dtype=attn.dtype)
+        elif attn_mask.dtype == flow.bool:
+            attn_mask = flow.logical_and(attn_mask, causal)
+        else:
+            attn_mask = attn_mask.masked_fill(flow.logical_not(causal), float("-inf"))
+    if attn_mask is not None:
         if attn_mask.dtype == flow.bool:
-            bias = flow.tensor(_np.where(attn_mask.numpy(), 0.0, -_np.inf), dtype=attn.dtype)
+            bias = flow.where(attn_mask, flow.zeros((), dtype=attn.dtype), flow.full((), float("-inf"), dtype=attn.dtype))
         else:
             bias = attn_mask
+        if flow.broadcast_shapes(tuple(attn.shape), tuple(bias.shape)) != tuple(attn.shape):
+            raise RuntimeError(f"output with shape {list(attn.shape)} doesn't match the broadcast shape "
+                               f"{list(flow.broadcast_shapes(tuple(attn.shape), tuple(bias.shape)))}")
     full = None
     if bias is not None:
         bias, full = _unmask_empty_rows(bias)

@@ -96,8 +96,14 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                                  training=True,
                                  key_padding_mask=None, need_weights=True, attn_mask=None,
                                  use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
-                                 v_proj_weight=None, average_attn_weights=True, is_causal=False):
-    """Sequence-first (L, N, E) multi-head attention as ``torch.nn.functional.multi_head_attention_forward``."""
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """Sequence-first (L, N, E) multi-head attention as ``torch.nn.functional.multi_head_attention_forward``.
+
+    ``static_k``/``static_v`` (``(N * num_heads, S, head_dim)``) replace the projected keys/values. With
+    ``is_causal``, ``attn_mask`` is taken as a hint that the mask is causal: when neither weights nor a key
+    padding mask are asked for, a top-left causal mask is used in its place, as PyTorch's fused path does.
+    """
     flow = _flow()
     is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not is_batched:
@@ -113,7 +119,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
                            "method `generate_square_subsequent_mask` to create this mask.")
-    attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
+    causal_hint = is_causal and key_padding_mask is None and not need_weights
+    attn_mask = None if causal_hint else _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
+                                                         check_other=False)
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
@@ -161,8 +169,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         raise AssertionError("bias_k and bias_v must both be set or both be None")
 
     q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None else \
+        _static_kv(static_k, "static_k", bsz * num_heads, head_dim)
+    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None else \
+        _static_kv(static_v, "static_v", bsz * num_heads, head_dim)
     if add_zero_attn:
         zeros = flow.zeros(bsz * num_heads, 1, head_dim, dtype=k.dtype)
         k = flow.cat([k, zeros], 1)
@@ -180,6 +190,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
         kpm = kpm.reshape(bsz * num_heads, 1, src_len)
         attn_mask = kpm if attn_mask is None else attn_mask + kpm
+    if causal_hint:
+        allowed = flow.ones(tgt_len, src_len, dtype=flow.bool).tril()
+        attn_mask = flow.zeros(1, tgt_len, src_len, dtype=q.dtype).masked_fill(flow.logical_not(allowed), float("-inf"))
     if not training:
         dropout_p = 0.0
 
@@ -216,6 +229,14 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
 def _size(t):
     return "torch.Size(" + str(list(t.shape)) + ")"
+
+
+def _static_kv(t, name, rows, head_dim):
+    if t.shape[0] != rows:
+        raise AssertionError(f"expecting {name}.size(0) of {rows}, but got {t.shape[0]}")
+    if t.shape[2] != head_dim:
+        raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got {t.shape[2]}")
+    return t
 
 
 class MultiheadAttention(Module):

@@ -1,6 +1,7 @@
 """``functional_call``: run a module with some of its parameters and buffers replaced by given tensors, for the
 call only (PyTorch's ``torch.func.functional_call`` / ``torch.nn.utils.stateless.functional_call``): the
 module's own tensors are put back afterwards, even when the call raises."""
+import warnings
 from collections import defaultdict
 
 from ... import _C
@@ -83,7 +84,7 @@ def _restore(owner, store, attr, old):
         object.__setattr__(owner, attr, old)
 
 
-def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights=True, strict=False):
+def _functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights=True, strict=False):
     """Calls ``module(*args, **kwargs)`` with the parameters and buffers named in ``parameter_and_buffer_dicts``
     (a dict, or a sequence of dicts with no key in two of them) replaced by the given tensors for this call.
 
@@ -111,3 +112,12 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     finally:
         for entry in reversed(saved):
             _restore(*entry)
+
+
+def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *, tie_weights=True, strict=False):
+    """Deprecated spelling of :func:`oneflow.func.functional_call` (PyTorch's
+    ``torch.nn.utils.stateless.functional_call``, whose second argument is named ``parameters_and_buffers``)."""
+    warnings.warn("`oneflow.nn.utils.stateless.functional_call` is deprecated (as torch's is since PyTorch 2.0). Please "
+                  "use `oneflow.func.functional_call` instead which is a drop-in replacement.", FutureWarning,
+                  stacklevel=2)
+    return _functional_call(module, parameters_and_buffers, args, kwargs, tie_weights=tie_weights, strict=strict)
