@@ -548,3 +548,27 @@ def test_nn_attention_sdpa_kernel_names():
     with pytest.raises(AssertionError, match="instance of SDPBackend"):
         with sdpa_kernel("math"):
             pass
+
+
+@pytest.mark.parametrize("name,shape", [("BatchNorm1d", (0, 3)), ("BatchNorm2d", (0, 3, 4, 4)),
+                                        ("BatchNorm3d", (0, 3, 2, 2, 2))])
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_batchnorm_empty_batch_keeps_running_stats_like_torch(name, shape, momentum):
+    res = []
+    for M in (flow, torch):
+        bn = getattr(M.nn, name)(3, momentum=momentum)
+        x = M.zeros(*shape, requires_grad=True)
+        y = bn(x)
+        y.sum().backward()
+        res.append([tuple(y.shape), bn.running_mean.numpy(), bn.running_var.numpy(), bn.weight.grad.numpy(),
+                    bn.bias.grad.numpy(), int(bn.num_batches_tracked)])
+    assert res[0][0] == res[1][0] and res[0][5] == res[1][5] == 1
+    for a, b in zip(res[0][1:5], res[1][1:5]):
+        np.testing.assert_array_equal(a, b)  # running stats untouched (not NaN), zero affine gradients
+
+
+def test_instance_norm_empty_inputs_do_not_raise():
+    m = flow.nn.InstanceNorm2d(3, track_running_stats=True)
+    assert m(flow.zeros(0, 3, 4, 4)).shape == (0, 3, 4, 4)
+    np.testing.assert_array_equal(m.running_mean.numpy(), np.zeros(3))
+    assert F.instance_norm(flow.zeros(2, 0, 4, 4)).shape == (2, 0, 4, 4)

@@ -61,7 +61,8 @@ DimMap linear_map(int64_t in, int64_t out, bool align, double scale) {
   DimMap m;
   m.in = in, m.out = out, m.taps = 2;
   for (int t = 0; t < 2; ++t) m.idx[t].resize(out), m.w[t].resize(out);
-  A s = area_scale<A>(in, out, align, scale);
+  // A dim whose size does not change is copied, whatever scale_factor says (torch's kernels do the same).
+  A s = out == in ? A(1) : area_scale<A>(in, out, align, scale);
   for (int64_t o = 0; o < out; ++o) {
     A src = align ? s * static_cast<A>(o) : std::max(s * (static_cast<A>(o) + A(0.5)) - A(0.5), A(0));
     int64_t i0 = static_cast<int64_t>(src);
@@ -73,7 +74,9 @@ DimMap linear_map(int64_t in, int64_t out, bool align, double scale) {
   return m;
 }
 
-DimMap nearest_map(int64_t in, int64_t out, double scale) {
+// `shortcuts`: torch's 2-D nearest kernel copies a dim that keeps its size and halves indices for one that
+// doubles, ignoring scale_factor there; its 1-D and 3-D kernels always apply the scale.
+DimMap nearest_map(int64_t in, int64_t out, double scale, bool shortcuts) {
   DimMap m;
   m.in = in, m.out = out;
   m.idx[0].resize(out);
@@ -81,8 +84,8 @@ DimMap nearest_map(int64_t in, int64_t out, double scale) {
   float s = scale > 0 ? static_cast<float>(1.0 / scale) : static_cast<float>(in) / static_cast<float>(out);
   for (int64_t o = 0; o < out; ++o) {
     int64_t i;
-    if (out == in) i = o;
-    else if (out == 2 * in) i = o >> 1;
+    if (shortcuts && out == in) i = o;
+    else if (shortcuts && out == 2 * in) i = o >> 1;
     else i = std::min(static_cast<int64_t>(std::floor(static_cast<float>(o) * s)), in - 1);
     m.idx[0][o] = i;
   }
@@ -376,7 +379,8 @@ FLOW_OP(upsample_nearest)
       int k = up_k(in[0], a.ints(0), "upsample_nearest");
       run_map(in[0], out[0], k, false, "upsample_nearest", [&](auto) {
         std::vector<DimMap> m;
-        for (int j = 0; j < k; ++j) m.push_back(nearest_map(in[0].size(2 + j), a.ints(0)[j], scale_at(a, 1, j)));
+        for (int j = 0; j < k; ++j)
+          m.push_back(nearest_map(in[0].size(2 + j), a.ints(0)[j], scale_at(a, 1, j), k == 2));
         return m;
       });
     })
@@ -397,7 +401,8 @@ FLOW_OP(upsample_nearest_backward)
       int k = static_cast<int>(a.ints(1).size());
       run_map(in[0], out[0], k, true, "upsample_nearest_backward", [&](auto) {
         std::vector<DimMap> m;
-        for (int j = 0; j < k; ++j) m.push_back(nearest_map(isz[2 + j], a.ints(1)[j], scale_at(a, 2, j)));
+        for (int j = 0; j < k; ++j)
+          m.push_back(nearest_map(isz[2 + j], a.ints(1)[j], scale_at(a, 2, j), k == 2));
         return m;
       });
     })

@@ -380,7 +380,8 @@ void avg_pool_loop(const PoolPlan& pl, T* x, T* y, bool adaptive, bool count_pad
               uint64_t acc = 0;
               for (int64_t i0 = s[0]; i0 < en[0]; ++i0)
                 for (int64_t i1 = s[1]; i1 < en[1]; ++i1)
-                  for (int64_t i2 = s[2]; i2 < en[2]; ++i2) acc += static_cast<uint64_t>(xp[(i0 * W1.in + i1) * W2.in + i2]);
+                  for (int64_t i2 = s[2]; i2 < en[2]; ++i2)
+                    acc += static_cast<uint64_t>(xp[(i0 * W1.in + i1) * W2.in + i2]);
               yp[oi] = cnt == 0 ? T(0) : int_window_mean<T>(acc, idiv);
             } else if (!adjoint) {
               T acc = 0;

@@ -85,6 +85,15 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
     if momentum is None:
         momentum = 0.0
+    if input.numel() == 0:
+        # PyTorch's empty-batch rule: no statistics to take, so the running stats stay as they are (not NaN), and
+        # the output stays connected to weight and bias so that they get (zero) gradients
+        out = input.clone()
+        if weight is not None and weight.numel() > 0:
+            out = out * weight[0]
+        if bias is not None and bias.numel() > 0:
+            out = out + bias[0]
+        return out
     return ops.native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)[0]
 
 
@@ -118,6 +127,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         if running_mean is None or running_var is None:
             raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
         return ops.native_batch_norm(input, weight, bias, running_mean, running_var, False, momentum, eps)[0]
+    if input.numel() == 0:
+        # no instance to take statistics of: an empty result, and running stats left as they are (PyTorch turns
+        # them into NaN for an empty batch, or raises with an affine; keeping them is the safe choice)
+        return input.clone()
     if running_mean is None and running_var is None:
         return ops.native_group_norm(input, weight, bias, input.shape[1], eps)[0]
     # batch norm over (1, N*C, *): per-instance statistics, running stats updated per instance then averaged
@@ -443,14 +456,44 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             idx = _iw.nearest_exact_index(spatial[d], out[d], scales[d] if scales else None)
             x = x.index_select(2 + d, _flow().tensor(idx, dtype=_flow().int64))
         return x
+    if not input.dtype.is_floating_point:
+        if input.dtype != _flow().uint8 or mode not in ("bilinear", "bicubic"):
+            kernel = ("compute_index_ranges_weights" if antialias else "compute_indices_weights_cubic"
+                      if mode == "bicubic" else "compute_indices_weights_linear")
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{torch_dtype_name(input.dtype)}\'')
+        return _resize_uint8(input, spatial, out, mode, bool(align_corners), scales, antialias)
     if mode == "bicubic" or antialias:
         # separable: H then W, each a product with a (out x in) weight matrix
-        mats = [_iw.antialias_matrix(spatial[d], out[d], bool(align_corners), scales[d] if scales else None, mode)
-                if antialias else _iw.cubic_matrix(spatial[d], out[d], bool(align_corners),
-                                                  scales[d] if scales else None) for d in range(2)]
-        wh, ww = (_flow().tensor(m, dtype=input.dtype) for m in mats)
+        wh, ww = (_flow().tensor(m, dtype=input.dtype)
+                  for m in _resize_matrices(spatial, out, mode, bool(align_corners), scales, antialias))
         return _flow().matmul(_flow().matmul(wh, input), ww.t())
     return ops.upsample_linear(input, out, bool(align_corners), scales)
+
+
+def _resize_matrices(spatial, out, mode, align_corners, scales, antialias):
+    """The (out x in) weight matrices of a separable 2-D resize, for H and for W."""
+    def one(d):
+        sf = scales[d] if scales else None
+        if antialias:
+            return _iw.antialias_matrix(spatial[d], out[d], align_corners, sf, mode)
+        if mode == "bicubic":
+            return _iw.cubic_matrix(spatial[d], out[d], align_corners, sf)
+        return _iw.linear_matrix(spatial[d], out[d], align_corners, sf)
+    return [one(0), one(1)]
+
+
+def _resize_uint8(input, spatial, out, mode, align_corners, scales, antialias):
+    """A uint8 image resized as PyTorch's uint8 kernels do (and PIL): along W, then along H, each pass rounded
+    and clamped to 0..255. They use fixed-point weights, so a pixel may differ from theirs by 1."""
+    flow = _flow()
+    wh, ww = (flow.tensor(m, dtype=flow.float32) for m in _resize_matrices(spatial, out, mode, align_corners,
+                                                                            scales, antialias))
+
+    def to_pixels(t):
+        return flow.floor(t + 0.5).clamp(0, 255)
+
+    x = to_pixels(flow.matmul(input.float(), ww.t()))
+    return to_pixels(flow.matmul(wh, x)).to(flow.uint8)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

@@ -5,7 +5,7 @@ import math
 
 import numpy as _np
 
-__all__ = ["source_scale", "cubic_matrix", "antialias_matrix", "nearest_exact_index"]
+__all__ = ["source_scale", "linear_matrix", "cubic_matrix", "antialias_matrix", "nearest_exact_index"]
 
 
 def source_scale(in_size, out_size, align_corners, scale_factor):
@@ -24,6 +24,20 @@ def _cubic_weights(t, a=-0.75):
         return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
 
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def linear_matrix(in_size, out_size, align_corners, scale_factor):
+    """Linear resampling along one dim, as the upsample_linear kernel computes it (a dim that keeps its size is
+    copied whatever the scale factor)."""
+    scale = 1.0 if out_size == in_size else source_scale(in_size, out_size, align_corners, scale_factor)
+    w = _np.zeros((out_size, in_size))
+    for o in range(out_size):
+        real = scale * o if align_corners else max(scale * (o + 0.5) - 0.5, 0.0)
+        i0 = min(int(real), in_size - 1)
+        frac = real - i0
+        w[o, i0] += 1.0 - frac
+        w[o, min(i0 + 1, in_size - 1)] += frac
+    return w
 
 
 def cubic_matrix(in_size, out_size, align_corners, scale_factor):
@@ -55,8 +69,9 @@ def _aa_filter(mode):
 
 def antialias_matrix(in_size, out_size, align_corners, scale_factor, mode):
     """Antialiased resampling along one dim: when shrinking, the filter widens by the scale (a triangle for
-    bilinear, a = -0.5 cubic for bicubic), each output's weights normalised to sum to one."""
-    scale = source_scale(in_size, out_size, align_corners, scale_factor)
+    bilinear, a = -0.5 cubic for bicubic), each output's weights normalised to sum to one. A dim that keeps its
+    size is copied whatever the scale factor, as in PyTorch."""
+    scale = 1.0 if out_size == in_size else source_scale(in_size, out_size, align_corners, scale_factor)
     half, fn = _aa_filter(mode)
     support = half * scale if scale >= 1.0 else half
     invscale = 1.0 / scale if scale >= 1.0 else 1.0
