@@ -32,7 +32,9 @@ void Tensor::set_requires_grad(bool r) const {
 
 const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
   auto* m = impl_->autograd.get();
-  return m ? m->grad_fn : kNoNode;
+  if (!m) return kNoNode;
+  if (m->view_version >= 0 && impl_->base && m->view_version != version()) autograd::regenerate_view_history(*this);
+  return m->grad_fn;
 }
 
 bool Tensor::is_leaf() const { return grad_fn() == nullptr; }

@@ -224,7 +224,7 @@ TensorList AccumulateGrad::apply(TensorList&& grads) {
 // ---- recording ----------------------------------------------------------------------------------------
 Edge gradient_edge(const Tensor& t) {
   auto& m = t.autograd_meta();
-  if (m.grad_fn) return {m.grad_fn, m.output_nr};
+  if (t.grad_fn()) return {m.grad_fn, m.output_nr};
   if (!m.requires_grad) return {};
   auto acc = m.grad_accumulator.lock();
   if (!acc) {
@@ -278,6 +278,7 @@ void record_op(const OpDef& op, const TensorList& inputs, const Attrs& attrs, Te
     auto& m = o.autograd_meta();
     m.grad_fn = node;
     m.output_nr = static_cast<uint32_t>(i);
+    if (o.impl()->base) m.view_version = o.version();
   }
   for (size_t k = 0; k < op.saved_outputs.size(); ++k) {
     const int idx = op.saved_outputs[k];
@@ -295,7 +296,22 @@ void set_history(TensorList& outputs, const std::shared_ptr<Node>& node) {
     auto& m = o.autograd_meta();
     m.grad_fn = node;
     m.output_nr = static_cast<uint32_t>(i);
+    if (o.impl()->base) m.view_version = o.version();
   }
+}
+
+void regenerate_view_history(const Tensor& view) {
+  auto& m = view.autograd_meta();
+  m.view_version = view.version();  // first: nothing below may come back here for the same write
+  Tensor base(view.impl()->base);
+  // strided_view addresses a contiguous base of the view's dtype (not a view(dtype) reinterpretation)
+  if (!base.requires_grad() || !base.is_contiguous() || base.dtype() != view.dtype()) return;
+  const OpDef& sv = FLOW_OPDEF("strided_view");
+  Attrs a{std::vector<int64_t>(view.sizes().begin(), view.sizes().end()),
+          std::vector<int64_t>(view.strides().begin(), view.strides().end()), view.offset() - base.offset()};
+  dispatch::fill_defaults(sv, a);
+  TensorList outs{view};
+  record_op(sv, {base}, a, outs);
 }
 
 }  // namespace flow::autograd

@@ -123,6 +123,9 @@ void record_op(const OpDef& op, const TensorList& inputs, const Attrs& attrs, Te
                const TensorList* inplace_saved_self = nullptr);
 // Attach an existing node as grad_fn of `outputs` (for Python custom functions).
 void set_history(TensorList& outputs, const std::shared_ptr<Node>& node);
+// A view whose base (or another view of it) was written in place after the view's history was made: its
+// history becomes "this region of the base as it is now" (PyTorch regenerates a view's grad_fn the same way).
+void regenerate_view_history(const Tensor& view);
 
 }  // namespace flow::autograd
 

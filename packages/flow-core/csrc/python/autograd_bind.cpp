@@ -169,7 +169,7 @@ void init_autograd(nb::module_& m) {
     auto h = std::make_shared<PyHook>();
     h->fn = fn;
     auto& meta = t.autograd_meta();
-    if (meta.grad_fn) meta.grad_fn->add_pre_hook(meta.output_nr, make_hook(h));
+    if (t.grad_fn()) meta.grad_fn->add_pre_hook(meta.output_nr, make_hook(h));
     else meta.leaf_hooks.push_back(make_hook(h));
     return h;
   });
