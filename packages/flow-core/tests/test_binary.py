@@ -739,3 +739,24 @@ def test_pow_strength_reduced_exponents_match_torch_bitwise():
     # ** 0.5 is sqrt, correctly rounded (torch's pow is within an ulp of it)
     np.testing.assert_array_equal(flow.tensor(x).pow(0.5).numpy(), np.sqrt(x))
     np.testing.assert_allclose(flow.tensor(x).pow(0.5).numpy(), torch.tensor(x).pow(0.5).numpy(), rtol=2e-7)
+
+
+@pytest.mark.parametrize("dtype,low", [("int64", -2 ** 63), ("int32", -2 ** 31), ("int16", -2 ** 15), ("int8", -128)])
+def test_integer_min_divided_by_minus_one_wraps_instead_of_trapping(dtype, low):
+    # INT_MIN / -1 overflows; the hardware division traps (SIGFPE), which used to kill the process
+    x, m1 = flow.tensor(np.array([low, 7], dtype=dtype)), flow.tensor(np.array([-1, -2], dtype=dtype))
+    assert (x // m1).tolist() == [low, -4]
+    assert flow.div(x, m1, rounding_mode="trunc").tolist() == [low, -3]
+    assert (x % m1).tolist() == [0, -1]
+    assert flow.fmod(x, m1).tolist() == [0, 1]
+    y = x.clone()
+    y //= m1
+    assert y.tolist() == [low, -4]
+
+
+def test_integer_division_by_zero_with_an_empty_result_does_not_raise():
+    assert (flow.zeros(0, dtype=flow.int64) // 0).shape == (0,)
+    assert (flow.zeros(0, 3, dtype=flow.int64) % flow.tensor([1, 0, 2])).shape == (0, 3)
+    assert flow.div(flow.zeros(0, dtype=flow.int32), 0, rounding_mode="floor").shape == (0,)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        flow.tensor([1, 2]) // flow.tensor([1, 0])

@@ -82,9 +82,19 @@ FLOW_OP(mul)
 
 namespace {
 
+// x / y toward zero for integers, where INT_MIN / -1 (which traps on x86) wraps to INT_MIN as in PyTorch.
+template <typename A>
+A int_trunc_div(A x, A y) {
+  if constexpr (std::is_signed_v<A>)
+    if (y == -1) return static_cast<A>(A(0) - static_cast<std::make_unsigned_t<A>>(x));
+  return static_cast<A>(x / y);
+}
+
 template <typename A>
 A floor_div(A x, A y) {
   if constexpr (std::is_integral_v<A>) {
+    if constexpr (std::is_signed_v<A>)
+      if (y == -1) return int_trunc_div(x, y);
     A q = x / y;
     if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
     return q;
@@ -123,8 +133,9 @@ FLOW_OP(div)
           if constexpr (std::is_same_v<T, bool>) {
             fail(ErrorKind::Runtime, "div: not supported for bool");
           } else if constexpr (std::is_integral_v<A>) {
-            // integer division by zero is an error, not UB; checked first so that in-place calls write nothing
-            FLOW_RUNTIME_CHECK(!binary::any_zero(c[1]), "ZeroDivisionError");
+            // integer division by zero is an error, not UB; checked first so that in-place calls write nothing.
+            // An empty result divides nothing (PyTorch does not raise there either).
+            FLOW_RUNTIME_CHECK(o.numel() == 0 || !binary::any_zero(c[1]), "ZeroDivisionError");
             bool trunc = mode == "trunc";
             std::atomic<bool> zero{false};
             binary_loop<T, T>(o, c[0], c[1], [trunc, &zero](A x, A y) -> A {
@@ -132,7 +143,7 @@ FLOW_OP(div)
                 zero.store(true, std::memory_order_relaxed);
                 return 0;
               }
-              return trunc ? static_cast<A>(x / y) : floor_div(x, y);
+              return trunc ? int_trunc_div(x, y) : floor_div(x, y);
             });
             FLOW_RUNTIME_CHECK(!zero.load(), "ZeroDivisionError");
           } else if (mode.empty()) {

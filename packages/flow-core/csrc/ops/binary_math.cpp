@@ -49,9 +49,11 @@ void float_binary_kernel(const char* name, const TensorList& in, const Tensor& o
   });
 }
 
-// Integer remainder/fmod/division: the divisor is scanned first so that a zero raises before any write.
-void check_int_divisor(const TensorList& in, DType ct) {
-  if (is_integral(ct, true)) FLOW_RUNTIME_CHECK(!any_zero(cast_for_kernel(in[1], ct)), "ZeroDivisionError");
+// Integer remainder/fmod/division: the divisor is scanned first so that a zero raises before any write. An
+// empty result divides nothing, so it does not raise (as in PyTorch).
+void check_int_divisor(const TensorList& in, const Tensor& out, DType ct) {
+  if (is_integral(ct, true) && out.numel() > 0)
+    FLOW_RUNTIME_CHECK(!any_zero(cast_for_kernel(in[1], ct)), "ZeroDivisionError");
 }
 
 // C's fmod without glibc's slow exact loop: x - trunc(x/y)*y in one fma is exact when the quotient is right.
@@ -92,7 +94,7 @@ inline A remainder_fast(A x, A y) {
 template <bool Python>
 void mod_kernel(const char* name, const TensorList& in, const Tensor& out) {
   DType ct = result_type(in);
-  check_int_divisor(in, ct);
+  check_int_divisor(in, out, ct);
   with_compute_dtype(in, out, ct, ct, [&](const Tensor& o, const TensorList& c) {
     dispatch_numeric(ct, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -296,7 +298,7 @@ FLOW_OP(floor_divide)
     .meta(meta_no_bool("div_floor_cpu"))
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
       // div's kernel with rounding_mode='floor'; integer zero divisors raise before anything is written
-      check_int_divisor(in, result_type(in));
+      check_int_divisor(in, out[0], result_type(in));
       const OpDef& div = FLOW_OPDEF("div");
       Attrs a{AttrValue(std::string("floor"))};
       a.schema = &div.schema;
