@@ -37,6 +37,10 @@ void clamp_kernel(const Tensor& in, const Tensor& out, const Attrs& a) {
       const A lo = has_lo ? lo_s.to<A>() : std::numeric_limits<A>::lowest();
       const A hi = has_hi ? hi_s.to<A>() : std::numeric_limits<A>::max();
       if constexpr (std::is_floating_point_v<A>) {
+        if ((has_lo && lo != lo) || (has_hi && hi != hi)) {  // a NaN bound makes everything NaN (PyTorch)
+          simd_unary<T>(o, c[0], [](A) FLOW_VEC_LAMBDA -> A { return std::numeric_limits<A>::quiet_NaN(); });
+          return;
+        }
         if (!has_lo) {  // keep -inf inputs (lowest() is finite)
           simd_unary<T>(o, c[0], [hi](A x) FLOW_VEC_LAMBDA -> A { return x > hi ? hi : x; });
           return;
