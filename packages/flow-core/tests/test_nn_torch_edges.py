@@ -572,3 +572,29 @@ def test_instance_norm_empty_inputs_do_not_raise():
     assert m(flow.zeros(0, 3, 4, 4)).shape == (0, 3, 4, 4)
     np.testing.assert_array_equal(m.running_mean.numpy(), np.zeros(3))
     assert F.instance_norm(flow.zeros(2, 0, 4, 4)).shape == (2, 0, 4, 4)
+
+
+@pytest.mark.parametrize("kw", [dict(input=[0, 1, 1, 2], offsets=[0, 3], mode="sum"),
+                                dict(input=[0, 1, 1, 2, 4], offsets=[0, 1, 1], mode="mean"),
+                                dict(input=[[0, 1, 3], [3, 3, 1]], mode="mean", padding_idx=3),
+                                dict(input=[[0, 2, 2], [2, 4, 0]], mode="sum", padding_idx=0)])
+def test_embedding_bag_scale_grad_by_freq_counts_only_real_entries(kw):
+    # each row's gradient is (its uses, weighted by the upstream gradient) / (its count in the input): the
+    # filler slots of short bags and padding entries must not count as uses of row 0
+    kw = dict(kw)
+    inp, offs = kw.pop("input"), kw.pop("offsets", None)
+    g = rand(2 if offs is None else len(offs), 3)
+    w = flow.tensor(rand(5, 3), requires_grad=True)
+    out = F.embedding_bag(flow.tensor(inp), w, None if offs is None else flow.tensor(offs), scale_grad_by_freq=True,
+                          **kw)
+    (out * flow.tensor(g)).sum().backward()
+    ids = np.array(inp)
+    bags = [ids[i] for i in range(len(ids))] if offs is None else np.split(ids, offs[1:])
+    pad = kw.get("padding_idx")
+    real = [[int(i) for i in b if i != pad] for b in bags]
+    counts = np.bincount([i for b in real for i in b], minlength=5)
+    want = np.zeros((5, 3), "float32")
+    for b, gb in zip(real, g):
+        for i in b:
+            want[i] += gb / (len(b) if kw["mode"] == "mean" else 1) / counts[i]
+    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-5, atol=1e-7)

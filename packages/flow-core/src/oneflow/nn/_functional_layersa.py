@@ -34,6 +34,12 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                          f"then it must have the same shape as the input ({tuple(input.shape)})")
     if sparse:
         raise NotImplementedError("embedding_bag: sparse gradients are not supported")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    for name, t in (("indices", input), ("offsets", offsets)):
+        if t is not None and t.dtype not in (flow.int64, flow.int32):
+            raise RuntimeError(f"Expected tensor for argument #1 '{name}' to have one of the following scalar types: "
+                               f"Long, Int; but got {t.dtype} instead (while checking arguments for embedding_bag)")
     n_emb = weight.shape[0]
     if padding_idx is not None:
         if padding_idx > 0:
@@ -81,15 +87,23 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
     flat = ids.reshape(-1)
     idx = flat[pos]
-    if _np.any(valid & ((idx < 0) | (idx >= n_emb))):
-        raise IndexError(f"embedding_bag: index out of range in self (num_embeddings={n_emb})")
+    bad = valid & ((idx < 0) | (idx >= n_emb))
+    if _np.any(bad):
+        k = int(_np.argmax(bad.reshape(-1)))
+        raise RuntimeError(f"Index {int(pos.reshape(-1)[k])} of input takes value {int(idx.reshape(-1)[k])} which is "
+                           f"not in the valid range [0, {n_emb})")
     if padding_idx is not None:
         valid = valid & (idx != padding_idx)
-    idx = _np.where(valid, idx, 0)
     if max_norm is not None:
         with flow.no_grad():
             ops.embedding_renorm_(weight, input, float(max_norm), float(norm_type))
-    emb = ops.embedding(weight, flow.tensor(idx, dtype=flow.int64), -1, bool(scale_grad_by_freq), False)
+    # Only the bags' real entries are looked up (so scale_grad_by_freq counts only them); the padded slots of
+    # short bags, and padding_idx entries, read a zero row placed in front of them.
+    looked_up = ops.embedding(weight, flow.tensor(idx[valid], dtype=flow.int64), -1, bool(scale_grad_by_freq), False)
+    slot = _np.zeros(valid.shape, dtype=_np.int64)
+    slot[valid] = _np.arange(1, int(valid.sum()) + 1)
+    rows = flow.cat([flow.zeros(1, weight.shape[1], dtype=weight.dtype), looked_up])
+    emb = ops.reshape(ops.index_select(rows, 0, flow.tensor(slot.reshape(-1))), list(valid.shape) + [weight.shape[1]])
     maskf = flow.tensor(valid[..., None], dtype=weight.dtype)
     if mode == "max":
         neg = flow.tensor(_np.where(valid[..., None], 0.0, -_np.inf), dtype=weight.dtype)
