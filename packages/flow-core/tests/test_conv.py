@@ -366,3 +366,32 @@ def test_linear_and_bilinear():
                    rtol=1e-5, atol=1e-5)
     check_vs_torch(lambda a, b, w, c: F.bilinear(a, b, w, c), lambda a, b, w, c: TF.bilinear(a, b, w, c),
                    [r(4, 3), r(4, 2), r(5, 3, 2), r(5)], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("nd,kw", [(2, dict(stride=1, dilation=2, output_padding=1)),
+                                   (2, dict(stride=1, dilation=3, output_padding=2, padding=1)),
+                                   (1, dict(stride=2, dilation=3, output_padding=2)),
+                                   (2, dict(stride=(1, 2), dilation=(2, 3), output_padding=(1, 2), padding=(2, 1))),
+                                   (3, dict(stride=1, dilation=2, output_padding=1, padding=1, groups=2))])
+def test_conv_transpose_output_padding_at_or_above_stride_matches_torch(nd, kw):
+    # allowed by torch while output_padding < dilation; oneDNN has no primitive for it directly
+    c = 4 if "groups" in kw else 2
+    x = np.random.default_rng(0).standard_normal((2, c) + (5,) * nd).astype("float32")
+    tm = getattr(torch.nn, f"ConvTranspose{nd}d")(c, 6, 3, **kw)
+    fm = getattr(flow.nn, f"ConvTranspose{nd}d")(c, 6, 3, **kw)
+    fm.load_state_dict({k: flow.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    X, Y = torch.tensor(x, requires_grad=True), flow.tensor(x, requires_grad=True)
+    a, b = tm(X), fm(Y)
+    g = np.random.default_rng(1).standard_normal(tuple(a.shape)).astype("float32")
+    a.backward(torch.tensor(g))
+    b.backward(flow.tensor(g))
+    assert tuple(b.shape) == tuple(a.shape)
+    for want, got in ((a.detach(), b.detach()), (X.grad, Y.grad), (tm.weight.grad, fm.weight.grad),
+                      (tm.bias.grad, fm.bias.grad)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=2e-5)
+
+
+def test_conv_transpose_negative_output_padding_raises_like_torch():
+    for M in (flow, torch):
+        with pytest.raises(RuntimeError, match="negative output_padding is not supported"):
+            M.nn.ConvTranspose2d(2, 3, 3, output_padding=-1)(M.ones(1, 2, 5, 5))

@@ -89,6 +89,7 @@ ConvArgs check_conv(const TensorList& in, const Attrs& a) {
       o = (n + 2 * p - eff) / s + 1;
     } else {
       int64_t op = r.output_padding[i];
+      FLOW_RUNTIME_CHECK(op >= 0, "negative output_padding is not supported");
       FLOW_RUNTIME_CHECK(op < s || op < d, "output padding must be smaller than either stride or dilation, but got "
                          "output_padding=", op, " stride=", s, " dilation=", d);
       o = (n - 1) * s - 2 * p + d * (k - 1) + op + 1;
@@ -133,6 +134,37 @@ Tensor grad_weight(const Tensor& gy, const Tensor& x, const Shape& w_sizes, cons
 
 ConvGeom helper_geom(const Attrs& a, size_t ns) { return geom_from(a, ns, 1, 4); }
 
+// A transposed convolution whose output_padding reaches the stride (allowed while it is below the dilation)
+// has an output that no plain convolution maps back onto the input, so the oneDNN kernels cannot run it
+// directly. It is the unpadded transposed convolution (output (n-1)s + d(k-1) + 1) cropped by the padding on
+// the left and by padding - output_padding on the right, a negative crop being zeros.
+bool wide_output_padding(const ConvArgs& r) {
+  if (!r.transposed) return false;
+  for (size_t i = 0; i < r.output_padding.size(); ++i)
+    if (r.output_padding[i] >= r.g.stride[i]) return true;
+  return false;
+}
+
+ConvGeom unpadded(ConvGeom g) {
+  std::fill(g.padding.begin(), g.padding.end(), 0);
+  return g;
+}
+
+// pad()'s list (last dim first) taking the unpadded result to the padded one, or (inverse) back.
+std::vector<int64_t> crop_pads(const ConvArgs& r, bool inverse) {
+  std::vector<int64_t> pads;
+  for (size_t i = r.output_padding.size(); i-- > 0;) {
+    int64_t left = -r.g.padding[i], right = r.output_padding[i] - r.g.padding[i];
+    pads.push_back(inverse ? -left : left);
+    pads.push_back(inverse ? -right : right);
+  }
+  return pads;
+}
+
+Tensor crop(const Tensor& t, const std::vector<int64_t>& pads) {
+  return ops::call1("pad", {t}, {pads, std::string("constant"), 0.0});
+}
+
 }  // namespace
 
 FLOW_OP(convolution)
@@ -147,6 +179,12 @@ FLOW_OP(convolution)
       ConvArgs r = check_conv(in, a);
       if (!r.transposed) {
         conv_forward(in[0], in[1], in[2], out[0], r.g);
+      } else if (wide_output_padding(r)) {
+        ConvGeom g0 = unpadded(r.g);
+        Tensor full = ops::call1("convolution", {in[0], in[1], Tensor()},
+                                 {g0.stride, g0.padding, g0.dilation, true, std::vector<int64_t>{0}, g0.groups});
+        ops::copy_into(out[0], crop(full, crop_pads(r, false)));
+        if (in[2].defined() && out[0].numel() > 0) add_bias(out[0], in[2]);
       } else {
         conv_backward_data(in[0], in[1], out[0], r.g);
         if (in[2].defined() && out[0].numel() > 0) add_bias(out[0], in[2]);
@@ -160,6 +198,11 @@ FLOW_OP(convolution)
       if (!r.transposed) {
         if (c.needs(0)) gx = grad_input(gy, w, x.sizes(), r.g);
         if (c.needs(1)) gw = grad_weight(gy, x, w.sizes(), r.g);
+      } else if (wide_output_padding(r)) {
+        Tensor gy_full = crop(gy, crop_pads(r, true));
+        ConvGeom g0 = unpadded(r.g);
+        if (c.needs(0)) gx = conv_plain(gy_full, w, g0);
+        if (c.needs(1)) gw = grad_weight(x, gy_full, w.sizes(), g0);
       } else {
         if (c.needs(0)) gx = conv_plain(gy, w, r.g);
         if (c.needs(1)) gw = grad_weight(x, gy, w.sizes(), r.g);
