@@ -395,3 +395,34 @@ def test_conv_transpose_negative_output_padding_raises_like_torch():
     for M in (flow, torch):
         with pytest.raises(RuntimeError, match="negative output_padding is not supported"):
             M.nn.ConvTranspose2d(2, 3, 3, output_padding=-1)(M.ones(1, 2, 5, 5))
+
+
+@pytest.mark.parametrize("fn,shape,kw", [
+    ("max_pool1d", (3, 7), dict(kernel_size=3, stride=2)),
+    ("max_pool2d", (2, 3, 6, 7), dict(kernel_size=2)),
+    ("max_pool2d", (2, 3, 6, 7), dict(kernel_size=3, stride=1, padding=1)),
+    ("max_pool2d", (2, 3, 6, 7), dict(kernel_size=2, dilation=2)),
+    ("max_pool3d", (2, 3, 6, 7, 5), dict(kernel_size=2)),
+    ("adaptive_max_pool1d", (3, 7), dict(output_size=3)),
+    ("adaptive_max_pool2d", (2, 3, 6, 7), dict(output_size=(4, 3))),
+    ("adaptive_max_pool3d", (2, 3, 6, 7, 5), dict(output_size=(2, 3, 2)))])
+def test_max_pool_reports_a_windows_last_nan_like_torch(fn, shape, kw):
+    # the pooled value is NaN either way, but the index decides which element gets the gradient
+    x = np.random.default_rng(0).standard_normal(shape).astype("float32")
+    x[np.random.default_rng(1).random(shape) < 0.3] = np.nan
+    got = getattr(F, fn)(flow.tensor(x), return_indices=True, **kw)
+    want = getattr(TF, fn)(torch.tensor(x), return_indices=True, **kw)
+    np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
+    np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
+
+
+@pytest.mark.parametrize("fn,shape,size,msg", [
+    ("adaptive_avg_pool1d", (2, 3, 11), (2, 2), "should contain one int"),
+    ("adaptive_max_pool1d", (2, 3, 11), (2, 2), "should contain one int"),
+    ("adaptive_avg_pool2d", (2, 3, 11, 10), (2, 3, 4), "output_size must be 2"),
+    ("adaptive_max_pool2d", (2, 3, 11, 10), (2,), "output_size.size\\(\\) must be 2"),
+    ("adaptive_avg_pool3d", (2, 3, 4, 5, 6), (2, 3), "output_size must be 3")])
+def test_adaptive_pool_output_size_of_the_wrong_length_raises_like_torch(fn, shape, size, msg):
+    for FF, M in ((F, flow), (TF, torch)):
+        with pytest.raises(RuntimeError, match=msg):
+            getattr(FF, fn)(M.zeros(*shape), size)

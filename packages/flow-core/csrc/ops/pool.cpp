@@ -176,15 +176,15 @@ inline bool is_nan_value(T v) {
   else return false;
 }
 
-// Running max of one window element into (best, bi): a greater value or the first NaN takes over, and nothing
-// replaces a NaN. The selects go through bit masks so that the compiler cannot turn them into branches: on
+// Running max of one window element into (best, bi): a greater value or any NaN takes over, so a window's
+// last NaN is the one reported (PyTorch's kernels test `val > max || isnan(val)`). The selects go through bit masks so that the compiler cannot turn them into branches: on
 // random data those mispredict on every other element (measured 10.8 ms vs 2.9 ms on sorted data for a
 // 64x32x28x28 2x2 pool).
 template <typename T>
 inline void max_step(T v, int64_t li, T& best, int64_t& bi) {
   if constexpr (std::is_floating_point_v<T>) {
     using Bits = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
-    Bits take = -static_cast<Bits>(!(v <= best) & (best == best));
+    Bits take = -static_cast<Bits>((v > best) | (v != v));
     Bits vb, bb;
     std::memcpy(&vb, &v, sizeof(T));
     std::memcpy(&bb, &best, sizeof(T));
@@ -311,10 +311,8 @@ void max_pool_loop(const PoolPlan& pl, const T* x, T* y, int64_t* idx, bool adap
                   if (v > best || is_nan_value(v)) {
                     best = v;
                     bi = li;
-                    if (is_nan_value(v)) goto done;
                   }
                 }
-          done:
             int64_t oi = (o0 * W1.out + o1) * W2.out + o2;
             yp[oi] = best;
             ix[oi] = bi;

@@ -164,31 +164,35 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3)
 
 
-def _out_size(input, output_size, nd):
+def _out_size(input, output_size, nd, fname):
     sizes = _tuple(output_size, nd, "output_size") if not isinstance(output_size, (list, tuple)) else list(output_size)
-    if len(sizes) == 1 and nd > 1:
-        sizes = sizes * nd
+    if len(sizes) != nd:  # PyTorch's errors: a sequence must give every spatial size
+        if nd == 1:
+            raise RuntimeError(f"{fname}() argument 'output_size' should contain one int (got {len(sizes)})")
+        if "max" in fname:
+            raise RuntimeError(f"{fname}(): internal error: output_size.size() must be {nd}")
+        raise RuntimeError(f"{fname}: output_size must be {nd}")
     # None keeps the input's size
     return [input.shape[input.dim() - nd + i] if v is None else int(v) for i, v in enumerate(sizes)]
 
 
 def adaptive_avg_pool1d(input, output_size):
     """1-D adaptive average pooling to ``output_size``."""
-    return ops.adaptive_avg_pool(input, _out_size(input, output_size, 1))
+    return ops.adaptive_avg_pool(input, _out_size(input, output_size, 1, "adaptive_avg_pool1d"))
 
 
 def adaptive_avg_pool2d(input, output_size):
     """2-D adaptive average pooling to ``output_size`` (None entries keep the input size)."""
-    return ops.adaptive_avg_pool(input, _out_size(input, output_size, 2))
+    return ops.adaptive_avg_pool(input, _out_size(input, output_size, 2, "adaptive_avg_pool2d"))
 
 
 def adaptive_avg_pool3d(input, output_size):
     """3-D adaptive average pooling to ``output_size``."""
-    return ops.adaptive_avg_pool(input, _out_size(input, output_size, 3))
+    return ops.adaptive_avg_pool(input, _out_size(input, output_size, 3, "adaptive_avg_pool3d"))
 
 
 def _adaptive_max(input, output_size, return_indices, nd):
-    out, idx = ops.adaptive_max_pool(input, _out_size(input, output_size, nd))
+    out, idx = ops.adaptive_max_pool(input, _out_size(input, output_size, nd, f"adaptive_max_pool{nd}d"))
     return (out, idx) if return_indices else out
 
 
