@@ -42,4 +42,10 @@ struct Scalar {
   }
 };
 
+// PyTorch's C++ name of a dtype's element type ("uint8_t", "int", "c10::Half"), as its overflow errors print it.
+const char* c_type_name(DType t);
+// Raises PyTorch's "value cannot be converted to type <T> without overflow" when the number cannot be stored in
+// a tensor of dtype t (fill_, full, masked_fill, clamp bounds, ...); arithmetic with a number wraps instead.
+void check_scalar_fits(const Scalar& s, DType t);
+
 }  // namespace flow

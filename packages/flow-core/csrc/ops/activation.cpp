@@ -40,26 +40,9 @@ std::vector<TensorMeta> meta_no_bool(const TensorList& in, const char* msg) {
   return {{in[0].sizes(), in[0].dtype(), in[0].device()}};
 }
 
-// The C type of an integer dtype, as PyTorch's overflow messages name it.
-const char* c_type_name(DType t) {
-  switch (t) {
-    case DType::UInt8: return "uint8_t";
-    case DType::Int8: return "int8_t";
-    case DType::Int16: return "int16_t";
-    case DType::Int32: return "int";
-    default: return "int64_t";
-  }
-}
-
 // PyTorch refuses Scalar arguments that overflow an integer tensor's dtype.
-void check_fits(double v, DType t) {
-  if (!is_integral(t)) return;
-  dispatch_integral(t, "threshold", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    FLOW_RUNTIME_CHECK(v >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
-                           v <= static_cast<double>(std::numeric_limits<T>::max()),
-                       "value cannot be converted to type ", c_type_name(t), " without overflow");
-  });
+void check_fits(const Scalar& v, DType t) {
+  if (is_integral(t)) check_scalar_fits(v, t);
 }
 
 // clamp(x, lo, hi) that propagates NaN; the lower bound first, so lo > hi gives hi everywhere, as in torch.
@@ -130,8 +113,8 @@ FLOW_OP(hardtanh)
         const double lo = std::trunc(a.f(0)), hi = std::trunc(a.f(1));
         FLOW_RUNTIME_CHECK(t != DType::UInt8 || (lo >= 0 && hi >= 0),
                            "cannot do hardtanh on an unsigned type with negative limits");
-        check_fits(lo, t);
-        check_fits(hi, t);
+        check_fits(Scalar(lo), t);
+        check_fits(Scalar(hi), t);
       }
       return m;
     })
@@ -148,8 +131,8 @@ FLOW_OP(threshold)
     .schema("threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor")
     .traits(kAct)
     .meta([](const TensorList& in, const Attrs& a) {
-      check_fits(a.s(0).to_double(), in[0].dtype());
-      check_fits(a.s(1).to_double(), in[0].dtype());
+      check_fits(a.s(0), in[0].dtype());
+      check_fits(a.s(1), in[0].dtype());
       return meta_numeric_only(in, "threshold_cpu");
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {

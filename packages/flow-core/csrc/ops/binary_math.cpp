@@ -154,6 +154,7 @@ std::vector<TensorMeta> meta_pow(const TensorList& in, const Attrs& a) {
   if (is_integral(m[0].dtype) && is_wrapped(in[1]) && in[1].has_storage()) {
     Scalar e = scalar_value(in[1]);
     FLOW_RUNTIME_CHECK(!(e.is_int() && e.to_int() < 0), "Integers to negative integer powers are not allowed.");
+    check_scalar_fits(e, m[0].dtype);
   }
   return m;
 }

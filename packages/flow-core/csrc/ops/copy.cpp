@@ -239,6 +239,7 @@ FLOW_OP(fill)
     .traits(kElementwise | kCreation | kAliasedOutputOk)
     .meta(same_meta)
     .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
+      check_scalar_fits(a.s(0), out[0].dtype());
       Tensor v = ops::scalar_tensor(a.s(0), out[0].dtype());
       copy_kernel(out[0], v);
     })

@@ -1,6 +1,7 @@
 // Gather/scatter-style indexing along one dim (gather, scatter*, index_select, index_add/copy, take) and
 // the mask ops (masked_fill, masked_select, masked_scatter, nonzero). Every index is range-checked before
 // any memory is touched.
+#include "binary_util.h"
 #include "index_util.h"
 
 #include "../core/mem_overlap.h"
@@ -439,6 +440,7 @@ FLOW_OP(masked_fill)
       check_bool_mask(in[1], "masked_fill_");
       FLOW_RUNTIME_CHECK(in[2].dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
                          in[2].dim(), " dimension(s).");
+      if (in[2].has_storage()) check_scalar_fits(binary::scalar_value(in[2]), in[0].dtype());
       return {{broadcast_shapes(in[0].sizes(), in[1].sizes(), "masked_fill"), in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {

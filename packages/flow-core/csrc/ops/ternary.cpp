@@ -59,7 +59,12 @@ std::vector<TensorMeta> meta_where(const TensorList& in, const Attrs&) {
   FLOW_RUNTIME_CHECK(in[0].dtype() == DType::Bool,
                      "where expected condition to be a boolean tensor, but got a tensor with dtype ",
                      torch_type_name(in[0].dtype()));
-  return {{broadcast3(in, 0, "where"), result_type({in[1], in[2]}), common_device(in, "where")}};
+  DType d = result_type({in[1], in[2]});
+  // a Python number must fit the result (PyTorch's check; it skips 16-bit float results)
+  if (d != DType::Float16 && d != DType::BFloat16)
+    for (int k = 1; k <= 2; ++k)
+      if (is_wrapped(in[k]) && in[k].has_storage()) check_scalar_fits(scalar_value(in[k]), d);
+  return {{broadcast3(in, 0, "where"), d, common_device(in, "where")}};
 }
 
 void where_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {

@@ -22,6 +22,8 @@ std::vector<TensorMeta> meta_clamp(const TensorList& in, const Attrs& a, const c
   if (!a.none(0)) d = promote_with_scalar(d, a.s(0));
   if (!a.none(1)) d = promote_with_scalar(d, a.s(1));
   FLOW_TYPE_CHECK(d != DType::Bool, name, ": not implemented for bool tensors with bool bounds");
+  if (!a.none(0)) check_scalar_fits(a.s(0), d);
+  if (!a.none(1)) check_scalar_fits(a.s(1), d);
   return {{in[0].sizes(), d, in[0].device()}};
 }
 

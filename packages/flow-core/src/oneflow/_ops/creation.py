@@ -115,10 +115,21 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
         raise RuntimeError("Overflow when unpacking long") from None
     if arr.dtype == object:
         raise ValueError("expected sequence of equal-length sequences")
+    if target != _C.bool and not target.is_floating_point and target != _C.int64 and arr.size:
+        _check_int_range(arr, target)
     t = _C._from_numpy(np.array(arr, copy=True, order="C"))
     if t.dtype != target:
         t = _C.ops.to_dtype(t, target)
     return _finish(t, requires_grad)
+
+
+def _check_int_range(arr, dtype):
+    """PyTorch's overflow check for numbers put into a narrower integer tensor: out of range raises (an unsigned
+    type also takes negatives down to -max, which wrap)."""
+    info = np.iinfo(str(dtype).split(".")[-1])
+    lo, hi = int(arr.min()), int(arr.max())
+    if hi > info.max or (lo < -info.max if info.min == 0 else lo < info.min):
+        raise RuntimeError(f"value cannot be converted to type {str(dtype).split('.')[-1]} without overflow")
 
 
 def _flatten(x):

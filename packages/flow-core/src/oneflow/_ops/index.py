@@ -312,8 +312,6 @@ def _index_fill_args(self, dim, index, value):
         if value.dim() != 0:
             raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                                f"{value.dim()} dimension(s).")
-    else:
-        value = tensor(value, dtype=self.dtype)
     d = dim % nd
     n = self.shape[d] if self.dim() else 1
     idx = ops.reshape(index, [-1])
