@@ -598,3 +598,47 @@ def test_embedding_bag_scale_grad_by_freq_counts_only_real_entries(kw):
         for i in b:
             want[i] += gb / (len(b) if kw["mode"] == "mean" else 1) / counts[i]
     np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular", "constant"])
+@pytest.mark.parametrize("shape", [(1, 1, 5), (1, 2, 4, 5), (1, 1, 3, 4, 5)])
+def test_pad_with_negative_pads_crops_like_torch(mode, shape):
+    rng = np.random.default_rng(len(shape) * 10 + len(mode))
+    x = rng.standard_normal(shape)
+    k = len(shape) - 2
+    checked = 0
+    for _ in range(30):
+        p = [int(v) for v in rng.integers(-3, 4, 2 * k)]
+        sizes = shape[::-1][:k]
+        if mode == "circular" and any(max(p[2 * j], p[2 * j + 1]) > n - max(-p[2 * j], 0) - max(-p[2 * j + 1], 0)
+                                      for j, n in enumerate(sizes)):
+            continue  # wraps past what the crop leaves: torch reads uninitialised memory there, we raise
+        res = []
+        for M, FF in ((flow, F), (torch, TF)):
+            X = M.tensor(x, requires_grad=True)
+            try:
+                y = FF.pad(X, p, mode=mode)
+            except RuntimeError:
+                res.append("error")
+                continue
+            y.backward(M.tensor(np.arange(y.numel(), dtype="float64").reshape(tuple(y.shape))))
+            res.append((y.detach().numpy(), X.grad.numpy()))
+        if isinstance(res[1], str) or isinstance(res[0], str):
+            assert res[0] == res[1], (p, mode)
+            continue
+        checked += 1
+        np.testing.assert_array_equal(res[0][0], res[1][0])
+        if res[0][0].size == 0:  # nothing reached the input; torch's gradient is uninitialised memory here
+            np.testing.assert_array_equal(res[0][1], np.zeros(shape))
+        else:
+            np.testing.assert_array_equal(res[0][1], res[1][1])
+    assert checked > 5
+
+
+def test_pad_bool_tensors_like_torch():
+    b = np.array([[[True, False, True]]])
+    for mode in ("constant", "circular"):
+        assert F.pad(flow.tensor(b), (1, 2), mode=mode).tolist() == TF.pad(torch.tensor(b), (1, 2), mode=mode).tolist()
+    for mode, kernel in (("reflect", "reflection_pad1d"), ("replicate", "replication_pad1d")):
+        with pytest.raises(NotImplementedError, match=f'"{kernel}" not implemented for \'Bool\''):
+            F.pad(flow.tensor(b), (1, 1), mode=mode)

@@ -22,12 +22,15 @@ struct DimMap {
 };
 
 // ---- maps ----------------------------------------------------------------------------------------------
+// Negative pads crop. Reflect and replicate index the whole input (so a crop on one side can still reflect
+// what it removed, as in torch); circular crops first and wraps around what is left.
 DimMap pad_map(int64_t in, int64_t l, int64_t r, const std::string& mode) {
   DimMap m;
   m.in = in;
   m.out = in + l + r;
   m.idx[0].resize(m.out);
   m.w[0].assign(m.out, 1.0);
+  const int64_t crop_l = std::max<int64_t>(-l, 0), kept = in - crop_l - std::max<int64_t>(-r, 0);
   for (int64_t o = 0; o < m.out; ++o) {
     int64_t i = o - l;
     if (mode == "constant") {
@@ -42,7 +45,8 @@ DimMap pad_map(int64_t in, int64_t l, int64_t r, const std::string& mode) {
     } else if (mode == "replicate") {
       i = std::min(std::max<int64_t>(i, 0), in - 1);
     } else {  // circular
-      i = ((i % in) + in) % in;
+      int64_t j = o - std::max<int64_t>(l, 0);
+      i = crop_l + ((j % kept) + kept) % kept;
     }
     m.idx[0][o] = i;
   }
@@ -259,15 +263,19 @@ PadSpec pad_spec(const Shape& in, const std::vector<int64_t>& pad, const std::st
                          "input dimension, but got: padding (", s.lo[j], ", ", s.hi[j], ") at dimension ", d,
                          " of input ", shape_str(in));
     } else if (mode == "circular") {
-      FLOW_RUNTIME_CHECK(s.lo[j] <= n && s.hi[j] <= n, "Padding value causes wrapping around more than once.");
+      // the wrap reads what the negative pads leave, so a pad may not exceed that
+      int64_t kept = n - std::max<int64_t>(-s.lo[j], 0) - std::max<int64_t>(-s.hi[j], 0);
+      FLOW_RUNTIME_CHECK(s.lo[j] <= kept && s.hi[j] <= kept, "Padding value causes wrapping around more than once.");
     } else {
       FLOW_RUNTIME_CHECK(n > 0 || (s.lo[j] == 0 && s.hi[j] == 0), "replicate padding: input dimension ", d,
                          " is empty");
     }
     if (mode != "constant")
-      FLOW_RUNTIME_CHECK(s.lo[j] >= 0 && s.hi[j] >= 0, "padding in ", mode, " mode must be non-negative");
-    if (mode != "constant")
       FLOW_RUNTIME_CHECK(n > 0, "Expected a non-empty input dimension ", d, " for ", mode, " padding");
+    // negative pads crop; torch's 1-D kernels refuse to crop everything, its 2-D/3-D ones return empty dims
+    if ((mode == "reflect" || mode == "replicate") && s.k == 1)
+      FLOW_RUNTIME_CHECK(n + s.lo[j] + s.hi[j] > 0, "input (", "DHW"[3 - s.k + j], ": ", n,
+                         ") is too small. Calculated output ", "DHW"[3 - s.k + j], ": ", n + s.lo[j] + s.hi[j]);
   }
   return s;
 }
@@ -320,6 +328,13 @@ FLOW_OP(pad)
       const std::string& mode = a.str(1);
       PadSpec s = pad_spec(in[0].sizes(), a.ints(0), mode);
       if (s.k == 0) return ops::copy_into(out[0], in[0]);
+      if (in[0].dtype() == DType::Bool) {
+        // bool pads by copying values, so run it on bytes; torch's reflect/replicate kernels refuse bool
+        FLOW_CHECK(mode == "constant" || mode == "circular", NotImplemented, "\"",
+                   mode == "reflect" ? "reflection" : "replication", "_pad", s.k, "d\" not implemented for 'Bool'");
+        Tensor r = ops::call1("pad", {ops::to_dtype(in[0], DType::UInt8)}, a.values);
+        return ops::copy_into(out[0], r);
+      }
       double value = a.none(2) ? 0.0 : a.f(2);
       if (mode == "constant") ops::copy_into(out[0], ops::scalar_tensor(Scalar(value), out[0].dtype()));
       if (out[0].numel() == 0) return;
