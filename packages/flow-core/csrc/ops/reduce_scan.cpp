@@ -47,7 +47,83 @@ bool any_zero(const Tensor& t) {
   return z;
 }
 
+// log(sum(exp(x))) over a running prefix (or suffix): one logaddexp step per element, so no exp of a large
+// value overflows and a tiny term far below the running maximum keeps its own value.
+template <bool Reverse>
+void logcumsumexp_kernel(const Tensor& in, const Tensor& out, int64_t dim) {
+  Tensor src = cast_for_kernel(in, out.dtype());
+  dispatch_floating(out.dtype(), "logcumsumexp", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = acc_t<T>;
+    for_each_line<T>(src, Tensor(), out, dim, [](const T* x, const T*, T* y, int64_t n) {
+      A acc = -std::numeric_limits<A>::infinity();
+      for (int64_t k = 0; k < n; ++k) {
+        int64_t i = Reverse ? n - 1 - k : k;
+        A v = static_cast<A>(x[i]);
+        A hi = std::max(acc, v), lo = std::min(acc, v);
+        constexpr A kInf = std::numeric_limits<A>::infinity();
+        if (v != v || acc != acc) acc = std::numeric_limits<A>::quiet_NaN();
+        else if (hi == -kInf || hi == kInf) acc = hi;  // all -inf so far, or an inf: lo - hi would be NaN
+        else acc = hi + std::log1p(std::exp(lo - hi));
+        y[i] = static_cast<T>(acc);
+      }
+    });
+  });
+}
+
+std::vector<TensorMeta> logcumsumexp_meta(const TensorList& in, const Attrs& a) {
+  if (!is_floating(in[0].dtype())) fail_not_implemented("logcumsumexp_out_cpu", in[0].dtype());
+  wrap_dim(a.i(0), in[0].dim(), "logcumsumexp");
+  return {{in[0].sizes(), in[0].dtype(), in[0].device()}};
+}
+
+// Gradient of a forward (or, with `reverse`, backward) logcumsumexp: d out_i / d x_j = exp(x_j - out_i) for
+// the j the scan at i covers, so g is summed by the opposite scan in log space, its positive and negative
+// parts apart, without ever forming exp(x) or exp(-out) alone (TensorFlow's formulation, as in torch).
+Tensor logcumsumexp_grad(const Tensor& x, const Tensor& out, const Tensor& g, int64_t dim, bool reverse) {
+  const char* opposite = reverse ? "logcumsumexp" : "_logcumsumexp_reverse";
+  // "no term" is the dtype's lowest finite value, not -inf: the scans' own gradients take differences of
+  // these logs, and -inf - -inf would be NaN
+  double lowest = g.dtype() == DType::Float64 ? std::numeric_limits<double>::lowest()
+                                              : static_cast<double>(std::numeric_limits<float>::lowest());
+  Tensor none = ops::scalar_tensor(Scalar(lowest), g.dtype());
+  Tensor zero = ops::scalar_tensor(Scalar(0.0), g.dtype());
+  auto part = [&](const Tensor& mask, const Tensor& mag) {
+    Tensor lg = ops::where(mask, ops::call1("log", {mag}), none);
+    return ops::call1("exp", {ops::add(ops::call1(opposite, {ops::sub(lg, out)}, {dim}), x)});
+  };
+  return ops::sub(part(ops::call1("gt", {g, zero}), g), part(ops::call1("lt", {g, zero}), ops::neg(g)));
+}
+
 }  // namespace
+
+FLOW_OP(logcumsumexp)
+    .schema("logcumsumexp(Tensor self, int dim) -> Tensor")
+    .traits(kReduction)
+    .meta(logcumsumexp_meta)
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      if (out[0].numel()) logcumsumexp_kernel<false>(in[0], out[0], wrap_dim(a.i(0), in[0].dim(), "logcumsumexp"));
+    })
+    .save_inputs({0})
+    .save_outputs({0})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {logcumsumexp_grad(c.input(0), c.output(0), g[0], c.attrs.i(0), false)};
+    });
+
+// logcumsumexp from the end of the dim backwards: the reverse scan its gradient needs (and whose gradient
+// needs the forward scan, so double backward works through the pair).
+FLOW_OP(_logcumsumexp_reverse)
+    .schema("_logcumsumexp_reverse(Tensor self, int dim) -> Tensor")
+    .traits(kBackwardHelper)
+    .meta(logcumsumexp_meta)
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      if (out[0].numel()) logcumsumexp_kernel<true>(in[0], out[0], wrap_dim(a.i(0), in[0].dim(), "logcumsumexp"));
+    })
+    .save_inputs({0})
+    .save_outputs({0})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {logcumsumexp_grad(c.input(0), c.output(0), g[0], c.attrs.i(0), true)};
+    });
 
 FLOW_OP(cumsum)
     .schema("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")

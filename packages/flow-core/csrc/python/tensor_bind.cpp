@@ -319,6 +319,26 @@ void init_tensor(nb::module_& m) {
     t.bump_version();
     return nb::borrow(h);
   });
+  // The in-place view ops (squeeze_, transpose_, ...): `self` takes the geometry of `v`, a view of it just
+  // made out of place, and (when recording) v's history, so gradients see the op as a view.
+  m.def("_adopt_view_", [](nb::handle h, const Tensor& v) {
+    const Tensor& t = self_t(h);
+    FLOW_RUNTIME_CHECK(t.impl()->storage == v.impl()->storage, "_adopt_view_: not a view of the tensor");
+    if (t.is_leaf() && t.requires_grad() && autograd::GradMode::is_enabled())
+      fail(ErrorKind::Runtime, "a leaf Variable that requires grad is being used in an in-place operation.");
+    TensorImpl* d = t.impl();
+    d->sizes = v.sizes();
+    d->strides = v.strides();
+    d->offset = v.offset();
+    d->refresh_geometry();
+    if (v.grad_fn()) {
+      auto& m = t.autograd_meta();
+      m.grad_fn = v.grad_fn();
+      m.output_nr = v.autograd_meta().output_nr;
+      m.view_version = v.autograd_meta().view_version;
+    }
+    return nb::borrow(h);
+  });
   // A tensor of class `cls` sharing `t`'s memory (Parameter and plain subclasses).
   m.def("_make_subclass", [](nb::handle cls, const Tensor& t, bool requires_grad) {
     Tensor d = detach(t);

@@ -12,7 +12,7 @@ _TensorBase = _C.TensorBase
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "nonzero",
            "argwhere", "sort", "argsort", "msort", "topk", "unique", "unique_consecutive", "tile", "flip", "fliplr",
            "flipud", "roll", "repeat_interleave", "scatter", "index_put", "index_put_", "take_along_dim", "rot90",
-           "index_fill", "row_stack"]
+           "index_fill", "row_stack", "select_scatter", "slice_scatter", "diagonal_scatter"]
 
 sort_return = collections.namedtuple("sort", ["values", "indices"])
 topk_return = collections.namedtuple("topk", ["values", "indices"])
@@ -363,7 +363,44 @@ def fill_diagonal_(self, fill_value, wrap=False):
     return ops.masked_fill_(self, mask, tensor(fill_value, dtype=self.dtype))
 
 
+def _embed(input, src, region, name):
+    """A copy of ``input`` with ``region(copy)`` (a view) replaced by ``src``; gradients reach both (the
+    view's part of ``input`` gets none)."""
+    out = ops.clone(input)
+    view = region(out)
+    if tuple(view.shape) != tuple(src.shape):
+        raise RuntimeError(f"{name}: expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(view.shape)}")
+    view.copy_(src)
+    return out
+
+
+def select_scatter(input, src, dim, index):
+    """``input`` with ``input.select(dim, index)`` replaced by ``src`` (out of place)."""
+    return _embed(input, src, lambda t: t.select(dim, index), "select_scatter")
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """``input`` with the slice ``start:end:step`` along ``dim`` replaced by ``src`` (out of place)."""
+    def region(t):
+        n = t.shape[dim]
+        return ops.slice(t, dim, 0 if start is None else start, n if end is None else end, step)
+    return _embed(input, src, region, "slice_scatter")
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """``input`` with ``input.diagonal(offset, dim1, dim2)`` replaced by ``src`` (out of place)."""
+    return _embed(input, src, lambda t: t.diagonal(offset, dim1, dim2), "diagonal_scatter")
+
+
+def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+    """In-place :func:`scatter_reduce`."""
+    return self.copy_(ops.scatter_reduce(self, dim, index, src, reduce, include_self=include_self))
+
+
 TENSOR_METHODS = {
+    "select_scatter": select_scatter, "slice_scatter": slice_scatter, "diagonal_scatter": diagonal_scatter,
+    "scatter_reduce_": scatter_reduce_,
     "repeat": repeat, "tile": tile, "flip": flip, "fliplr": fliplr, "flipud": flipud, "roll": roll,
     "nonzero": nonzero, "argwhere": argwhere, "sort": sort, "argsort": argsort, "msort": msort, "topk": topk,
     "unique": unique, "unique_consecutive": unique_consecutive, "repeat_interleave": repeat_interleave,

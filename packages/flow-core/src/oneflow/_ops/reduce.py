@@ -13,7 +13,7 @@ from ._names import reject_dtype
 ops = _C.ops
 
 __all__ = ["max", "min", "var", "std", "var_mean", "std_mean", "norm", "aminmax", "cummax", "cummin", "kthvalue",
-           "median", "nanmedian", "quantile", "nanquantile", "histc", "bincount"]
+           "median", "nanmedian", "quantile", "nanquantile", "histc", "bincount", "mode"]
 
 
 def _return_type(name, fields):
@@ -50,6 +50,7 @@ cummin_return = _return_type("cummin", ("values", "indices"))
 kthvalue_return = _return_type("kthvalue", ("values", "indices"))
 median_return = _return_type("median", ("values", "indices"))
 nanmedian_return = _return_type("nanmedian", ("values", "indices"))
+mode_return = _return_type("mode", ("values", "indices"))
 
 
 def _extreme(name, binary, full, along, rt, input, dim, keepdim, other, out=None):
@@ -244,6 +245,37 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     if not keepdim:
         vals, idx = ops.squeeze_dim(vals, d), ops.squeeze_dim(idx, d)
     return kthvalue_return((vals, idx))
+
+
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value of each slice along ``dim`` and an index where it occurs: ``(values, indices)``.
+    Among equally frequent values the smallest wins, and the index is its last occurrence (as in PyTorch)."""
+    import numpy as np
+
+    d = _norm_dim(input, dim)
+    if input.dim() == 0:
+        return _0d(input, mode_return)
+    if input.shape[d] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    a = np.moveaxis(input.detach().numpy(), d, -1)
+    rows = a.reshape(-1, a.shape[-1])
+    best = np.empty(rows.shape[0], dtype=np.int64)
+    for r, row in enumerate(rows):
+        # stable sort: equal values keep their order, so the last of a run is the value's last occurrence
+        order = np.argsort(row, kind="stable")
+        s = row[order]
+        starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
+        counts = np.diff(np.r_[starts, len(s)])
+        run = int(np.argmax(counts))  # first maximal run: the smallest value
+        best[r] = order[starts[run] + counts[run] - 1]
+    from .creation import tensor
+
+    idx = tensor(best.reshape(a.shape[:-1] + (1,)))
+    idx = idx.movedim(-1, d)
+    vals = ops.gather(input, d, idx)
+    if not keepdim:
+        vals, idx = ops.squeeze_dim(vals, d), ops.squeeze_dim(idx, d)
+    return mode_return((vals, idx))
 
 
 def _median_dim(name, input, dim, keepdim, ignore_nan, rt):
@@ -481,6 +513,8 @@ def _tensor_min(self, dim=None, keepdim=False, *, other=None):
 TENSOR_METHODS = {
     "max": _tensor_max, "min": _tensor_min, "var": var, "std": std, "norm": norm, "aminmax": aminmax,
     "cummax": cummax, "cummin": cummin, "kthvalue": kthvalue, "median": median, "nanmedian": nanmedian,
-    "quantile": quantile, "nanquantile": nanquantile, "histc": histc, "bincount": bincount,
+    "quantile": quantile, "nanquantile": nanquantile, "histc": histc, "bincount": bincount, "mode": mode,
+    "cumsum_": lambda self, dim, *, dtype=None: self.copy_(ops.cumsum(self, dim, dtype=dtype)),
+    "cumprod_": lambda self, dim, *, dtype=None: self.copy_(ops.cumprod(self, dim, dtype=dtype)),
     "sum_to_size": sum_to_size,
 }

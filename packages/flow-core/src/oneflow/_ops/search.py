@@ -6,7 +6,7 @@ from .. import _C
 
 ops = _C.ops
 
-__all__ = ["searchsorted", "bucketize"]
+__all__ = ["searchsorted", "bucketize", "isin"]
 
 
 def _insertion_index(boundaries, values, right, out_int32):
@@ -73,3 +73,27 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     if out is not None:
         return ops.copy_(out, result)
     return result
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):  # noqa: ARG001 (assume_unique: a hint)
+    """Whether each element of ``elements`` occurs in ``test_elements`` (either may be a number), as a bool
+    tensor shaped like ``elements``; ``invert=True`` negates it. Values are compared in their promoted dtype,
+    and NaN is never found. Sorting the test values once makes each lookup a binary search."""
+    from .creation import tensor
+
+    if not isinstance(elements, _C.TensorBase) and not isinstance(test_elements, _C.TensorBase):
+        raise TypeError("isin() expects at least one of elements and test_elements to be a tensor")
+    e = elements if isinstance(elements, _C.TensorBase) else tensor(elements)
+    t = test_elements if isinstance(test_elements, _C.TensorBase) else tensor(test_elements)
+    dt = _C.promote_types(e.dtype, t.dtype)
+    e, t = ops.to_dtype(e.detach(), dt), ops.to_dtype(ops.reshape(t.detach(), [-1]), dt)
+    t = ops.masked_select(t, ops.eq(t, t))  # NaN matches nothing, and would stop the binary search
+    if t.numel() == 0:
+        from .creation import zeros
+
+        found = zeros(list(e.shape), dtype=_C.bool)
+    else:
+        st = ops.sort(t, 0, False, stable=True)[0]
+        pos = ops.clamp(ops._searchsorted(st, ops.reshape(e, [-1]), False), 0, t.numel() - 1)
+        found = ops.reshape(ops.eq(ops.index_select(st, 0, pos), ops.reshape(e, [-1])), list(e.shape))
+    return ops.logical_not(found) if invert else found

@@ -1,0 +1,108 @@
+"""Tensor APIs added after a differential review, against torch: logcumsumexp (values at the extremes, first
+and second derivatives), the in-place view ops, isin, mode, cumsum_/cumprod_, scatter_reduce_ and the
+select/slice/diagonal_scatter family."""
+import numpy as np
+import pytest
+
+import oneflow as flow
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("vals", [[-1000.0, 0.0, float("inf"), 1.0], [float("-inf"), float("-inf"), 1.0],
+                                  [1.0, float("nan"), 2.0], [3.0, 3.0, 3.0], [88.0, 89.0, 90.0]])
+def test_logcumsumexp_special_values(vals):
+    for dt in ("float32", "float64"):
+        got = flow.logcumsumexp(flow.tensor(np.array(vals, dt)), 0).numpy()
+        want = torch.logcumsumexp(torch.tensor(np.array(vals, dt)), 0).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_logcumsumexp_gradients_and_double_backward(dim):
+    x = np.random.default_rng(0).standard_normal((3, 5, 4)) * 5
+    g = np.random.default_rng(1).standard_normal((3, 5, 4))
+    res = []
+    for M in (flow, torch):
+        a = M.tensor(x, requires_grad=True)
+        y = M.logcumsumexp(a, dim)
+        ga, = M.autograd.grad(y, a, M.tensor(g), create_graph=True)
+        (ga ** 2).sum().backward()
+        res.append((y.detach().numpy(), ga.detach().numpy(), a.grad.numpy()))
+    for got, want in zip(*res):
+        np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
+    with pytest.raises(NotImplementedError, match='"logcumsumexp_out_cpu" not implemented for \'Long\''):
+        flow.logcumsumexp(flow.tensor([1, 2]), 0)
+
+
+def _views(M, x):
+    b = x * 2
+    assert b.squeeze_(2) is b
+    b.t_()
+    b.unsqueeze_(0)
+    b.transpose_(0, 2)
+    b.swapdims_(0, 1)
+    return b
+
+
+def test_in_place_view_ops_change_shape_and_keep_gradients():
+    res = []
+    for M in (flow, torch):
+        x = M.tensor(np.arange(6.0).reshape(2, 3, 1), requires_grad=True)
+        b = _views(M, x)
+        (b * M.tensor(np.arange(6.0).reshape(tuple(b.shape)))).sum().backward()
+        res.append((tuple(b.shape), b.stride(), b.detach().numpy(), x.grad.numpy()))
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            M.ones(2, 1, requires_grad=True).squeeze_()
+        d = M.arange(6.0)
+        d.as_strided_((2, 2), (1, 2), 1)
+        res[-1] += (d.numpy(),)
+    for got, want in zip(*res):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.parametrize("elements,test,kw", [([1, 2, 3, 4], [2, 4.5], {}),
+                                               ([1.0, float("nan")], [float("nan"), 1], {}),
+                                               ([[1, 5], [2, 3]], [3, 1], {"invert": True}), ([1, 2], [], {}),
+                                               (3, [3], {}), ([1, 3], 3, {})])
+def test_isin_like_torch(elements, test, kw):
+    def arg(M, v):
+        return M.tensor(v, dtype=M.int64) if v == [] else (M.tensor(v) if isinstance(v, list) else v)
+    got = flow.isin(arg(flow, elements), arg(flow, test), **kw)
+    want = torch.isin(arg(torch, elements), arg(torch, test), **kw)
+    assert got.dtype == flow.bool
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("dim,keepdim", [(1, False), (0, True), (-1, False)])
+def test_mode_picks_smallest_most_frequent_and_its_last_index(dim, keepdim):
+    x = np.array([[1, 2, 2, 3, 3], [4, 4, 1, 1, 5], [7, 7, 7, 0, 0]])
+    got = flow.mode(flow.tensor(x), dim, keepdim)
+    want = torch.mode(torch.tensor(x), dim, keepdim)
+    np.testing.assert_array_equal(got.values.numpy(), want.values.numpy())
+    np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
+    v = flow.tensor([2.0, 1.0, 1.0, 2.0], requires_grad=True)
+    m = v.mode()
+    m.values.backward()
+    assert m.indices.item() == 2 and v.grad.tolist() == [0.0, 0.0, 1.0, 0.0]
+
+
+def test_in_place_scans_and_scatter_family():
+    x, s1 = np.arange(12.0).reshape(3, 4), np.array([10.0, 11, 12])
+    s2, s3 = np.full((3, 2), -1.0), np.array([7.0, 8, 9])
+    res = []
+    for M in (flow, torch):
+        X, S1, S2, S3 = (M.tensor(a, requires_grad=True) for a in (x, s1, s2, s3))
+        a, b, c = M.select_scatter(X, S1, 1, 2), X.slice_scatter(S2, 1, 1, 4, 2), M.diagonal_scatter(X, S3, 1)
+        (a * 2 + b * 3 + c * 5).sum().backward()
+        y = M.tensor([[1.0, 2.0]])
+        y.scatter_reduce_(1, M.tensor([[0, 0]]), M.tensor([[3.0, 4.0]]), "amax")
+        z = M.tensor([1.0, 2.0, 3.0])
+        z.cumsum_(0)
+        w = M.tensor([1.0, 2.0, 3.0])
+        w.cumprod_(0)
+        res.append([t.detach().numpy() for t in (a, b, c, X.grad, S1.grad, S2.grad, S3.grad, y, z, w)])
+    for got, want in zip(*res):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(RuntimeError, match="expected src to have a size equal to the slice of self"):
+        flow.select_scatter(flow.zeros(3, 4), flow.zeros(4), 1, 0)
