@@ -760,3 +760,24 @@ def test_integer_division_by_zero_with_an_empty_result_does_not_raise():
     assert flow.div(flow.zeros(0, dtype=flow.int32), 0, rounding_mode="floor").shape == (0,)
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         flow.tensor([1, 2]) // flow.tensor([1, 0])
+
+
+@pytest.mark.parametrize("call", [lambda M: M.tensor([True]) - 1,
+                                  lambda M: M.tensor([1.0, 2.0]).sub(M.tensor([True, False])),
+                                  lambda M: 1 - M.tensor([True]), lambda M: M.rsub(M.tensor([True]), 1),
+                                  lambda M: M.tensor([True]) - M.tensor([True])])
+def test_subtraction_with_a_bool_tensor_raises_like_torch(call):
+    for M in (flow, torch):
+        with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with (a bool tensor|two bool tensors)"):
+            call(M)
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+def test_logaddexp_promotes_integer_operands_against_floats(name):
+    for a, b in (([1, 2], [0.5, 1.5]), ([True, False], [1.0, 2.0])):
+        got = getattr(flow, name)(flow.tensor(a), flow.tensor(b))
+        want = getattr(torch, name)(torch.tensor(a), torch.tensor(b))
+        assert got.dtype == flow.float32
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    with pytest.raises(NotImplementedError, match=f'"{name}_cpu" not implemented for \'Long\''):
+        getattr(flow, name)(flow.tensor([1, 2]), flow.tensor([1, 2]))

@@ -54,6 +54,9 @@ FLOW_OP(sub)
       FLOW_RUNTIME_CHECK(!(in[0].dtype() == DType::Bool && in[1].dtype() == DType::Bool),
                          "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
                          "`logical_xor()` operator instead.");
+      FLOW_RUNTIME_CHECK(in[0].dtype() != DType::Bool && in[1].dtype() != DType::Bool,
+                         "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+                         "invert a mask, use the `~` or `logical_not()` operator instead.");
       return meta_binary(in, a);
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) { add_kernel(in, out, a, -1.0, "sub"); })

@@ -6,7 +6,7 @@ import math
 import numbers
 
 from .. import _C
-from ._names import reject_dtype, torch_dtype_name
+from ._names import torch_dtype_name
 
 ops = _C.ops
 
@@ -52,14 +52,15 @@ def rsub(input, other, *, alpha=1):
     return ops.sub(other, input, alpha=alpha)
 
 
-def _float_only(name, *tensors):
-    for t in tensors:
-        if isinstance(t, _C.TensorBase):
-            reject_dtype(f"{name}_cpu", t, bool_ok=False, integral_ok=False)
-
-
 def _logaddexp(name, input, other, exp, log1p_scale):
-    _float_only(name, input, other)
+    # integer/bool operands promote when the other side is floating; an all-integer pair has no kernel
+    import oneflow
+
+    dt = oneflow.result_type(input, other)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{torch_dtype_name(dt)}'")
+    input = ops.to_dtype(input, dt) if isinstance(input, _C.TensorBase) else input
+    other = ops.to_dtype(other, dt) if isinstance(other, _C.TensorBase) else other
     m = ops.maximum(input, other)
     tail = ops.log1p(exp(ops.neg(ops.abs(ops.sub(input, other))))) if log1p_scale is None else \
         ops.mul(ops.log1p(exp(ops.neg(ops.abs(ops.sub(input, other))))), log1p_scale)
