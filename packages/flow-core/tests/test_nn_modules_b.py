@@ -457,7 +457,7 @@ def test_rnn_errors():
         m(flow.randn(1, 2, 3, 4))
     with pytest.raises(RuntimeError, match="input.size\\(-1\\) must be equal to input_size. Expected 4, got 3"):
         m(flow.randn(3, 2, 3))
-    with pytest.raises(RuntimeError, match="Expected hidden size \\(2, 2, 5\\), got \\[1, 2, 5\\]"):
+    with pytest.raises(RuntimeError, match="Expected hidden\\[0\\] size \\(2, 2, 5\\), got \\[1, 2, 5\\]"):
         m(flow.randn(3, 2, 4), (flow.zeros(1, 2, 5), flow.zeros(2, 2, 5)))
     with pytest.raises(RuntimeError, match="Expected hidden\\[1\\] size"):
         m(flow.randn(3, 2, 4), (flow.zeros(2, 2, 5), flow.zeros(2, 3, 5)))

@@ -1,4 +1,6 @@
 """Shape and view methods with PyTorch's varargs signatures (``x.view(2, 3)``, ``x.permute(1, 0)``)."""
+import operator
+
 from .. import _C
 
 ops = _C.ops
@@ -80,10 +82,37 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 def unflatten(input, dim, sizes):
+    """Expands dim ``dim`` into ``sizes`` (one of which may be -1, inferred from that dim's size alone)."""
+    size = _dim_size(input, dim)
     nd = input.dim()
     d = dim + nd if dim < 0 else dim
+    sizes = [operator.index(s) for s in sizes]
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    # the -1 is resolved here against the one dim, as PyTorch does: reshape would infer it from the whole
+    # tensor, which is ambiguous when another dim is 0
+    infer, known = None, 1
+    for i, s in enumerate(sizes):
+        if s == -1:
+            if infer is not None:
+                raise RuntimeError("unflatten got an unexpected error:\nonly one dimension can be inferred")
+            infer = i
+        elif s >= 0:
+            known *= s
+        else:
+            raise RuntimeError(f"unflatten got an unexpected error:\ninvalid shape dimension {s} at index {i} "
+                               f"of shape {sizes}")
+    if infer is not None and (size == known or (known > 0 and size % known == 0)):
+        if known == 0:
+            raise RuntimeError(f"unflatten got an unexpected error:\ncannot reshape tensor of 0 elements into "
+                               f"shape {sizes} because the unspecified dimension size -1 can be any value and is "
+                               "ambiguous")
+        sizes[infer] = size // known
+    elif size != known or infer is not None:
+        raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size of dim {d} ({size}) "
+                           "in the input tensor")
     shape = list(input.shape)
-    return ops.reshape(input, shape[:d] + list(sizes) + shape[d + 1:])
+    return ops.reshape(input, shape[:d] + sizes + shape[d + 1:])
 
 
 def narrow(input, dim, start, length):

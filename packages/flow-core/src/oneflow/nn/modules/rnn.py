@@ -209,24 +209,47 @@ class RNNBase(Module):
             s += ", bidirectional={bidirectional}"
         return s.format(**self.__dict__)
 
-    # ---- checks -----------------------------------------------------------------------------------------
-    def _check_input(self, input):
+    # ---- checks (PyTorch's RNNBase helpers, which subclasses may override) ----------------------------------
+    def check_input(self, input, batch_sizes):
+        """Raise if ``input`` (packed data when ``batch_sizes`` is given) has the wrong dtype, rank or width."""
         w = getattr(self, self._flat_weights_names[0])
         if input.dtype != w.dtype and not _autocast_on():
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({w.dtype}). Convert "
                              f"input: input.to({w.dtype}), or convert model: model.to({input.dtype})")
+        expected_input_dim = 2 if batch_sizes is not None else 3
+        if input.dim() != expected_input_dim:
+            raise RuntimeError(f"input must have {expected_input_dim} dimensions, got {input.dim()}")
         if self.input_size != input.shape[-1]:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                f"{input.shape[-1]}")
 
-    def _expected_hidden(self, input, size):
-        batch = input.shape[0] if self.batch_first else input.shape[1]
-        return (self.num_layers * (2 if self.bidirectional else 1), batch, size)
+    def get_expected_hidden_size(self, input, batch_sizes):
+        """``(num_layers * num_directions, batch, proj_size or hidden_size)`` for ``input``."""
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.shape[0] if self.batch_first else input.shape[1]
+        num_directions = 2 if self.bidirectional else 1
+        size = self.proj_size if self.proj_size > 0 else self.hidden_size
+        return (self.num_layers * num_directions, mini_batch, size)
 
-    @staticmethod
-    def _check_hidden(hx, expected, msg="Expected hidden size {}, got {}"):
-        if tuple(hx.shape) != expected:
-            raise RuntimeError(msg.format(expected, list(hx.shape)))
+    def check_hidden_size(self, hx, expected_hidden_size, msg="Expected hidden size {}, got {}"):
+        """Raise RuntimeError (``msg`` formatted with the expected and actual sizes) unless ``hx`` has the
+        expected size."""
+        if tuple(hx.shape) != tuple(expected_hidden_size):
+            raise RuntimeError(msg.format(expected_hidden_size, list(hx.shape)))
+
+    def check_forward_args(self, input, hidden, batch_sizes):
+        """``check_input`` and the size of ``hidden``."""
+        self.check_input(input, batch_sizes)
+        expected_hidden_size = self.get_expected_hidden_size(input, batch_sizes)
+        self.check_hidden_size(hidden, expected_hidden_size)
+
+    def permute_hidden(self, hx, permutation):
+        """``hx`` with its batch dim (1) reordered by ``permutation`` (None: unchanged)."""
+        if permutation is None:
+            return hx
+        return hx.index_select(1, permutation)
 
     # ---- the recurrence ---------------------------------------------------------------------------------
     def _run(self, x, h0, c0, lengths=None):
@@ -277,7 +300,7 @@ class RNNBase(Module):
             h0 = flow.zeros(self.num_layers * num_directions, batch, real_hidden, dtype=input.dtype)
             c0 = flow.zeros(self.num_layers * num_directions, batch, self.hidden_size, dtype=input.dtype) \
                 if lstm else None
-            self._check_input(input)
+            self.check_input(input, None)
         else:
             if lstm:
                 h0, c0 = hx
@@ -297,11 +320,7 @@ class RNNBase(Module):
                         raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {h0.dim()}-D "
                                            "tensor")
                     h0 = h0.unsqueeze(1)
-            self._check_input(input)
-            self._check_hidden(h0, self._expected_hidden(input, real_hidden))
-            if lstm:
-                self._check_hidden(c0, self._expected_hidden(input, self.hidden_size),
-                                   "Expected hidden[1] size {}, got {}")
+            self._check_forward_args(input, h0, c0, None)
         x = input.transpose(0, 1) if self.batch_first else input
         if x.shape[0] == 0:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
@@ -318,9 +337,7 @@ class RNNBase(Module):
         """Runs packed input as a padded batch in sorted order with per-step masks; returns a PackedSequence."""
         flow = _flow()
         data, batch_sizes, sorted_indices, unsorted_indices = packed
-        if data.dim() != 2:
-            raise RuntimeError(f"input must have 2 dimensions, got {data.dim()}")
-        self._check_input(data)
+        self.check_input(data, batch_sizes)
         padded, lengths = _rnn_utils._unpack(data, batch_sizes, 0.0, None)
         num_directions = 2 if self.bidirectional else 1
         batch = padded.shape[1]
@@ -331,22 +348,18 @@ class RNNBase(Module):
             c0 = flow.zeros(self.num_layers * num_directions, batch, self.hidden_size, dtype=data.dtype) \
                 if lstm else None
         else:
+            hx = self.permute_hidden(hx, sorted_indices)
             h0, c0 = hx if lstm else (hx, None)
-            expected = (self.num_layers * num_directions, batch)
-            self._check_hidden(h0, expected + (real_hidden,))
-            if lstm:
-                self._check_hidden(c0, expected + (self.hidden_size,), "Expected hidden[1] size {}, got {}")
-            if sorted_indices is not None:
-                h0 = h0.index_select(1, sorted_indices)
-                c0 = c0.index_select(1, sorted_indices) if lstm else None
+            self._check_forward_args(data, h0, c0, batch_sizes)
         out, hn, cn = self._run(padded, h0, c0, lengths)
         _, flat = _rnn_utils._packed_positions(lengths)
         out_data = out.reshape(out.shape[0] * batch, out.shape[2]).index_select(0, flow.tensor(flat, dtype=flow.int64))
-        if unsorted_indices is not None:
-            hn = hn.index_select(1, unsorted_indices)
-            cn = cn.index_select(1, unsorted_indices) if lstm else None
         result = _rnn_utils.PackedSequence(out_data, batch_sizes, sorted_indices, unsorted_indices)
-        return result, ((hn, cn) if lstm else hn)
+        return result, self.permute_hidden((hn, cn) if lstm else hn, unsorted_indices)
+
+    def _check_forward_args(self, input, h0, c0, batch_sizes):
+        # through the public method, so that a subclass overriding it is honoured as in torch
+        self.check_forward_args(input, h0 if c0 is None else (h0, c0), batch_sizes)
 
 
 def _is_packed(x):
@@ -397,6 +410,29 @@ class LSTM(RNNBase):
 
     def __init__(self, *args, **kwargs):
         super().__init__("LSTM", *args, **kwargs)
+
+    def get_expected_cell_size(self, input, batch_sizes):
+        """``(num_layers * num_directions, batch, hidden_size)``: the size of the cell state for ``input``."""
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.shape[0] if self.batch_first else input.shape[1]
+        num_directions = 2 if self.bidirectional else 1
+        return (self.num_layers * num_directions, mini_batch, self.hidden_size)
+
+    def check_forward_args(self, input, hidden, batch_sizes):
+        """``check_input`` and the sizes of ``hidden = (h, c)``."""
+        self.check_input(input, batch_sizes)
+        self.check_hidden_size(hidden[0], self.get_expected_hidden_size(input, batch_sizes),
+                               "Expected hidden[0] size {}, got {}")
+        self.check_hidden_size(hidden[1], self.get_expected_cell_size(input, batch_sizes),
+                               "Expected hidden[1] size {}, got {}")
+
+    def permute_hidden(self, hx, permutation):
+        """``(h, c)`` with their batch dim reordered by ``permutation`` (None: unchanged)."""
+        if permutation is None:
+            return hx
+        return hx[0].index_select(1, permutation), hx[1].index_select(1, permutation)
 
     def forward(self, input, hx=None):
         return self._forward(input, hx, "LSTM")

@@ -1,5 +1,9 @@
 """Parametrizations built on ``nn.utils.parametrize`` (PyTorch's ``torch.nn.utils.parametrizations``):
-``weight_norm`` and ``spectral_norm``, the successors of the forward-pre-hook versions in ``nn.utils``."""
+``orthogonal``, and ``weight_norm`` and ``spectral_norm``, the successors of the forward-pre-hook versions in
+``nn.utils``."""
+import math
+from enum import Enum, auto
+
 import oneflow as flow
 
 from .. import functional as F
@@ -9,7 +13,207 @@ from . import parametrize
 from .spectral_norm import weight_matrix
 from .weight_norm import norm_except_dim
 
-__all__ = ["weight_norm", "spectral_norm"]
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
+
+
+# ---- the linear algebra behind ``orthogonal`` ---------------------------------------------------------------
+# oneflow has no matrix_exp, geqrf or householder_product op: these are built from matmuls and elementwise ops,
+# so autograd differentiates the two used in the forward. A registry op of the same name is preferred when a build
+# has one.
+def _matrix_exp(A):
+    """``exp`` of each square matrix of ``A`` (..., n, n): a degree-12 Taylor polynomial of ``A / 2**s``
+    (1-norm <= 1/4, truncation error below double precision's eps) squared ``s`` times."""
+    op = getattr(flow.linalg, "matrix_exp", None)
+    if op is not None:
+        return op(A)
+    n = A.shape[-1]
+    with flow.no_grad():
+        norm = float(A.abs().sum(-2).max()) if A.numel() else 0.0
+    s = max(0, math.ceil(math.log2(norm / 0.25))) if norm > 0.25 else 0
+    X = A / float(2 ** s) if s else A
+    Id = flow.eye(n, dtype=A.dtype, device=A.device)
+    E = Id + X / 12.0
+    for j in range(11, 0, -1):  # Horner: I + X (I + X/2 (I + ...)) / 1
+        E = Id + flow.matmul(X, E) / float(j)
+    for _ in range(s):
+        E = flow.matmul(E, E)
+    return E
+
+
+def _householder_product(A, tau):
+    """The first n columns of ``H_1 ... H_k`` with ``H_i = I - tau_i v_i v_i^T``, where ``v_i`` is column i of
+    ``A`` (..., m, n) below the diagonal with an implicit 1 on it (``torch.linalg.householder_product``)."""
+    op = getattr(flow.linalg, "householder_product", None)
+    if op is not None:
+        return op(A, tau)
+    m, n = A.shape[-2], A.shape[-1]
+    eye = flow.eye(m, n, dtype=A.dtype, device=A.device)
+    V = A.tril(-1) + eye
+    Q = eye.expand(*A.shape[:-2], m, n)
+    # applied right to left to the thin identity: one rank-1 update per reflector, never an m x m product
+    for i in range(tau.shape[-1] - 1, -1, -1):
+        v = V[..., :, i:i + 1]
+        Q = Q - tau[..., i:i + 1].unsqueeze(-1) * flow.matmul(v, flow.matmul(v.mT, Q))
+    return Q
+
+
+@flow.no_grad()
+def _geqrf(A):
+    """LAPACK's ``geqrf`` (unblocked, as ``dgeqr2``/``dlarfg``): R on and above the diagonal of the result, the
+    Householder vectors below it, and their scalars ``tau``; ``tau = 0`` where a column is already reduced."""
+    op = getattr(flow, "geqrf", None)
+    if op is not None:
+        return op(A)
+    A = A.clone()
+    m, n = A.shape[-2], A.shape[-1]
+    k = min(m, n)
+    tau = A.new_zeros(*A.shape[:-2], k)
+    for j in range(k):
+        alpha = A[..., j, j].clone()
+        below = A[..., j + 1:, j].clone()
+        xnorm = flow.linalg.vector_norm(below, dim=-1)
+        reflect = xnorm != 0
+        beta = -flow.where(alpha >= 0, 1.0, -1.0).to(A.dtype) * flow.sqrt(alpha * alpha + xnorm * xnorm)
+        t = flow.where(reflect, (beta - alpha) / beta, flow.zeros_like(alpha))
+        scale = flow.where(reflect, 1.0 / (alpha - beta), flow.zeros_like(alpha))
+        v_below = below * scale.unsqueeze(-1)
+        if j + 1 < n:
+            v = flow.cat([flow.ones_like(alpha).unsqueeze(-1), v_below], -1).unsqueeze(-1)
+            rest = A[..., j:, j + 1:].clone()
+            A[..., j:, j + 1:] = rest - t[..., None, None] * flow.matmul(v, flow.matmul(v.mT, rest))
+        A[..., j, j] = flow.where(reflect, beta, alpha)
+        A[..., j + 1:, j] = v_below
+        tau[..., j] = t
+    return A, tau
+
+
+def _is_orthogonal(Q, eps=None):
+    n, k = Q.shape[-2], Q.shape[-1]
+    Id = flow.eye(k, dtype=Q.dtype, device=Q.device)
+    # a tolerance that grows with the size, but stays small
+    eps = 10.0 * n * flow.finfo(Q.dtype).eps
+    return flow.allclose(flow.matmul(Q.mT, Q), Id, atol=eps)
+
+
+def _make_orthogonal(A):
+    """The Q of ``A = QR`` (A tall) normalised so that diag(R) is non-negative, which makes it unique."""
+    X, tau = _geqrf(A)
+    Q = _householder_product(X, tau)
+    return Q * X.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
+
+
+class _OrthMaps(Enum):
+    matrix_exp = auto()
+    cayley = auto()
+    householder = auto()
+
+
+class _Orthogonal(Module):
+    def __init__(self, weight, orthogonal_map, *, use_trivialization=True):
+        super().__init__()
+        # a complex householder map would need n^2 real parameters, not the n(n-1) of its reflectors
+        if weight.is_complex() and orthogonal_map == _OrthMaps.householder:
+            raise ValueError("The householder parametrization does not support complex tensors.")
+        self.shape = weight.shape
+        self.orthogonal_map = orthogonal_map
+        if use_trivialization:
+            self.register_buffer("base", None)
+
+    def forward(self, X):
+        n, k = X.shape[-2], X.shape[-1]
+        transposed = n < k
+        if transposed:
+            X = X.mT
+            n, k = k, n
+        # from here on X is tall (n >= k)
+        if self.orthogonal_map in (_OrthMaps.matrix_exp, _OrthMaps.cayley):
+            # only the n*k - k(k-1)/2 entries of the lower trapezoid are parameters
+            X = X.tril()
+            if n != k:
+                X = flow.cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], dim=-1)
+            A = X - X.mT
+            if self.orthogonal_map == _OrthMaps.matrix_exp:
+                Q = _matrix_exp(A)
+            else:
+                # the Cayley retraction (I + A/2)(I - A/2)^{-1}
+                Id = flow.eye(n, dtype=A.dtype, device=A.device)
+                Q = flow.linalg.solve(flow.add(Id, A, alpha=-0.5), flow.add(Id, A, alpha=0.5))
+            if n != k:
+                Q = Q[..., :k]
+        else:
+            A = X.tril(diagonal=-1)
+            tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
+            Q = _householder_product(A, tau)
+            # the diagonal of X holds the signs (+-1) of the columns; the int cast keeps it out of the gradient
+            Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
+        if hasattr(self, "base"):
+            Q = flow.matmul(self.base, Q)
+        if transposed:
+            Q = Q.mT
+        return Q
+
+    @flow.no_grad()
+    def right_inverse(self, Q):
+        if Q.shape != self.shape:
+            raise ValueError(f"Expected a matrix or batch of matrices of shape {self.shape}. "
+                             f"Got a tensor of shape {Q.shape}.")
+        Q_init = Q
+        n, k = Q.shape[-2], Q.shape[-1]
+        transpose = n < k
+        if transpose:
+            Q = Q.mT
+            n, k = k, n
+        if not hasattr(self, "base"):
+            # the exponential and Cayley maps of a trapezoid have no known inverse; householder inverts by QR
+            if self.orthogonal_map in (_OrthMaps.cayley, _OrthMaps.matrix_exp):
+                raise NotImplementedError("It is not possible to assign to the matrix exponential "
+                                          "or the Cayley parametrizations when use_trivialization=False.")
+            A, tau = _geqrf(Q)
+            # diag(R) > 0 makes the decomposition unique; the forward reads those signs from the diagonal, and
+            # flips the columns whose reflector geqrf skipped (tau == 0) since it always reflects
+            signs = A.diagonal(dim1=-2, dim2=-1).sign()
+            signs = flow.where(tau == 0.0, -signs, signs)
+            A.diagonal(dim1=-2, dim2=-1).copy_(signs)
+            return A.mT if transpose else A
+        if n == k:
+            Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
+        else:
+            # complete Q to a full n x n orthogonal matrix
+            N = flow.randn(*(tuple(Q.shape[:-2]) + (n, n - k)), dtype=Q.dtype, device=Q.device)
+            Q = _make_orthogonal(flow.cat([Q, N], dim=-1))
+        self.base = Q
+        # -Id, because the householder map reads the diagonal: householder(-Id) == Id, as do the other maps
+        neg_Id = flow.zeros_like(Q_init)
+        neg_Id.diagonal(dim1=-2, dim2=-1).fill_(-1.0)
+        return neg_Id
+
+
+def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization=True):
+    """Orthogonal parametrization of a matrix (or batch of matrices) ``module.<name>`` of shape (..., m, n):
+    ``Q^T Q = I`` if m >= n, else ``Q Q^T = I``.
+
+    ``orthogonal_map``: ``"matrix_exp"`` or ``"cayley"`` (of a skew-symmetric matrix), or ``"householder"``
+    (a product of reflectors); default ``"matrix_exp"`` for square matrices, ``"householder"`` otherwise.
+    With ``use_trivialization`` (default) an extra orthogonal ``base`` (``parametrizations.<name>[0].base``)
+    multiplies the map, and the initial value is the tensor itself when orthogonal, else the Q of its QR
+    decomposition. Assigning ``module.<name> = Q`` sets it likewise. Returns ``module``.
+    """
+    weight = getattr(module, name, None)
+    if not isinstance(weight, flow.Tensor):
+        raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    # on vectors the maps would act on the sphere, which surprises more than it helps
+    if weight.ndim < 2:
+        raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of {weight.ndim} dimensions.")
+    if orthogonal_map is None:
+        orthogonal_map = "matrix_exp" if weight.shape[-2] == weight.shape[-1] or weight.is_complex() \
+            else "householder"
+    orth_enum = getattr(_OrthMaps, orthogonal_map, None)
+    if orth_enum is None:
+        raise ValueError('orthogonal_map has to be one of "matrix_exp", "cayley", "householder". '
+                         f"Got: {orthogonal_map}")
+    orth = _Orthogonal(weight, orth_enum, use_trivialization=use_trivialization)
+    parametrize.register_parametrization(module, name, orth, unsafe=True)
+    return module
 
 
 class _WeightNorm(Module):

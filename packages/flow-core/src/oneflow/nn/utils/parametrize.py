@@ -15,7 +15,7 @@ from ..modules.module import Module
 from ..parameter import Parameter
 
 __all__ = ["register_parametrization", "remove_parametrizations", "is_parametrized", "cached",
-           "type_before_parametrizations", "ParametrizationList"]
+           "type_before_parametrizations", "transfer_parametrizations_and_params", "ParametrizationList"]
 
 _cache_enabled = 0
 _cache = {}
@@ -257,3 +257,32 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
 def type_before_parametrizations(module):
     """The module's class before any parametrization was registered."""
     return module.__class__.__bases__[0] if is_parametrized(module) else type(module)
+
+
+def transfer_parametrizations_and_params(from_module, to_module, tensor_name=None):
+    """Register on ``to_module`` the parametrizations of ``from_module`` (all of them, or those of
+    ``tensor_name``) and share their original tensors, creating the parameter on ``to_module`` when it lacks it.
+    Does nothing if ``from_module`` is not parametrized. Returns ``to_module``."""
+    if is_parametrized(from_module):
+        if not isinstance(from_module.parametrizations, ModuleDict):
+            raise AssertionError("Expected from_module.parametrizations to be a ModuleDict, "
+                                 f"got {type(from_module.parametrizations).__name__}")
+        names = from_module.parametrizations if tensor_name is None else [tensor_name]
+        for name in names:
+            if not hasattr(to_module, name):
+                setattr(to_module, name, Parameter(getattr(from_module, name)))
+            # the same parametrization modules, as in PyTorch: their state (a spectral norm's vectors) is shared
+            for param_func in from_module.parametrizations[name]:
+                register_parametrization(to_module, name, param_func)
+            if not isinstance(to_module.parametrizations, ModuleDict):
+                raise AssertionError("Expected to_module.parametrizations to be a ModuleDict, "
+                                     f"got {type(to_module.parametrizations).__name__}")
+            source, target = from_module.parametrizations[name], to_module.parametrizations[name]
+            if hasattr(source, "original"):
+                target.original = source.original
+            else:
+                i = 0
+                while hasattr(source, f"original{i}"):
+                    setattr(target, f"original{i}", getattr(source, f"original{i}"))
+                    i += 1
+    return to_module

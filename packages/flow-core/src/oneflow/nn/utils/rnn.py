@@ -48,11 +48,38 @@ class PackedSequence(_PackedSequenceBase):
         return type(self)(data, self.batch_sizes, self.sorted_indices, self.unsorted_indices)
 
     def to(self, *args, **kwargs):
+        """Dtype and/or device conversion of ``data`` (the indices follow its device; ``batch_sizes`` stays on
+        the CPU); ``self`` when nothing changes."""
         data = self.data.to(*args, **kwargs)
-        return self if data is self.data else self._with_data(data)
+        if data is self.data:
+            return self
 
-    def cpu(self):
-        return self
+        def move(t):
+            return None if t is None else t.to(data.device)
+
+        return type(self)(data, self.batch_sizes, move(self.sorted_indices), move(self.unsorted_indices))
+
+    def cuda(self, *args, **kwargs):
+        """``to`` a CUDA device (the build's device error when it has none)."""
+        ex = _flow().tensor((), dtype=self.data.dtype, device=self.data.device).to(*args, **kwargs)
+        if ex.is_cuda:
+            return self.to(*args, **kwargs)
+        kwargs["device"] = "cuda"
+        return self.to(*args, **kwargs)
+
+    def cpu(self, *args, **kwargs):
+        """``to`` the CPU."""
+        ex = _flow().tensor((), dtype=self.data.dtype, device=self.data.device).to(*args, **kwargs)
+        if ex.device.type == "cpu":
+            return self.to(*args, **kwargs)
+        kwargs["device"] = "cpu"
+        return self.to(*args, **kwargs)
+
+    def pin_memory(self):
+        """A copy with ``data`` and the indices in page-locked memory (``batch_sizes`` is not moved)."""
+        return type(self)(self.data.pin_memory(), self.batch_sizes,
+                          None if self.sorted_indices is None else self.sorted_indices.pin_memory(),
+                          None if self.unsorted_indices is None else self.unsorted_indices.pin_memory())
 
     def double(self):
         return self.to(dtype=_flow().float64)
@@ -66,12 +93,29 @@ class PackedSequence(_PackedSequenceBase):
     def bfloat16(self):
         return self.to(dtype=_flow().bfloat16)
 
+    def long(self):
+        return self.to(dtype=_flow().int64)
+
+    def int(self):
+        return self.to(dtype=_flow().int32)
+
+    def short(self):
+        return self.to(dtype=_flow().int16)
+
+    def char(self):
+        return self.to(dtype=_flow().int8)
+
+    def byte(self):
+        return self.to(dtype=_flow().uint8)
+
     @property
     def is_cuda(self):
-        return False
+        """Whether ``data`` is on a CUDA device."""
+        return self.data.is_cuda
 
     def is_pinned(self):
-        return False
+        """Whether ``data`` is in page-locked memory."""
+        return self.data.is_pinned()
 
 
 def _lengths_array(lengths):
@@ -172,8 +216,11 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
     longest = max(s.shape[0] for s in sequences)
+    # like PyTorch, the result (and the padding) takes the first sequence's dtype
+    dtype = sequences[0].dtype
     padded = []
     for s in sequences:
+        s = s.to(dtype)
         missing = longest - s.shape[0]
         if missing:
             pad = flow.full([missing, *s.shape[1:]], padding_value, dtype=s.dtype)
