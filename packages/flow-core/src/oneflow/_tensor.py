@@ -170,7 +170,7 @@ class Tensor(_C.TensorBase):
         device = kwargs.pop("device", None)
         copy = kwargs.pop("copy", False)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        fmt = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
@@ -191,6 +191,10 @@ class Tensor(_C.TensorBase):
                 _C._empty([0], _C.float32, dev)  # raises the build's device error
         if dtype is not None and dtype != self.dtype:
             out = _C.ops.to_dtype(out, dtype)
+        if fmt is not None:
+            from ._ops.memory_format import to_format
+
+            out = to_format(out, fmt)
         if copy and out is self:
             out = _C.ops.clone(self)
         return out

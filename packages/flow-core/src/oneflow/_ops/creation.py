@@ -196,7 +196,12 @@ def empty(*size, dtype=None, device=None, requires_grad=False, out=None, pin_mem
     shape = _kw_size(size, kw.pop("size", None), "empty")
     _reject(kw, "empty")
     _device(device)
-    return _finish(_C._empty(shape, dtype or _C.get_default_dtype(), None), requires_grad, out)
+    t = _C._empty(shape, dtype or _C.get_default_dtype(), None)
+    if memory_format is not None:
+        from .memory_format import to_format
+
+        t = to_format(t, memory_format)
+    return _finish(t, requires_grad, out)
 
 
 def _reject(kw, op):

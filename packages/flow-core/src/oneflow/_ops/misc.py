@@ -98,7 +98,13 @@ def is_same_size(a, b):
 
 
 def clone(input, *, memory_format=None):
-    return _C.ops.clone(input)
+    """A copy of ``input`` (row-major; laid out in ``memory_format`` when one other than preserve is given)."""
+    out = _C.ops.clone(input)
+    if memory_format is not None:
+        from .memory_format import to_format
+
+        out = to_format(out, memory_format)
+    return out
 
 
 def detach(input):
@@ -141,6 +147,6 @@ def _new(kind):
 
 TENSOR_METHODS = {
     "new_zeros": _new("zeros"), "new_ones": _new("ones"), "new_empty": _new("empty"), "new_full": _new("full"),
-    "zero_": zero_, "is_signed": is_signed, "diff": diff, "is_nonzero": is_nonzero, "is_same_size": is_same_size,
+    "zero_": zero_, "clone": clone, "is_signed": is_signed, "diff": diff, "is_nonzero": is_nonzero, "is_same_size": is_same_size,
     "broadcast_to": broadcast_to, "dim_order": lambda self: tuple(sorted(range(self.dim()), key=lambda d: -self.stride(d))),
 }

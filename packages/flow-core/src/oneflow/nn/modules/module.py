@@ -432,10 +432,11 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """Moves/casts parameters and buffers: ``to(dtype)``, ``to(device)``, ``to(tensor)``. Only floating-point
-        tensors change dtype."""
+        """Moves/casts parameters and buffers: ``to(dtype)``, ``to(device)``, ``to(tensor)``,
+        ``to(memory_format=...)``. Only floating-point tensors change dtype."""
         dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
         kwargs.pop("non_blocking", None)
+        fmt = kwargs.pop("memory_format", None)
         for a in args:
             if isinstance(a, _C.dtype):
                 dtype = a
@@ -452,6 +453,9 @@ class Module:
                 out = out.to(device)
             if dtype is not None and t.dtype.is_floating_point:
                 out = out.to(dtype)
+            # as in torch, a format applies to the tensors of the rank it is defined for (4-D conv weights)
+            if fmt is not None and t.dim() == {"channels_last": 4, "channels_last_3d": 5}.get(fmt._name, -1):
+                out = out.contiguous(memory_format=fmt)
             return out
 
         return self._apply(convert)

@@ -1,0 +1,60 @@
+"""Memory formats against torch: channels_last / channels_last_3d layouts from contiguous, to, clone, empty and
+Module.to, is_contiguous in each format, the errors for the wrong rank and for preserve_format, and that ops
+take channels-last inputs with the same results."""
+import pickle
+
+import numpy as np
+import pytest
+
+import oneflow as flow
+
+torch = pytest.importorskip("torch")
+
+
+def layouts(M):
+    x = M.arange(24.0).reshape(1, 2, 3, 4)
+    y = x.contiguous(memory_format=M.channels_last)
+    w = M.zeros(2, 3, 4, 5, 6).contiguous(memory_format=M.channels_last_3d)
+    conv = M.nn.Conv2d(2, 3, 3).to(memory_format=M.channels_last)
+    return [y.stride(), y.is_contiguous(), y.is_contiguous(memory_format=M.channels_last),
+            x.is_contiguous(memory_format=M.channels_last), x.to(memory_format=M.channels_last).stride(),
+            M.empty(2, 3, 4, 5, memory_format=M.channels_last).stride(),
+            x.clone(memory_format=M.channels_last).stride(), w.stride(),
+            w.is_contiguous(memory_format=M.channels_last_3d), conv.weight.stride(), conv.bias.stride(),
+            x.contiguous(memory_format=M.preserve_format) is x, y.contiguous() is y]
+
+
+def test_layouts_match_torch():
+    assert layouts(flow) == layouts(torch)
+    assert repr(flow.channels_last) == "oneflow.channels_last"
+    assert pickle.loads(pickle.dumps(flow.channels_last)) is flow.channels_last
+
+
+def test_wrong_rank_and_preserve_errors_like_torch():
+    for M in (flow, torch):
+        with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
+            M.ones(2, 3).contiguous(memory_format=M.channels_last)
+        with pytest.raises(RuntimeError, match="required rank 5 tensor to use channels_last_3d format"):
+            M.ones(2, 3, 4, 5).contiguous(memory_format=M.channels_last_3d)
+        y = M.ones(1, 2, 3, 4).contiguous(memory_format=M.channels_last)
+        with pytest.raises(RuntimeError, match="preserve memory format is unsupported"):
+            y.contiguous(memory_format=M.preserve_format)
+
+
+def test_ops_take_channels_last_inputs():
+    x = np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype("float32")
+    res, state = [], None
+    for M in (torch, flow):
+        conv = M.nn.Conv2d(3, 4, 3, padding=1)
+        bn = M.nn.BatchNorm2d(4)
+        if state is None:
+            state = {k: v.detach().numpy() for k, v in conv.state_dict().items()}
+        else:
+            conv.load_state_dict({k: flow.tensor(v) for k, v in state.items()})
+        model = M.nn.Sequential(conv, bn, M.nn.ReLU(), M.nn.MaxPool2d(2)).to(memory_format=M.channels_last)
+        X = M.tensor(x).contiguous(memory_format=M.channels_last).requires_grad_()
+        y = model(X)
+        y.sum().backward()
+        res.append((y.detach().numpy(), X.grad.numpy()))
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
