@@ -642,3 +642,35 @@ def test_pad_bool_tensors_like_torch():
     for mode, kernel in (("reflect", "reflection_pad1d"), ("replicate", "replication_pad1d")):
         with pytest.raises(NotImplementedError, match=f'"{kernel}" not implemented for \'Bool\''):
             F.pad(flow.tensor(b), (1, 1), mode=mode)
+
+
+def test_torch_module_paths_and_classes_exist():
+    from oneflow.nn.modules.batchnorm import SyncBatchNorm, _BatchNorm, _NormBase
+    from oneflow.nn.modules.instancenorm import _InstanceNorm
+    from oneflow.nn.modules.linear import NonDynamicallyQuantizableLinear
+    from oneflow.nn.modules.utils import _ntuple, _pair, _quadruple, _single, _triple
+
+    assert issubclass(flow.nn.BatchNorm2d, _BatchNorm) and issubclass(_BatchNorm, _NormBase)
+    assert issubclass(flow.nn.InstanceNorm2d, _InstanceNorm) and SyncBatchNorm is flow.nn.SyncBatchNorm
+    assert (_single(2), _pair(3), _triple(1), _quadruple(0), _ntuple(2)((1, 2))) == ((2,), (3, 3), (1, 1, 1),
+                                                                                    (0, 0, 0, 0), (1, 2))
+    assert type(flow.nn.MultiheadAttention(4, 2).out_proj) is NonDynamicallyQuantizableLinear
+    assert not isinstance(flow.nn.AvgPool3d(2), flow.nn.AvgPool2d)  # as in torch
+
+
+def test_convert_sync_batchnorm_shares_parameters_and_normalises_like_batchnorm():
+    net = flow.nn.Sequential(flow.nn.Conv2d(2, 3, 3), flow.nn.BatchNorm2d(3),
+                             flow.nn.Sequential(flow.nn.BatchNorm1d(4)))
+    net[1].running_mean.fill_(0.5)
+    s = flow.nn.SyncBatchNorm.convert_sync_batchnorm(net)
+    assert type(s[1]) is flow.nn.SyncBatchNorm and type(s[2][0]) is flow.nn.SyncBatchNorm
+    assert s[1].weight is net[1].weight and s[1].running_mean is net[1].running_mean
+    assert repr(s[1]) == repr(torch.nn.SyncBatchNorm(3)).replace("torch", "oneflow")
+    x = rand(4, 3, 5, 5)
+    ref = torch.nn.BatchNorm2d(3)
+    ref.running_mean.fill_(0.5)
+    np.testing.assert_allclose(s[1](flow.tensor(x)).detach().numpy(), ref(torch.tensor(x)).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(s[1].running_mean.numpy(), ref.running_mean.numpy(), rtol=1e-6)
+    with pytest.raises(ValueError, match="expected at least 2D input"):
+        flow.nn.SyncBatchNorm(3)(flow.ones(3))

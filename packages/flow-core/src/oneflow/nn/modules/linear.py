@@ -65,6 +65,10 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """``MultiheadAttention.out_proj``'s class in PyTorch (a marker for its quantisation passes): a Linear."""
+
+
 class Bilinear(Module):
     """``y = x1^T A x2 + b`` with ``weight`` (out, in1, in2)."""
 

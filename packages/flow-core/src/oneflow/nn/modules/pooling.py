@@ -72,8 +72,9 @@ class AvgPool1d(_AvgPoolNd):
                             self.count_include_pad)
 
 
-class AvgPool2d(_AvgPoolNd):
-    """2-D average pooling over (N, C, H, W) inputs."""
+class _AvgPoolDivisorNd(_AvgPoolNd):
+    """The 2-D and 3-D average pools' shared constructor (they take ``divisor_override``); AvgPool3d is not an
+    AvgPool2d, as in PyTorch, so ``isinstance`` checks tell them apart."""
 
     __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"]
 
@@ -87,12 +88,16 @@ class AvgPool2d(_AvgPoolNd):
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
 
+
+class AvgPool2d(_AvgPoolDivisorNd):
+    """2-D average pooling over (N, C, H, W) inputs."""
+
     def forward(self, input):
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
 
-class AvgPool3d(AvgPool2d):
+class AvgPool3d(_AvgPoolDivisorNd):
     """3-D average pooling over (N, C, D, H, W) inputs."""
 
     def forward(self, input):

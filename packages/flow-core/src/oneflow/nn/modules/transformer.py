@@ -12,7 +12,7 @@ from ..parameter import Parameter
 from .container import ModuleList
 from .activation import GELU, ReLU
 from .dropout import Dropout
-from .linear import Linear
+from .linear import Linear, NonDynamicallyQuantizableLinear
 from .module import Module
 from .normalization import LayerNorm
 
@@ -28,10 +28,6 @@ def _flow():
     import oneflow
 
     return oneflow
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """``MultiheadAttention.out_proj``'s class in PyTorch (a marker for its quantisation passes): a Linear."""
 
 
 # ---- masks ----------------------------------------------------------------------------------------------
