@@ -185,11 +185,11 @@ def test_index_select_add_copy_take():
         t.index_select(0, flow.tensor([1.0]))
     with pytest.raises(IndexError, match="Index is supposed to be a vector"):
         t.index_select(0, flow.tensor(L([[1]])))
-    with pytest.raises(RuntimeError, match="index 5 is out of bounds for dimension 0 with size 4"):
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 0 with size 4"):  # torch: IndexError
         t.index_add(0, flow.tensor(L([5])), flow.ones(1, 3, dtype=flow.float64))
     with pytest.raises(RuntimeError, match="Number of indices \\(1\\) should be equal to source.size\\(dim\\): \\(2\\)"):
         t.index_add(0, flow.tensor(L([1])), flow.ones(2, 3, dtype=flow.float64))
-    with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 0 with size 4"):
+    with pytest.raises(IndexError, match="index -1 is out of bounds for dimension 0 with size 4"):
         t.index_add(0, flow.tensor(L([-1])), flow.ones(1, 3, dtype=flow.float64))
     with pytest.raises(IndexError, match="index_copy_\\(\\): index 4 is out of bounds for dimension 0 with size 4"):
         t.index_copy(0, flow.tensor(L([4])), flow.ones(1, 3, dtype=flow.float64))

@@ -106,3 +106,47 @@ def test_in_place_scans_and_scatter_family():
         np.testing.assert_array_equal(got, want)
     with pytest.raises(RuntimeError, match="expected src to have a size equal to the slice of self"):
         flow.select_scatter(flow.zeros(3, 4), flow.zeros(4), 1, 0)
+
+
+X6 = np.arange(6.0).reshape(2, 3)
+EXCEPTION_CASES = {
+    "movedim_repeated": (lambda M: M.movedim(M.tensor(X6), (0, 1), (0, 0)), RuntimeError),
+    "movedim_length": (lambda M: M.movedim(M.tensor(X6), (0, 1), (1,)), RuntimeError),
+    "mT_1d": (lambda M: M.ones(3).mT, RuntimeError),
+    "mH_1d": (lambda M: M.ones(3).mH, RuntimeError),
+    "narrow_past_end": (lambda M: M.tensor(X6).narrow(1, 2, 5), RuntimeError),
+    "narrow_negative_length": (lambda M: M.tensor(X6).narrow(1, 1, -1), RuntimeError),
+    "narrow_start_range": (lambda M: M.tensor(X6).narrow(1, -5, 1), IndexError),
+    "narrow_0d": (lambda M: M.tensor(1.0).narrow(0, 0, 1), RuntimeError),
+    "diagonal_1d": (lambda M: M.ones(3).diagonal(), IndexError),
+    "index_add_negative": (lambda M: M.zeros(3).index_add_(0, M.tensor([0, -1]), M.ones(2)), IndexError),
+    "div_bool_floor": (lambda M: M.div(M.tensor([True]), M.tensor([True]), rounding_mode="floor"), NotImplementedError),
+    "clamp_bool": (lambda M: M.tensor([True]).clamp(max=True), NotImplementedError),
+    "vector_norm_empty_inf": (lambda M: M.linalg.vector_norm(M.zeros(0), float("inf")), RuntimeError),
+    "floor_divide_backward": (lambda M: (M.ones(2, requires_grad=True) // 2).sum().backward(), RuntimeError),
+}
+
+
+@pytest.mark.parametrize("case", list(EXCEPTION_CASES))
+def test_exception_types_match_torch(case):
+    call, exc = EXCEPTION_CASES[case]
+    for M in (flow, torch):
+        with pytest.raises(exc):
+            call(M)
+
+
+def test_zero_dim_and_deprecated_forms_like_torch():
+    for M in (flow, torch):
+        s = M.tensor(3.0)
+        assert M.movedim(s, 0, 0).shape == () and M.movedim(s, -1, 0).shape == ()
+        with pytest.warns(UserWarning, match="Tensor.T is deprecated on 0-D tensors"):
+            assert s.T.item() == 3.0
+        with pytest.warns(UserWarning, match="Tensor.mT is deprecated on 0-D tensors"):
+            assert s.mT.item() == 3.0
+        r = M.tensor([[1.0, 2.0, 3.0]]).repeat_interleave(M.tensor(2), dim=0)
+        assert tuple(r.shape) == (2, 3)
+        with pytest.warns(UserWarning, match="where received a uint8 condition tensor"):
+            w = M.where(M.tensor([1, 0], dtype=M.uint8), M.ones(2), M.zeros(2))
+        assert w.tolist() == [1.0, 0.0]
+        with pytest.warns(UserWarning, match="Received a 3D input to dropout2d"):
+            M.nn.functional.dropout2d(M.ones(2, 3, 4), 0.5)

@@ -134,7 +134,8 @@ FLOW_OP(div)
           using T = typename decltype(tag)::type;
           using A = acc_t<T>;
           if constexpr (std::is_same_v<T, bool>) {
-            fail(ErrorKind::Runtime, "div: not supported for bool");
+            fail_not_implemented(mode == "floor" ? "div_floor_cpu" : mode == "trunc" ? "div_trunc_cpu" : "div_true_cpu",
+                                 DType::Bool);
           } else if constexpr (std::is_integral_v<A>) {
             // integer division by zero is an error, not UB; checked first so that in-place calls write nothing.
             // An empty result divides nothing (PyTorch does not raise there either).

@@ -306,9 +306,9 @@ FLOW_OP(floor_divide)
       div.out_kernel[static_cast<int>(out[0].device().type)](in, out, a);
     })
     .inplace_variant()
-    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      // piecewise constant
-      return {c.needs(0) ? ops::zeros_like(g[0]) : Tensor(), c.needs(1) ? ops::zeros_like(g[0]) : Tensor()};
+    .backward([](BackwardCtx&, const TensorList&) -> TensorList {
+      // piecewise constant, but PyTorch refuses rather than return zeros (use div(..., rounding_mode='floor'))
+      fail(ErrorKind::Runtime, "derivative for aten::floor_divide is not implemented");
     });
 
 FLOW_OP(pow)

@@ -268,7 +268,7 @@ void along_dim(const Tensor& t, int64_t dim, const Tensor& ix, const Shape& size
 void index_reduce_into(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, Reduce r) {
   Tensor o = as1d(out), s = as1d(src), ix0 = vector_index(index, "index_add");
   bool copy = r == Reduce::Assign;
-  Tensor ix = idx::wrapped_index(ix0, o.sizes()[dim], dim, copy ? ErrorKind::Index : ErrorKind::Runtime, nullptr, false,
+  Tensor ix = idx::wrapped_index(ix0, o.sizes()[dim], dim, ErrorKind::Index, nullptr, false,
                                  copy ? "index_copy_(): " : "");
   if (s.numel() == 0) return;
   Tensor o_r, ix_r;

@@ -234,7 +234,7 @@ DType norm_dtype(const Tensor& t, const Attrs& a) {
 void check_norm_empty(const Tensor& t, const std::vector<bool>& mask, double ord) {
   if (t.numel() != 0 || (ord >= 0 && !std::isinf(ord))) return;
   for (int64_t d = 0; d < t.dim(); ++d)
-    FLOW_INDEX_CHECK(!(mask[d] && t.sizes()[d] == 0), "linalg.vector_norm cannot compute the ", ord,
+    FLOW_RUNTIME_CHECK(!(mask[d] && t.sizes()[d] == 0), "linalg.vector_norm cannot compute the ", ord,
                      " norm on an empty tensor because the operation does not have an identity");
 }
 

@@ -21,7 +21,9 @@ std::vector<TensorMeta> meta_clamp(const TensorList& in, const Attrs& a, const c
   DType d = in[0].dtype();
   if (!a.none(0)) d = promote_with_scalar(d, a.s(0));
   if (!a.none(1)) d = promote_with_scalar(d, a.s(1));
-  FLOW_TYPE_CHECK(d != DType::Bool, name, ": not implemented for bool tensors with bool bounds");
+  if (d == DType::Bool)
+    fail_not_implemented(a.none(0) ? "clamp_max_scalar_cpu" : a.none(1) ? "clamp_min_scalar_cpu" : "clamp_scalar_cpu",
+                         d);
   if (!a.none(0)) check_scalar_fits(a.s(0), d);
   if (!a.none(1)) check_scalar_fits(a.s(1), d);
   return {{in[0].sizes(), d, in[0].device()}};

@@ -422,7 +422,8 @@ FLOW_OP(diagonal)
     .traits(kView)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
-      FLOW_RUNTIME_CHECK(t.dim() >= 2, "diagonal: expected a tensor with at least 2 dimensions, got ", t.dim());
+      // torch's errors: the dims are checked like any dim argument (IndexError)
+      FLOW_INDEX_CHECK(t.dim() > 0, "Dimension specified as ", a.i(1), " but tensor has no dimensions");
       int64_t off = a.i(0);
       int64_t d1 = wrap_dim(a.i(1), t.dim(), "diagonal"), d2 = wrap_dim(a.i(2), t.dim(), "diagonal");
       FLOW_RUNTIME_CHECK(d1 != d2, "diagonal dimensions cannot be identical ", a.i(1), ", ", a.i(2));

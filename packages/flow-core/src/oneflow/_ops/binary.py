@@ -29,12 +29,23 @@ def where(condition, input=None, other=None):
         return oneflow.nonzero(condition, as_tuple=True)
     if input is None or other is None:
         raise TypeError("where() expects either 1 argument (condition) or 3 arguments (condition, input, other)")
-    return ops.where(condition, input, other)
+    return ops.where(_bool_condition(condition), input, other)
+
+
+def _bool_condition(condition):
+    """A uint8 condition still works, with torch's deprecation warning; other dtypes fail in the op."""
+    if isinstance(condition, _C.TensorBase) and condition.dtype == _C.uint8:
+        import warnings
+
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in a "
+                      "future version of PyTorch. Use a boolean condition instead.")
+        return ops.to_dtype(condition, _C.bool)
+    return condition
 
 
 def _tensor_where(self, condition, y):
     """``x.where(condition, y)`` is ``where(condition, x, y)``."""
-    return ops.where(condition, self, y)
+    return ops.where(_bool_condition(condition), self, y)
 
 
 def equal(input, other):

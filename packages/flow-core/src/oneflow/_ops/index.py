@@ -214,8 +214,10 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         dim = 0
     nd = max(x.dim(), 1)
     d = dim + nd if dim < 0 else dim
-    if isinstance(repeats, int) or (isinstance(repeats, _TensorBase) and repeats.numel() == 1 and repeats.dim() <= 1
-                                    and x.shape[d] != 1):
+    # a number or a 0-dim tensor repeats every slice; a 1-element 1-D tensor too, unless it is the per-slice
+    # list of a dim of size 1 (the same result either way)
+    if isinstance(repeats, int) or (isinstance(repeats, _TensorBase) and repeats.numel() == 1
+                                    and (repeats.dim() == 0 or (repeats.dim() == 1 and x.shape[d] != 1))):
         r = int(repeats) if isinstance(repeats, int) else int(repeats.item())
         if r < 0:
             raise RuntimeError("repeats can not be negative")

@@ -117,13 +117,19 @@ def unflatten(input, dim, sizes):
 
 def narrow(input, dim, start, length):
     """A view of ``length`` elements of ``dim`` from ``start``."""
-    size = input.shape[dim]
+    if input.dim() == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    size = _dim_size(input, dim)
     if isinstance(start, _C.TensorBase):
         start = int(start.item())
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
     if start < 0:
         start += size
-    if not (0 <= start <= size) or length < 0 or start + length > size:
-        raise IndexError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     return ops.slice(input, dim, start, start + length, 1)
 
 
@@ -179,11 +185,24 @@ def unbind(input, dim=0):
 
 
 def movedim(input, source, destination):
+    """``input`` with the dims at ``source`` moved to ``destination`` (the others keep their order)."""
     nd = input.dim()
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
-    src = [s + nd if s < 0 else s for s in src]
-    dst = [d + nd if d < 0 else d for d in dst]
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should contain the "
+                           f"same number of dims as destination ({dst} dims)")
+    lim = max(nd, 1)  # a 0-dim tensor takes dim 0 / -1, as in torch
+    for d in src + dst:
+        if not -lim <= d < lim:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-lim}, {lim - 1}], but got {d})")
+    for name, given in (("source", src), ("destination", dst)):
+        if len({d % lim for d in given}) != len(given):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({given})")
+    src = [s % lim for s in src]
+    dst = [d % lim for d in dst]
+    if nd == 0:
+        return ops.view(input, [])
     perm = [-1] * nd
     for s, d in zip(src, dst):
         perm[d] = s
@@ -325,6 +344,27 @@ def dsplit(input, indices_or_sections):
     return _dir_split("dsplit", input, indices_or_sections, 2, 3)
 
 
+def _t_all(self):
+    if self.dim() == 0:  # torch's deprecation: 0-dim tensors stay as they are
+        import warnings
+
+        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.")
+        return ops.view(self, [])
+    return ops.permute(self, list(range(self.dim() - 1, -1, -1)))
+
+
+def _matrix_t(self, name):
+    if self.dim() == 0:
+        import warnings
+
+        warnings.warn(f"Tensor.{name} is deprecated on 0-D tensors. This function is the identity in these cases.")
+        return ops.view(self, [])
+    if self.dim() < 2:
+        raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of matrices. Got "
+                           f"{self.dim()}-D tensor.")
+    return ops.transpose(self, -2, -1)
+
+
 TENSOR_METHODS = {
     "resize_": resize_, "resize_as_": resize_as_,
     "view": view, "reshape": reshape, "expand": expand, "permute": permute, "transpose": transpose, "t": t,
@@ -334,6 +374,6 @@ TENSOR_METHODS = {
     "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit,
     "unfold": unfold, "ndimension": ndimension,
     "view_as": view_as, "reshape_as": reshape_as, "expand_as": expand_as,
-    "T": property(lambda self: ops.permute(self, list(range(self.dim() - 1, -1, -1)))),
-    "mT": property(lambda self: ops.transpose(self, -2, -1)),
+    "T": property(lambda self: _t_all(self)),
+    "mT": property(lambda self: _matrix_t(self, "mT")), "mH": property(lambda self: _matrix_t(self, "mH")),
 }

@@ -191,6 +191,12 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
         warnings.warn(f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated.", stacklevel=2)
     if nd < 2:
         raise RuntimeError(f"dropout2d: Expected 3D or 4D input, but received a {nd}D input")
+    if nd == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This "
+                      "behavior will change in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
+                      "switch to using dropout1d instead.", stacklevel=2)
     return _maybe_inplace(input, ops.feature_dropout(input, p, training, True), inplace)
 
 
