@@ -1,6 +1,8 @@
-// Dense factorizations for small and medium matrices: LU with partial pivoting (inv, det, slogdet, solve)
-// and Cholesky, over batches (..., n, n), each matrix on one thread, in double precision whatever the input
-// dtype (results are rounded back). Gradients are the standard matrix-calculus forms built from registry ops.
+// Dense factorizations for small and medium matrices: LU with partial pivoting (inv, det, slogdet, solve, and
+// lu_factor / lu_unpack / lu_solve, which expose it) and Cholesky, over batches of matrices, each matrix on one
+// thread, in double precision whatever the input dtype (results are rounded back). Gradients are the standard
+// matrix-calculus forms (torch's, where the form matters) built from registry ops.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -34,14 +36,15 @@ std::string batch_prefix(const Batch& b, int64_t i) {
   return b.batch.empty() ? std::string() : "(Batch element " + std::to_string(i) + "): ";
 }
 
-// In-place LU with partial pivoting of the row-major n x n matrix a: L (unit, below the diagonal) and U.
+// In-place LU with partial pivoting of the row-major m x n matrix a, as LAPACK's getrf: L (unit, below the
+// diagonal, m x min(m, n)) and U (min(m, n) x n) share a, and row k was swapped with row piv[k] (0-based).
 // Returns 0, or k + 1 for the first zero pivot U[k][k]; `perm_sign` gets the permutation's parity.
-int64_t lu_inplace(double* a, int64_t n, int64_t* piv, int& perm_sign) {
+int64_t lu_inplace(double* a, int64_t m, int64_t n, int64_t* piv, int& perm_sign) {
   int64_t info = 0;
   perm_sign = 1;
-  for (int64_t k = 0; k < n; ++k) {
+  for (int64_t k = 0, kmax = std::min(m, n); k < kmax; ++k) {
     int64_t p = k;
-    for (int64_t i = k + 1; i < n; ++i)
+    for (int64_t i = k + 1; i < m; ++i)
       if (std::fabs(a[i * n + k]) > std::fabs(a[p * n + k])) p = i;
     piv[k] = p;
     if (a[p * n + k] == 0) {
@@ -53,7 +56,7 @@ int64_t lu_inplace(double* a, int64_t n, int64_t* piv, int& perm_sign) {
       perm_sign = -perm_sign;
     }
     const double inv = 1.0 / a[k * n + k];
-    for (int64_t i = k + 1; i < n; ++i) {
+    for (int64_t i = k + 1; i < m; ++i) {
       double l = a[i * n + k] *= inv;
       if (l != 0)
         for (int64_t j = k + 1; j < n; ++j) a[i * n + j] -= l * a[k * n + j];
@@ -84,6 +87,29 @@ void lu_solve(const double* lu, const int64_t* piv, int64_t n, double* x, int64_
   }
 }
 
+// x (n x m, row-major) <- A^-T x from A's LU: A^T = U^T L^T P^T, so U^T, then L^T, then the row swaps in
+// reverse order.
+void lu_solve_t(const double* lu, const int64_t* piv, int64_t n, double* x, int64_t m) {
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t k = 0; k < i; ++k) {
+      const double u = lu[k * n + i];
+      if (u != 0)
+        for (int64_t j = 0; j < m; ++j) x[i * m + j] -= u * x[k * m + j];
+    }
+    const double d = 1.0 / lu[i * n + i];
+    for (int64_t j = 0; j < m; ++j) x[i * m + j] *= d;
+  }
+  for (int64_t i = n - 1; i >= 0; --i)
+    for (int64_t k = i + 1; k < n; ++k) {
+      const double l = lu[k * n + i];
+      if (l != 0)
+        for (int64_t j = 0; j < m; ++j) x[i * m + j] -= l * x[k * m + j];
+    }
+  for (int64_t k = n - 1; k >= 0; --k)
+    if (piv[k] != k)
+      for (int64_t j = 0; j < m; ++j) std::swap(x[k * m + j], x[piv[k] * m + j]);
+}
+
 // The LU factorization of one row-major n x n matrix (copied): info is 0, or k + 1 for the first zero pivot.
 struct Lu {
   int64_t n;
@@ -92,7 +118,7 @@ struct Lu {
   int sign = 1;
   int64_t info = 0;
   Lu(const double* m, int64_t n_) : n(n_), a(m, m + n_ * n_), piv(static_cast<size_t>(n_)) {
-    info = lu_inplace(a.data(), n, piv.data(), sign);
+    info = lu_inplace(a.data(), n, n, piv.data(), sign);
   }
   void solve(double* x, int64_t k) const { lu_solve(a.data(), piv.data(), n, x, k); }
 };
@@ -135,6 +161,47 @@ Tensor inv_t_nonsingular(const Tensor& A, const Tensor& singular) {
   return mT(ops::call1("linalg_inv", {ops::where(mask, eye, A)}));
 }
 Tensor expand_scalar_grad(const Tensor& g) { return ops::unsqueeze(ops::unsqueeze(g, -1), -1); }
+
+// The lower Cholesky factor L of the row-major n x n matrix A (its lower triangle read) into L (zeroed).
+// Returns 0, or j + 1 when the leading minor of order j + 1 is not positive-definite; L is then left as
+// LAPACK's potrf leaves it (that pivot, and A's lower triangle from that column on).
+int64_t cholesky_lower(const double* A, double* L, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    double s = A[j * n + j];
+    for (int64_t k = 0; k < j; ++k) s -= L[j * n + k] * L[j * n + k];
+    if (!(s > 0)) {  // also NaN
+      L[j * n + j] = s;
+      for (int64_t c = j; c < n; ++c)
+        for (int64_t r = std::max(c, j + 1); r < n; ++r) L[r * n + c] = A[r * n + c];
+      return j + 1;
+    }
+    const double d = std::sqrt(s);
+    L[j * n + j] = d;
+    for (int64_t r = j + 1; r < n; ++r) {
+      double v = A[r * n + j];
+      for (int64_t k = 0; k < j; ++k) v -= L[r * n + k] * L[j * n + k];
+      L[r * n + j] = v / d;
+    }
+  }
+  return 0;
+}
+
+std::string cholesky_error(const char* op, const Batch& b, int64_t i, int64_t info) {
+  return std::string(op) + ": " + batch_prefix(b, i) + "The factorization could not be completed because the input "
+         "is not positive-definite (the leading minor of order " + std::to_string(info) + " is not positive-definite).";
+}
+
+// Murray (2016): with P = L^T gL and Phi(P) its lower triangle with the diagonal halved,
+// gA = sym(L^-T Phi(P) L^-1)
+Tensor cholesky_backward(const Tensor& factor, const Tensor& grad, bool upper) {
+  Tensor L = upper ? mT(factor) : factor, gl = upper ? mT(grad) : grad;
+  Tensor p = ops::matmul(mT(L), gl);
+  Tensor phi = ops::mul(ops::add(ops::call1("tril", {p}, {int64_t(0)}), ops::call1("tril", {p}, {int64_t(-1)})),
+                        Scalar(0.5));
+  Tensor linv = ops::call1("linalg_inv", {L});
+  Tensor ga = ops::matmul(ops::matmul(mT(linv), phi), linv);
+  return ops::mul(ops::add(ga, mT(ga)), Scalar(0.5));
+}
 
 }  // namespace
 
@@ -288,40 +355,44 @@ FLOW_OP(linalg_cholesky)
       const double* ap = a.data<double>();
       double* rp = r.data<double>();
       over_batch(b, [&](int64_t i, std::string& err) {
-        const double* A = ap + i * n * n;
-        double* L = rp + i * n * n;
-        for (int64_t j = 0; j < n; ++j) {
-          double s = A[j * n + j];
-          for (int64_t k = 0; k < j; ++k) s -= L[j * n + k] * L[j * n + k];
-          if (!(s > 0)) {  // also NaN
-            err = "linalg.cholesky: " + batch_prefix(b, i) + "The factorization could not be completed because the "
-                  "input is not positive-definite (the leading minor of order " + std::to_string(j + 1) +
-                  " is not positive-definite).";
-            return;
-          }
-          const double d = std::sqrt(s);
-          L[j * n + j] = d;
-          for (int64_t r2 = j + 1; r2 < n; ++r2) {
-            double v = A[r2 * n + j];
-            for (int64_t k = 0; k < j; ++k) v -= L[r2 * n + k] * L[j * n + k];
-            L[r2 * n + j] = v / d;
-          }
-        }
+        if (int64_t info = cholesky_lower(ap + i * n * n, rp + i * n * n, n))
+          err = cholesky_error("linalg.cholesky", b, i, info);
       });
       ops::copy_into(out[0], at.b(0) ? mT(r) : r);
     })
     .save_outputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      // Murray (2016): with P = L^T gL and Phi(P) its lower triangle with the diagonal halved,
-      // gA = sym(L^-T Phi(P) L^-1)
-      const bool upper = c.attrs.b(0);
-      Tensor L = upper ? mT(c.output(0)) : c.output(0), gl = upper ? mT(g[0]) : g[0];
-      Tensor p = ops::matmul(mT(L), gl);
-      Tensor phi = ops::mul(ops::add(ops::call1("tril", {p}, {int64_t(0)}), ops::call1("tril", {p}, {int64_t(-1)})),
-                            Scalar(0.5));
-      Tensor linv = ops::call1("linalg_inv", {L});
-      Tensor ga = ops::matmul(ops::matmul(mT(linv), phi), linv);
-      return {ops::mul(ops::add(ga, mT(ga)), Scalar(0.5))};
+      return {cholesky_backward(c.output(0), g[0], c.attrs.b(0))};
+    });
+
+// cholesky with the per-matrix info (0, or the order of the first leading minor that is not positive-definite)
+// instead of an error, unless check_errors.
+FLOW_OP(linalg_cholesky_ex)
+    .schema("linalg_cholesky_ex(Tensor A, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)")
+    .meta([](const TensorList& in, const Attrs&) {
+      Batch b = square_batch(in[0], "linalg.cholesky");
+      return std::vector<TensorMeta>{{in[0].sizes(), in[0].dtype(), in[0].device()},
+                                     {b.batch, DType::Int32, in[0].device()}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& at) {
+      Batch b = square_batch(in[0], "linalg.cholesky");
+      const int64_t n = b.n;
+      Tensor a = as_double(in[0]), r = ops::zeros(in[0].sizes(), DType::Float64), info = empty(b.batch, DType::Int32);
+      const double* ap = a.data<double>();
+      double* rp = r.data<double>();
+      int32_t* ip = info.data<int32_t>();
+      const bool check = at.b(1);
+      over_batch(b, [&](int64_t i, std::string& err) {
+        ip[i] = static_cast<int32_t>(cholesky_lower(ap + i * n * n, rp + i * n * n, n));
+        if (check && ip[i]) err = cholesky_error("linalg.cholesky_ex", b, i, ip[i]);
+      });
+      ops::copy_into(out[0], at.b(0) ? mT(r) : r);
+      ops::copy_into(out[1], info);
+    })
+    .save_outputs({0})
+    .nondiff_outputs({1})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {cholesky_backward(c.output(0), g[0], c.attrs.b(0))};
     });
 
 // X with A X = B for triangular A (..., n, n) (only its upper or lower triangle is read; unitriangular:
@@ -369,6 +440,269 @@ FLOW_OP(linalg_solve_triangular)
         ga = ops::call1(upper ? "triu" : "tril", {full}, {diag});
       }
       return {ga, c.needs(1) ? gb : Tensor()};
+    });
+
+
+// ---- LU: the factorization (LAPACK's getrf layout and 1-based int32 pivots), unpacking and solving ----------
+namespace {
+
+Shape batch_of(const Tensor& t, int64_t trailing) { return Shape(t.sizes().begin(), t.sizes().end() - trailing); }
+int64_t numel_of(const Shape& s) {
+  int64_t c = 1;
+  for (int64_t d : s) c *= d;
+  return c;
+}
+Shape with(Shape s, std::initializer_list<int64_t> tail) {
+  s.insert(s.end(), tail);
+  return s;
+}
+
+// The 0-based row swaps of one matrix from its 1-based pivots, checked: k pivots of a matrix of m rows, each in
+// [i + 1, m] as getrf makes them (out of range is refused rather than read out of bounds).
+void read_pivots(const int32_t* p, int64_t k, int64_t m, int64_t* piv, const char* op) {
+  for (int64_t i = 0; i < k; ++i) {
+    FLOW_RUNTIME_CHECK(p[i] >= 1 && p[i] <= m, op, ": pivots must be between 1 and ", m, " (as linalg.lu_factor "
+                       "returns them), but got ", p[i]);
+    piv[i] = p[i] - 1;
+  }
+}
+
+Tensor triangular(const char* which, const Tensor& t, int64_t diag) { return ops::call1(which, {t}, {diag}); }
+
+// X with op(A) X = B (left) or X op(A) = B, A triangular: linalg_solve_triangular takes only the left form.
+Tensor solve_tri(const Tensor& A, const Tensor& B, bool upper, bool left, bool unit = false) {
+  if (left) return ops::call1("linalg_solve_triangular", {A, B}, {upper, unit});
+  return mT(ops::call1("linalg_solve_triangular", {mT(A), mT(B)}, {!upper, unit}));
+}
+
+// The gradient of A = P L U (L m x k, U k x n) from those of L and U (either may be undefined), as torch's
+// linalg_lu_backward: square, wide (U = [U1 U2]) and tall (L = [L1; L2]) cases.
+Tensor lu_backward(Tensor gL, Tensor gU, const Tensor& P, const Tensor& L, const Tensor& U) {
+  const int64_t m = L.size(-2), n = U.size(-1), k = std::min(m, n);
+  if (gL.defined()) gL = triangular("tril", gL, -1);
+  if (gU.defined()) gU = triangular("triu", gU, 0);
+  Tensor gA;
+  if (m == n) {  // P L^-T [L^T gL o 1_L + gU U^T o 1_U] U^-T
+    if (gL.defined()) gA = triangular("tril", ops::matmul(mT(L), gL), -1);
+    if (gU.defined()) {
+      Tensor t = triangular("triu", ops::matmul(gU, mT(U)), 0);
+      gA = gA.defined() ? ops::add(gA, t) : t;
+    }
+    gA = solve_tri(mT(U), gA, false, false);
+    gA = solve_tri(mT(L), gA, true, true, true);
+  } else if (m < n) {
+    Tensor U1 = ops::slice(U, -1, 0, k);
+    if (gL.defined()) gA = ops::matmul(mT(L), gL);
+    if (gU.defined()) {
+      Tensor t = ops::matmul(gU, mT(U));
+      gA = gA.defined() ? ops::sub(gA, t) : ops::neg(t);
+    }
+    gA = solve_tri(mT(U1), triangular("tril", gA, -1), false, false);
+    if (gU.defined())
+      gA = ops::call1("cat", {ops::add(gA, ops::slice(gU, -1, 0, k)), ops::slice(gU, -1, k, n)}, {int64_t(-1)});
+    gA = solve_tri(mT(L), gA, true, true, true);
+    if (!gU.defined()) gA = ops::call1("pad", {gA}, {std::vector<int64_t>{0, n - k}, std::string("constant"),
+                                                     std::monostate{}});
+  } else {
+    Tensor L1 = ops::slice(L, -2, 0, k);
+    if (gU.defined()) gA = ops::matmul(gU, mT(U));
+    if (gL.defined()) {
+      Tensor t = ops::matmul(mT(L), gL);
+      gA = gA.defined() ? ops::sub(gA, t) : ops::neg(t);
+    }
+    gA = solve_tri(mT(L1), triangular("triu", gA, 0), true, true, true);
+    if (gL.defined())
+      gA = ops::call1("cat", {ops::add(gA, ops::slice(gL, -2, 0, k)), ops::slice(gL, -2, k, m)}, {int64_t(-2)});
+    gA = solve_tri(mT(U), gA, false, false);
+    if (!gL.defined()) gA = ops::call1("pad", {gA}, {std::vector<int64_t>{0, 0, 0, m - k}, std::string("constant"),
+                                                     std::monostate{}});
+  }
+  return ops::matmul(P, gA);
+}
+
+}  // namespace
+
+// LU (..., m, n) holds L below the diagonal and U on and above it; pivots (..., min(m, n)) are getrf's 1-based
+// row swaps; info is 0, or k for the first zero pivot U[k-1][k-1] (the factorization is still returned).
+FLOW_OP(linalg_lu_factor_ex)
+    .schema("linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> "
+            "(Tensor LU, Tensor pivots, Tensor info)")
+    .meta([](const TensorList& in, const Attrs& at) {
+      const Tensor& a = in[0];
+      FLOW_RUNTIME_CHECK(a.dim() >= 2, "torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: ",
+                         shape_str(a.sizes()), " instead");
+      FLOW_CHECK(a.dtype() == DType::Float32 || a.dtype() == DType::Float64, NotImplemented,
+                 "\"lu_cpu\" not implemented for '", torch_type_name(a.dtype()), "'");
+      FLOW_RUNTIME_CHECK(at.b(0), "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+      Shape batch = batch_of(a, 2);
+      return std::vector<TensorMeta>{{a.sizes(), a.dtype(), a.device()},
+                                     {with(batch, {std::min(a.size(-2), a.size(-1))}), DType::Int32, a.device()},
+                                     {batch, DType::Int32, a.device()}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& at) {
+      const Tensor& A = in[0];
+      const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+      Shape batch = batch_of(A, 2);
+      const int64_t count = numel_of(batch);
+      Tensor a = ops::clone(as_double(A));  // factored in place
+      Tensor piv = empty(out[1].sizes(), DType::Int32), info = empty(batch, DType::Int32);
+      double* ap = a.data<double>();
+      int32_t *pp = piv.data<int32_t>(), *ip = info.data<int32_t>();
+      parallel_for(count, 1, [&](int64_t i0, int64_t i1) {
+        std::vector<int64_t> p(static_cast<size_t>(k));
+        for (int64_t i = i0; i < i1; ++i) {
+          int sign;
+          ip[i] = static_cast<int32_t>(lu_inplace(ap + i * m * n, m, n, p.data(), sign));
+          for (int64_t j = 0; j < k; ++j) pp[i * k + j] = static_cast<int32_t>(p[j] + 1);
+        }
+      });
+      if (at.b(1))
+        for (int64_t i = 0; i < count; ++i)
+          FLOW_RUNTIME_CHECK(ip[i] == 0, "torch.linalg.lu_factor_ex: ",
+                             batch.empty() ? std::string() : "(Batch element " + std::to_string(i) + "): ", "U[",
+                             ip[i], ",", ip[i], "] is zero and using it on lu_solve would result in a division by "
+                             "zero. If you still want to perform the factorization, consider calling "
+                             "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)");
+      ops::copy_into(out[0], a);
+      ops::copy_into(out[1], piv);
+      ops::copy_into(out[2], info);
+    })
+    .save_outputs({0, 1})
+    .nondiff_outputs({1, 2})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      if (!g[0].defined()) return {Tensor()};
+      // LU packs L's strict lower part and U's upper part: their gradients are gLU's
+      TensorList plu = ops::call("lu_unpack", {c.output(0), c.output(1)}, {true, true});
+      const int64_t m = plu[1].size(-2), n = plu[2].size(-1), k = std::min(m, n);
+      return {lu_backward(ops::slice(g[0], -1, 0, k), ops::slice(g[0], -2, 0, k), plu[0], plu[1], plu[2])};
+    });
+
+// A = P L U from lu_factor's LU and pivots: P (..., m, m), L (..., m, k) unit lower, U (..., k, n); the parts
+// not asked for are empty, as in torch.
+FLOW_OP(lu_unpack)
+    .schema("lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> "
+            "(Tensor P, Tensor L, Tensor U)")
+    .meta([](const TensorList& in, const Attrs& at) {
+      const Tensor &lu = in[0], &piv = in[1];
+      FLOW_RUNTIME_CHECK(lu.dim() >= 2, "torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: ",
+                         shape_str(lu.sizes()), " instead");
+      FLOW_RUNTIME_CHECK(piv.dtype() == DType::Int32, "torch.lu_unpack: LU_pivots is expected to be a contiguous "
+                         "tensor of torch.int32 dtype.\nNote: this function is intended to be used with the output "
+                         "produced by torch.linalg.lu_factor");
+      const int64_t m = lu.size(-2), n = lu.size(-1), k = std::min(m, n);
+      Shape batch = batch_of(lu, 2);
+      FLOW_RUNTIME_CHECK(piv.sizes() == with(batch, {k}), "torch.lu_unpack: Expected LU_pivots of shape ",
+                         shape_str(with(batch, {k})), " for LU_data of shape ", shape_str(lu.sizes()), ", but got ",
+                         shape_str(piv.sizes()));
+      const Shape none{0};
+      return std::vector<TensorMeta>{{at.b(1) ? with(batch, {m, m}) : none, lu.dtype(), lu.device()},
+                                     {at.b(0) ? with(batch, {m, k}) : none, lu.dtype(), lu.device()},
+                                     {at.b(0) ? with(batch, {k, n}) : none, lu.dtype(), lu.device()}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& at) {
+      const Tensor& lu = in[0];
+      const int64_t m = lu.size(-2), n = lu.size(-1), k = std::min(m, n);
+      if (at.b(0)) {
+        ops::copy_into(out[1], ops::add(triangular("tril", ops::slice(lu, -1, 0, k), -1),
+                                        ops::call1("eye", {}, {m, k, lu.dtype()})));
+        ops::copy_into(out[2], triangular("triu", ops::slice(lu, -2, 0, k), 0));
+      }
+      if (!at.b(1)) return;
+      const int64_t count = numel_of(batch_of(lu, 2));
+      Tensor piv = nn::contig(in[1]), P = ops::zeros({count, m, m}, DType::Float64);
+      const int32_t* pp = piv.data<int32_t>();
+      double* Pp = P.data<double>();
+      std::vector<int64_t> swaps(static_cast<size_t>(k)), perm(static_cast<size_t>(m));
+      for (int64_t b = 0; b < count; ++b) {
+        read_pivots(pp + b * k, k, m, swaps.data(), "torch.lu_unpack");
+        for (int64_t i = 0; i < m; ++i) perm[i] = i;
+        for (int64_t i = 0; i < k; ++i) std::swap(perm[i], perm[swaps[i]]);
+        for (int64_t i = 0; i < m; ++i) Pp[b * m * m + perm[i] * m + i] = 1;  // row i of L U is row perm[i] of A
+      }
+      ops::copy_into(out[0], ops::reshape(P, out[0].sizes()));
+    })
+    .nondiff_outputs({0})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      // L's strict lower part and U's upper part, put back where LU holds them
+      const Shape& lu = c.input_meta(0).sizes;
+      const int64_t m = lu[lu.size() - 2], n = lu.back(), k = std::min(m, n);
+      Tensor gLU;
+      if (g[1].defined())
+        gLU = ops::call1("pad", {triangular("tril", g[1], -1)}, {std::vector<int64_t>{0, n - k},
+                                                                 std::string("constant"), std::monostate{}});
+      if (g[2].defined()) {
+        Tensor t = ops::call1("pad", {triangular("triu", g[2], 0)}, {std::vector<int64_t>{0, 0, 0, m - k},
+                                                                     std::string("constant"), std::monostate{}});
+        gLU = gLU.defined() ? ops::add(gLU, t) : t;
+      }
+      return {gLU, Tensor()};
+    });
+
+// X with op(A) X = B (left) or X op(A) = B, op(A) = A or A^T (adjoint), from A's lu_factor; LU, pivots and B
+// share their batch shape (the Python layer broadcasts).
+FLOW_OP(linalg_lu_solve)
+    .schema("linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor")
+    .meta([](const TensorList& in, const Attrs& at) {
+      const Tensor &lu = in[0], &piv = in[1], &B = in[2];
+      FLOW_RUNTIME_CHECK(lu.dim() >= 2, "torch.linalg.lu_solve: The input tensor A must have at least 2 dimensions.");
+      FLOW_RUNTIME_CHECK(lu.size(-1) == lu.size(-2), "torch.linalg.lu_solve: A must be batches of square matrices, "
+                         "but they are ", lu.size(-2), " by ", lu.size(-1), " matrices");
+      FLOW_RUNTIME_CHECK(B.dim() >= 2, "linalg.lu_solve: The input tensor B must have at least 2 dimensions.");
+      FLOW_RUNTIME_CHECK(piv.dtype() == DType::Int32, "linalg.lu_solve: pivots should be a Tensor of scalar type "
+                         "torch.int32");
+      FLOW_CHECK(lu.dtype() == DType::Float32 || lu.dtype() == DType::Float64, NotImplemented,
+                 "\"linalg_lu_solve\" not implemented for '", torch_type_name(lu.dtype()), "'");
+      FLOW_RUNTIME_CHECK(B.dtype() == lu.dtype(), "linalg.lu_solve: Expected LU and B to have the same dtype, but "
+                         "found LU of type ", torch_type_name(lu.dtype()), " and B of type ",
+                         torch_type_name(B.dtype()), " instead");
+      const bool left = at.b(0);
+      const int64_t n = lu.size(-1);
+      FLOW_RUNTIME_CHECK(B.size(left ? -2 : -1) == n, "linalg.lu_solve: Incompatible shapes of A and B for the "
+                         "equation ", left ? "AX = B (" : "XA = B (", lu.size(-2), "x", n, " and ", B.size(-2), "x",
+                         B.size(-1), ")");
+      Shape batch = batch_of(lu, 2);
+      FLOW_RUNTIME_CHECK(piv.dim() >= 1 && piv.size(-1) == n, "linalg.lu_solve: Number of pivots per batch should be "
+                         "same as the dimension of the matrix");
+      FLOW_RUNTIME_CHECK(batch_of(piv, 1) == batch, "linalg.lu_solve: Expected LU.shape[:-1] and pivots.shape to be "
+                         "the same, but got pivots with shape ", shape_str(piv.sizes()), " instead");
+      FLOW_RUNTIME_CHECK(batch_of(B, 2) == batch, "linalg.lu_solve: LU and B must have the same batch shape");
+      return std::vector<TensorMeta>{{B.sizes(), B.dtype(), lu.device()}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& at) {
+      const bool left = at.b(0), adjoint = at.b(1);
+      const int64_t n = in[0].size(-1);
+      // X op(A) = B is op(A)^T X^T = B^T: solved for the columns of X^T
+      Tensor rhs = left ? in[2] : mT(in[2]);
+      const int64_t k = rhs.size(-1), count = numel_of(batch_of(in[0], 2));
+      const bool transposed = left ? adjoint : !adjoint;
+      Tensor a = as_double(in[0]), x = ops::clone(as_double(rhs)), piv = nn::contig(in[1]);
+      const double* ap = a.data<double>();
+      double* xp = x.data<double>();
+      const int32_t* pp = piv.data<int32_t>();
+      std::vector<int64_t> swaps(static_cast<size_t>(count * n));
+      for (int64_t i = 0; i < count; ++i) read_pivots(pp + i * n, n, n, swaps.data() + i * n, "linalg.lu_solve");
+      parallel_for(count, 1, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i)
+          (transposed ? lu_solve_t : lu_solve)(ap + i * n * n, swaps.data() + i * n, n, xp + i * n * k, k);
+      });
+      ops::copy_into(out[0], left ? x : mT(x));
+    })
+    .save_inputs({0, 1})
+    .save_outputs({0})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      // left: X = op(A)^-1 B gives gB = op(A)^-T gX; right: X = B op(A)^-1 gives gB = gX op(A)^-T
+      const bool left = c.attrs.b(0), adjoint = c.attrs.b(1);
+      Tensor LU = c.input(0), piv = c.input(1), X = c.output(0);
+      Tensor gB = ops::call1("linalg_lu_solve", {LU, piv, g[0]}, {left, !adjoint});
+      if (!c.needs(0)) return {Tensor(), Tensor(), gB};
+      // the gradient of op(A) is -gB X^T (left) or -X^T gB (right); then A = P L U's parts are read off it
+      Tensor gop = left ? ops::matmul(gB, mT(X)) : ops::matmul(mT(X), gB);
+      Tensor gA = ops::neg(adjoint ? mT(gop) : gop);
+      TensorList plu = ops::call("lu_unpack", {LU, piv}, {true, true});
+      Tensor ptg = ops::matmul(mT(plu[0]), gA);
+      Tensor gLU = ops::add(triangular("tril", ops::matmul(ptg, mT(plu[2])), -1),
+                            triangular("triu", ops::matmul(mT(plu[1]), ptg), 0));
+      return {gLU, Tensor(), c.needs(2) ? gB : Tensor()};
     });
 
 }  // namespace flow

@@ -1,9 +1,10 @@
 """``oneflow.linalg`` (PyTorch's ``torch.linalg``): vector and matrix norms, products and the
 factorization-based functions (inv, det, slogdet, solve, solve_triangular, cholesky, matrix_power, svd,
-svdvals, pinv, matrix_rank, eigh, eigvalsh, lstsq). The kernels are registry ops; these are the
-torch.linalg names and signatures."""
+svdvals, pinv, matrix_rank, eigh, eigvalsh, lstsq, qr, the LU family, matrix_exp and their composites). The
+kernels are registry ops; these are the torch.linalg names and signatures."""
 from ._ops.linalg import LinAlgError, cholesky as _cholesky, cross as _cross, det, inverse, matmul
-from ._ops.linalg import matrix_power, slogdet, solve, solve_triangular
+from ._ops.linalg import matrix_exp, matrix_power, slogdet, solve, solve_triangular
+from ._ops.linalg import orgqr as householder_product
 import builtins
 import collections
 import math
@@ -18,7 +19,9 @@ from .autograd.function import Function as _Function
 
 __all__ = ["LinAlgError", "inv", "det", "slogdet", "solve", "solve_triangular", "cholesky", "matrix_power",
            "matmul", "vector_norm", "matrix_norm", "norm", "svd", "svdvals", "pinv", "matrix_rank", "eigh",
-           "eigvalsh", "lstsq", "cross", "multi_dot", "vecdot", "diagonal"]
+           "eigvalsh", "lstsq", "cross", "multi_dot", "vecdot", "diagonal", "qr", "householder_product", "matrix_exp",
+           "lu_factor", "lu_factor_ex", "lu", "lu_solve", "solve_ex", "inv_ex", "cholesky_ex", "vander", "tensorinv",
+           "tensorsolve", "cond"]
 
 
 def inv(A, *, out=None):
@@ -332,3 +335,191 @@ def vecdot(x, y, *, dim=-1):
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     """The diagonals of the matrices in ``A`` (by default its last two dims)."""
     return A.diagonal(offset=offset, dim1=dim1, dim2=dim2)
+
+
+# ---- QR, LU and the *_ex forms ------------------------------------------------------------------------------
+qr_return = collections.namedtuple("linalg_qr", ["Q", "R"])
+
+
+def qr(A, mode="reduced", *, out=None):
+    """``A = Q R`` for each matrix in ``A`` (..., m, n), by Householder reflections: ``mode`` 'reduced' gives
+    Q (..., m, k) and R (..., k, n) with k = min(m, n), 'complete' Q (..., m, m) and R (..., m, n), 'r' only R
+    (Q empty, and no gradient). R's diagonal may be negative, as LAPACK's."""
+    kw = {} if out is None else {"out": tuple(out)}
+    return qr_return(*_C.ops.linalg_qr(A, mode, **kw))
+
+
+lu_factor_ex_return = collections.namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+lu_factor_return = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
+lu_return = collections.namedtuple("linalg_lu", ["P", "L", "U"])
+
+
+def _outs(results, out):
+    return results if out is None else tuple(_finish(r, False, o) for r, o in zip(results, out))
+
+
+def _failures(info):
+    """(batch index, info) of the first matrix whose info is not 0, or None."""
+    for i, v in enumerate(info.reshape(-1).tolist()):
+        if v:
+            return i, v
+    return None
+
+
+def _batch_prefix(A, i):
+    return f"(Batch element {i}): " if A.dim() > 2 else ""
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    """``(LU, pivots, info)``: the LU factorization with partial pivoting of each matrix in ``A`` (..., m, n)
+    packed as LAPACK's getrf packs it (L's strict lower part, U's upper part), the 1-based int32 row swaps, and
+    per matrix 0 or the (1-based) index of the first zero pivot, raised with ``check_errors``."""
+    return lu_factor_ex_return(*_outs(_C.ops.linalg_lu_factor_ex(A, pivot=pivot, check_errors=check_errors), out))
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    """``(LU, pivots)`` as ``lu_factor_ex``, raising when a matrix has a zero pivot (it could not be used by
+    ``lu_solve``)."""
+    LU, pivots, info = _C.ops.linalg_lu_factor_ex(A, pivot=pivot)
+    bad = _failures(info)
+    if bad is not None:
+        raise RuntimeError(f"torch.linalg.lu_factor: {_batch_prefix(A, bad[0])}U[{bad[1]},{bad[1]}] is zero and "
+                           "using it on lu_solve would result in a division by zero. If you still want to perform "
+                           "the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+    return lu_factor_return(*_outs((LU, pivots), out))
+
+
+def lu(A, *, pivot=True, out=None):
+    """``(P, L, U)`` with ``A = P L U`` for each matrix in ``A`` (..., m, n): P (..., m, m) a permutation, L
+    (..., m, k) unit lower triangular, U (..., k, n) upper triangular, k = min(m, n)."""
+    LU, pivots, _ = _C.ops.linalg_lu_factor_ex(A, pivot=pivot)
+    return lu_return(*_outs(_C.ops.lu_unpack(LU, pivots), out))
+
+
+def _lu_solve(LU, pivots, B, left, adjoint):
+    """lu_solve on matrices B, the batch dims of (LU, pivots) and B broadcast."""
+    from ._ops.misc import broadcast_shapes
+
+    if LU.dim() < 2 or B.dim() < 2 or list(pivots.shape[:-1]) != list(LU.shape[:-2]):
+        return _C.ops.linalg_lu_solve(LU, pivots, B, left=left, adjoint=adjoint)  # raises the error
+    batch = list(broadcast_shapes(tuple(LU.shape[:-2]), tuple(B.shape[:-2])))
+    LU = LU.expand(*batch, *LU.shape[-2:])
+    pivots = pivots.expand(*batch, pivots.shape[-1])
+    return _C.ops.linalg_lu_solve(LU, pivots, B.expand(*batch, *B.shape[-2:]), left=left, adjoint=adjoint)
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """The solution X of ``A X = B`` (``X A = B`` with ``left=False``; A^T in place of A with ``adjoint``) from
+    A's ``lu_factor`` ``(LU, pivots)``. Batch dims broadcast; differentiable w.r.t. LU and B."""
+    return _finish(_lu_solve(LU, pivots, B, left, adjoint), False, out)
+
+
+def _square(fn, A):
+    if A.dim() < 2:
+        raise RuntimeError(f"{fn}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{fn}: A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+
+
+solve_ex_return = collections.namedtuple("linalg_solve_ex", ["result", "info"])
+inv_ex_return = collections.namedtuple("linalg_inv_ex", ["inverse", "info"])
+cholesky_ex_return = collections.namedtuple("linalg_cholesky_ex", ["L", "info"])
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """``(result, info)``: ``solve``'s solution from one LU factorization of A, with info (per matrix of A) 0
+    or the index of the first zero pivot; a singular matrix raises only with ``check_errors`` (its result is
+    then inf/NaN)."""
+    _square("linalg.solve", A)
+    LU, pivots, info = _C.ops.linalg_lu_factor_ex(A)
+    bad = _failures(info) if check_errors else None
+    if bad is not None:
+        raise LinAlgError(f"torch.linalg.solve_ex: {_batch_prefix(A, bad[0])}The solver failed because the input "
+                          "matrix is singular.")
+    vector = B.dim() == 1 or (left and B.dim() == A.dim() - 1 and list(B.shape) == list(A.shape[:-1]))
+    X = _lu_solve(LU, pivots, B.unsqueeze(-1) if vector else B, left, False)
+    return solve_ex_return(*_outs((X.squeeze(-1) if vector else X, info), out))
+
+
+def inv_ex(A, *, check_errors=False, out=None):
+    """``(inverse, info)``: ``inv`` from one LU factorization, with info (per matrix) 0 or the index of the
+    first zero pivot; a singular matrix raises only with ``check_errors`` (its inverse is then inf/NaN)."""
+    _square("linalg.inv", A)
+    LU, pivots, info = _C.ops.linalg_lu_factor_ex(A)
+    bad = _failures(info) if check_errors else None
+    if bad is not None:
+        raise LinAlgError(f"linalg.inv_ex: {_batch_prefix(A, bad[0])}The diagonal element {bad[1]} is zero, the "
+                          "inversion could not be completed because the input matrix is singular.")
+    eye = _C.ops.eye(A.shape[-1], dtype=A.dtype).expand(*A.shape)
+    return inv_ex_return(*_outs((_C.ops.linalg_lu_solve(LU, pivots, eye), info), out))
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """``(L, info)``: ``cholesky``'s factor with info (per matrix) 0 or the order of the first leading minor
+    that is not positive-definite, raised only with ``check_errors``."""
+    return cholesky_ex_return(*_outs(_linalg_call(_C.ops.linalg_cholesky_ex, A, upper=upper,
+                                                  check_errors=check_errors), out))
+
+
+def vander(x, *, N=None):
+    """The Vandermonde matrix of ``x`` (..., n): columns ``x**0, x**1, ..., x**(N-1)`` (N defaults to n), by a
+    cumulative product so that the gradient is defined at 0."""
+    if N is None:
+        N = x.shape[-1] if x.dim() else 1
+    if N <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    col = x.unsqueeze(-1)
+    powers = col.expand(*x.shape, N - 1).cumprod(-1)
+    return _C.ops.cat([powers.new_ones(list(col.shape)), powers], -1)
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """The inverse of ``A`` as a tensor product: ``tensordot(tensorinv(A, ind), A, ind)`` is the identity of
+    shape ``A.shape[ind:]``; the products of ``A.shape[:ind]`` and ``A.shape[ind:]`` must agree."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
+    if rows != cols:
+        raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {cols} != {rows}")
+    X = inverse(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
+    return _finish(X, False, out)
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """The X with ``tensordot(A, X, X.ndim) == B``, X of shape ``A.shape[B.ndim:]``; ``dims`` (of A) are
+    moved to the end first."""
+    if dims is not None:
+        dims = [dims] if isinstance(dims, builtins.int) else list(dims)
+        A = A.movedim(dims, list(range(A.dim() - len(dims), A.dim())))
+    result_shape = list(A.shape[B.dim():])
+    n = math.prod(result_shape)
+    if n != B.numel():
+        raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {n} != {B.numel()}")
+    X = solve(A.reshape(n, n), B.reshape(n)).reshape(*result_shape)
+    return _finish(X, False, out)
+
+
+def cond(A, p=None, *, out=None):
+    """The condition number of each matrix in ``A`` for the norm ``p``: with None / 2 / -2 the ratio of the
+    extreme singular values (any shape); with 'fro', 'nuc', inf, -inf, 1, -1 ``norm(A) * norm(inv(A))``
+    (square A), inf for a singular matrix."""
+    if A.dim() < 2:
+        raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
+    if A.numel() == 0 and (p is None or (not isinstance(p, str) and p in (2, -2)) or A.shape[-1] == A.shape[-2]):
+        return _finish(A.new_zeros(list(A.shape[:-2])), False, out)  # as torch: 0 for empty matrices
+    if p is None or (not isinstance(p, str) and p in (2, -2)):
+        S = svdvals(A)
+        big, small = S[..., 0], S[..., -1]
+        return _finish(small / big if p == -2 else big / small, False, out)
+    if p not in ("fro", "nuc") and (isinstance(p, str) or p not in (math.inf, -math.inf, 1, -1)):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    _square(f"linalg.cond(ord={p})", A)
+    Ainv, info = inv_ex(A)
+    singular = info > 0
+    # a singular matrix's inverse (inf/NaN) is replaced by zeros for the norms (an SVD refuses non-finite input)
+    Ainv = _C.ops.where(singular.unsqueeze(-1).unsqueeze(-1), Ainv.new_zeros([]), Ainv)
+    c = _matrix_norm(A, p, (-2, -1), False, None) * _matrix_norm(Ainv, p, (-2, -1), False, None)
+    return _finish(_C.ops.where(singular, c.new_full([], math.inf), c), False, out)

@@ -5,13 +5,15 @@ import warnings
 from .. import _C
 from ._names import reject_dtype, torch_dtype_name
 from .creation import _finish
+from ..autograd.function import Function
 
 ops = _C.ops
 
 __all__ = ["einsum", "matmul", "mm", "bmm", "dot", "vdot", "mv", "outer", "ger", "addmm", "baddbmm", "addmv",
            "inner", "trace", "kron", "diag", "diagflat", "diag_embed", "cross", "dist", "cov", "corrcoef",
            "chain_matmul", "tensordot", "addr", "addbmm", "inverse", "det", "logdet", "slogdet", "cholesky",
-           "matrix_power", "svd", "pinverse"]
+           "matrix_power", "svd", "pinverse", "qr", "geqrf", "orgqr", "matrix_exp", "lu_unpack", "cholesky_solve",
+           "cholesky_inverse"]
 
 
 def einsum(equation, *operands):
@@ -452,11 +454,130 @@ def pinverse(input, rcond=1e-15):
     return pinv(input, rtol=rcond)
 
 
+# ---- QR, matrix_exp and LU unpacking (kernels in csrc/ops/linalg_qr.cpp and linalg_decomp.cpp) ------------
+qr_return = collections.namedtuple("qr", ["Q", "R"])
+geqrf_return = collections.namedtuple("geqrf", ["a", "tau"])
+lu_unpack_return = collections.namedtuple("lu_unpack", ["P", "L", "U"])
+
+
+def _finish_all(results, out):
+    return results if out is None else tuple(_finish(r, False, o) for r, o in zip(results, out))
+
+
+def qr(input, some=True, *, out=None):
+    """``(Q, R)`` of each matrix in ``input``: the reduced factorization with ``some``, the complete one
+    otherwise (``linalg.qr`` with mode 'reduced' / 'complete')."""
+    return qr_return(*_finish_all(ops.linalg_qr(input, "reduced" if some else "complete"), out))
+
+
+def geqrf(input, *, out=None):
+    """LAPACK's geqrf: ``(a, tau)`` with R on and above the diagonal of ``a`` and the Householder vectors below
+    it (see ``linalg.householder_product``). Not differentiable."""
+    return geqrf_return(*_finish_all(ops.geqrf(input), out))
+
+
+def orgqr(input, tau):
+    """The first n columns of the product of the Householder reflectors ``I - tau_i v_i v_i^T`` (v_i: column i
+    of ``input`` (..., m, n) below the diagonal, with a 1 on it), as ``linalg.householder_product``. Built from
+    matmuls, one rank-1 update per reflector, so autograd differentiates it w.r.t. both arguments."""
+    fn = "torch.linalg.householder_product"
+    if input.dim() < 2:
+        raise RuntimeError(f"{fn}: input must have at least 2 dimensions.")
+    if tau.dim() < 1:
+        raise RuntimeError(f"{fn}: tau must have at least 1 dimension.")
+    m, n = input.shape[-2], input.shape[-1]
+    if m < n:
+        raise RuntimeError(f"{fn}: input.shape[-2] must be greater than or equal to input.shape[-1]")
+    if n < tau.shape[-1]:
+        raise RuntimeError(f"{fn}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
+    if input.dim() - tau.dim() != 1 or list(tau.shape[:-1]) != list(input.shape[:-2]):
+        raise RuntimeError(f"{fn}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+                           f"{list(tau.shape[:-1])}")
+    if tau.dtype != input.dtype:
+        raise RuntimeError(f"{fn}: tau dtype {torch_dtype_name(tau.dtype)} does not match input dtype "
+                           f"{torch_dtype_name(input.dtype)}")
+    eye = ops.eye(m, n, dtype=input.dtype)
+    V = ops.add(ops.tril(input, -1), eye)
+    Q = ops.expand(eye, list(input.shape))
+    # right to left on the thin identity: Q <- (I - tau_i v_i v_i^T) Q, never an m x m product
+    for i in range(tau.shape[-1] - 1, -1, -1):
+        v = ops.slice(V, -1, i, i + 1)
+        t = ops.unsqueeze(ops.slice(tau, -1, i, i + 1), -1)
+        Q = ops.sub(Q, ops.mul(t, ops.matmul(v, ops.matmul(ops.transpose(v, -2, -1), Q))))
+    return Q
+
+
+def matrix_exp(input):
+    """The matrix exponential of each square matrix in ``input`` (differentiable)."""
+    return ops.linalg_matrix_exp(input)
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
+    """``(P, L, U)`` with A = P L U from ``linalg.lu_factor``'s ``(LU, pivots)``; the parts not asked for
+    (``unpack_data`` for L and U, ``unpack_pivots`` for P) are empty."""
+    return lu_unpack_return(*_finish_all(ops.lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots), out))
+
+
+def _cholesky_factor_check(fn, L):
+    if L.dim() < 2:
+        raise RuntimeError(f"{fn}: The input tensor A must have at least 2 dimensions.")
+    if L.shape[-1] != L.shape[-2]:
+        raise RuntimeError(f"{fn}: A must be batches of square matrices, but they are {L.shape[-2]} by "
+                           f"{L.shape[-1]} matrices")
+
+
+class _CholeskySolve(Function):
+    """X = (F F^T)^-1 B for a lower factor F (or (F^T F)^-1 B for an upper one): two triangular solves that
+    read only F's triangle, with torch's gradient for the factor, that of the full product F F^T."""
+
+    @staticmethod
+    def forward(ctx, B, F, upper):
+        Ft = ops.transpose(F, -2, -1)
+        first, second = (Ft, F) if upper else (F, Ft)  # A = first @ second, first lower
+        X = solve_triangular(second, solve_triangular(first, B, upper=False), upper=True)
+        ctx.save_for_backward(F, X)
+        ctx.upper = upper
+        return X
+
+    @staticmethod
+    def backward(ctx, g):
+        F, X = ctx.saved_tensors
+        gB = _CholeskySolve.apply(g, F, ctx.upper)  # A^-1 g
+        both = ops.matmul(gB, ops.transpose(X, -2, -1))
+        both = ops.add(both, ops.transpose(both, -2, -1))
+        gF = ops.neg(ops.matmul(F, both) if ctx.upper else ops.matmul(both, F))
+        return gB, gF, None
+
+
+def cholesky_solve(input, input2, upper=False, *, out=None):
+    """The solution X of ``A X = input`` given the Cholesky factor ``input2`` of A (lower: A = L L^T, or upper:
+    A = U^T U), of which only the triangle is read. Batch dims broadcast."""
+    B, L = input, input2
+    if B.dim() < 2:
+        raise RuntimeError(f"b should have at least 2 dimensions, but has {B.dim()} dimensions instead")
+    if L.dim() < 2:
+        raise RuntimeError(f"u should have at least 2 dimensions, but has {L.dim()} dimensions instead")
+    if L.shape[-1] != L.shape[-2] or L.shape[-1] != B.shape[-2]:
+        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is {L.shape[-2]} by "
+                           f"{L.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
+    B, L = _common_batch(B, L)
+    return _finish(_CholeskySolve.apply(B, L, upper), False, out)
+
+
+def cholesky_inverse(input, upper=False, *, out=None):
+    """The inverse of A from its Cholesky factor ``input`` (lower: A = L L^T, or upper: A = U^T U)."""
+    _cholesky_factor_check("cholesky_inverse", input)
+    eye = ops.expand(ops.eye(input.shape[-1], dtype=input.dtype), list(input.shape))
+    return cholesky_solve(eye, input, upper, out=out)
+
+
 TENSOR_METHODS = {
     "matmul": matmul, "mm": mm, "bmm": bmm, "dot": dot,
     "vdot": vdot, "mv": mv, "outer": outer, "ger": outer, "inner": inner, "addmm": addmm, "baddbmm": baddbmm,
     "addmv": addmv, "trace": trace, "kron": kron, "diag": diag, "diagflat": diagflat, "diag_embed": diag_embed,
     "cross": cross, "dist": dist, "cov": cov, "corrcoef": corrcoef, "addr": addr, "addbmm": addbmm,
     "inverse": inverse, "det": det, "logdet": logdet, "slogdet": slogdet, "cholesky": cholesky,
-    "matrix_power": matrix_power, "svd": svd, "pinverse": pinverse,
+    "matrix_power": matrix_power, "svd": svd, "pinverse": pinverse, "qr": qr, "geqrf": geqrf, "orgqr": orgqr,
+    "matrix_exp": matrix_exp, "lu_unpack": lu_unpack, "cholesky_solve": cholesky_solve,
+    "cholesky_inverse": cholesky_inverse,
 }

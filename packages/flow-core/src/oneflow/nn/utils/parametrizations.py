@@ -1,7 +1,6 @@
 """Parametrizations built on ``nn.utils.parametrize`` (PyTorch's ``torch.nn.utils.parametrizations``):
 ``orthogonal``, and ``weight_norm`` and ``spectral_norm``, the successors of the forward-pre-hook versions in
 ``nn.utils``."""
-import math
 from enum import Enum, auto
 
 import oneflow as flow
@@ -16,75 +15,12 @@ from .weight_norm import norm_except_dim
 __all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 
 
-# ---- the linear algebra behind ``orthogonal`` ---------------------------------------------------------------
-# oneflow has no matrix_exp, geqrf or householder_product op: these are built from matmuls and elementwise ops,
-# so autograd differentiates the two used in the forward. A registry op of the same name is preferred when a build
-# has one.
-def _matrix_exp(A):
-    """``exp`` of each square matrix of ``A`` (..., n, n): a degree-12 Taylor polynomial of ``A / 2**s``
-    (1-norm <= 1/4, truncation error below double precision's eps) squared ``s`` times."""
-    op = getattr(flow.linalg, "matrix_exp", None)
-    if op is not None:
-        return op(A)
-    n = A.shape[-1]
-    with flow.no_grad():
-        norm = float(A.abs().sum(-2).max()) if A.numel() else 0.0
-    s = max(0, math.ceil(math.log2(norm / 0.25))) if norm > 0.25 else 0
-    X = A / float(2 ** s) if s else A
-    Id = flow.eye(n, dtype=A.dtype, device=A.device)
-    E = Id + X / 12.0
-    for j in range(11, 0, -1):  # Horner: I + X (I + X/2 (I + ...)) / 1
-        E = Id + flow.matmul(X, E) / float(j)
-    for _ in range(s):
-        E = flow.matmul(E, E)
-    return E
-
-
-def _householder_product(A, tau):
-    """The first n columns of ``H_1 ... H_k`` with ``H_i = I - tau_i v_i v_i^T``, where ``v_i`` is column i of
-    ``A`` (..., m, n) below the diagonal with an implicit 1 on it (``torch.linalg.householder_product``)."""
-    op = getattr(flow.linalg, "householder_product", None)
-    if op is not None:
-        return op(A, tau)
-    m, n = A.shape[-2], A.shape[-1]
-    eye = flow.eye(m, n, dtype=A.dtype, device=A.device)
-    V = A.tril(-1) + eye
-    Q = eye.expand(*A.shape[:-2], m, n)
-    # applied right to left to the thin identity: one rank-1 update per reflector, never an m x m product
-    for i in range(tau.shape[-1] - 1, -1, -1):
-        v = V[..., :, i:i + 1]
-        Q = Q - tau[..., i:i + 1].unsqueeze(-1) * flow.matmul(v, flow.matmul(v.mT, Q))
-    return Q
-
-
-@flow.no_grad()
-def _geqrf(A):
-    """LAPACK's ``geqrf`` (unblocked, as ``dgeqr2``/``dlarfg``): R on and above the diagonal of the result, the
-    Householder vectors below it, and their scalars ``tau``; ``tau = 0`` where a column is already reduced."""
-    op = getattr(flow, "geqrf", None)
-    if op is not None:
-        return op(A)
-    A = A.clone()
-    m, n = A.shape[-2], A.shape[-1]
-    k = min(m, n)
-    tau = A.new_zeros(*A.shape[:-2], k)
-    for j in range(k):
-        alpha = A[..., j, j].clone()
-        below = A[..., j + 1:, j].clone()
-        xnorm = flow.linalg.vector_norm(below, dim=-1)
-        reflect = xnorm != 0
-        beta = -flow.where(alpha >= 0, 1.0, -1.0).to(A.dtype) * flow.sqrt(alpha * alpha + xnorm * xnorm)
-        t = flow.where(reflect, (beta - alpha) / beta, flow.zeros_like(alpha))
-        scale = flow.where(reflect, 1.0 / (alpha - beta), flow.zeros_like(alpha))
-        v_below = below * scale.unsqueeze(-1)
-        if j + 1 < n:
-            v = flow.cat([flow.ones_like(alpha).unsqueeze(-1), v_below], -1).unsqueeze(-1)
-            rest = A[..., j:, j + 1:].clone()
-            A[..., j:, j + 1:] = rest - t[..., None, None] * flow.matmul(v, flow.matmul(v.mT, rest))
-        A[..., j, j] = flow.where(reflect, beta, alpha)
-        A[..., j + 1:, j] = v_below
-        tau[..., j] = t
-    return A, tau
+# ---- the linear algebra behind ``orthogonal``: flow.linalg.matrix_exp / householder_product and flow.geqrf
+def _make_orthogonal(A):
+    """The Q of ``A = QR`` (A tall) normalised so that diag(R) is non-negative, which makes it unique."""
+    X, tau = flow.geqrf(A)
+    Q = flow.linalg.householder_product(X, tau)
+    return Q * X.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
 
 
 def _is_orthogonal(Q, eps=None):
@@ -93,13 +29,6 @@ def _is_orthogonal(Q, eps=None):
     # a tolerance that grows with the size, but stays small
     eps = 10.0 * n * flow.finfo(Q.dtype).eps
     return flow.allclose(flow.matmul(Q.mT, Q), Id, atol=eps)
-
-
-def _make_orthogonal(A):
-    """The Q of ``A = QR`` (A tall) normalised so that diag(R) is non-negative, which makes it unique."""
-    X, tau = _geqrf(A)
-    Q = _householder_product(X, tau)
-    return Q * X.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
 
 
 class _OrthMaps(Enum):
@@ -133,7 +62,7 @@ class _Orthogonal(Module):
                 X = flow.cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], dim=-1)
             A = X - X.mT
             if self.orthogonal_map == _OrthMaps.matrix_exp:
-                Q = _matrix_exp(A)
+                Q = flow.linalg.matrix_exp(A)
             else:
                 # the Cayley retraction (I + A/2)(I - A/2)^{-1}
                 Id = flow.eye(n, dtype=A.dtype, device=A.device)
@@ -143,7 +72,7 @@ class _Orthogonal(Module):
         else:
             A = X.tril(diagonal=-1)
             tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
-            Q = _householder_product(A, tau)
+            Q = flow.linalg.householder_product(A, tau)
             # the diagonal of X holds the signs (+-1) of the columns; the int cast keeps it out of the gradient
             Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
         if hasattr(self, "base"):
@@ -168,7 +97,7 @@ class _Orthogonal(Module):
             if self.orthogonal_map in (_OrthMaps.cayley, _OrthMaps.matrix_exp):
                 raise NotImplementedError("It is not possible to assign to the matrix exponential "
                                           "or the Cayley parametrizations when use_trivialization=False.")
-            A, tau = _geqrf(Q)
+            A, tau = flow.geqrf(Q)
             # diag(R) > 0 makes the decomposition unique; the forward reads those signs from the diagonal, and
             # flips the columns whose reflector geqrf skipped (tau == 0) since it always reflects
             signs = A.diagonal(dim1=-2, dim2=-1).sign()
