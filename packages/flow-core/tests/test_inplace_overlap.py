@@ -66,3 +66,32 @@ def test_inplace_overlaps_torch_accepts(fn):
     fn(a)
     fn(t)
     assert_close(a, t)
+
+
+# gather/scatter/index_* kernels read their inputs in another order than they write: any shared memory with
+# another input, even all of it, raises (PyTorch's assert_no_overlap); masked_scatter_ and a cloned source pass
+NO_OVERLAP = {
+    "index_copy_self": (lambda M, y: y.index_copy_(0, M.tensor([1, 0, 2]), y), True),
+    "gather_out_aliases_input": (lambda M, y: M.gather(y, 0, M.tensor([[2, 2, 2]]), out=y[:1]), True),
+    "index_add_self": (lambda M, y: y.index_add_(0, M.tensor([1, 0, 2]), y), True),
+    "scatter_source_slice": (lambda M, y: y.scatter_(0, M.tensor([[1, 0, 2]]), y[1:2]), True),
+    "scatter_add_source_slice": (lambda M, y: y.scatter_add_(0, M.tensor([[0, 1, 2]]), y[:1]), True),
+    "index_select_out_aliases_input": (lambda M, y: M.index_select(y, 0, M.tensor([0]), out=y[2:]), True),
+    "index_copy_cloned_source": (lambda M, y: y.index_copy_(0, M.tensor([1]), y[2:3].clone()), False),
+    "masked_scatter_self": (lambda M, y: y.masked_scatter_(y > 3, y), False),
+}
+
+
+@pytest.mark.parametrize("case", list(NO_OVERLAP))
+def test_index_kernels_refuse_any_overlap_like_torch(case):
+    call, raises = NO_OVERLAP[case]
+    for M in (flow, torch):
+        y = M.arange(9.0).view(3, 3)
+        if raises:
+            with pytest.raises(RuntimeError, match=PARTIAL):
+                call(M, y)
+        else:
+            call(M, y)
+    if not raises:
+        y, t = flow.arange(9.0).view(3, 3), torch.arange(9.0).view(3, 3)
+        assert_close(call(flow, y), call(torch, t))

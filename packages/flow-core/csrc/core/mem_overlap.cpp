@@ -56,4 +56,13 @@ void check_inplace_overlap(const Tensor& out, const TensorList& inputs, bool all
                          "to a single memory location. Please clone() the tensor before performing the operation.");
 }
 
+void check_no_overlap(const Tensor& out, const TensorList& inputs, size_t first) {
+  if (!out.defined() || !out.has_storage()) return;
+  for (size_t i = first; i < inputs.size(); ++i)
+    if (inputs[i].defined())
+      FLOW_RUNTIME_CHECK(mem_overlap(out, inputs[i]) == MemOverlap::No,
+                         "unsupported operation: some elements of the input tensor and the written-to tensor refer "
+                         "to a single memory location. Please clone() the tensor before performing the operation.");
+}
+
 }  // namespace flow

@@ -17,5 +17,8 @@ MemOverlap mem_overlap(const Tensor& a, const Tensor& b);
 
 // Raise PyTorch's RuntimeErrors for an in-place write into `out` that reads `inputs`.
 void check_inplace_overlap(const Tensor& out, const TensorList& inputs, bool allow_internal_overlap);
+// For ops that read their inputs in another order than they write `out` (index_copy_, scatter_, gather's
+// out=): any memory shared with inputs[first:], even all of it, would be read after being overwritten.
+void check_no_overlap(const Tensor& out, const TensorList& inputs, size_t first);
 
 }  // namespace flow

@@ -276,6 +276,7 @@ static TensorList call_inplace(const OpDef& op, const TensorList& inputs, const 
       check_castable(op.name, metas[0].dtype, self.dtype());
     }
     check_inplace_overlap(self, inputs, f.has(kAliasedOutputOk));
+    if (f.has(kNoInputOverlap)) check_no_overlap(self, inputs, 1);
     if (need_grad && self.impl()->base) return inplace_on_view(f, inputs, attrs);
     TensorList saved_self;
     if (need_grad && f.keeps_input(0, inputs)) saved_self.push_back(ops::clone(self));

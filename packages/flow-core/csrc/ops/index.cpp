@@ -92,7 +92,7 @@ void copy_self(const Tensor& out, const Tensor& self) {
 
 FLOW_OP(gather)
     .schema("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor")
-    .traits(kIndexing)
+    .traits(kIndexing | kNoInputOverlap)
     .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
       idx::check_index_dtype(in[1], "gather(): Expected dtype int32/int64 for index");
       int64_t d = gdim(in[0], a.i(0), "gather");
@@ -110,7 +110,7 @@ FLOW_OP(gather)
 
 FLOW_OP(scatter)
     .schema("scatter(Tensor self, int dim, Tensor index, Tensor src, *, str? reduce=None) -> Tensor")
-    .traits(kIndexing)
+    .traits(kIndexing | kNoInputOverlap)
     .meta([](const TensorList& in, const Attrs& a) {
       check_scatter(in[0], gdim(in[0], a.i(0), "scatter"), in[1], in[2], "scatter");
       if (!a.none(1)) idx::parse_reduce(a.str(1), false);
@@ -140,7 +140,7 @@ FLOW_OP(scatter)
 
 FLOW_OP(scatter_add)
     .schema("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor")
-    .traits(kIndexing)
+    .traits(kIndexing | kNoInputOverlap)
     .meta([](const TensorList& in, const Attrs& a) {
       check_scatter(in[0], gdim(in[0], a.i(0), "scatter_add"), in[1], in[2], "scatter_add");
       return same_as_self(in, a);
@@ -160,7 +160,7 @@ FLOW_OP(scatter_add)
 // scatter_reduce: sum/prod/mean/amax/amin; include_self=False ignores self's values at scattered positions.
 FLOW_OP(scatter_reduce)
     .schema("scatter_reduce(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor")
-    .traits(kIndexing)
+    .traits(kIndexing | kNoInputOverlap)
     .meta([](const TensorList& in, const Attrs& a) {
       check_scatter(in[0], gdim(in[0], a.i(0), "scatter_reduce"), in[1], in[2], "scatter_reduce");
       idx::parse_reduce(a.str(1), true);
@@ -294,7 +294,7 @@ void check_index_source(const Tensor& self, int64_t dim, const Tensor& index, co
 
 FLOW_OP(index_select)
     .schema("index_select(Tensor self, int dim, Tensor index) -> Tensor")
-    .traits(kIndexing)
+    .traits(kIndexing | kNoInputOverlap)
     .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
       Tensor ix = vector_index(in[1], "index_select");
       int64_t d = gdim(in[0], a.i(0), "index_select");
@@ -338,7 +338,7 @@ FLOW_OP(index_select)
 
 FLOW_OP(index_add)
     .schema("index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor")
-    .traits(kIndexing)
+    .traits(kIndexing | kNoInputOverlap)
     .meta([](const TensorList& in, const Attrs& a) {
       check_index_source(in[0], gdim(in[0], a.i(0), "index_add"), in[1], in[2], "index_add_");
       return same_as_self(in, a);
@@ -366,7 +366,7 @@ FLOW_OP(index_add)
 
 FLOW_OP(index_copy)
     .schema("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor")
-    .traits(kIndexing)
+    .traits(kIndexing | kNoInputOverlap)
     .meta([](const TensorList& in, const Attrs& a) {
       check_index_source(in[0], gdim(in[0], a.i(0), "index_copy"), in[1], in[2], "index_copy_");
       return same_as_self(in, a);
@@ -393,7 +393,7 @@ FLOW_OP(index_copy)
 
 FLOW_OP(take)
     .schema("take(Tensor self, Tensor index) -> Tensor")
-    .traits(kIndexing)
+    .traits(kIndexing | kNoInputOverlap)
     .meta([](const TensorList& in, const Attrs&) -> std::vector<TensorMeta> {
       FLOW_RUNTIME_CHECK(in[1].dtype() == DType::Int64, "take(): Expected a long tensor for index, but got ",
                          dtype_name(in[1].dtype()));

@@ -147,7 +147,8 @@ std::vector<std::string> trait_names(uint64_t t) {
       {kCreation, "creation"},       {kConvolution, "convolution"},         {kPooling, "pooling"},
       {kComparison, "comparison"},   {kBackwardHelper, "backward_helper"},
       {kDataDependentShape, "data_dependent_shape"}, {kNonDifferentiable, "non_differentiable"},
-      {kOptimizer, "optimizer"}, {kComposite, "composite"}, {kAliasedOutputOk, "aliased_output_ok"}};
+      {kOptimizer, "optimizer"}, {kComposite, "composite"}, {kAliasedOutputOk, "aliased_output_ok"},
+      {kNoInputOverlap, "no_input_overlap"}};
   std::vector<std::string> out;
   for (auto& p : names)
     if (t & p.first) out.push_back(p.second);

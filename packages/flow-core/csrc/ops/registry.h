@@ -61,6 +61,9 @@ enum OpTrait : uint64_t {
   // write stores the same kind of value, so the result is well defined. PyTorch allows fill_ and
   // masked_fill_ there and refuses other in-place ops.
   kAliasedOutputOk = 1u << 21,
+  // Reads its inputs in another order than it writes its output (gather/scatter/index_* kernels): an output
+  // (out= or the in-place self) sharing any memory with another input raises, as PyTorch's assert_no_overlap.
+  kNoInputOverlap = 1u << 22,
 };
 std::vector<std::string> trait_names(uint64_t traits);
 

@@ -275,6 +275,8 @@ static PyObject* call_with_out(const OpDef& op, const TensorList& inputs, const 
   }
   if (op.has(kElementwise))  // PyTorch's TensorIterator refuses an out that partly overlaps an input
     for (const Tensor& o : outs) check_inplace_overlap(o, inputs, false);
+  else if (op.has(kNoInputOverlap))
+    for (const Tensor& o : outs) check_no_overlap(o, inputs, 0);
   if (dispatch::try_call_into(op, inputs, attrs, outs)) {
     for (const Tensor& o : outs) o.bump_version();
     Py_INCREF(out);
