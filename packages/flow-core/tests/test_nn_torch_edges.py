@@ -674,3 +674,21 @@ def test_convert_sync_batchnorm_shares_parameters_and_normalises_like_batchnorm(
     np.testing.assert_allclose(s[1].running_mean.numpy(), ref.running_mean.numpy(), rtol=1e-6)
     with pytest.raises(ValueError, match="expected at least 2D input"):
         flow.nn.SyncBatchNorm(3)(flow.ones(3))
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_bicubic_matches_torch_with_gradients(padding_mode, align_corners):
+    rng = np.random.default_rng(0)
+    x, g = rng.standard_normal((2, 3, 5, 6)), rng.uniform(-1.3, 1.3, (2, 4, 7, 2))  # some taps fall outside
+    gy = rng.standard_normal((2, 3, 4, 7))
+    res = []
+    for M, FF in ((flow, F), (torch, TF)):
+        X, G = M.tensor(x, requires_grad=True), M.tensor(g, requires_grad=True)
+        y = FF.grid_sample(X, G, mode="bicubic", padding_mode=padding_mode, align_corners=align_corners)
+        y.backward(M.tensor(gy))
+        res.append((y.detach().numpy(), X.grad.numpy(), G.grad.numpy()))
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    with pytest.raises(RuntimeError, match="bicubic interpolation only supports 4D input"):
+        F.grid_sample(flow.ones(1, 1, 2, 2, 2), flow.zeros(1, 1, 1, 1, 3), mode="bicubic", align_corners=False)

@@ -91,7 +91,11 @@ def _reflect(coord, twice_low, twice_high):
 
 
 def _source_index(coord, size, padding_mode, align_corners):
-    coord = _unnormalize(coord, size, align_corners)
+    return _pad_coord(_unnormalize(coord, size, align_corners), size, padding_mode, align_corners)
+
+
+def _pad_coord(coord, size, padding_mode, align_corners):
+    """A pixel-space coordinate moved inside the input by ``padding_mode`` ('zeros' leaves it to be masked)."""
     if padding_mode == "border":
         coord = coord.clamp(0, size - 1)
     elif padding_mode == "reflection":
@@ -119,12 +123,41 @@ def _gather_nd(flat, pos, sizes):
     return vals * ops.unsqueeze(ops.to_dtype(inside, flat.dtype), 1)
 
 
+def _cubic_coefficients(t, a=-0.75):
+    """The cubic-convolution weights of the taps at offsets -1, 0, 1, 2 for fractions ``t`` (as tensors)."""
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _bicubic_sample(flat, g, sizes, padding_mode, align_corners):
+    """PyTorch's bicubic grid sampling: the 4 x 4 integer taps around each unpadded position, each tap moved
+    inside the input by ``padding_mode`` (or read as zero), weighted by cubic convolution in x and y. Only the
+    weights depend on the grid, which is where its gradient comes from."""
+    h, w = sizes
+    ix, iy = _unnormalize(ops.select(g, 2, 0), w, align_corners), _unnormalize(ops.select(g, 2, 1), h, align_corners)
+    x0, y0 = ix.floor(), iy.floor()
+    wx, wy = _cubic_coefficients(ix - x0), _cubic_coefficients(iy - y0)
+    out = None
+    for i in range(4):
+        yi = _pad_coord(y0 + (i - 1), h, padding_mode, align_corners)
+        for j in range(4):
+            xj = _pad_coord(x0 + (j - 1), w, padding_mode, align_corners)
+            term = _gather_nd(flat, [yi, xj], sizes) * ops.unsqueeze(wy[i] * wx[j], 1)
+            out = term if out is None else out + term
+    return out
+
+
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Samples ``input`` (N, C, H, W) at the (x, y) positions of ``grid`` (N, H_out, W_out, 2), given in
     [-1, 1] (-1 is the left/top edge), giving (N, C, H_out, W_out); 5-D inputs take (x, y, z) grids
-    (N, D_out, H_out, W_out, 3). ``mode`` is 'bilinear' (trilinear for 5-D) or 'nearest'; ``padding_mode``
-    'zeros', 'border' or 'reflection' decides the values outside the input. Bilinear sampling is
-    differentiable in both ``input`` and ``grid``."""
+    (N, D_out, H_out, W_out, 3). ``mode`` is 'bilinear' (trilinear for 5-D), 'nearest' or 'bicubic' (4-D);
+    ``padding_mode`` 'zeros', 'border' or 'reflection' decides the values outside the input. Bilinear and
+    bicubic sampling are differentiable in both ``input`` and ``grid``."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError("nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
                          f"but got: '{mode}'")
@@ -149,14 +182,16 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if grid.shape[-1] != d:
         raise RuntimeError(f"grid_sampler(): expected grid to have size {d} in last dimension, but got grid with "
                            f"sizes {list(grid.shape)}")
-    if mode == "bicubic":
-        raise NotImplementedError("grid_sample: mode='bicubic' is not supported yet")
+    if mode == "bicubic" and d != 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     n, c, sizes, out_sizes = input.shape[0], input.shape[1], list(input.shape[2:]), list(grid.shape[1:-1])
     g = ops.reshape(grid, [n, math.prod(out_sizes), d])
     # grid[..., 0] indexes the last spatial dim (x), grid[..., 1] the one before (y), ...
     coords = [_source_index(ops.select(g, 2, d - 1 - i), sizes[i], padding_mode, align_corners) for i in range(d)]
     flat = ops.reshape(input, [n, c, math.prod(sizes)])
-    if mode == "nearest":
+    if mode == "bicubic":
+        out = _bicubic_sample(flat, g, sizes, padding_mode, align_corners)
+    elif mode == "nearest":
         nearest = [q.round() for q in coords]
         out = _gather_nd(flat, nearest, sizes)
         if grid.requires_grad:
