@@ -58,3 +58,19 @@ def test_ops_take_channels_last_inputs():
         res.append((y.detach().numpy(), X.grad.numpy()))
     for a, b in zip(*res):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_like_functions_preserve_a_dense_inputs_layout_like_torch():
+    def strides(M):
+        x = M.zeros(3, 4).t()
+        cl = M.zeros(2, 3, 4, 5).contiguous(memory_format=M.channels_last)
+        expanded = M.zeros(4, 1).expand(4, 3)
+        gapped = M.zeros(3, 4)[:, ::2]
+        out = [f(x).stride() for f in (M.empty_like, M.zeros_like, M.ones_like, M.rand_like, M.randn_like)]
+        out += [M.full_like(cl, 2).stride(), M.randint_like(x, 5).stride(), M.zeros_like(expanded).stride(),
+                M.ones_like(gapped).stride(), M.empty_like(x, memory_format=M.contiguous_format).stride(),
+                M.zeros_like(M.zeros(2, 3, 4, 5), memory_format=M.channels_last).stride(),
+                M.full_like(x, 2.0, requires_grad=True).is_leaf]
+        return out
+    assert strides(flow) == strides(torch)
+    np.testing.assert_array_equal(flow.ones_like(flow.zeros(3, 4).t()).numpy(), np.ones((4, 3)))

@@ -244,29 +244,56 @@ def _like(input, op):
     return list(input.shape)
 
 
+def like_layout(input, t, memory_format):
+    """``t`` (row-major, shaped like ``input``) laid out as the ``*_like`` functions lay out their result: in
+    ``memory_format``, or by default (preserve_format) in ``input``'s own dimension order when ``input`` is
+    dense without overlap (a transposed or channels-last tensor), else row-major, as in PyTorch."""
+    from .memory_format import preserve_format, to_format
+
+    if memory_format is not None and memory_format is not preserve_format:
+        return to_format(t, memory_format)
+    if input.dim() < 2 or input.is_contiguous():
+        return t
+    order = sorted(builtins.range(input.dim()), key=lambda d: (-input.stride(d), d))
+    expected = 1
+    for d in reversed(order):
+        if input.shape[d] != 1:
+            if input.stride(d) != expected:
+                return t  # overlapping or with gaps: row-major
+            expected *= input.shape[d]
+    inverse = [order.index(d) for d in builtins.range(input.dim())]
+    return _C.ops.permute(_C.ops.contiguous(_C.ops.permute(t, order)), inverse)
+
+
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
                pin_memory=False):
-    """An uninitialised tensor shaped like ``input`` (its dtype unless ``dtype``)."""
+    """An uninitialised tensor shaped (and, by default, strided) like ``input`` (its dtype unless ``dtype``)."""
     _device(device)
-    return _finish(_C._empty(_like(input, "empty_like"), dtype or input.dtype, None), requires_grad)
+    t = like_layout(input, _C._empty(_like(input, "empty_like"), dtype or input.dtype, None), memory_format)
+    return _finish(t, requires_grad)
+
+
+def _filled_like(input, op, value, dtype, device, requires_grad, memory_format):
+    t = like_layout(input, _filled(_like(input, op), value, dtype or input.dtype, device, False, None), memory_format)
+    return _finish(t, requires_grad)
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
                pin_memory=False):
-    """Zeros shaped like ``input`` (its dtype unless ``dtype``)."""
-    return _filled(_like(input, "zeros_like"), 0, dtype or input.dtype, device, requires_grad, None)
+    """Zeros shaped (and, by default, strided) like ``input`` (its dtype unless ``dtype``)."""
+    return _filled_like(input, "zeros_like", 0, dtype, device, requires_grad, memory_format)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
               pin_memory=False):
-    """Ones shaped like ``input`` (its dtype unless ``dtype``)."""
-    return _filled(_like(input, "ones_like"), 1, dtype or input.dtype, device, requires_grad, None)
+    """Ones shaped (and, by default, strided) like ``input`` (its dtype unless ``dtype``)."""
+    return _filled_like(input, "ones_like", 1, dtype, device, requires_grad, memory_format)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
               pin_memory=False):
-    """``fill_value`` shaped like ``input`` (its dtype unless ``dtype``)."""
-    return _filled(_like(input, "full_like"), fill_value, dtype or input.dtype, device, requires_grad, None)
+    """``fill_value`` shaped (and, by default, strided) like ``input`` (its dtype unless ``dtype``)."""
+    return _filled_like(input, "full_like", fill_value, dtype, device, requires_grad, memory_format)
 
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):

@@ -111,16 +111,16 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
               generator=None):
-    """Uniform [0, 1) samples shaped like ``input``."""
-    return rand(list(input.shape), dtype=dtype or input.dtype, device=device, requires_grad=requires_grad,
-                generator=generator)
+    """Uniform [0, 1) samples shaped (and, by default, strided) like ``input``."""
+    t = rand(list(input.shape), dtype=dtype or input.dtype, device=device, generator=generator)
+    return _like_finish(input, t, memory_format, requires_grad)
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
                generator=None):
-    """Standard normal samples shaped like ``input``."""
-    return randn(list(input.shape), dtype=dtype or input.dtype, device=device, requires_grad=requires_grad,
-                 generator=generator)
+    """Standard normal samples shaped (and, by default, strided) like ``input``."""
+    t = randn(list(input.shape), dtype=dtype or input.dtype, device=device, generator=generator)
+    return _like_finish(input, t, memory_format, requires_grad)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, memory_format=None,
@@ -128,8 +128,15 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
     """Integers from [low, high) shaped like ``input`` (its dtype unless ``dtype``); ``randint_like(input, high)``."""
     if high is None:
         low, high = 0, low
-    return randint(low, high, list(input.shape), dtype=dtype or input.dtype, device=device,
-                   requires_grad=requires_grad, generator=generator)
+    t = randint(low, high, list(input.shape), dtype=dtype or input.dtype, device=device, generator=generator)
+    return _like_finish(input, t, memory_format, requires_grad)
+
+
+def _like_finish(input, t, memory_format, requires_grad):
+    from .creation import like_layout
+
+    t = like_layout(input, t, memory_format)
+    return t.requires_grad_() if requires_grad else t
 
 
 def _zeros(shape, dtype):
