@@ -150,3 +150,21 @@ def test_zero_dim_and_deprecated_forms_like_torch():
         assert w.tolist() == [1.0, 0.0]
         with pytest.warns(UserWarning, match="Received a 3D input to dropout2d"):
             M.nn.functional.dropout2d(M.ones(2, 3, 4), 0.5)
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_prod_gradients_with_zeros_like_torch(include_self):
+    rng = np.random.default_rng(0)
+    self_, src, ix = rng.standard_normal((3, 5)), rng.standard_normal((3, 4)), rng.integers(0, 5, (3, 4))
+    self_[0, 1] = 0.0  # a zero in self, one lone zero in src, and two zeros in src meeting at one target
+    src[1, 2] = src[2, 0] = src[2, 1] = 0.0
+    ix[2, 0] = ix[2, 1] = 3
+    g = rng.standard_normal((3, 5))
+    res = []
+    for M in (flow, torch):
+        S, R = M.tensor(self_, requires_grad=True), M.tensor(src, requires_grad=True)
+        out = M.scatter_reduce(S, 1, M.tensor(ix), R, "prod", include_self=include_self)
+        out.backward(M.tensor(g))
+        res.append((out.detach().numpy(), S.grad.numpy(), R.grad.numpy()))
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)

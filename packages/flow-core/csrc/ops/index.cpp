@@ -231,6 +231,30 @@ FLOW_OP(scatter_reduce)
         Tensor gd = ops::div(g[0], cnt);
         if (c.needs(0)) gs = ops::mul(gd, selfw);
         if (c.needs(2)) gsrc = ops::mul(ops::call1("gather", {gd, ix}, {dim}), ops::to_dtype(src_eq, g[0].dtype()));
+      } else if (red == "prod") {
+        // d result / d x is the product of the other contributions: result / x, computed with a zero x replaced
+        // by 1 (result would be 0) so that a single zero still gets the product of the rest (torch's formula)
+        auto call = [&](const char* op, const TensorList& args, std::vector<AttrValue> at = {}) {
+          return ops::call1(op, args, at);
+        };
+        Tensor one = ops::wrapped_scalar(Scalar(1.0));
+        std::vector<AttrValue> sr{dim, red, include_self};
+        if (c.needs(0)) {
+          Tensor ms = call("masked_fill", {self, call("eq", {self, ops::wrapped_scalar(Scalar(0.0))}), one});
+          gs = ops::div(ops::mul(g[0], call("scatter_reduce", {ms, ix, src}, sr)), ms);
+          if (!include_self) gs = call("scatter", {gs, ix, ops::wrapped_scalar(Scalar(0.0))}, {dim});
+        }
+        if (c.needs(2)) {
+          Tensor zero = call("eq", {src, ops::wrapped_scalar(Scalar(0.0))});
+          Tensor nzero = call("gather", {call("scatter_add", {ops::zeros_like(self), ix, ops::to_dtype(zero, self.dtype())},
+                                              {dim}), ix}, {dim});
+          Tensor single = call("logical_and", {zero, call("eq", {nzero, ops::wrapped_scalar(Scalar(1.0))})});
+          Tensor with_single = call("scatter_reduce", {self, ix, call("masked_fill", {src, single, one})}, sr);
+          Tensor via_single = call("gather", {ops::mul(g[0], with_single), ix}, {dim});
+          Tensor via_result = ops::div(call("gather", {ops::mul(g[0], out), ix}, {dim}),
+                                       call("masked_fill", {src, zero, one}));
+          gsrc = ops::where(single, via_single, via_result);
+        }
       } else {
         fail(ErrorKind::NotImplemented, "scatter_reduce: the derivative for reduce='", red, "' is not implemented");
       }
