@@ -246,8 +246,8 @@ FLOW_OP(scatter_reduce)
         }
         if (c.needs(2)) {
           Tensor zero = call("eq", {src, ops::wrapped_scalar(Scalar(0.0))});
-          Tensor nzero = call("gather", {call("scatter_add", {ops::zeros_like(self), ix, ops::to_dtype(zero, self.dtype())},
-                                              {dim}), ix}, {dim});
+          Tensor zeros_at = call("scatter_add", {ops::zeros_like(self), ix, ops::to_dtype(zero, self.dtype())}, {dim});
+          Tensor nzero = call("gather", {zeros_at, ix}, {dim});  // zeros of src meeting at each src's target
           Tensor single = call("logical_and", {zero, call("eq", {nzero, ops::wrapped_scalar(Scalar(1.0))})});
           Tensor with_single = call("scatter_reduce", {self, ix, call("masked_fill", {src, single, one})}, sr);
           Tensor via_single = call("gather", {ops::mul(g[0], with_single), ix}, {dim});
