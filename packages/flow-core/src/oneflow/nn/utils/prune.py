@@ -269,11 +269,7 @@ class RandomStructured(BasePruningMethod):
         Raises:
             IndexError: if ``dim >= t.dim()``
         """
-        _validate_structured_pruning(t)
-        _validate_pruning_dim(t, self.dim)
-        tensor_size = t.shape[self.dim]
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
+        tensor_size, nparams_toprune = _structured_counts(t, self.amount, self.dim)
         if nparams_toprune == 0:
             return default_mask
         prob = flow.rand(tensor_size, device=t.device)
@@ -306,11 +302,7 @@ class LnStructured(BasePruningMethod):
         Raises:
             IndexError: if ``dim >= t.dim()``
         """
-        _validate_structured_pruning(t)
-        _validate_pruning_dim(t, self.dim)
-        tensor_size = t.shape[self.dim]
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
+        tensor_size, nparams_toprune = _structured_counts(t, self.amount, self.dim)
         # topk of the kept channels (not bottom-k of the pruned ones) so that ties break as in PyTorch.
         kept = flow.topk(_compute_norm(t, self.n, self.dim), k=tensor_size - nparams_toprune, largest=True)
         if nparams_toprune == 0:
@@ -468,6 +460,16 @@ def _validate_pruning_amount(amount, tensor_size):
     """Checks that an int ``amount`` is at most ``tensor_size``, the number of units there are to prune."""
     if isinstance(amount, numbers.Integral) and amount > tensor_size:
         raise ValueError(f"amount={amount} should be smaller than the number of parameters to prune={tensor_size}")
+
+
+def _structured_counts(t, amount, dim):
+    """(channels along ``dim``, channels to prune), after the structured methods' checks."""
+    _validate_structured_pruning(t)
+    _validate_pruning_dim(t, dim)
+    tensor_size = t.shape[dim]
+    nparams_toprune = _compute_nparams_toprune(amount, tensor_size)
+    _validate_pruning_amount(nparams_toprune, tensor_size)
+    return tensor_size, nparams_toprune
 
 
 def _validate_structured_pruning(t):
