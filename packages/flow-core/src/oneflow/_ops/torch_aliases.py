@@ -21,7 +21,7 @@ _INPLACE = ["abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_
             "negative_", "rad2deg_", "reciprocal_", "relu_", "round_", "rsqrt_", "selu_", "sigmoid_", "sin_",
             "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "threshold_", "trunc_", "xlogy_"]
 
-__all__ = _FUNCTIONAL + _INPLACE + ["is_complex", "is_inference"]
+__all__ = _FUNCTIONAL + _INPLACE + ["is_complex", "is_inference", "conv_tbc"]
 
 def _functional(name):
     # resolved at call time: nn.functional is imported after the op modules
@@ -54,3 +54,36 @@ def is_inference(input):
     """Whether ``input`` was created in inference mode."""
     return input.is_inference()
 
+def conv_tbc(input, weight, bias, pad=0):
+    """1-D convolution over a (time, batch, in_channels) input with a (kernel_width, in_channels, out_channels)
+    weight and an (out_channels,) bias, padding ``pad`` steps on both ends of time; gives (time', batch,
+    out_channels)."""
+    for i, (name, t) in enumerate((("input", input), ("weight", weight), ("bias", bias))):
+        if not isinstance(t, _C.TensorBase):
+            raise TypeError(f"conv_tbc(): argument '{name}' (position {i + 1}) must be Tensor, not "
+                            f"{type(t).__name__}")
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    ops = _C.ops
+    pad = int(pad)
+    t, b, k, c_out = input.shape[0], input.shape[1], weight.shape[0], weight.shape[2]
+    olen = t + 2 * pad - k + 1
+    if olen < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {olen}: [{olen}, {b}, {c_out}]")
+    x = ops.permute(input, [1, 2, 0])
+    if pad < 0:  # PyTorch's kernel reads a negative pad as cropping both ends of time
+        x = ops.slice(x, 2, -pad, t + pad, 1)
+    if olen == 0:
+        from .creation import zeros
+
+        return zeros([0, b, c_out], dtype=input.dtype, device=input.device)
+    out = ops.convolution(x, ops.permute(weight, [2, 1, 0]), bias, [1], [max(pad, 0)], [1], False, [0], 1)
+    return ops.permute(out, [2, 0, 1])

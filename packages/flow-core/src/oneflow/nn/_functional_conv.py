@@ -1,7 +1,7 @@
 """Convolution, pooling and linear functions of ``oneflow.nn.functional`` (torch.nn.functional signatures)."""
 import math
 from .. import _C
-from .._ops._names import reject_dtype
+from .._ops._names import reject_dtype, torch_dtype_name
 
 ops = _C.ops
 
@@ -10,7 +10,9 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "adaptive_max_pool3d", "linear", "bilinear", "unfold", "fold",
            "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
-           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices"]
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
+           "fractional_max_pool2d", "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
+           "fractional_max_pool3d_with_indices"]
 
 
 def _tuple(v, n, name="argument"):
@@ -225,6 +227,150 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     """3-D adaptive max pooling returning ``(output, indices)``."""
     return _adaptive_max(input, output_size, True, 3)
 
+
+
+_FRAC_DIM_NAMES = {2: ("height", "width"), 3: ("time", "height", "width")}
+
+
+def _frac_sizes(v, nd, fname, what):
+    if isinstance(v, (list, tuple)):
+        if len(v) not in (1, nd):
+            raise RuntimeError(f"{fname}: {what} must either be a single Int or tuple of Ints")
+        return [int(x) for x in v] * (nd if len(v) == 1 else 1)
+    return [int(v)] * nd
+
+
+def _bf16_round(a):
+    """float32 values rounded to the nearest bfloat16 (ties to even), kept as float32."""
+    import numpy as np
+
+    b = np.asarray(a, dtype=np.float32).view(np.uint32)
+    return ((b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000).view(np.float32)
+
+
+def _frac_starts(u, in_size, out_size, pool, np_dtype, rnd):
+    """Window starts (N, C, out) as ATen's generate_intervals makes them, in the input's floating type (``rnd``
+    rounds each step for bfloat16, which numpy lacks) so that the float truncations land where PyTorch's do."""
+    import numpy as np
+
+    seq = np.empty(u.shape + (out_size,), dtype=np.int64)
+    if out_size > 1:
+        alpha = rnd(rnd(np_dtype(in_size - pool)) / rnd(np_dtype(out_size - 1)))
+        i = rnd(np.arange(out_size - 1).astype(np_dtype))
+        seq[..., :-1] = (rnd(rnd(i + u[..., None]) * alpha).astype(np.int64)
+                         - rnd(u * alpha).astype(np.int64)[..., None])
+    if out_size > 0:
+        seq[..., -1] = in_size - pool
+    return seq
+
+
+def _fractional_max_pool(input, kernel_size, output_size, output_ratio, samples, nd):
+    import numpy as np
+    import oneflow as flow
+
+    fname = f"fractional_max_pool{nd}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{fname} requires specifying either an output_size or an output_ratio")
+    if input.dim() < nd + 1:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.dim()}, {input.dim() - 1}], "
+                         f"but got {-nd - 1})")
+    where = f"{fname}()" if nd == 2 else f"{fname}_out()"
+    if input.dim() > nd + 2:
+        raise RuntimeError(f"{where}: Expected {nd + 1}D or {nd + 2}D tensor, but got: {list(input.shape)}")
+    for d in range(input.dim() - nd - 1, input.dim()):
+        if input.shape[d] == 0:
+            raise RuntimeError(f"{where}: Expected input to have non-zero size for non-batch dimensions, but got"
+                               f"{list(input.shape)} with dimension {d} being empty.")
+    spatial = list(input.shape[-nd:])
+    if output_size is None:
+        # len() as in PyTorch, whose 2-D functional thus takes only a sequence ratio (TypeError otherwise)
+        if nd == 2 and len(output_ratio) > 2:
+            raise ValueError(f"{fname} requires output_ratio to either be a single Int or tuple of Ints.")
+        ratio = list(output_ratio) if isinstance(output_ratio, (list, tuple)) else [output_ratio] * nd
+        output_size = [int(spatial[i] * ratio[i]) for i in range(nd)]
+    pool = _frac_sizes(kernel_size, nd, fname, "kernel_size")
+    out = _frac_sizes(output_size, nd, fname, "output_size")
+    if not input.is_floating_point():
+        raise NotImplementedError(f'"check_uniform_bounds" not implemented for \'{torch_dtype_name(input.dtype)}\'')
+    x, unbatched = (ops.unsqueeze(input, 0), True) if input.dim() == nd + 1 else (input, False)
+    n, c = x.shape[0], x.shape[1]
+    if samples is None:
+        samples = flow.rand(n, c, nd, dtype=input.dtype, device=input.device)
+    # PyTorch's 2-D kernel lets windows reach the last element; its 3-D one asks for one spare, checking (T, W, H)
+    for i in ([0, 1] if nd == 2 else [0, 2, 1]):
+        name = _FRAC_DIM_NAMES[nd][i]
+        if out[i] + pool[i] - 1 > spatial[i] - (nd == 3):
+            raise RuntimeError(f"{where}: pool {name} {pool[i]} too large relative to input {name} {spatial[i]}")
+    if samples.dim() != 3 or samples.shape[2] != nd:
+        raise RuntimeError(f"Expect _random_samples.size(2) equals to {nd}; got {samples.shape[-1]}.")
+    if samples.shape[0] < n:
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+    if samples.shape[1] != c:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    if samples.dtype != input.dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
+    out_shape = [n, c] + out
+    if math.prod(out_shape) == 0:
+        res = flow.zeros(out_shape, dtype=input.dtype, device=input.device), \
+            flow.zeros(out_shape, dtype=flow.int64, device=input.device)
+    else:
+        np_dtype = {flow.float64: np.float64, flow.float16: np.float16}.get(input.dtype, np.float32)
+        rnd = _bf16_round if input.dtype == flow.bfloat16 else (lambda a: a)
+        u = samples.detach()[:n].to(flow.float64).cpu().numpy().astype(np_dtype)
+        # 2-D pooling reads sample 0 for the width and 1 for the height; 3-D reads them in (T, H, W) order
+        which = [1, 0] if nd == 2 else [0, 1, 2]
+        starts = [_frac_starts(u[..., which[d]], spatial[d], out[d], pool[d], np_dtype, rnd) for d in range(nd)]
+        strides = [math.prod(spatial[d + 1:]) for d in range(nd)]
+        # flat in-plane index of every window element: (N, C, *out, *pool)
+        flat = np.zeros((n, c) + (1,) * (2 * nd), dtype=np.int64)
+        for d in range(nd):
+            shp = [n, c] + [1] * (2 * nd)
+            shp[2 + d] = out[d]
+            off = [1] * (2 * nd + 2)
+            off[2 + nd + d] = pool[d]
+            flat = flat + (starts[d].reshape(shp) + np.arange(pool[d]).reshape(off)) * strides[d]
+        k = math.prod(pool)
+        idx = flow.tensor(flat.reshape(n, c, -1), dtype=flow.int64, device=input.device)
+        win = ops.reshape(ops.gather(ops.reshape(x, [n, c, -1]), 2, idx), [n, c, -1, k])
+        with flow.no_grad():
+            # PyTorch scans each window with ``val > max || isnan(val)``: the first maximum, but the last NaN
+            nan = win.isnan()
+            pick = win.masked_fill(nan, float("-inf")).argmax(-1, keepdim=True)
+            last_nan = (k - 1) - nan.flip([-1]).to(flow.int8).argmax(-1, keepdim=True)
+            pick = flow.where(nan.any(-1, keepdim=True), last_nan, pick)
+            plane_idx = ops.reshape(ops.gather(idx.reshape(n, c, -1, k), 3, pick), out_shape)
+        res = ops.reshape(ops.gather(win, 3, pick), out_shape), plane_idx
+    if unbatched:
+        return ops.squeeze_dim(res[0], 0), ops.squeeze_dim(res[1], 0)
+    return res
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    """2-D fractional max pooling (Graham, 2014) over (N, C, H, W) or (C, H, W) inputs, returning
+    ``(output, indices)``; windows of ``kernel_size`` start at pseudo-random steps that reach ``output_size``
+    (or ``output_ratio`` times the input size)."""
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 2)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    """3-D fractional max pooling over (N, C, T, H, W) or (C, T, H, W) inputs, returning ``(output, indices)``."""
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 3)
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """2-D fractional max pooling; with ``return_indices`` also the argmax positions (flat within each plane)."""
+    out, idx = _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 2)
+    return (out, idx) if return_indices else out
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """3-D fractional max pooling; with ``return_indices`` also the argmax positions (flat within each volume)."""
+    out, idx = _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 3)
+    return (out, idx) if return_indices else out
 
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``."""

@@ -5,7 +5,8 @@ from ._layer_utils import _pair, _single, _triple
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
-           "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
+           "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+           "FractionalMaxPool2d", "FractionalMaxPool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -243,3 +244,48 @@ class MaxUnpool3d(_MaxUnpoolNd):
 
     def forward(self, input, indices, output_size=None):
         return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class _FractionalMaxPoolNd(Module):
+    __constants__ = ["kernel_size", "return_indices", "output_size", "output_ratio"]
+    _tup = staticmethod(_pair)
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False, _random_samples=None):
+        super().__init__()
+        t = self._tup
+        self.kernel_size = t(kernel_size)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = t(output_size) if output_size is not None else None
+        self.output_ratio = t(output_ratio) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{type(self).__name__} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """2-D fractional max pooling (Graham, 2014): ``kernel_size`` windows at pseudo-random steps, reaching
+    ``output_size`` or ``output_ratio`` times the input size (exactly one of the two)."""
+
+    def forward(self, input):
+        return F.fractional_max_pool2d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                       self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """3-D fractional max pooling over (N, C, T, H, W) or (C, T, H, W) inputs."""
+
+    _tup = staticmethod(_triple)
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False, _random_samples=None):
+        if (isinstance(kernel_size, int) and kernel_size <= 0) or (
+                isinstance(kernel_size, (tuple, list)) and not all(k > 0 for k in kernel_size)):
+            raise ValueError(f"kernel_size must be greater than 0, but got {kernel_size}")
+        super().__init__(kernel_size, output_size, output_ratio, return_indices, _random_samples)
+
+    def forward(self, input):
+        return F.fractional_max_pool3d(input, self.kernel_size, self.output_size, self.output_ratio,
+                                       self.return_indices, _random_samples=self._random_samples)
