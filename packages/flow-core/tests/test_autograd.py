@@ -358,3 +358,27 @@ def test_save_for_backward_refuses_non_tensors_like_torch():
 
     with pytest.raises(TypeError, match="save_for_backward can only save variables, but argument 1 is of type int"):
         F.apply(flow.ones(2, requires_grad=True))
+
+
+def test_post_accumulate_grad_hook_like_torch():
+    def run(M):
+        w = M.ones(3, requires_grad=True)
+        seen = []
+        h = w.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.tolist()))
+        (w * 2).sum().backward()
+        (w * 3).sum().backward()  # sees the accumulated gradient
+        M.autograd.grad((w * 5).sum(), w)  # autograd.grad accumulates nothing, so no call
+        h.remove()
+        (w * 4).sum().backward()
+        errors = []
+        for bad in (lambda: (w * 2).register_post_accumulate_grad_hook(lambda t: None),
+                    lambda: M.ones(2).register_post_accumulate_grad_hook(lambda t: None)):
+            with pytest.raises(RuntimeError) as e:
+                bad()
+            errors.append(str(e.value))
+        v = M.ones(2, requires_grad=True)
+        v.register_post_accumulate_grad_hook(lambda t: t * 2)
+        with pytest.raises(RuntimeError, match="post accumulate grad hooks should return None"):
+            v.sum().backward()
+        return seen, w.grad.tolist(), errors
+    assert run(flow) == run(torch)

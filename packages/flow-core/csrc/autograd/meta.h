@@ -19,6 +19,8 @@ struct AutogradMeta {
   std::weak_ptr<Node> grad_accumulator;  // for leaves
   bool retains_grad = false;
   std::vector<TensorHook> leaf_hooks;    // hooks of a leaf, run before accumulation
+  // hooks of a leaf called with the tensor once its .grad holds the accumulated gradient
+  std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;
   // For a view with a history: the storage version its grad_fn was made at. An in-place write to the base
   // or to another view of it since then makes that history stale; grad_fn() then rebuilds it from the base.
   int64_t view_version = -1;

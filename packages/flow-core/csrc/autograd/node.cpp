@@ -218,6 +218,7 @@ TensorList AccumulateGrad::apply(TensorList&& grads) {
     dispatch::fill_defaults(*add_.functional, a);
     dispatch::call(add_, {m.grad, g}, a);
   }
+  for (auto& h : m.post_accumulate_hooks) h(var);
   return {};
 }
 

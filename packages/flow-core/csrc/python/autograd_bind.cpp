@@ -174,6 +174,20 @@ void init_autograd(nb::module_& m) {
     return h;
   });
 
+  m.def("_register_post_accumulate_grad_hook", [](const Tensor& t, nb::object fn) {
+    FLOW_RUNTIME_CHECK(t.requires_grad(), "cannot register a hook on a tensor that doesn't require gradient");
+    FLOW_RUNTIME_CHECK(t.is_leaf(), "post accumulate grad hooks cannot be registered on non-leaf tensors");
+    auto h = std::make_shared<PyHook>();
+    h->fn = fn;
+    t.autograd_meta().post_accumulate_hooks.push_back([h](const Tensor& var) {
+      if (h->removed) return;
+      nb::gil_scoped_acquire gil;
+      nb::object r = h->fn(wrap(var));
+      FLOW_RUNTIME_CHECK(r.is_none(), "Tensor post accumulate grad hooks should return None.");
+    });
+    return h;
+  });
+
   // Attach a Python backward to `outputs` with edges to the tensor `inputs` (autograd.Function.apply).
   m.def("_make_function_node", [](nb::object backward_fn, std::string name, nb::handle inputs, nb::handle outputs) {
     TensorList ins = tensor_list(inputs, true);

@@ -163,6 +163,11 @@ class Tensor(_C.TensorBase):
         """Registers ``hook(grad) -> Tensor or None`` to run when this tensor's gradient is computed."""
         return _C._register_hook(self, hook)
 
+    def register_post_accumulate_grad_hook(self, hook):
+        """Registers ``hook(tensor) -> None`` on a leaf, run during ``backward`` once its ``.grad`` holds the
+        accumulated gradient (e.g. to step an optimizer per parameter); not run by ``autograd.grad``."""
+        return _C._register_post_accumulate_grad_hook(self, hook)
+
     # ---- dtype/device conversion --------------------------------------------------------------------
     def to(self, *args, **kwargs):
         """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; returns self when nothing changes."""
