@@ -74,3 +74,18 @@ def test_like_functions_preserve_a_dense_inputs_layout_like_torch():
         return out
     assert strides(flow) == strides(torch)
     np.testing.assert_array_equal(flow.ones_like(flow.zeros(3, 4).t()).numpy(), np.ones((4, 3)))
+
+
+def test_storages_identify_and_read_the_shared_block_like_torch():
+    def facts(M):
+        base = M.arange(6.0)
+        t = base[2:]
+        s = t.untyped_storage()
+        with pytest.warns(UserWarning, match="TypedStorage is deprecated"):
+            u = t.storage()
+        other = M.arange(6.0).untyped_storage().data_ptr()
+        return [type(s).__name__, s.nbytes(), len(s), s.data_ptr() == t.data_ptr() - 8,
+                s.data_ptr() == base.untyped_storage().data_ptr(), s.data_ptr() == other,
+                s.tolist()[4:8], s[7], isinstance(s, M.UntypedStorage), type(u).__name__, len(u), u.tolist(), u[5],
+                u.nbytes(), u.data_ptr() == s.data_ptr(), u.element_size()]
+    assert facts(flow) == facts(torch)
