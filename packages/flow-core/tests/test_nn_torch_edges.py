@@ -692,3 +692,15 @@ def test_grid_sample_bicubic_matches_torch_with_gradients(padding_mode, align_co
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
     with pytest.raises(RuntimeError, match="bicubic interpolation only supports 4D input"):
         F.grid_sample(flow.ones(1, 1, 2, 2, 2), flow.zeros(1, 1, 1, 1, 3), mode="bicubic", align_corners=False)
+
+
+@pytest.mark.parametrize("call,exc", [(lambda M, FF: FF.pixel_shuffle(M.ones(1, 4, 2, 2), 2.0), TypeError),
+                                      (lambda M, FF: FF.pixel_unshuffle(M.ones(1, 4, 2, 2), 2.0), TypeError),
+                                      (lambda M, FF: FF.pad(M.ones(1, 4, 2, 2), (1.0, 2.0)), TypeError),
+                                      (lambda M, FF: FF.interpolate(M.ones(1, 4, 2, 2), size=3.0), TypeError),
+                                      (lambda M, FF: M.nn.utils.rnn.pack_padded_sequence(
+                                          M.zeros(3, 0, 2), M.tensor([], dtype=M.int64)), RuntimeError)])
+def test_float_size_arguments_and_empty_packing_raise_like_torch(call, exc):
+    for M, FF in ((flow, F), (torch, TF)):
+        with pytest.raises(exc):
+            call(M, FF)

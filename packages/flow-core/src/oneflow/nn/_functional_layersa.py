@@ -120,9 +120,19 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     return out
 
 
+def _int_arg(op, name, v):
+    """``v`` as an int, refusing floats and other types as torch's argument parser does."""
+    import operator
+
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{op}(): argument '{name}' (position 2) must be int, not {type(v).__name__}") from None
+
+
 def pixel_shuffle(input, upscale_factor):
     """(*, C r^2, H, W) -> (*, C, H r, W r)."""
-    r = int(upscale_factor)
+    r = _int_arg("pixel_shuffle", "upscale_factor", upscale_factor)
     if input.dim() < 3:
         raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
                            f"{input.dim()} dimension(s)")
@@ -141,7 +151,7 @@ def pixel_shuffle(input, upscale_factor):
 
 def pixel_unshuffle(input, downscale_factor):
     """(*, C, H r, W r) -> (*, C r^2, H, W)."""
-    r = int(downscale_factor)
+    r = _int_arg("pixel_unshuffle", "downscale_factor", downscale_factor)
     if input.dim() < 3:
         raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
                            f"{input.dim()} dimension(s)")

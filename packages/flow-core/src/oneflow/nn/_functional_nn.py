@@ -437,6 +437,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     scales = None
     if size is not None:
         out = list(size) if isinstance(size, (list, tuple)) else [size] * k
+        if any(isinstance(s, float) for s in out):
+            raise TypeError(f"expected size to be one of int or Tuple[int] or Tuple[int, int] or Tuple[int, int, int], "
+                            f"but got size with types {[type(s) for s in out]}")
         if len(out) != k:
             raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with "
                              f"spatial dimensions of {spatial} and output size of {out}. Please provide input tensor "
@@ -513,6 +516,10 @@ def pad(input, pad, mode="constant", value=None):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if mode != "constant" and value is not None and value != 0:
         raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument.')
+    for i, p in enumerate(pad):
+        if isinstance(p, float):
+            raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, but found element of type "
+                            f"{type(p).__name__} at pos {i}")
     return ops.pad(input, [int(p) for p in pad], mode, None if value is None else float(value))
 
 

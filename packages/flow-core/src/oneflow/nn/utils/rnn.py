@@ -142,6 +142,8 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     """Packs a padded batch (T, B, *) (or (B, T, *) with ``batch_first``) of sequences of ``lengths``."""
     flow = _flow()
     lengths = _lengths_array(lengths)
+    if input.numel() == 0 or len(lengths) == 0:
+        raise RuntimeError("Cannot pack empty tensors.")
     if enforce_sorted:
         if np.any(lengths[:-1] < lengths[1:]):
             raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
