@@ -168,3 +168,11 @@ def test_scatter_reduce_prod_gradients_with_zeros_like_torch(include_self):
         res.append((out.detach().numpy(), S.grad.numpy(), R.grad.numpy()))
     for a, b in zip(*res):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_median_of_an_empty_integer_tensor_gives_torchs_value():
+    for name in ("median", "nanmedian"):
+        for dt in ("int64", "int32", "int16", "int8", "uint8"):
+            got = getattr(flow.zeros(0, dtype=getattr(flow, dt)), name)()
+            want = getattr(torch.zeros(0, dtype=getattr(torch, dt)), name)()
+            assert got.item() == want.item() and str(got.dtype).endswith(dt)

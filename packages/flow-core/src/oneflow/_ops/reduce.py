@@ -306,7 +306,12 @@ def _median_all(input, ignore_nan):
     if flat.shape[0] == 0:
         from .creation import tensor
 
-        return tensor(float("nan"), dtype=input.dtype)
+        if input.dtype.is_floating_point:
+            return tensor(float("nan"), dtype=input.dtype)
+        # PyTorch stores NaN converted to the integer type: x86's conversion gives the most negative 32/64-bit
+        # value, which narrower types truncate to 0
+        wide = input.dtype in (_C.int32, _C.int64)
+        return tensor(-(2 ** (63 if input.dtype == _C.int64 else 31)) if wide else 0, dtype=input.dtype)
     med = ops.reshape(_median_dim("median", flat, 0, False, ignore_nan, median_return)[0], [])
     if not (flat.requires_grad and _C.is_grad_enabled()):
         return med
