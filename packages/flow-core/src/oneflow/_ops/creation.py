@@ -9,7 +9,7 @@ from .._printing import set_printoptions  # noqa: F401  (exported as oneflow.set
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
            "ones_like", "empty_like", "full_like", "from_dlpack", "scalar_tensor", "arange", "range", "linspace",
-           "logspace", "eye", "set_printoptions"]
+           "logspace", "eye", "set_printoptions", "empty_strided"]
 
 _NP_TO_FLOW = {
     np.dtype(np.bool_): _C.bool, np.dtype(np.uint8): _C.uint8, np.dtype(np.int8): _C.int8,
@@ -202,6 +202,18 @@ def empty(*size, dtype=None, device=None, requires_grad=False, out=None, pin_mem
 
         t = to_format(t, memory_format)
     return _finish(t, requires_grad, out)
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """An uninitialised tensor with the given ``size`` and ``stride``."""
+    shape = _shape((size,), "empty_strided")
+    strides = [builtins.int(s) for s in stride]
+    if len(strides) != len(shape):
+        raise RuntimeError(f"dimensionality of sizes ({len(shape)}) must match dimensionality of strides "
+                           f"({len(strides)})")
+    _device(device)
+    t = _C._empty_strided(shape, strides, dtype or _C.get_default_dtype(), None)
+    return _finish(t, requires_grad)
 
 
 def _reject(kw, op):
