@@ -7,6 +7,7 @@ import warnings
 import numpy as _np
 
 from .. import _C
+from . import _interp_weights as _iw
 from .._ops._names import reject_dtype, torch_dtype_name
 
 ops = _C.ops
@@ -123,17 +124,6 @@ def _gather_nd(flat, pos, sizes):
     return vals * ops.unsqueeze(ops.to_dtype(inside, flat.dtype), 1)
 
 
-def _cubic_coefficients(t, a=-0.75):
-    """The cubic-convolution weights of the taps at offsets -1, 0, 1, 2 for fractions ``t`` (as tensors)."""
-    def near(x):  # |x| <= 1
-        return ((a + 2) * x - (a + 3)) * x * x + 1
-
-    def far(x):  # 1 < |x| < 2
-        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
-
-    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
-
-
 def _bicubic_sample(flat, g, sizes, padding_mode, align_corners):
     """PyTorch's bicubic grid sampling: the 4 x 4 integer taps around each unpadded position, each tap moved
     inside the input by ``padding_mode`` (or read as zero), weighted by cubic convolution in x and y. Only the
@@ -141,7 +131,8 @@ def _bicubic_sample(flat, g, sizes, padding_mode, align_corners):
     h, w = sizes
     ix, iy = _unnormalize(ops.select(g, 2, 0), w, align_corners), _unnormalize(ops.select(g, 2, 1), h, align_corners)
     x0, y0 = ix.floor(), iy.floor()
-    wx, wy = _cubic_coefficients(ix - x0), _cubic_coefficients(iy - y0)
+    # interpolate's cubic-convolution weights, evaluated on tensors of fractions
+    wx, wy = _iw.cubic_weights(ix - x0), _iw.cubic_weights(iy - y0)
     out = None
     for i in range(4):
         yi = _pad_coord(y0 + (i - 1), h, padding_mode, align_corners)

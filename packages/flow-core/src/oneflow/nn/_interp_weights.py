@@ -5,7 +5,8 @@ import math
 
 import numpy as _np
 
-__all__ = ["source_scale", "linear_matrix", "cubic_matrix", "antialias_matrix", "nearest_exact_index"]
+__all__ = ["source_scale", "cubic_weights", "linear_matrix", "cubic_matrix", "antialias_matrix",
+           "nearest_exact_index"]
 
 
 def source_scale(in_size, out_size, align_corners, scale_factor):
@@ -15,8 +16,9 @@ def source_scale(in_size, out_size, align_corners, scale_factor):
     return 1.0 / scale_factor if scale_factor is not None and scale_factor > 0 else in_size / out_size
 
 
-def _cubic_weights(t, a=-0.75):
-    """The four cubic-convolution weights of the neighbours at offsets -1, 0, 1, 2 for a fraction t."""
+def cubic_weights(t, a=-0.75):
+    """The four cubic-convolution weights of the neighbours at offsets -1, 0, 1, 2 for a fraction t (a number,
+    or a tensor of fractions: grid_sample's bicubic mode evaluates them elementwise)."""
     def near(x):  # |x| <= 1
         return ((a + 2) * x - (a + 3)) * x * x + 1
 
@@ -47,7 +49,7 @@ def cubic_matrix(in_size, out_size, align_corners, scale_factor):
     for o in range(out_size):
         real = scale * o if align_corners else scale * (o + 0.5) - 0.5
         i0 = math.floor(real)
-        for k, c in enumerate(_cubic_weights(real - i0)):
+        for k, c in enumerate(cubic_weights(real - i0)):
             w[o, min(max(i0 - 1 + k, 0), in_size - 1)] += c
     return w
 

@@ -210,14 +210,8 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone()
-        if nparams_toprune != 0:
-            prob = flow.rand_like(t)
-            mask.view(-1)[flow.topk(prob.view(-1), k=nparams_toprune).indices] = 0
-        return mask
+        return _unstructured_mask(t, self.amount, default_mask,
+                                  lambda k: flow.topk(flow.rand_like(t).view(-1), k=k).indices)
 
     @classmethod
     def apply(cls, module, name, amount):
@@ -236,14 +230,8 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone()
-        if nparams_toprune != 0:
-            smallest = flow.topk(flow.abs(t).view(-1), k=nparams_toprune, largest=False)
-            mask.view(-1)[smallest.indices] = 0
-        return mask
+        return _unstructured_mask(t, self.amount, default_mask,
+                                  lambda k: flow.topk(flow.abs(t).view(-1), k=k, largest=False).indices)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
@@ -460,6 +448,17 @@ def _validate_pruning_amount(amount, tensor_size):
     """Checks that an int ``amount`` is at most ``tensor_size``, the number of units there are to prune."""
     if isinstance(amount, numbers.Integral) and amount > tensor_size:
         raise ValueError(f"amount={amount} should be smaller than the number of parameters to prune={tensor_size}")
+
+
+def _unstructured_mask(t, amount, default_mask, choose):
+    """``default_mask`` with the ``amount`` entries ``choose(count)`` picks (flat indices) set to 0."""
+    tensor_size = t.nelement()
+    nparams_toprune = _compute_nparams_toprune(amount, tensor_size)
+    _validate_pruning_amount(nparams_toprune, tensor_size)
+    mask = default_mask.clone()
+    if nparams_toprune != 0:
+        mask.view(-1)[choose(nparams_toprune)] = 0
+    return mask
 
 
 def _structured_counts(t, amount, dim):
