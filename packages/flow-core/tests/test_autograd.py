@@ -382,3 +382,112 @@ def test_post_accumulate_grad_hook_like_torch():
             v.sum().backward()
         return seen, w.grad.tolist(), errors
     assert run(flow) == run(torch)
+
+
+def _grad_mode_facts(m):
+    x = m.ones(2, requires_grad=True)
+
+    @m.set_grad_enabled(False)
+    def f(x):
+        return (x * 2).requires_grad
+
+    decorated_leaves_mode_on = m.is_grad_enabled()
+
+    @m.no_grad()
+    def gen(x):
+        yield (x * 2).requires_grad
+        yield (x * 3).requires_grad
+
+    @m.no_grad
+    def bare(x):
+        return (x * 2).requires_grad
+
+    @m.enable_grad
+    def bare_enable(x):
+        return (x * 2).requires_grad
+
+    with m.inference_mode():
+        with m.inference_mode(False):
+            inner = m.is_grad_enabled()
+        with m.enable_grad():
+            t = m.ones(2, requires_grad=True)
+    return [decorated_leaves_mode_on, f(x), m.is_grad_enabled(), list(gen(x)), bare(x), bare_enable(x), inner,
+            t.requires_grad]
+
+
+def test_grad_mode_decorators_generators_and_nesting_like_torch():
+    assert _grad_mode_facts(flow) == _grad_mode_facts(torch)
+
+
+def _function_facts(m):
+    Function = m.autograd.Function
+
+    class Dirty(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_dirty(x)
+            return x.mul_(2)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    a = m.tensor([1.0, 2.0], requires_grad=True)
+    x = a.clone()
+    y = Dirty.apply(x)
+    (x * 3).sum().backward()  # through the in-place Function: 6, not 3
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        Dirty.apply(m.ones(2, requires_grad=True))
+
+    class Square(Function):  # setup_context style: forward takes no ctx
+        @staticmethod
+        def forward(x):
+            return x * x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    b = m.tensor([3.0], requires_grad=True)
+    Square.apply(b).backward()
+
+    class ExtraNone(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, None  # a trailing None beyond the inputs is accepted
+
+    c = m.tensor([1.0], requires_grad=True)
+    ExtraNone.apply(c).backward()
+
+    class NonDiff(Function):
+        @staticmethod
+        def forward(ctx, x):
+            i = (x > 1).float()
+            ctx.mark_non_differentiable(i)
+            return x * 2, i
+
+        @staticmethod
+        def backward(ctx, g, gi):
+            return g * 2 + gi.sum() * 0  # gi is zeros, not None
+
+    d = m.tensor([1.0, 2.0], requires_grad=True)
+    NonDiff.apply(d)[0].sum().backward()
+    e = m.tensor([1.0, 2.0], requires_grad=True)
+    batched = m.autograd.grad(e * e, e, grad_outputs=m.eye(2), is_grads_batched=True)[0]
+    return [a.grad.tolist(), y is x, b.grad.tolist(), c.grad.tolist(), d.grad.tolist(), batched.tolist()]
+
+
+def test_custom_function_dirty_inputs_setup_context_and_gradient_counts_like_torch():
+    assert _function_facts(flow) == _function_facts(torch)
+    with pytest.raises(ValueError, match="allow_unused to be True"):
+        x = flow.ones(2, requires_grad=True)
+        flow.autograd.grad((x * 2).sum(), [x], materialize_grads=True, allow_unused=False)

@@ -1,6 +1,7 @@
 // Tensor's autograd accessors.
 #include "meta.h"
 
+#include "grad_mode.h"
 #include "node.h"
 
 namespace flow {
@@ -24,7 +25,8 @@ void Tensor::set_requires_grad(bool r) const {
     FLOW_RUNTIME_CHECK(is_floating(impl_->dtype),
                        "only Tensors of floating point dtype can require gradients (got ", dtype_name(impl_->dtype),
                        ")");
-    FLOW_RUNTIME_CHECK(!impl_->is_inference, "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
+    FLOW_RUNTIME_CHECK(!impl_->is_inference || autograd::InferenceMode::is_enabled(),
+                       "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
   }
   if (!m && !r) return;
   autograd_meta().requires_grad = r;

@@ -68,7 +68,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    """Returns the gradients of ``outputs`` w.r.t. ``inputs`` without touching ``.grad``."""
+    """Returns the gradients of ``outputs`` w.r.t. ``inputs`` without touching ``.grad``. With
+    ``is_grads_batched``, dim 0 of every ``grad_outputs`` entry is a batch of vectors, each pulled back on its own
+    (the results stacked along dim 0), as ``torch.autograd.grad`` does with vmap."""
     outs = _as_list(outputs)
     ins = _as_list(inputs)
     gouts = _as_list(grad_outputs) or [None] * len(outs)
@@ -76,6 +78,17 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         retain_graph = create_graph
     if allow_unused is None:
         allow_unused = materialize_grads
+    if materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+                         "allow_unused=False.")
+    if is_grads_batched:
+        n = gouts[0].shape[0]
+        rows = [grad(outs, ins, [g[b] for g in gouts], retain_graph=True if b < n - 1 else retain_graph,
+                     create_graph=create_graph, allow_unused=allow_unused, materialize_grads=materialize_grads)
+                for b in range(n)]
+        import oneflow
+
+        return tuple(None if rows[0][k] is None else oneflow.stack([r[k] for r in rows], 0) for k in range(len(ins)))
     with _checkpoint_validity(False):
         res = _C._run_backward(outs, gouts, retain_graph, create_graph, ins, allow_unused)
     if materialize_grads:
@@ -84,9 +97,43 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 class _GradModeBase:
-    """Context manager and decorator that sets grad mode for its block."""
+    """Context manager and decorator that sets grad mode for its block (for a generator function: around each
+    step of the generator, as in PyTorch). ``@no_grad`` also works without parentheses."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is not set_grad_enabled and len(args) == 1 and not kwargs and callable(args[0]) \
+                and not isinstance(args[0], bool):
+            return cls()(args[0])  # bare decorator: @no_grad
+        return super().__new__(cls)
 
     def __call__(self, fn):
+        import inspect
+
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def generator(*args, **kwargs):
+                gen = fn(*args, **kwargs)
+                with self.__class__(*self._args):
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with self.__class__(*self._args):
+                            gen.close()
+                        raise
+                    except BaseException as e:  # passed on to the wrapped generator, under the mode
+                        with self.__class__(*self._args):
+                            response = gen.throw(e)
+                        continue
+                    with self.__class__(*self._args):
+                        try:
+                            response = gen.send(request)
+                        except StopIteration as stop:
+                            return stop.value
+
+            return generator
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with self.__class__(*self._args):
@@ -132,6 +179,11 @@ class set_grad_enabled(_GradModeBase):
         self._args = (mode,)
         _C._set_grad_enabled(bool(mode))
 
+    def __call__(self, fn):
+        # decorating sets nothing: the mode applies inside the function only (constructing it set the mode)
+        _C._set_grad_enabled(self.prev)
+        return super().__call__(fn)
+
     def __enter__(self):
         pass
 
@@ -152,8 +204,9 @@ class inference_mode(_GradModeBase):
         if self.mode:
             _C._set_grad_enabled(False)
             _C._set_inference_mode(True)
-        else:
+        else:  # leaving inference mode turns recording back on, as in PyTorch
             _C._set_inference_mode(False)
+            _C._set_grad_enabled(True)
 
     def __exit__(self, *exc):
         _C._set_grad_enabled(self.prev[0])

@@ -13,6 +13,7 @@ class FunctionCtx:
         self._released = False
         self.needs_input_grad = ()
         self._non_differentiable = set()
+        self._dirty = set()
         self.materialize_grads = True
 
     def save_for_backward(self, *tensors):
@@ -49,7 +50,9 @@ class FunctionCtx:
         self._non_differentiable.update(id(t) for t in tensors)
 
     def mark_dirty(self, *tensors):
-        pass
+        """Declares inputs that ``forward`` modified in place: returned as outputs, they take the Function's
+        history instead of being copied."""
+        self._dirty.update(id(t) for t in tensors)
 
     def set_materialize_grads(self, value):
         self.materialize_grads = value
@@ -86,6 +89,11 @@ class Function(metaclass=_FunctionMeta):
     def backward(ctx, *grad_outputs):
         raise NotImplementedError("You must implement the backward function for custom autograd.Function.")
 
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Override to fill ``ctx`` apart from ``forward``, which then takes no ``ctx`` (PyTorch's style)."""
+        raise NotImplementedError("setup_context is not implemented.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = FunctionCtx()
@@ -94,20 +102,31 @@ class Function(metaclass=_FunctionMeta):
         prev = _C.is_grad_enabled()
         _C._set_grad_enabled(False)
         try:
-            outputs = cls.forward(ctx, *args, **kwargs)
+            if cls.setup_context is not Function.setup_context:
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, outputs)
+            else:
+                outputs = cls.forward(ctx, *args, **kwargs)
         finally:
             _C._set_grad_enabled(prev)
         is_tuple = isinstance(outputs, tuple)
         outs = list(outputs) if is_tuple else [outputs]
         if prev and any(args[i].requires_grad for i in tensor_pos):
             inputs = [args[i] for i in tensor_pos]
-            # an input returned as is must become a new tensor so that its own history is not overwritten
+            # an input returned as is becomes a new tensor so that its own history is not overwritten, unless
+            # forward marked it dirty (modified in place): then it is the output and takes the new history
             for k, o in enumerate(outs):
                 if isinstance(o, _C.TensorBase) and any(o is i for i in inputs):
+                    if id(o) in ctx._dirty:
+                        if o.is_leaf and o.requires_grad:
+                            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                                               "operation.")
+                        continue
                     outs[k] = _C.ops.view(o, list(o.shape))
             diff_outs = [o if isinstance(o, _C.TensorBase) and id(o) not in ctx._non_differentiable else None
                          for o in outs]
-            shapes = [(list(o.shape), o.dtype) if o is not None else None for o in diff_outs]
+            # non-differentiable outputs still get zeros in backward when grads are materialised, as in torch
+            shapes = [(list(o.shape), o.dtype) if isinstance(o, _C.TensorBase) else None for o in outs]
 
             def run_backward(grads):
                 grads = list(grads)
@@ -120,8 +139,8 @@ class Function(metaclass=_FunctionMeta):
                 res = cls.backward(ctx, *grads)
                 if not isinstance(res, tuple):
                     res = (res,)
-                if len(res) < len(args):
-                    res = tuple(res) + (None,) * (len(args) - len(res))
+                if len(res) > len(args) and all(r is None for r in res[len(args):]):
+                    res = res[:len(args)]  # trailing Nones for extra arguments are accepted, as in torch
                 if len(res) != len(args):
                     raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect number of gradients "
                                        f"(expected {len(args)}, got {len(res)})")
