@@ -5,13 +5,15 @@ The engine is C++ (``csrc/autograd``); this module is its Python face.
 import contextlib
 import functools
 import threading
+import warnings
 
 from .. import _C
 from . import graph  # noqa: F401
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: F401
 
 __all__ = ["backward", "grad", "graph", "Function", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "FunctionCtx", "once_differentiable"]
+           "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck", "Variable"]
 
 
 def _as_list(x):
@@ -212,6 +214,21 @@ class inference_mode(_GradModeBase):
         _C._set_grad_enabled(self.prev[0])
         _C._set_inference_mode(self.prev[1])
         return False
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _C.TensorBase)
+
+
+class Variable(metaclass=_VariableMeta):
+    """The deprecated ``Variable`` wrapper: ``Variable(t, requires_grad=...)`` is the tensor itself (with
+    ``requires_grad`` set), and every tensor is an instance."""
+
+    def __new__(cls, data, requires_grad=False, volatile=False):
+        if volatile:
+            warnings.warn("volatile was removed and now has no effect. Use `with oneflow.no_grad():` instead.")
+        return data.requires_grad_() if requires_grad else data
 
 
 from . import functional  # noqa: E402,F401  (imports grad and enable_grad from here)
