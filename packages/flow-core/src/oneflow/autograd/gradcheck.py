@@ -96,8 +96,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
                   gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
-                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False, check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
-                  masked=False):
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False, masked=False):
     """Checks second derivatives: :func:`gradcheck` of the map from ``inputs`` (and ``grad_outputs``, random
     when not given) to the gradients of ``func`` w.r.t. the inputs that require grad."""
     import oneflow as flow
