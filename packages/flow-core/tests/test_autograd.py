@@ -491,3 +491,21 @@ def test_custom_function_dirty_inputs_setup_context_and_gradient_counts_like_tor
     with pytest.raises(ValueError, match="allow_unused to be True"):
         x = flow.ones(2, requires_grad=True)
         flow.autograd.grad((x * 2).sum(), [x], materialize_grads=True, allow_unused=False)
+
+
+def test_non_leaf_grad_access_warns_and_backward_inputs_accumulates_in_place_like_torch():
+    for M in (flow, torch):
+        x = M.ones(2, requires_grad=True)
+        y = x * 2
+        with pytest.warns(UserWarning, match="is not a leaf Tensor is being accessed"):
+            assert y.grad is None
+        y.retain_grad()
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert y.grad is None and x.grad is None  # retained non-leaf and leaf: no warning
+        x.sum().backward()
+        g0 = x.grad
+        (x * 2).sum().backward(inputs=[x])
+        assert g0 is x.grad and g0.tolist() == [3.0, 3.0]

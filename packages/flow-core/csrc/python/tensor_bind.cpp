@@ -204,6 +204,16 @@ void init_tensor(nb::module_& m) {
       }, nb::arg("requires_grad") = true)
       .def_prop_rw("grad", [](nb::handle h) -> nb::object {
         const Tensor& t = self_t(h);
+        // torch's warning: a non-leaf's .grad stays None unless retain_grad() was called
+        if (t.impl()->autograd && t.impl()->autograd->grad_fn && !t.impl()->autograd->retains_grad &&
+            !t.impl()->autograd->grad.defined())
+          if (PyErr_WarnEx(PyExc_UserWarning,
+                           "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+                           "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+                           "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+                           "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+                           "instead.", 1) < 0)
+            throw nb::python_error();  // the warning filter turned it into an error
         return t.impl()->autograd ? wrap(t.impl()->autograd->grad) : nb::none();
       }, [](nb::handle h, nb::handle g) {
         const Tensor& t = self_t(h);

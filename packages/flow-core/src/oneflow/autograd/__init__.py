@@ -61,8 +61,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 continue
             if t.grad is None:
                 t.grad = g if create_graph else g.detach()
-            else:
+            elif create_graph:
                 t.grad = t.grad + g
+            else:  # into the existing .grad, as torch accumulates (references to it see the sum)
+                with no_grad():
+                    t.grad.add_(g)
         return
     with _checkpoint_validity(True):
         _C._run_backward(tensors, grads, retain_graph, create_graph, None, False)
