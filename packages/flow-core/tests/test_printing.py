@@ -118,7 +118,7 @@ def test_requires_grad_and_grad_fn_suffixes():
     a = rng.standard_normal(3).astype(np.float32)
     f, t = flow.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
     assert repr(f) == expected(t)
-    assert repr(f * 2) == expected(t * 2).replace("MulBackward0", "MulBackward")
+    assert repr(f * 2) == expected(t * 2)  # node names carry torch's overload number
     assert repr(flow.tensor(2.5, requires_grad=True)) == "tensor(2.5000, requires_grad=True)"
     # (no case where the suffix sits at the line limit: "dtype=oneflow." is 2 characters longer than "dtype=torch.")
     g = flow.tensor(np.arange(8, dtype=np.float64), requires_grad=True)

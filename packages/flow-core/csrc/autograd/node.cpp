@@ -123,7 +123,8 @@ void SavedTensor::release() {
 }
 
 // ---- op nodes -----------------------------------------------------------------------------------------
-std::string OpNode::name() const { return op_title() + "Backward"; }
+// PyTorch numbers a node class per overload; the first overload, 0, is what most ops show
+std::string OpNode::name() const { return op_title() + "Backward0"; }
 
 std::string OpNode::op_title() const {
   const std::string& n = op->name;

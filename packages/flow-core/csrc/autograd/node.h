@@ -84,7 +84,7 @@ struct OpNode : Node {
   bool released = false;
 
   TensorList apply(TensorList&& grad_outputs) override;
-  std::string name() const override;  // op_title() + "Backward"
+  std::string name() const override;  // op_title() + "Backward0"
   std::string op_title() const;       // the op's name in PyTorch's node spelling: split_with_sizes -> SplitWithSizes
   void release_saved() override;
 };
