@@ -1,13 +1,17 @@
 """Probability distributions (PyTorch's ``torch.distributions``): Normal, Uniform, Exponential, Laplace,
-Bernoulli, Categorical and MultivariateNormal, with sampling (reparameterized where the distribution allows), log densities,
-CDFs, entropies, argument validation, and closed-form KL divergences."""
+LogNormal, Gamma, Beta, Bernoulli, Categorical, MultivariateNormal and Independent, with sampling
+(reparameterized where the distribution allows), log densities, CDFs, entropies, argument validation,
+and closed-form KL divergences."""
 from . import constraints  # noqa: F401
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical
 from .distribution import Distribution
+from .gamma import Beta, Gamma
+from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .log_normal import LogNormal
 from .multivariate_normal import MultivariateNormal
 
 __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Bernoulli", "Categorical",
-           "MultivariateNormal",
+           "MultivariateNormal", "Independent", "LogNormal", "Gamma", "Beta",
            "kl_divergence", "register_kl", "constraints"]

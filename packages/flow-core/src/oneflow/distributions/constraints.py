@@ -5,7 +5,7 @@ import oneflow as flow
 __all__ = ["Constraint", "real", "positive", "nonnegative", "unit_interval", "boolean", "simplex", "interval",
            "half_open_interval", "integer_interval", "greater_than", "greater_than_eq", "less_than",
            "nonnegative_integer", "dependent", "dependent_property", "is_dependent", "real_vector",
-           "positive_definite", "lower_cholesky"]
+           "positive_definite", "lower_cholesky", "independent"]
 
 
 class Constraint:
@@ -193,3 +193,35 @@ less_than = _LessThan
 real_vector = _RealVector()
 positive_definite = _PositiveDefinite()
 lower_cholesky = _LowerCholesky()
+
+
+class _IndependentConstraint(Constraint):
+    """``base_constraint`` with its rightmost ``reinterpreted_batch_ndims`` batch dims made event dims: an event
+    is valid where all its entries are."""
+
+    def __init__(self, base_constraint, reinterpreted_batch_ndims):
+        if not isinstance(reinterpreted_batch_ndims, int) or reinterpreted_batch_ndims < 0:
+            raise ValueError("reinterpreted_batch_ndims must be a nonnegative int")
+        self.base_constraint = base_constraint
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim + self.reinterpreted_batch_ndims
+
+    def check(self, value):
+        result = self.base_constraint.check(value)
+        if result.dim() < self.reinterpreted_batch_ndims:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        result = result.reshape(tuple(result.shape[:result.dim() - self.reinterpreted_batch_ndims]) + (-1,))
+        return result.all(-1)
+
+    def __repr__(self):
+        return f"IndependentConstraint({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
+
+
+independent = _IndependentConstraint

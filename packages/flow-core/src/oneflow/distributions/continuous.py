@@ -26,6 +26,12 @@ class _LocScale(Distribution):
         self.loc, self.scale = broadcast_all(loc, scale)
         super().__init__(_batch(self.loc), validate_args=validate_args)
 
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(_LocScale, _instance)
+        batch_shape = flow.Size(batch_shape)
+        new.loc, new.scale = self.loc.expand(batch_shape), self.scale.expand(batch_shape)
+        return self._finish_expand(new, _LocScale, batch_shape)
+
     @property
     def mean(self):
         return self.loc
@@ -82,6 +88,12 @@ class Uniform(Distribution):
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
         super().__init__(_batch(self.low), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Uniform, _instance)
+        batch_shape = flow.Size(batch_shape)
+        new.low, new.high = self.low.expand(batch_shape), self.high.expand(batch_shape)
+        return self._finish_expand(new, Uniform, batch_shape)
 
     @property
     def arg_constraints(self):
@@ -141,6 +153,12 @@ class Exponential(Distribution):
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
         super().__init__(_batch(self.rate), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Exponential, _instance)
+        batch_shape = flow.Size(batch_shape)
+        new.rate = self.rate.expand(batch_shape)
+        return self._finish_expand(new, Exponential, batch_shape)
 
     @property
     def mean(self):

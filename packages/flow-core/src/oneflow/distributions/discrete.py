@@ -14,6 +14,14 @@ def _one_of(probs, logits):
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
+def _expand_params(old, new, shape):
+    # only the parameterizations already computed travel; the other one stays lazy
+    for name in ("probs", "logits"):
+        if name in old.__dict__:
+            setattr(new, name, old.__dict__[name].expand(shape))
+    new._param = new.__dict__["probs"] if "probs" in old.__dict__ else new.__dict__["logits"]
+
+
 class Bernoulli(Distribution):
     """0/1 outcomes with probability ``probs`` of 1 (or log-odds ``logits``)."""
 
@@ -31,6 +39,12 @@ class Bernoulli(Distribution):
             param = self.logits
         self._param = param
         super().__init__(param.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Bernoulli, _instance)
+        batch_shape = flow.Size(batch_shape)
+        _expand_params(self, new, tuple(batch_shape))
+        return self._finish_expand(new, Bernoulli, batch_shape)
 
     @lazy_property
     def logits(self):
@@ -92,6 +106,13 @@ class Categorical(Distribution):
         self._param = self.probs if probs is not None else self.logits
         self._num_events = self._param.shape[-1]
         super().__init__(self._param.shape[:-1], validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Categorical, _instance)
+        batch_shape = flow.Size(batch_shape)
+        _expand_params(self, new, tuple(batch_shape) + (self._num_events,))
+        new._num_events = self._num_events
+        return self._finish_expand(new, Categorical, batch_shape)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):

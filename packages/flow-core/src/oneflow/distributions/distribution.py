@@ -45,6 +45,24 @@ class Distribution:
                         f"distribution {self!r} to satisfy the constraint {constraint!r}, but found invalid "
                         f"values:\n{value}")
 
+    def expand(self, batch_shape, _instance=None):
+        """A new distribution with parameters expanded to ``batch_shape`` (no copies; validation carried
+        over). Subclasses create the instance with :meth:`_get_checked_instance`."""
+        raise NotImplementedError
+
+    def _get_checked_instance(self, cls, _instance=None):
+        if _instance is None and type(self).__init__ != cls.__init__:
+            raise NotImplementedError(f"Subclass {self.__class__.__name__} of {cls.__name__} that defines a custom "
+                                      f"__init__ method must also define a custom .expand() method.")
+        return self.__new__(type(self)) if _instance is None else _instance
+
+    def _finish_expand(self, new, cls, batch_shape, event_shape=None):
+        # validation is skipped here: expanded parameters are as valid as the originals
+        event_shape = self._event_shape if event_shape is None else event_shape
+        super(cls, new).__init__(batch_shape, event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     @property
     def batch_shape(self):
         return self._batch_shape

@@ -51,6 +51,17 @@ class MultivariateNormal(Distribution):
         else:
             self._unbroadcasted_scale_tril = flow.linalg.cholesky(flow.linalg.inv(precision_matrix))
 
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(MultivariateNormal, _instance)
+        batch_shape = flow.Size(batch_shape)
+        loc_shape = tuple(batch_shape) + tuple(self._event_shape)
+        new.loc = self.loc.expand(loc_shape)
+        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
+        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
+            if name in self.__dict__:
+                setattr(new, name, self.__dict__[name].expand(loc_shape + tuple(self._event_shape)))
+        return self._finish_expand(new, MultivariateNormal, batch_shape)
+
     @lazy_property
     def scale_tril(self):
         return self._unbroadcasted_scale_tril.expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)
