@@ -509,3 +509,27 @@ def test_non_leaf_grad_access_warns_and_backward_inputs_accumulates_in_place_lik
         g0 = x.grad
         (x * 2).sum().backward(inputs=[x])
         assert g0 is x.grad and g0.tolist() == [3.0, 3.0]
+
+
+def test_node_prehooks_and_hooks_like_torch():
+    def run(m):
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        seen = []
+        h = y.grad_fn.register_prehook(lambda go: (go[0] * 10,))  # replaces the incoming gradients
+        h2 = y.grad_fn.register_hook(lambda gi, go: seen.append(
+            (len(gi), len(go), [g.tolist() if g is not None else None for g in gi], go[0].tolist())))
+        y.sum().backward()
+        first = x.grad.tolist()
+        h.remove()
+        h2.remove()
+        x.grad = None
+        y2 = x * 2
+        y2.grad_fn.register_hook(lambda gi, go: (gi[0] + 1,) + tuple(gi[1:]))  # replaces the computed ones
+        y2.sum().backward()
+        z = x * 2
+        z.grad_fn.register_prehook(lambda go: (go[0], go[0]))
+        with pytest.raises(RuntimeError):
+            z.sum().backward()
+        return first, seen, x.grad.tolist()
+    assert run(flow) == run(torch)

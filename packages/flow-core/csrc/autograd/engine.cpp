@@ -159,6 +159,7 @@ TensorList run_backward(const TensorList& roots, const TensorList& grad_roots, b
       }
     for (size_t k = 0; k < n->retain_hooks.size() && k < grads.size(); ++k)
       if (n->retain_hooks[k] && grads[k].defined()) n->retain_hooks[k](grads[k]);
+    for (auto& h : n->node_pre_hooks) h(grads);
     auto* acc = dynamic_cast<AccumulateGrad*>(n);
     if (acc && acc->variable && acc->variable->autograd) {
       for (auto& h : acc->variable->autograd->leaf_hooks) {
@@ -180,7 +181,14 @@ TensorList run_backward(const TensorList& roots, const TensorList& grad_roots, b
     TensorList outs;
     if (run) {
       executed.push_back(n);
-      outs = n->apply(std::move(grads));
+      if (n->post_hooks.empty()) {
+        outs = n->apply(std::move(grads));
+      } else {
+        TensorList received = grads;
+        outs = n->apply(std::move(grads));
+        outs.resize(n->next_edges.size());
+        for (auto& h : n->post_hooks) h(outs, received);
+      }
     }
     for (size_t i = 0; i < n->next_edges.size(); ++i) {
       const Edge& e = n->next_edges[i];

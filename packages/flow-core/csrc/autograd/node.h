@@ -66,6 +66,10 @@ struct Node : std::enable_shared_from_this<Node> {
   uint32_t num_outputs = 1;                    // forward outputs (grads this node receives)
   std::vector<std::vector<TensorHook>> pre_hooks;  // per forward output
   std::vector<TensorHook> retain_hooks;            // per forward output; run after pre_hooks (retain_grad)
+  // Node.register_prehook: all incoming grads at once, may replace them; Node.register_hook: called with the
+  // grads this node computed and those it received, may replace the computed ones
+  std::vector<std::function<void(TensorList& grad_outputs)>> node_pre_hooks;
+  std::vector<std::function<void(TensorList& grad_inputs, const TensorList& grad_outputs)>> post_hooks;
 
   virtual ~Node() = default;
   virtual TensorList apply(TensorList&& grad_outputs) = 0;

@@ -106,6 +106,14 @@ struct PyPacked : autograd::PackedTensor {
   }
 };
 
+// A Node hook's returned tuple of gradients (None entries kept), checked against the count it replaces.
+static TensorList replacement(nb::handle r, size_t expected, const char* what) {
+  TensorList out = tensor_list(r, true);
+  FLOW_RUNTIME_CHECK(out.size() == expected, what, " returned an invalid number of gradients, got ", out.size(),
+                     ", but expected ", expected);
+  return out;
+}
+
 void init_autograd(nb::module_& m) {
   nb::class_<autograd::Node>(m, "Node")
       .def("name", &autograd::Node::name)
@@ -115,9 +123,28 @@ void init_autograd(nb::module_& m) {
         return nb::tuple(l);
       })
       .def("register_prehook", [](autograd::Node& n, nb::object fn) {
+        // hook(grad_outputs) -> None or a replacement tuple, as torch's Node.register_prehook
         auto h = std::make_shared<PyHook>();
         h->fn = fn;
-        n.add_pre_hook(0, make_hook(h));
+        n.node_pre_hooks.push_back([h](TensorList& grads) {
+          if (h->removed) return;
+          nb::gil_scoped_acquire gil;
+          nb::object r = h->fn(wrap_list(grads, true));
+          if (!r.is_none()) grads = replacement(r, grads.size(), "pre-hook");
+        });
+        return h;
+      })
+      .def("register_hook", [](autograd::Node& n, nb::object fn) {
+        // hook(grad_inputs, grad_outputs) -> None or a replacement for grad_inputs
+        auto h = std::make_shared<PyHook>();
+        h->fn = fn;
+        n.post_hooks.push_back([h](TensorList& grad_inputs, const TensorList& grad_outputs) {
+          if (h->removed) return;
+          nb::gil_scoped_acquire gil;
+          nb::object r = h->fn(wrap_list(grad_inputs, true), wrap_list(grad_outputs, true));
+          if (!r.is_none()) grad_inputs = replacement(r, grad_inputs.size(), "hook");
+        });
+        return h;
       })
       .def_prop_ro("_sequence_nr", [](autograd::Node& n) { return n.seq; })
       .def("__repr__", [](autograd::Node& n) { return "<" + n.name() + " object>"; })
