@@ -533,3 +533,19 @@ def test_node_prehooks_and_hooks_like_torch():
             z.sum().backward()
         return first, seen, x.grad.tolist()
     assert run(flow) == run(torch)
+
+
+def test_anomaly_detection_names_the_node_returning_nan_like_torch():
+    def run(m):
+        x = m.tensor([0.0, 1.0], requires_grad=True)
+        with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"):
+            with m.autograd.detect_anomaly():
+                with pytest.raises(RuntimeError) as e:
+                    (x.sqrt() * 0).sum().backward()  # sqrt's backward at 0: 0 * inf
+        before = m.is_anomaly_enabled()
+        with m.autograd.set_detect_anomaly(True, check_nan=False):
+            inside = (m.is_anomaly_enabled(), m.is_anomaly_check_nan_enabled())
+        x.grad = None
+        (x.sqrt() * 0).sum().backward()  # off again: NaN gradients pass
+        return str(e.value), before, inside, m.is_anomaly_enabled(), np.isnan(x.grad.numpy()).tolist()
+    assert run(flow) == run(torch)

@@ -189,6 +189,11 @@ TensorList run_backward(const TensorList& roots, const TensorList& grad_roots, b
         outs.resize(n->next_edges.size());
         for (auto& h : n->post_hooks) h(outs, received);
       }
+      if (AnomalyMode::is_enabled() && AnomalyMode::check_nan())
+        for (size_t i = 0; i < outs.size(); ++i)
+          if (outs[i].defined() && is_floating(outs[i].dtype()) &&
+              *ops::contiguous(ops::call1("any", {ops::call1("isnan", {outs[i]})})).data<bool>())
+            fail(ErrorKind::Runtime, "Function '", n->name(), "' returned nan values in its ", i, "th output.");
     }
     for (size_t i = 0; i < n->next_edges.size(); ++i) {
       const Edge& e = n->next_edges[i];

@@ -11,6 +11,12 @@ struct InferenceMode {
   static bool is_enabled();
   static void set_enabled(bool on);
 };
+// Anomaly detection (process-wide, as in PyTorch): backward checks every node's gradients for NaN.
+struct AnomalyMode {
+  static bool is_enabled();
+  static bool check_nan();
+  static void set_enabled(bool on, bool check_nan);
+};
 
 class AutoGradMode {
  public:

@@ -184,6 +184,9 @@ void init_autograd(nb::module_& m) {
   m.def("_save_tensor", [](const Tensor& t, bool is_output) { return autograd::SavedTensor::save(t, is_output); },
         nb::arg("t"), nb::arg("is_output") = false);
   m.def("is_grad_enabled", []() { return autograd::GradMode::is_enabled(); });
+  m.def("is_anomaly_enabled", []() { return autograd::AnomalyMode::is_enabled(); });
+  m.def("is_anomaly_check_nan_enabled", []() { return autograd::AnomalyMode::check_nan(); });
+  m.def("_set_anomaly_enabled", [](bool on, bool check_nan) { autograd::AnomalyMode::set_enabled(on, check_nan); });
   m.def("_set_grad_enabled", [](bool on) { autograd::GradMode::set_enabled(on); });
   m.def("is_inference_mode_enabled", []() { return autograd::InferenceMode::is_enabled(); });
   m.def("_set_inference_mode", [](bool on) { autograd::InferenceMode::set_enabled(on); });

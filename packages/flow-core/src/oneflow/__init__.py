@@ -23,6 +23,8 @@ from ._C import (  # noqa: F401
     promote_types,
     is_grad_enabled,
     is_inference_mode_enabled,
+    is_anomaly_enabled,
+    is_anomaly_check_nan_enabled,
     get_num_threads,
     set_num_threads,
 )
@@ -38,6 +40,11 @@ short = int16
 from ._tensor import Tensor, Size, is_tensor  # noqa: E402,F401
 from . import _dispatch  # noqa: E402,F401
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
+
+
+def set_anomaly_enabled(enabled, check_nan=True):
+    """Turns autograd's anomaly detection on or off (see ``oneflow.autograd.set_detect_anomaly``)."""
+    _C._set_anomaly_enabled(bool(enabled), bool(check_nan))
 from ._registry_api import export_ops as _export_ops  # noqa: E402
 
 _export_ops(globals())
