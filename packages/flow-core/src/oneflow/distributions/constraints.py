@@ -225,3 +225,33 @@ class _IndependentConstraint(Constraint):
 
 
 independent = _IndependentConstraint
+
+
+class _OneHot(Constraint):
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value):
+        is_boolean = (value == 0) | (value == 1)
+        return flow.all(is_boolean, dim=-1) & (value.sum(-1) == 1)
+
+
+class _Multinomial(Constraint):
+    """Nonnegative counts along the last dim summing to at most ``upper_bound``."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return flow.all(value >= 0, dim=-1) & (value.sum(-1) <= self.upper_bound)
+
+    def __repr__(self):
+        return f"Multinomial(upper_bound={self.upper_bound})"
+
+
+one_hot = _OneHot()
+multinomial = _Multinomial
+__all__ += ["one_hot", "multinomial"]
