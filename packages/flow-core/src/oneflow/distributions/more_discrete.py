@@ -235,7 +235,24 @@ class Binomial(Distribution):
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
 
 
-class OneHotCategorical(Distribution):
+class _CategoricalParams:
+    """``probs``/``logits``/``param_shape`` of the distributions built on an inner ``Categorical``
+    (``self._categorical``): OneHotCategorical and Multinomial."""
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+
+class OneHotCategorical(_CategoricalParams, Distribution):
     """A :class:`Categorical` whose outcomes are one-hot vectors over the ``K`` categories."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
@@ -253,17 +270,6 @@ class OneHotCategorical(Distribution):
         new._categorical = self._categorical.expand(batch_shape)
         return self._finish_expand(new, OneHotCategorical, batch_shape)
 
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     @property
     def mean(self):
@@ -297,7 +303,7 @@ class OneHotCategorical(Distribution):
         return values.expand((n,) + tuple(self.batch_shape) + (n,)) if expand else values
 
 
-class Multinomial(Distribution):
+class Multinomial(_CategoricalParams, Distribution):
     """Counts of ``total_count`` draws from the categories of ``probs`` (or ``logits``) in the last dim."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
@@ -323,17 +329,6 @@ class Multinomial(Distribution):
     def support(self):
         return constraints.multinomial(self.total_count)
 
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     @property
     def mean(self):
