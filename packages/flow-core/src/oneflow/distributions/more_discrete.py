@@ -270,7 +270,6 @@ class OneHotCategorical(_CategoricalParams, Distribution):
         new._categorical = self._categorical.expand(batch_shape)
         return self._finish_expand(new, OneHotCategorical, batch_shape)
 
-
     @property
     def mean(self):
         return self._categorical.probs
@@ -328,7 +327,6 @@ class Multinomial(_CategoricalParams, Distribution):
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
         return constraints.multinomial(self.total_count)
-
 
     @property
     def mean(self):
