@@ -64,3 +64,9 @@ def test_number_nan_bound_gives_nan_like_torch():
     for M in (flow, torch):
         assert np.isnan(M.clamp(M.tensor([1.0, 2.0]), min=float("nan")).numpy()).all()
         assert np.isnan(M.clamp(M.tensor([1.0, 2.0]), max=float("nan")).numpy()).all()
+
+
+def test_zero_dim_bound_of_a_wider_dtype_does_not_promote_like_torch():
+    for M in (flow, torch):
+        b = M.tensor(0.5, dtype=M.float64, requires_grad=True)
+        assert str(M.clamp(M.ones(2), min=b).dtype).endswith("float32")

@@ -17,11 +17,8 @@ def _tensor_bound(b):
 def _clamp_by_tensors(input, lo, hi):
     import oneflow as flow
 
-    dtype = input.dtype
-    for b in (lo, hi):
-        if b is not None:
-            dtype = flow.result_type(flow.empty((), dtype=dtype), b) if isinstance(b, _C.TensorBase) else \
-                flow.result_type(flow.empty((1,), dtype=dtype), b)
+    # one promotion over all three, as torch's clamp.Tensor (a 0-dim bound does not outrank the input)
+    dtype = _C._result_type([input] + [b for b in (lo, hi) if b is not None])
     r = input.to(dtype)
 
     def bound(b):
