@@ -22,7 +22,20 @@ def _expand_params(old, new, shape):
     new._param = new.__dict__["probs"] if "probs" in old.__dict__ else new.__dict__["logits"]
 
 
-class Bernoulli(Distribution):
+class _BinaryParams:
+    """The success probability of distributions built on Bernoulli trials (Bernoulli, Geometric, Binomial), given
+    as ``probs`` or log-odds ``logits``; whichever was not given is computed on first use."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+
+class Bernoulli(_BinaryParams, Distribution):
     """0/1 outcomes with probability ``probs`` of 1 (or log-odds ``logits``)."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -45,14 +58,6 @@ class Bernoulli(Distribution):
         batch_shape = flow.Size(batch_shape)
         _expand_params(self, new, tuple(batch_shape))
         return self._finish_expand(new, Bernoulli, batch_shape)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def mean(self):

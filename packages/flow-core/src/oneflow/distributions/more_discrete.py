@@ -3,14 +3,14 @@ Multinomial, sampled with oneflow's RNG."""
 import oneflow as flow
 
 from . import constraints
-from .discrete import Categorical, _expand_params, _one_of
+from .discrete import Categorical, _BinaryParams, _expand_params, _one_of
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import broadcast_all
 
 __all__ = ["Geometric", "Poisson", "Binomial", "OneHotCategorical", "Multinomial"]
 
 
-class Geometric(Distribution):
+class Geometric(_BinaryParams, Distribution):
     """The number of failures before the first success of Bernoulli(``probs``) trials."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -35,14 +35,6 @@ class Geometric(Distribution):
         batch_shape = flow.Size(batch_shape)
         _expand_params(self, new, tuple(batch_shape))
         return self._finish_expand(new, Geometric, batch_shape)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def mean(self):
@@ -139,7 +131,7 @@ class Poisson(Distribution):
         return flow.xlogy(value, rate) - rate - (value + 1).lgamma()
 
 
-class Binomial(Distribution):
+class Binomial(_BinaryParams, Distribution):
     """The number of successes in ``total_count`` Bernoulli(``probs``) trials."""
 
     arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
@@ -168,14 +160,6 @@ class Binomial(Distribution):
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self.total_count)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):
