@@ -260,7 +260,7 @@ def like_layout(input, t, memory_format):
     """``t`` (row-major, shaped like ``input``) laid out as the ``*_like`` functions lay out their result: in
     ``memory_format``, or by default (preserve_format) in ``input``'s own dimension order when ``input`` is
     dense without overlap (a transposed or channels-last tensor), else row-major, as in PyTorch."""
-    from .memory_format import preserve_format, to_format
+    from .memory_format import laid_out_in, preserve_format, to_format
 
     if memory_format is not None and memory_format is not preserve_format:
         return to_format(t, memory_format)
@@ -273,8 +273,7 @@ def like_layout(input, t, memory_format):
             if input.stride(d) != expected:
                 return t  # overlapping or with gaps: row-major
             expected *= input.shape[d]
-    inverse = [order.index(d) for d in builtins.range(input.dim())]
-    return _C.ops.permute(_C.ops.contiguous(_C.ops.permute(t, order)), inverse)
+    return laid_out_in(t, order)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,

@@ -68,8 +68,13 @@ def to_format(t, fmt):
     perm = _order(t, fmt)
     if is_contiguous(t, fmt):
         return t
-    inverse = [perm.index(i) for i in builtins.range(len(perm))]
-    return ops.permute(ops.contiguous(ops.permute(t, list(perm))), inverse)
+    return laid_out_in(t, perm)
+
+
+def laid_out_in(t, order):
+    """A copy of ``t`` with the same sizes whose memory runs through its dims in ``order`` (outermost first)."""
+    inverse = [order.index(i) for i in builtins.range(len(order))]
+    return ops.permute(ops.contiguous(ops.permute(t, list(order))), inverse)
 
 
 def contiguous(self, memory_format=contiguous_format):
