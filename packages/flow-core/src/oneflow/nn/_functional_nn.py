@@ -574,20 +574,19 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     bias = None
     if is_causal:
         causal = flow.tensor(_np.tril(_np.ones((L, S), dtype=bool)))
-        if attn_mask is None:
-            bias = flow.tensor(_np.where(causal.numpy(), 0.0, -_np.inf), dtype=attn.dtype)
-        elif attn_mask.dtype == flow.bool:
-            attn_mask = flow.logical_and(attn_mask, causal)
+        if attn_mask is None or attn_mask.dtype == flow.bool:
+            attn_mask = causal if attn_mask is None else flow.logical_and(attn_mask, causal)
         else:
             attn_mask = attn_mask.masked_fill(flow.logical_not(causal), float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype == flow.bool:
-            bias = flow.where(attn_mask, flow.zeros((), dtype=attn.dtype), flow.full((), float("-inf"), dtype=attn.dtype))
+            inf = flow.full((), float("-inf"), dtype=attn.dtype)
+            bias = flow.where(attn_mask, flow.zeros((), dtype=attn.dtype), inf)
         else:
             bias = attn_mask
-        if flow.broadcast_shapes(tuple(attn.shape), tuple(bias.shape)) != tuple(attn.shape):
-            raise RuntimeError(f"output with shape {list(attn.shape)} doesn't match the broadcast shape "
-                               f"{list(flow.broadcast_shapes(tuple(attn.shape), tuple(bias.shape)))}")
+        shape = flow.broadcast_shapes(tuple(attn.shape), tuple(bias.shape))
+        if shape != tuple(attn.shape):
+            raise RuntimeError(f"output with shape {list(attn.shape)} doesn't match the broadcast shape {list(shape)}")
     full = None
     if bias is not None:
         bias, full = _unmask_empty_rows(bias)
