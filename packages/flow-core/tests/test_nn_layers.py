@@ -537,8 +537,9 @@ def test_embedding_bag_per_sample_weights_and_errors():
     with pytest.raises(RuntimeError,
                        match=r"offsets\[-1\] can not be greater than input's length 2 but got offsets\[-1\] of 3"):
         m(flow.tensor([1, 2]), flow.tensor([0, 3]))
-    with pytest.raises(RuntimeError, match=r"Index 1 of input takes value 12 which is not in the valid range \[0, 10\)"):
-        m(flow.tensor([1, 12]), flow.tensor([0]))  # torch's type and words
+    with pytest.raises(RuntimeError,  # torch's type and words
+                       match=r"Index 1 of input takes value 12 which is not in the valid range \[0, 10\)"):
+        m(flow.tensor([1, 12]), flow.tensor([0]))
     with pytest.raises(RuntimeError, match="'indices' to have one of the following scalar types: Long, Int"):
         m(flow.tensor([1.0, 1.7]), flow.tensor([0]))
     with pytest.raises(ValueError, match="max mode does not support scaling the gradient by the frequency"):

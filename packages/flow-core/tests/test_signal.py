@@ -8,7 +8,8 @@ torch = pytest.importorskip("torch")
 
 
 @pytest.mark.parametrize("name,kw", [("hann_window", {}), ("hamming_window", {}),
-                                     ("hamming_window", dict(alpha=0.5, beta=0.4)), ("blackman_window", {}), ("bartlett_window", {}), ("kaiser_window", {}),
+                                     ("hamming_window", dict(alpha=0.5, beta=0.4)), ("blackman_window", {}),
+                                     ("bartlett_window", {}), ("kaiser_window", {}),
                                      ("kaiser_window", dict(beta=3.0))])
 @pytest.mark.parametrize("n", [0, 1, 2, 7, 16])
 @pytest.mark.parametrize("periodic", [True, False])

@@ -177,9 +177,9 @@ inline bool is_nan_value(T v) {
 }
 
 // Running max of one window element into (best, bi): a greater value or any NaN takes over, so a window's
-// last NaN is the one reported (PyTorch's kernels test `val > max || isnan(val)`). The selects go through bit masks so that the compiler cannot turn them into branches: on
-// random data those mispredict on every other element (measured 10.8 ms vs 2.9 ms on sorted data for a
-// 64x32x28x28 2x2 pool).
+// last NaN is the one reported (PyTorch's kernels test `val > max || isnan(val)`). The selects go through
+// bit masks so that the compiler cannot turn them into branches: on random data those mispredict on every
+// other element (measured 10.8 ms vs 2.9 ms on sorted data for a 64x32x28x28 2x2 pool).
 template <typename T>
 inline void max_step(T v, int64_t li, T& best, int64_t& bi) {
   if constexpr (std::is_floating_point_v<T>) {

@@ -147,6 +147,7 @@ def _new(kind):
 
 TENSOR_METHODS = {
     "new_zeros": _new("zeros"), "new_ones": _new("ones"), "new_empty": _new("empty"), "new_full": _new("full"),
-    "zero_": zero_, "clone": clone, "is_signed": is_signed, "diff": diff, "is_nonzero": is_nonzero, "is_same_size": is_same_size,
+    "zero_": zero_, "clone": clone, "is_signed": is_signed, "diff": diff, "is_nonzero": is_nonzero,
+    "is_same_size": is_same_size,
     "broadcast_to": broadcast_to, "dim_order": lambda self: tuple(sorted(range(self.dim()), key=lambda d: -self.stride(d))),
 }

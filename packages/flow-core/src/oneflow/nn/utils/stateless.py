@@ -117,7 +117,7 @@ def _functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None,
 def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *, tie_weights=True, strict=False):
     """Deprecated spelling of :func:`oneflow.func.functional_call` (PyTorch's
     ``torch.nn.utils.stateless.functional_call``, whose second argument is named ``parameters_and_buffers``)."""
-    warnings.warn("`oneflow.nn.utils.stateless.functional_call` is deprecated (as torch's is since PyTorch 2.0). Please "
-                  "use `oneflow.func.functional_call` instead which is a drop-in replacement.", FutureWarning,
+    warnings.warn("`oneflow.nn.utils.stateless.functional_call` is deprecated (as torch's is since PyTorch 2.0). "
+                  "Please use `oneflow.func.functional_call` instead which is a drop-in replacement.", FutureWarning,
                   stacklevel=2)
     return _functional_call(module, parameters_and_buffers, args, kwargs, tie_weights=tie_weights, strict=strict)
