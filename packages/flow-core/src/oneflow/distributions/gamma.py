@@ -31,14 +31,14 @@ def _standard_gamma(alpha):
         d = flow.where(boost, a + 1, a) - 1.0 / 3
         c = (9 * d).rsqrt()
         out = flow.zeros_like(a)
-        todo = flow.ones(shape, dtype=flow.bool)
-        while bool(todo.any()):
+        pending = flow.ones(shape, dtype=flow.bool)
+        while bool(pending.any()):
             x = flow.randn(shape, dtype=a.dtype)
             v = (1 + c * x).pow(3)
             u = flow.rand(shape, dtype=a.dtype)
-            accept = (v > 0) & (u.log() < 0.5 * x * x + d - d * v + d * v.clamp(min=tiny).log()) & todo
+            accept = (v > 0) & (u.log() < 0.5 * x * x + d - d * v + d * v.clamp(min=tiny).log()) & pending
             out = flow.where(accept, d * v, out)
-            todo = todo & ~accept
+            pending = pending & ~accept
         u = flow.rand(shape, dtype=a.dtype)
         out = flow.where(boost, out * u.pow(1 / a), out).clamp(min=tiny)
     if not (alpha.requires_grad and flow.is_grad_enabled()):
