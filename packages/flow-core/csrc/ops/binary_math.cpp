@@ -11,8 +11,10 @@ namespace {
 
 using binary::any_zero;
 using binary::call2;
+using binary::float_binary_kernel;
 using binary::float_result_type;
 using binary::is_wrapped;
+using binary::meta_float;
 using binary::not_implemented;
 using binary::scalar_value;
 using binary::where0;
@@ -25,28 +27,6 @@ MetaFn meta_no_bool(const char* kernel) {
     if (m[0].dtype == DType::Bool) not_implemented(kernel, DType::Bool);
     return m;
   };
-}
-
-// Meta for ops with a floating result (integers promote to the default float dtype).
-MetaFn meta_float(const char* kernel, bool allow_integral) {
-  return [kernel, allow_integral](const TensorList& in, const Attrs&) {
-    DType rt = result_type(in);
-    if (!allow_integral && !is_floating(rt)) not_implemented(kernel, rt);
-    return std::vector<TensorMeta>{{broadcast_shapes(in[0].sizes(), in[1].sizes(), kernel), float_result_type(in),
-                                    common_device(in, kernel)}};
-  };
-}
-
-// Runs a floating functor in float_result_type.
-template <typename MakeF>
-void float_binary_kernel(const char* name, const TensorList& in, const Tensor& out, MakeF make_f) {
-  DType ct = float_result_type(in);
-  with_compute_dtype(in, out, ct, ct, [&](const Tensor& o, const TensorList& c) {
-    dispatch_floating(ct, name, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      binary_loop<T, T>(o, c[0], c[1], make_f(tag));
-    });
-  });
 }
 
 // Integer remainder/fmod/division: the divisor is scanned first so that a zero raises before any write. An

@@ -1,6 +1,6 @@
-// Helpers shared by the binary family's files (binary_math.cpp, compare.cpp, ternary.cpp): PyTorch-style
-// dtype errors, reading wrapped Python numbers, the integer zero-division flag, and small op wrappers used by
-// backward formulas.
+// Helpers shared by the binary family's files (binary_math.cpp, compare.cpp, ternary.cpp, special.cpp):
+// PyTorch-style dtype errors, reading wrapped Python numbers, the floating-result meta and kernel driver,
+// the integer zero-division flag, and small op wrappers used by backward formulas.
 #pragma once
 #include <atomic>
 
@@ -28,6 +28,28 @@ inline Scalar scalar_value(const Tensor& t) {
 inline DType float_result_type(const TensorList& in) {
   DType d = result_type(in);
   return is_floating(d) ? d : default_float_dtype();
+}
+
+// Meta for ops with a floating result (integers promote to the default float dtype).
+inline MetaFn meta_float(const char* kernel, bool allow_integral) {
+  return [kernel, allow_integral](const TensorList& in, const Attrs&) {
+    DType rt = result_type(in);
+    if (!allow_integral && !is_floating(rt)) not_implemented(kernel, rt);
+    return std::vector<TensorMeta>{{broadcast_shapes(in[0].sizes(), in[1].sizes(), kernel), float_result_type(in),
+                                    common_device(in, kernel)}};
+  };
+}
+
+// Runs a floating functor in float_result_type.
+template <typename MakeF>
+inline void float_binary_kernel(const char* name, const TensorList& in, const Tensor& out, MakeF make_f) {
+  DType ct = float_result_type(in);
+  with_compute_dtype(in, out, ct, ct, [&](const Tensor& o, const TensorList& c) {
+    dispatch_floating(ct, name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      binary_loop<T, T>(o, c[0], c[1], make_f(tag));
+    });
+  });
 }
 
 // Whether an integral tensor holds a zero (checked before integer division so that nothing is written when

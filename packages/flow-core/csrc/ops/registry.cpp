@@ -116,6 +116,7 @@ Schema parse_schema(const std::string& text) {
       type.pop_back();
     }
     if (type == "Tensor") d.type = ArgType::Tensor;
+    else if (type == "Tensor(strict)") { d.type = ArgType::Tensor; d.strict_tensor = true; }
     else if (type == "Tensor[]") d.type = ArgType::TensorList;
     else if (type == "Tensor?[]") { d.type = ArgType::TensorList; d.list_elem_optional = true; }
     else if (type == "int") d.type = ArgType::Int;

@@ -79,6 +79,9 @@ struct ArgDef {
   bool has_default = false;
   std::string default_text;    // as written in the schema
   bool list_elem_optional = false;  // Tensor?[]
+  // A Tensor argument takes Python numbers (as wrapped 0-dim tensors) unless written "Tensor(strict)": for
+  // ops that PyTorch declares without a Scalar overload, where a number is a TypeError (gcd, igamma, ...).
+  bool strict_tensor = false;
 };
 struct Schema {
   std::string name;

@@ -5,12 +5,11 @@
 #include <cmath>
 #include <limits>
 
+#include "special_math.h"
 #include "unary_common.h"
 
 namespace flow {
-namespace {
-
-constexpr double kPi = 3.14159265358979323846;
+namespace special_math {
 
 double lgamma_d(double x) {
   int sign;
@@ -40,23 +39,6 @@ double digamma_d(double x) {
     y = z * p;
   }
   return result + std::log(x) - 0.5 / x - y;
-}
-
-double trigamma_d(double x) {
-  double sign = 1, result = 0;
-  if (x < 0.5) {
-    sign = -1;
-    const double s = std::sin(kPi * x);
-    result -= kPi * kPi / (s * s);
-    x = 1 - x;
-  }
-  for (int i = 0; i < 6; ++i) {
-    result += 1 / (x * x);
-    x += 1;
-  }
-  const double ixx = 1 / (x * x);
-  result += (1 + 1 / (2 * x) + ixx * (1. / 6 - ixx * (1. / 30 - ixx * (1. / 42)))) / x;
-  return sign * result;
 }
 
 double hurwitz_zeta(double x, double q) {
@@ -96,6 +78,32 @@ double hurwitz_zeta(double x, double q) {
     k += 1;
   }
   return s;
+}
+
+}  // namespace special_math
+
+namespace {
+
+using special_math::digamma_d;
+using special_math::hurwitz_zeta;
+using special_math::kPi;
+using special_math::lgamma_d;
+
+double trigamma_d(double x) {
+  double sign = 1, result = 0;
+  if (x < 0.5) {
+    sign = -1;
+    const double s = std::sin(kPi * x);
+    result -= kPi * kPi / (s * s);
+    x = 1 - x;
+  }
+  for (int i = 0; i < 6; ++i) {
+    result += 1 / (x * x);
+    x += 1;
+  }
+  const double ixx = 1 / (x * x);
+  result += (1 + 1 / (2 * x) + ixx * (1. / 6 - ixx * (1. / 30 - ixx * (1. / 42)))) / x;
+  return sign * result;
 }
 
 double polygamma_d(int64_t n, double x) {

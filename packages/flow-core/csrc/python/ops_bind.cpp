@@ -156,7 +156,7 @@ static void parse_tensor_arg(const OpDef& op, const ArgDef& a, int pos, nb::hand
       return;
     }
     Tensor t;
-    if (!to_tensor_or_scalar(o, t)) bad_arg(op, a, pos, v);
+    if ((a.strict_tensor && !is_tensor(o)) || !to_tensor_or_scalar(o, t)) bad_arg(op, a, pos, v);
     inputs.push_back(std::move(t));
     return;
   }

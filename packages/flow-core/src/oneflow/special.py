@@ -1,6 +1,9 @@
-"""``oneflow.special``: the part of ``torch.special`` over existing ops (so autograd works), including the
-log-gamma family (``gammaln``, ``digamma``/``psi``, ``polygamma``, ``multigammaln``). Bessel functions such as
-``i0`` and the orthogonal polynomials are not provided."""
+"""``oneflow.special``: PyTorch's ``torch.special`` over registry ops (so autograd works): the error-function
+family (``erf``, ``erfc``, ``erfcx``, ``erfinv``, ``ndtr``, ``ndtri``, ``log_ndtr``), the log-gamma family
+(``gammaln``, ``digamma``/``psi``, ``polygamma``, ``multigammaln``), the incomplete gamma functions
+(``gammainc``, ``gammaincc``), the modified Bessel functions ``i0``, ``i0e``, ``i1``, ``i1e``, the Hurwitz
+``zeta``, ``xlogy``/``xlog1py``/``entr`` and the softmax family. The Bessel J/Y/K functions, the Airy function
+and the orthogonal polynomials are not provided."""
 import math
 
 from . import _C
@@ -9,7 +12,8 @@ ops = _C.ops
 
 __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "log1p", "expm1", "exp2", "logsumexp", "softmax",
            "log_softmax", "xlogy", "entr", "sinc", "ndtr", "log_ndtr", "gammaln", "digamma", "psi", "polygamma",
-           "multigammaln"]
+           "multigammaln", "gammainc", "gammaincc", "i0", "i0e", "i1", "i1e", "ndtri", "erfcx", "xlog1py", "zeta",
+           "round"]
 
 
 def _float(input):
@@ -35,8 +39,15 @@ exp2 = _unary("exp2", "``2 ** input``.")
 gammaln = _unary("lgamma", "``log(|Gamma(input)|)``.")
 digamma = _unary("digamma", "The logarithmic derivative of the gamma function, ``Gamma'(x) / Gamma(x)``.")
 psi = digamma
+i0 = _unary("i0", "The modified Bessel function of the first kind of order 0, ``I0``.")
+i0e = _unary("_special_i0e", "The exponentially scaled ``I0``: ``exp(-|x|) * i0(x)``.")
+i1 = _unary("_special_i1", "The modified Bessel function of the first kind of order 1, ``I1``.")
+i1e = _unary("_special_i1e", "The exponentially scaled ``I1``: ``exp(-|x|) * i1(x)``.")
+ndtri = _unary("_special_ndtri", "The inverse of :func:`ndtr`: the ``x`` with ``ndtr(x) = input``.")
+erfcx = _unary("_special_erfcx", "The scaled complementary error function ``exp(x ** 2) * erfc(x)``.")
 for _f, _n in ((expit, "expit"), (erf, "erf"), (erfc, "erfc"), (erfinv, "erfinv"), (log1p, "log1p"),
-               (expm1, "expm1"), (exp2, "exp2"), (gammaln, "gammaln"), (digamma, "digamma")):
+               (expm1, "expm1"), (exp2, "exp2"), (gammaln, "gammaln"), (digamma, "digamma"), (i0, "i0"),
+               (i0e, "i0e"), (i1, "i1"), (i1e, "i1e"), (ndtri, "ndtri"), (erfcx, "erfcx")):
     _f.__name__ = _n
 del _f, _n
 
@@ -77,6 +88,34 @@ def xlogy(input, other):
     return _xlogy(input, other)
 
 
+def xlog1py(input, other):
+    """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+    return ops._special_xlog1py(input, other)
+
+
+def zeta(input, other):
+    """The Hurwitz zeta function ``sum_k (k + other) ** -input`` (the Riemann zeta at ``other = 1``)."""
+    return ops._special_zeta(input, other)
+
+
+def gammainc(input, other):
+    """The regularized lower incomplete gamma function ``P(input, other)``; the same as ``oneflow.igamma``."""
+    return ops.igamma(input, other)
+
+
+def gammaincc(input, other):
+    """The regularized upper incomplete gamma function ``Q(input, other) = 1 - P(input, other)``; the same as
+    ``oneflow.igammac``."""
+    return ops.igammac(input, other)
+
+
+def round(input, *, decimals=0):
+    """Rounds half to even, to ``decimals`` decimal places; the same as ``oneflow.round``."""
+    from . import round as _round
+
+    return _round(input, decimals=decimals)
+
+
 def entr(input):
     """Elementwise entropy ``-x * log(x)``: 0 at 0, ``-inf`` for negative ``x``. (The gradient is 0 at and below 0;
     PyTorch's is ``inf`` at 0 and NaN below.)"""
@@ -101,24 +140,14 @@ def ndtr(input):
 
 
 def log_ndtr(input):
-    """``log(ndtr(input))``, accurate in the far left tail (uses the asymptotic ``erfc`` form there)."""
+    """``log(ndtr(input))``, accurate in the far left tail."""
     x = _float(input)
     left = ops.lt(x, -1.0)
-    # for x < -1: log(erfc(t) / 2) with t = -x/sqrt2 is -t^2 + log(erfcx(t) / 2); erfcx(t) = erfc(t) exp(t^2)
-    # while erfc(t) and exp(t^2) are both representable in x's dtype (t <= 26 in float64, 9 in float32 and
-    # bfloat16, 3 in float16), else the asymptotic series
-    # 1/(t sqrt(pi)) * (1 - 1/(2t^2) + 3/(4t^4) - 15/(8t^6)). Each branch sees only inputs valid for it, so
-    # the unused one contributes no NaN gradient.
+    # left of -1: log(erfc(t) / 2) with t = -x / sqrt(2), written as log(erfcx(t) / 2) - t^2, which neither
+    # underflows nor loses digits. Each branch sees only inputs valid for it, so the unused one contributes no
+    # NaN gradient.
     t = ops.mul(ops.where(left, x, -2.0), -1.0 / math.sqrt(2.0))
-    limit = {_C.float64: 26.0, _C.float16: 3.0}.get(x.dtype, 9.0)
-    far = ops.gt(t, limit)
-    tn = ops.where(far, 1.0, t)
-    direct = ops.mul(ops.erfc(tn), ops.exp(ops.mul(tn, tn)))
-    tf = ops.where(far, t, 30.0)
-    u = ops.reciprocal(ops.mul(tf, tf))
-    poly = ops.add(1.0, ops.mul(u, ops.add(-0.5, ops.mul(u, ops.add(0.75, ops.mul(u, -1.875))))))
-    series = ops.div(poly, ops.mul(tf, math.sqrt(math.pi)))
-    tail = ops.add(ops.neg(ops.mul(t, t)), ops.log(ops.mul(ops.where(far, series, direct), 0.5)))
+    tail = ops.sub(ops.log(ops.mul(ops._special_erfcx(t), 0.5)), ops.mul(t, t))
     xr = ops.where(left, 0.0, x)
     head = ops.log1p(ops.neg(ops.mul(ops.erfc(ops.mul(xr, 1.0 / math.sqrt(2.0))), 0.5)))
     return ops.where(left, tail, head)

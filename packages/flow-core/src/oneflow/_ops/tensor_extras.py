@@ -1,5 +1,5 @@
 """Odds and ends of PyTorch's tensor API: layouts and kind queries, the complex-number API on real tensors,
-integer and special elementwise math (gcd, ldexp, frexp, i0, igamma, ...), random in-place fills (cauchy_,
+floating-point decomposition (ldexp, frexp), random in-place fills (cauchy_,
 geometric_, log_normal_), put/index_reduce, and legacy helpers (apply_, map_, new, resize, as_subclass).
 
 Functions without a registry kernel run through NumPy on CPU memory; their gradients are custom
@@ -25,8 +25,7 @@ ops = _C.ops
 
 __all__ = ["layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "real",
            "imag", "conj", "conj_physical", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "angle", "isreal",
-           "adjoint", "gcd", "gcd_", "lcm", "lcm_", "ldexp", "ldexp_", "frexp", "nextafter", "i0", "i0_", "igamma",
-           "igammac", "put", "index_reduce"]
+           "adjoint", "ldexp", "ldexp_", "frexp", "put", "index_reduce"]
 
 
 # ---- layouts -----------------------------------------------------------------------------------------------
@@ -204,49 +203,6 @@ def _sum_to(g, shape):
     return g if list(g.shape) == list(shape) else sum_to_size(g, *shape)
 
 
-# ---- integer math --------------------------------------------------------------------------------------------
-def _gcd_np(a, b):
-    # PyTorch's Euclid on |a|, |b| with C's truncating remainder; wraps like the C++ (|INT_MIN| stays negative)
-    a, b = np.abs(a), np.abs(b)
-    while np.any(a != 0):
-        nz = a != 0
-        r = np.fmod(b, np.where(nz, a, 1))
-        b = np.where(nz, a, b)
-        a = np.where(nz, r, 0).astype(a.dtype)
-    return b
-
-
-def _int_binary(op, input, other):
-    _need_tensor(op, "other", 2, other)
-    dtype = _C._result_type([input, other])
-    if dtype.is_floating_point or dtype == _C.bool:
-        raise NotImplementedError(f"\"{op}_cpu\" not implemented for '{torch_dtype_name(dtype)}'")
-    shape = list(np.broadcast_shapes(tuple(input.shape), tuple(other.shape)))
-    npd = _C._to_numpy(_C._empty([1], dtype, None)).dtype
-    a = np.broadcast_to(_np(input).astype(npd), shape).reshape(-1)
-    b = np.broadcast_to(_np(other).astype(npd), shape).reshape(-1)
-    with np.errstate(over="ignore"):
-        g = _gcd_np(a, b)
-        if op == "lcm":
-            # C++ promotes narrow ints to int for a / g * b and abs, narrowing only the final result
-            q = np.where(g == 0, 0, a // np.where(g == 0, 1, g)).astype(np.int64)
-            g = np.where(g == 0, 0, np.abs(q * b.astype(np.int64))).astype(npd)
-    return _from_np(g.reshape(shape), dtype)
-
-
-def gcd(input, other):
-    """The greatest common divisor of each pair of elements (integer dtypes; ``gcd(0, 0) = 0``)."""
-    return _int_binary("gcd", input, other)
-
-
-def lcm(input, other):
-    """The least common multiple of each pair of elements (integer dtypes; 0 if either is 0)."""
-    return _int_binary("lcm", input, other)
-
-
-gcd_, lcm_ = _inplace(gcd), _inplace(lcm)
-
-
 # ---- floating-point decomposition ------------------------------------------------------------------------
 def ldexp(input, other):
     """``input * 2 ** other``; integer inputs give the default float dtype."""
@@ -285,167 +241,6 @@ def frexp(input):
     if wide != input.dtype:
         mantissa = ops.to_dtype(mantissa, input.dtype)
     return frexp_return(mantissa, exponent)
-
-
-class _NextAfter(Function):
-    @staticmethod
-    def forward(ctx, x, y, dtype):
-        a, b = np.broadcast_arrays(_np(x), _np(y))
-        npd = {_C.float64: np.float64, _C.float16: np.float16}.get(dtype, np.float32)
-        ctx.shapes = (list(x.shape), list(y.shape))
-        return _from_np(np.nextafter(a.astype(npd), b.astype(npd)), dtype)
-
-    @staticmethod
-    def backward(ctx, g):
-        # PyTorch's nextafter passes the gradient to self unchanged and gives other a zero gradient
-        return _sum_to(g, ctx.shapes[0]), ops.mul(_sum_to(g, ctx.shapes[1]), 0.0), None
-
-
-def nextafter(input, other):
-    """The next representable floating-point value after ``input`` towards ``other``."""
-    _need_tensor("nextafter", "other", 2, other)
-    dtype = _C._result_type([input, other])
-    if not dtype.is_floating_point:
-        raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{torch_dtype_name(dtype)}'")
-    if dtype == _C.bfloat16:
-        raise NotImplementedError("\"nextafter_cpu\" not implemented for 'BFloat16'")
-    return _NextAfter.apply(input, other, dtype)
-
-
-# ---- modified Bessel function I0 -----------------------------------------------------------------------------
-def _bessel_np(x, order):
-    """I0 (order 0) or I1 (order 1) by their power series: every term is positive, so summing in float64 until
-    the terms no longer change the sum is accurate across the whole range (overflow gives inf, as PyTorch)."""
-    x = np.asarray(x, dtype=np.float64)
-    q = (x / 2.0) ** 2
-    term = np.where(np.isnan(x), np.nan, np.ones_like(x) if order == 0 else x / 2.0)
-    total = term.copy()
-    with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(1, 2000):
-            term = term * q / (k * (k + order))
-            total = total + term
-            if k > np.nanmax(np.abs(x), initial=0.0) / 2 and not np.any(np.abs(term) > 1e-17 * np.abs(total)):
-                break
-    return total
-
-
-class _I0(Function):
-    @staticmethod
-    def forward(ctx, x, dtype):
-        ctx.save_for_backward(x)
-        ctx.dtype = dtype
-        return _from_np(_bessel_np(_np(x), 0), dtype)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return ops.mul(g, _from_np(_bessel_np(_np(x), 1), g.dtype)), None
-
-
-def i0(input):
-    """The modified Bessel function of the first kind of order zero, ``I0``; its gradient is ``I1``."""
-    return _I0.apply(input, _float_dtype(input.dtype))
-
-
-i0_ = _inplace(i0)
-
-
-# ---- regularized incomplete gamma functions ------------------------------------------------------------------
-_lgamma_np = np.frompyfunc(math.lgamma, 1, 1)
-
-
-def _igamma_np(a, x, upper):
-    """P(a, x) (``upper`` False) or Q(a, x) = 1 - P(a, x): the series where ``x < a + 1``, else the continued
-    fraction (modified Lentz), each used where it converges fast and loses no precision."""
-    a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
-    shape = a.shape
-    a, x = a.reshape(-1), x.reshape(-1)
-    out = np.full(a.shape, np.nan)
-    regular = (a > 0) & (x > 0) & np.isfinite(a) & np.isfinite(x)
-    one, zero = (0.0, 1.0) if upper else (1.0, 0.0)
-    out[(a == 0) & (x > 0)] = one
-    out[(a > 0) & (x == 0)] = zero
-    out[np.isinf(a) & (a > 0) & np.isfinite(x) & (x >= 0)] = zero
-    out[np.isfinite(a) & (a > 0) & np.isinf(x) & (x > 0)] = one
-    with np.errstate(all="ignore"):
-        ar, xr = a[regular], x[regular]
-        log_pref = ar * np.log(xr) - xr - _lgamma_np(ar).astype(np.float64)
-        res = np.empty(ar.shape)
-        ser = xr < ar + 1
-        # series for P
-        aa, xx = ar[ser], xr[ser]
-        term = 1.0 / aa
-        total = term.copy()
-        for n in range(1, 100000):
-            term = term * xx / (aa + n)
-            total = total + term
-            if not np.any(np.abs(term) > np.abs(total) * 1e-17):
-                break
-        p = total * np.exp(log_pref[ser])
-        res[ser] = 1.0 - p if upper else p
-        # continued fraction for Q
-        aa, xx = ar[~ser], xr[~ser]
-        tiny = 1e-300
-        b = xx + 1.0 - aa
-        c = np.full(aa.shape, 1.0 / tiny)
-        d = 1.0 / b
-        h = d.copy()
-        for i in range(1, 100000):
-            an = -i * (i - aa)
-            b = b + 2.0
-            d = an * d + b
-            d = np.where(np.abs(d) < tiny, tiny, d)
-            c = b + an / c
-            c = np.where(np.abs(c) < tiny, tiny, c)
-            d = 1.0 / d
-            delta = d * c
-            h = h * delta
-            if not np.any(np.abs(delta - 1.0) > 1e-16):
-                break
-        qv = np.exp(log_pref[~ser]) * h
-        res[~ser] = qv if upper else 1.0 - qv
-        out[regular] = res
-    return out.reshape(shape)
-
-
-class _IGamma(Function):
-    @staticmethod
-    def forward(ctx, a, x, dtype, upper):
-        ctx.save_for_backward(a, x)
-        ctx.dtype, ctx.upper = dtype, upper
-        return _from_np(_igamma_np(_np(a), _np(x), upper), dtype)
-
-    @staticmethod
-    def backward(ctx, g):
-        a, x = ctx.saved_tensors
-        name = "igammac" if ctx.upper else "igamma"
-        if ctx.needs_input_grad[0]:
-            raise NotImplementedError(f"the derivative for '{name}: input' is not implemented.")
-        af = ops.to_dtype(a, g.dtype)
-        xf = ops.to_dtype(x, g.dtype)
-        # d/dx P(a, x) = x^(a-1) e^-x / Gamma(a)
-        dens = ops.exp(ops.sub(ops.sub(ops.mul(ops.sub(af, 1.0), ops.log(xf)), xf), ops.lgamma(af)))
-        gx = ops.mul(g, ops.neg(dens) if ctx.upper else dens)
-        return None, _sum_to(gx, list(x.shape)), None, None
-
-
-def _igamma(input, other, upper):
-    name = "igammac" if upper else "igamma"
-    _need_tensor(name, "other", 2, other)
-    dtype = _C._result_type([input, other])
-    if not dtype.is_floating_point:
-        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{torch_dtype_name(dtype)}'")
-    return _IGamma.apply(input, other, dtype, upper)
-
-
-def igamma(input, other):
-    """The regularized lower incomplete gamma function ``P(input, other)``."""
-    return _igamma(input, other, False)
-
-
-def igammac(input, other):
-    """The regularized upper incomplete gamma function ``Q(input, other) = 1 - P(input, other)``."""
-    return _igamma(input, other, True)
 
 
 # ---- in-place forms of existing ops ---------------------------------------------------------------------------
@@ -776,10 +571,7 @@ TENSOR_METHODS = {
     "real": property(real, doc="The real part: the tensor itself."),
     "imag": property(imag, doc="The imaginary part: raises RuntimeError for real dtypes."),
     "angle": angle, "isreal": isreal, "adjoint": adjoint, "H": property(_H), "output_nr": property(_output_nr),
-    "gcd": gcd, "gcd_": gcd_, "lcm": lcm, "lcm_": lcm_, "ldexp": ldexp, "ldexp_": ldexp_, "frexp": frexp,
-    "nextafter": nextafter, "nextafter_": _inplace(nextafter),
-    "i0": i0, "i0_": i0_, "igamma": igamma, "igammac": igammac,
-    "igamma_": _inplace(igamma), "igammac_": _inplace(igammac),
+    "ldexp": ldexp, "ldexp_": ldexp_, "frexp": frexp,
     "heaviside_": _inplace(_heaviside), "addbmm_": _inplace(_addbmm), "addr_": _inplace(_addr),
     "mvlgamma_": _inplace(_mvlgamma, "mvlgamma"), "polygamma_": _inplace(_polygamma),
     "cauchy_": _cauchy_, "geometric_": _geometric_, "log_normal_": _log_normal_,

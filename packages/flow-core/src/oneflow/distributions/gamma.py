@@ -11,14 +11,8 @@ __all__ = ["Gamma", "Beta"]
 
 def _standard_gamma_grad(x, alpha):
     """dx/dalpha for x ~ Gamma(alpha, 1) at fixed CDF value: -(dP/dalpha) / (dP/dx), P the regularized lower
-    incomplete gamma function (its alpha-derivative by central differences, in float64)."""
-    x64, a64 = x.double(), alpha.double()
-    h = 1e-5 * a64.clamp(max=1.0)
-    dp_da = (flow.igamma(a64 + h, x64) - flow.igamma(a64 - h, x64)) / (2 * h)
-    log_pdf = (a64 - 1) * x64.log() - x64 - flow.lgamma(a64)
-    pdf = log_pdf.exp()
-    grad = flow.where(pdf > 0, -dp_da / pdf.clamp(min=1e-300), flow.zeros_like(pdf))
-    return grad.to(x.dtype)
+    incomplete gamma function (the registry op ``_standard_gamma_grad``, evaluated in float64)."""
+    return flow._standard_gamma_grad(alpha, x)
 
 
 def _standard_gamma(alpha):
@@ -42,7 +36,7 @@ def _standard_gamma(alpha):
         u = flow.rand(shape, dtype=a.dtype)
         out = flow.where(boost, out * u.pow(1 / a), out).clamp(min=tiny)
     if not (alpha.requires_grad and flow.is_grad_enabled()):
-        return out  # the gradient needs igamma, which is slow: skip it when nothing will be differentiated
+        return out  # no gradient pass when nothing will be differentiated
     # the value of out, the gradient of the implicit reparameterization
     return out + (alpha - a) * _standard_gamma_grad(out, a)
 
