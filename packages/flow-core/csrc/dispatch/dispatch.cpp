@@ -17,7 +17,7 @@ static thread_local bool t_below_autograd = false;
 void set_intercept_hook(InterceptHook hook) { g_hook = hook; }
 int& mode_depth() { return t_mode_depth; }
 bool below_autograd() { return t_below_autograd; }
-BelowAutogradGuard::BelowAutogradGuard() : prev(t_below_autograd) { t_below_autograd = true; }
+BelowAutogradGuard::BelowAutogradGuard(bool below) : prev(t_below_autograd) { t_below_autograd = below; }
 BelowAutogradGuard::~BelowAutogradGuard() { t_below_autograd = prev; }
 
 AttrValue parse_default(const ArgDef& a) {

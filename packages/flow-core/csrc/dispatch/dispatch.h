@@ -31,9 +31,11 @@ using InterceptHook = TensorList (*)(const OpDef& op, const TensorList& inputs, 
 void set_intercept_hook(InterceptHook hook);
 // Number of Python dispatch modes on this thread's stack (maintained by the Python module).
 int& mode_depth();
-// Set while a handler runs so that its own op calls skip autograd (it is below autograd).
+// Set while a handler runs so that its own op calls skip autograd (it is below autograd). With below = false
+// it lifts the flag for a nested, self-contained computation that a handler wants recorded (forward-mode AD
+// differentiates the intercepted op on fresh tensors).
 struct BelowAutogradGuard {
-  BelowAutogradGuard();
+  explicit BelowAutogradGuard(bool below = true);
   ~BelowAutogradGuard();
   bool prev;
 };

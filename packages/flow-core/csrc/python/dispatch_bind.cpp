@@ -52,6 +52,12 @@ void init_dispatch(nb::module_& m) {
     if (on) stack.push_back(std::make_unique<dispatch::BelowAutogradGuard>());
     else if (!stack.empty()) stack.pop_back();
   });
+  // Run `fn()` above autograd (its ops recorded as at top level) from inside a handler; the flag is restored
+  // however fn exits.
+  m.def("_call_above_autograd", [](nb::callable fn) {
+    dispatch::BelowAutogradGuard above(false);
+    return fn();
+  });
 }
 
 }  // namespace flow::py

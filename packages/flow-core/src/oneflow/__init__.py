@@ -79,3 +79,4 @@ from . import cpu  # noqa: E402,F401
 from . import backends  # noqa: E402,F401
 from . import special  # noqa: E402,F401
 from . import func  # noqa: E402,F401
+from .func import vmap  # noqa: E402,F401

@@ -236,6 +236,7 @@ class Variable(metaclass=_VariableMeta):
 
 
 from . import functional  # noqa: E402,F401  (imports grad and enable_grad from here)
+from . import forward_ad  # noqa: E402,F401
 
 
 class set_detect_anomaly:
