@@ -10,8 +10,8 @@ from ._inplace_util import _float_dtype
 
 ops = _C.ops
 
-__all__ = ["real", "imag", "conj", "conj_physical", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "angle", "isreal",
-           "adjoint"]
+__all__ = ["real", "imag", "conj", "conj_physical", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "angle",
+           "isreal", "adjoint"]
 
 
 
