@@ -6,6 +6,7 @@ import oneflow as flow
 
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Normal", "Uniform", "Exponential", "Laplace"]
@@ -41,8 +42,10 @@ class _LocScale(Distribution):
         return self.loc
 
 
-class Normal(_LocScale):
+class Normal(_LocScale, ExponentialFamily):
     """The normal distribution N(loc, scale^2)."""
+
+    _mean_carrier_measure = 0
 
     @property
     def stddev(self):
@@ -78,6 +81,13 @@ class Normal(_LocScale):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + flow.log(self.scale)
+
+    @property
+    def _natural_params(self):
+        return self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal()
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * flow.log(-math.pi / y)
 
 
 class Uniform(Distribution):
@@ -143,8 +153,10 @@ class Uniform(Distribution):
         return flow.log(self.high - self.low)
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """The exponential distribution of rate ``rate``."""
+
+    _mean_carrier_measure = 0
 
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
@@ -195,6 +207,13 @@ class Exponential(Distribution):
 
     def entropy(self):
         return 1.0 - flow.log(self.rate)
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -flow.log(-x)
 
 
 class Laplace(_LocScale):

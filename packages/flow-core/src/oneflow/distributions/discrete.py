@@ -4,6 +4,7 @@ import oneflow as flow
 
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli", "Categorical"]
@@ -35,8 +36,10 @@ class _BinaryParams:
         return logits_to_probs(self.logits, is_binary=True)
 
 
-class Bernoulli(_BinaryParams, Distribution):
+class Bernoulli(_BinaryParams, ExponentialFamily):
     """0/1 outcomes with probability ``probs`` of 1 (or log-odds ``logits``)."""
+
+    _mean_carrier_measure = 0
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
@@ -85,6 +88,13 @@ class Bernoulli(_BinaryParams, Distribution):
 
     def entropy(self):
         return flow.nn.functional.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    @property
+    def _natural_params(self):
+        return (flow.log(self.probs) - flow.log1p(-self.probs),)
+
+    def _log_normalizer(self, x):
+        return flow.log1p(flow.exp(x))
 
     def enumerate_support(self, expand=True):
         values = flow.arange(2, dtype=self._param.dtype).view((-1,) + (1,) * len(self._batch_shape))

@@ -3,7 +3,7 @@ Marsaglia and Tsang's method with implicit reparameterization gradients."""
 import oneflow as flow
 
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Gamma", "Beta"]
@@ -41,8 +41,10 @@ def _standard_gamma(alpha):
     return out + (alpha - a) * _standard_gamma_grad(out, a)
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """The gamma distribution with shape ``concentration`` and inverse scale ``rate``."""
+
+    _mean_carrier_measure = 0
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
@@ -90,8 +92,15 @@ class Gamma(Distribution):
         c = self.concentration
         return c - flow.log(self.rate) + flow.lgamma(c) + (1.0 - c) * flow.digamma(c)
 
+    @property
+    def _natural_params(self):
+        return self.concentration - 1, -self.rate
 
-class Beta(Distribution):
+    def _log_normalizer(self, x, y):
+        return flow.lgamma(x + 1) + (x + 1) * flow.log(-y.reciprocal())
+
+
+class Beta(ExponentialFamily):
     """The beta distribution on [0, 1] with concentrations ``concentration1`` (alpha) and ``concentration0``
     (beta)."""
 
@@ -145,3 +154,10 @@ class Beta(Distribution):
         total = c1 + c0
         return (flow.lgamma(c1) + flow.lgamma(c0) - flow.lgamma(total) - (2 - total) * flow.digamma(total)
                 - (c1 - 1) * flow.digamma(c1) - (c0 - 1) * flow.digamma(c0))
+
+    @property
+    def _natural_params(self):
+        return self.concentration1, self.concentration0
+
+    def _log_normalizer(self, x, y):
+        return flow.lgamma(x) + flow.lgamma(y) - flow.lgamma(x + y)

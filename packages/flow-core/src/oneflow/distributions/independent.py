@@ -3,12 +3,9 @@ import oneflow as flow
 
 from . import constraints
 from .distribution import Distribution
+from .utils import _sum_rightmost
 
 __all__ = ["Independent"]
-
-
-def _sum_rightmost(value, dim):
-    return value.reshape(tuple(value.shape[:value.dim() - dim]) + (-1,)).sum(-1) if dim > 0 else value
 
 
 class Independent(Distribution):

@@ -5,13 +5,19 @@ import math
 import oneflow as flow
 
 from .continuous import Exponential, Laplace, Normal, Uniform
+from .continuous_bernoulli import ContinuousBernoulli
 from .discrete import Bernoulli, Categorical
+from .exp_family import ExponentialFamily
 from .gamma import Beta, Gamma
 from .independent import Independent, _sum_rightmost
 from .log_normal import LogNormal
+from .lowrank_multivariate_normal import (LowRankMultivariateNormal, _batch_lowrank_logdet,
+                                          _batch_lowrank_mahalanobis, _batch_mahalanobis, _batch_trace_XXT)
 from .more_continuous import Cauchy, Dirichlet, Gumbel, HalfNormal
 from .more_discrete import Binomial, Geometric, OneHotCategorical, Poisson
 from .multivariate_normal import MultivariateNormal
+from .pareto import Pareto
+from .transformed_distribution import TransformedDistribution
 
 __all__ = ["register_kl", "kl_divergence"]
 
@@ -184,6 +190,8 @@ def _kl_beta_uniform(p, q):
 
 
 @register_kl(Exponential, Beta)
+@register_kl(Exponential, ContinuousBernoulli)
+@register_kl(Exponential, Pareto)
 @register_kl(Exponential, Uniform)
 def _kl_exponential_infinity(p, q):
     return _infinite_like(p.rate)
@@ -208,6 +216,8 @@ def _kl_exponential_normal(p, q):
 
 
 @register_kl(Gamma, Beta)
+@register_kl(Gamma, ContinuousBernoulli)
+@register_kl(Gamma, Pareto)
 @register_kl(Gamma, Uniform)
 def _kl_gamma_infinity(p, q):
     return _infinite_like(p.concentration)
@@ -230,12 +240,16 @@ def _kl_gamma_normal(p, q):
 
 
 @register_kl(Laplace, Beta)
+@register_kl(Laplace, ContinuousBernoulli)
 @register_kl(Laplace, Exponential)
 @register_kl(Laplace, Gamma)
+@register_kl(Laplace, Pareto)
 @register_kl(Laplace, Uniform)
 @register_kl(Normal, Beta)
+@register_kl(Normal, ContinuousBernoulli)
 @register_kl(Normal, Exponential)
 @register_kl(Normal, Gamma)
+@register_kl(Normal, Pareto)
 @register_kl(Normal, Uniform)
 def _kl_loc_scale_infinity(p, q):
     return _infinite_like(p.loc)
@@ -363,8 +377,10 @@ def _kl_poisson_infinity(p, q):
 
 
 @register_kl(Gumbel, Beta)
+@register_kl(Gumbel, ContinuousBernoulli)
 @register_kl(Gumbel, Exponential)
 @register_kl(Gumbel, Gamma)
+@register_kl(Gumbel, Pareto)
 @register_kl(Gumbel, Uniform)
 def _kl_gumbel_infinity(p, q):
     return _infinite_like(p.loc)
@@ -416,3 +432,187 @@ def _kl_uniform_gumbel(p, q):
     low_loc_diff = (p.low - q.loc) / q.scale
     t1 = common_term.log() + 0.5 * (high_loc_diff + low_loc_diff)
     return t1 - common_term * (flow.exp(-high_loc_diff) - flow.exp(-low_loc_diff))
+
+
+# Pairs involving the exponential-family base, transformed distributions, ContinuousBernoulli, Pareto and the
+# low-rank multivariate normal (PyTorch's formulas).
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """The Bregman divergence of the log normalizer F: F(theta_q) - F(theta_p) - <theta_q - theta_p, dF(theta_p)>."""
+    if type(p) is not type(q):
+        raise NotImplementedError(f"No KL(p || q) is implemented for p type {p.__class__.__name__} and q type "
+                                  f"{q.__class__.__name__}: the cross KL-divergence between different exponential "
+                                  "families cannot be computed using Bregman divergences")
+    lg_normal, p_nparams, grads = p._log_normalizer_and_grads()
+    result = q._log_normalizer(*q._natural_params) - lg_normal
+    for pnp, qnp, g in zip(p_nparams, q._natural_params, grads):
+        result = result - _sum_rightmost((qnp - pnp) * g, len(q.event_shape))
+    return result
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p, q):
+    # KL is invariant under a shared bijection
+    if p.transforms != q.transforms or p.event_shape != q.event_shape:
+        raise NotImplementedError
+    return kl_divergence(p.base_dist, q.base_dist)
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + flow.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - flow.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+def _cross_entropy_continuous_bernoulli(q, mean):
+    """-E_p[log q(X)] for a ContinuousBernoulli q, given p's mean."""
+    return -mean * q.logits - flow.log1p(-q.probs) - q._cont_bern_log_norm()
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p, q):
+    return -p.entropy() + _cross_entropy_continuous_bernoulli(q, p.mean)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    result = -p.entropy() + _cross_entropy_continuous_bernoulli(q, p.mean)
+    return _inf_where(result, (p.high >= 1) | (p.low <= 0))
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - flow.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t1 = -p.entropy()
+    t2 = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).square()) + flow.log(q.scale)
+    t3 = (p.variance + p.mean.square() - 2.0 * q.loc * p.mean) / (2.0 * q.scale.square())
+    return t1 + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return _inf_where(result, (q.low > 0) | (q.high < 1))  # q must cover p's support [0, 1]
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+def _kl_continuous_bernoulli_infinity(p, q):
+    return _infinite_like(p.probs)
+
+
+@register_kl(Beta, Pareto)
+def _kl_beta_infinity(p, q):
+    return _infinite_like(p.concentration1)
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
+    return _inf_where(result, p.scale < q.scale)
+
+
+@register_kl(Pareto, Beta)
+@register_kl(Pareto, ContinuousBernoulli)
+@register_kl(Pareto, Uniform)
+def _kl_pareto_infinity(p, q):
+    return _infinite_like(p.scale)
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    scale_rate_prod = p.scale * q.rate
+    t1 = (p.alpha / scale_rate_prod).log()
+    t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
+    return _inf_where(t1 - p.alpha.reciprocal() + t3 - 1, p.alpha <= 1)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    common_term = p.scale.log() + p.alpha.reciprocal()
+    t1 = p.alpha.log() - common_term
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (1 - q.concentration) * common_term
+    t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+    return _inf_where(t1 + t2 + t3 + t4 - 1, p.alpha <= 1)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    var_normal = 2 * q.scale.pow(2)
+    common_term = p.scale / (p.alpha - 1)
+    t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+    t3 = p.alpha * common_term.pow(2) / (p.alpha - 2)
+    t4 = (p.alpha * common_term - q.loc).pow(2)
+    return _inf_where(t1 - p.alpha.reciprocal() + (t3 + t4) / var_normal - 1, p.alpha <= 2)
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    support_uniform = p.high - p.low
+    t1 = (q.alpha * q.scale.pow(q.alpha) * support_uniform).log()
+    t2 = (_x_log_x(p.high) - _x_log_x(p.low) - support_uniform) / support_uniform
+    return _inf_where(t2 * (q.alpha + 1) - t1, p.low < q.scale)
+
+
+def _check_same_event(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two (Low Rank) Multivariate Normals with different event shapes "
+                         "cannot be computed")
+
+
+def _lowrank_terms(q, loc_diff):
+    """log det of q's covariance, the Mahalanobis term of ``loc_diff`` and C^-1/2 W^T D^-1 (Woodbury) of q."""
+    W, D, C = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril
+    logdet = _batch_lowrank_logdet(W, D, C)
+    mahalanobis = _batch_lowrank_mahalanobis(W, D, loc_diff, C)
+    A = flow.linalg.solve_triangular(C, W.transpose(-1, -2) / D.unsqueeze(-2), upper=False)
+    return logdet, mahalanobis, A
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrank_lowrank(p, q):
+    _check_same_event(p, q)
+    q_logdet, term3, A = _lowrank_terms(q, q.loc - p.loc)
+    term1 = q_logdet - _batch_lowrank_logdet(p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag,
+                                             p._capacitance_tril)
+    # tr(Sigma_q^-1 Sigma_p), with Sigma_q^-1 = D_q^-1 - A^T A and Sigma_p = W_p W_p^T + D_p
+    term21 = (p._unbroadcasted_cov_diag / q._unbroadcasted_cov_diag).sum(-1)
+    term22 = _batch_trace_XXT(p._unbroadcasted_cov_factor * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+    term23 = _batch_trace_XXT(A * p._unbroadcasted_cov_diag.sqrt().unsqueeze(-2))
+    term24 = _batch_trace_XXT(A.matmul(p._unbroadcasted_cov_factor))
+    return 0.5 * (term1 + term21 + term22 - term23 - term24 + term3 - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_mvn_lowrank(p, q):
+    _check_same_event(p, q)
+    q_logdet, term3, A = _lowrank_terms(q, q.loc - p.loc)
+    term1 = q_logdet - 2 * p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    term21 = _batch_trace_XXT(p._unbroadcasted_scale_tril * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+    term22 = _batch_trace_XXT(A.matmul(p._unbroadcasted_scale_tril))
+    return 0.5 * (term1 + term21 - term22 + term3 - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrank_mvn(p, q):
+    _check_same_event(p, q)
+    L = q._unbroadcasted_scale_tril
+    term1 = 2 * L.diagonal(dim1=-2, dim2=-1).log().sum(-1) - _batch_lowrank_logdet(
+        p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, p._capacitance_tril)
+    term3 = _batch_mahalanobis(L, q.loc - p.loc)
+    n = p.event_shape[0]
+    batch = tuple(flow.broadcast_shapes(tuple(L.shape[:-2]), tuple(p._unbroadcasted_cov_factor.shape[:-2])))
+    L = L.expand(batch + (n, n))
+    W = p._unbroadcasted_cov_factor.expand(batch + (n, p.cov_factor.shape[-1]))
+    sqrt_D = flow.diag_embed(p._unbroadcasted_cov_diag.sqrt()).expand(batch + (n, n))
+    term21 = _batch_trace_XXT(flow.linalg.solve_triangular(L, W, upper=False))
+    term22 = _batch_trace_XXT(flow.linalg.solve_triangular(L, sqrt_D, upper=False))
+    return 0.5 * (term1 + term21 + term22 + term3 - n)

@@ -1,28 +1,32 @@
 """The log-normal distribution (PyTorch's ``torch.distributions.LogNormal``): exp of a Normal."""
-import oneflow as flow
-
 from . import constraints
 from .continuous import Normal
-from .distribution import Distribution
+from .transformed_distribution import TransformedDistribution
+from .transforms import ExpTransform
 
 __all__ = ["LogNormal"]
 
 
-class LogNormal(Distribution):
-    """The distribution of ``exp(X)`` for ``X ~ Normal(loc, scale)``."""
+class LogNormal(TransformedDistribution):
+    """The distribution of ``exp(X)`` for ``X ~ Normal(loc, scale)`` (a :class:`TransformedDistribution` of
+    :class:`Normal` by :class:`~oneflow.distributions.transforms.ExpTransform`).
+
+    Args:
+        loc (float or Tensor): the mean of log of the distribution.
+        scale (float or Tensor): the standard deviation of log of the distribution.
+    """
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.positive
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
-        self.base_dist = Normal(loc, scale, validate_args=validate_args)
-        super().__init__(self.base_dist.batch_shape, validate_args=validate_args)
+        base_dist = Normal(loc, scale, validate_args=validate_args)
+        super().__init__(base_dist, ExpTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(LogNormal, _instance)
-        new.base_dist = self.base_dist.expand(batch_shape)
-        return self._finish_expand(new, LogNormal, flow.Size(batch_shape))
+        return super().expand(batch_shape, _instance=new)
 
     @property
     def loc(self):
@@ -45,29 +49,5 @@ class LogNormal(Distribution):
         scale2 = self.scale.pow(2)
         return scale2.expm1() * (2 * self.loc + scale2).exp()
 
-    def sample(self, sample_shape=()):
-        with flow.no_grad():
-            return self.base_dist.sample(sample_shape).exp()
-
-    def rsample(self, sample_shape=()):
-        return self.base_dist.rsample(sample_shape).exp()
-
-    def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        x = value.log()
-        return self.base_dist.log_prob(x) - x  # minus log|d exp(x)/dx|
-
-    def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return self.base_dist.cdf(value.log())
-
-    def icdf(self, value):
-        return self.base_dist.icdf(value).exp()
-
     def entropy(self):
         return self.base_dist.entropy() + self.loc
-
-    def __repr__(self):
-        return f"LogNormal(loc: {self.loc.shape}, scale: {self.scale.shape})"

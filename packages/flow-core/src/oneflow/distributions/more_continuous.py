@@ -1,13 +1,17 @@
 """More continuous distributions (PyTorch's formulas): Cauchy, HalfNormal, Gumbel, StudentT and Dirichlet, with
-reparameterized sampling (StudentT and Dirichlet through the gamma sampler's implicit gradients)."""
+reparameterized sampling (StudentT and Dirichlet through the gamma sampler's implicit gradients; HalfNormal and
+Gumbel as transformed distributions)."""
 import math
 
 import oneflow as flow
 
 from . import constraints
-from .continuous import _LocScale
+from .continuous import Normal, Uniform, _LocScale
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .gamma import _standard_gamma
+from .transformed_distribution import TransformedDistribution
+from .transforms import AbsTransform, AffineTransform, ExpTransform
 from .utils import broadcast_all
 
 __all__ = ["Cauchy", "HalfNormal", "Gumbel", "StudentT", "Dirichlet"]
@@ -52,22 +56,28 @@ class Cauchy(_LocScale):
         return math.log(4 * math.pi) + self.scale.log()
 
 
-class HalfNormal(Distribution):
-    """|X| for X ~ N(0, scale^2)."""
+class HalfNormal(TransformedDistribution):
+    """|X| for X ~ N(0, scale^2) (a :class:`TransformedDistribution` of :class:`Normal` by
+    :class:`~oneflow.distributions.transforms.AbsTransform`).
+
+    Args:
+        scale (float or Tensor): the scale of the full Normal distribution.
+    """
 
     arg_constraints = {"scale": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
 
     def __init__(self, scale, validate_args=None):
-        (self.scale,) = broadcast_all(scale)
-        super().__init__(self.scale.shape, validate_args=validate_args)
+        super().__init__(Normal(0, scale, validate_args=False), AbsTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(HalfNormal, _instance)
-        batch_shape = flow.Size(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        return self._finish_expand(new, HalfNormal, batch_shape)
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def scale(self):
+        return self.base_dist.scale
 
     @property
     def mean(self):
@@ -81,34 +91,65 @@ class HalfNormal(Distribution):
     def variance(self):
         return self.scale.pow(2) * (1 - 2 / math.pi)
 
-    def rsample(self, sample_shape=()):
-        shape = tuple(self._extended_shape(sample_shape))
-        return flow.randn(shape, dtype=self.scale.dtype).abs() * self.scale
-
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        log_prob = -(value ** 2) / (2 * self.scale ** 2) - self.scale.log() + 0.5 * math.log(2 / math.pi)
+        # both preimages +-value have the Normal's density
+        log_prob = self.base_dist.log_prob(value) + math.log(2)
         return flow.where(value >= 0, log_prob, flow.full_like(log_prob, float("-inf")))
 
     def cdf(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        return flow.erf(value / (self.scale * math.sqrt(2)))
+        return 2 * self.base_dist.cdf(value) - 1
 
     def icdf(self, prob):
-        return self.scale * flow.erfinv(prob) * math.sqrt(2)
+        return self.base_dist.icdf((prob + 1) / 2)
 
     def entropy(self):
-        return 0.5 * math.log(math.pi / 2) + 0.5 + self.scale.log()
+        return self.base_dist.entropy() - math.log(2)
 
 
-class Gumbel(_LocScale):
-    """The Gumbel (type-I extreme value) distribution with location ``loc`` and scale ``scale``."""
+class Gumbel(TransformedDistribution):
+    """The Gumbel (type-I extreme value) distribution with location ``loc`` and scale ``scale``: the
+    :class:`TransformedDistribution` ``loc - scale * log(-log(U))`` of ``U ~ Uniform(tiny, 1 - eps)``.
+
+    Args:
+        loc (float or Tensor): the location.
+        scale (float or Tensor): the scale.
+    """
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        finfo = flow.finfo(self.loc.dtype)
+        # the bounds keep both logs finite
+        base_dist = Uniform(flow.full_like(self.loc, finfo.tiny), flow.full_like(self.loc, 1 - finfo.eps),
+                            validate_args=validate_args)
+        transforms = [ExpTransform().inv, AffineTransform(loc=0, scale=-flow.ones_like(self.scale)),
+                      ExpTransform().inv, AffineTransform(loc=self.loc, scale=-self.scale)]
+        super().__init__(base_dist, transforms, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Gumbel, _instance)
+        new.loc, new.scale = self.loc.expand(batch_shape), self.scale.expand(batch_shape)
+        return super().expand(batch_shape, _instance=new)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        y = (self.loc - value) / self.scale
+        return (y - y.exp()) - self.scale.log()
 
     @property
     def mean(self):
         return self.loc + self.scale * _EULER_GAMMA
+
+    @property
+    def mode(self):
+        return self.loc
 
     @property
     def stddev(self):
@@ -117,27 +158,6 @@ class Gumbel(_LocScale):
     @property
     def variance(self):
         return self.stddev.pow(2)
-
-    def rsample(self, sample_shape=()):
-        shape = tuple(self._extended_shape(sample_shape))
-        finfo = flow.finfo(self.loc.dtype)
-        # PyTorch's base Uniform(tiny, 1 - eps) keeps both logs finite
-        u = flow.rand(shape, dtype=self.loc.dtype).clamp(min=finfo.tiny, max=1 - finfo.eps)
-        return self.loc - self.scale * flow.log(-flow.log(u))
-
-    def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        y = (self.loc - value) / self.scale
-        return (y - y.exp()) - self.scale.log()
-
-    def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return flow.exp(-flow.exp((self.loc - value) / self.scale))
-
-    def icdf(self, value):
-        return self.loc - self.scale * flow.log(-flow.log(value))
 
     def entropy(self):
         return self.scale.log() + (1 + _EULER_GAMMA)
@@ -195,7 +215,7 @@ class StudentT(Distribution):
                 - flow.digamma(0.5 * self.df)) + 0.5 * self.df.log() + lbeta)
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """The Dirichlet distribution on the simplex with concentrations ``concentration`` in the last dim."""
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
@@ -250,3 +270,10 @@ class Dirichlet(Distribution):
         a0 = c.sum(-1)
         return (flow.lgamma(c).sum(-1) - flow.lgamma(a0) - (k - a0) * flow.digamma(a0)
                 - ((c - 1.0) * flow.digamma(c)).sum(-1))
+
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
+
+    def _log_normalizer(self, x):
+        return x.lgamma().sum(-1) - flow.lgamma(x.sum(-1))

@@ -1,13 +1,15 @@
-"""More discrete distributions (PyTorch's formulas): Geometric, Poisson, Binomial, OneHotCategorical and
-Multinomial, sampled with oneflow's RNG."""
+"""More discrete distributions (PyTorch's formulas): Geometric, Poisson, Binomial, NegativeBinomial,
+OneHotCategorical and Multinomial, sampled with oneflow's RNG."""
 import oneflow as flow
 
 from . import constraints
 from .discrete import Categorical, _BinaryParams, _expand_params, _one_of
 from .distribution import Distribution
-from .utils import broadcast_all
+from .exp_family import ExponentialFamily
+from .gamma import Gamma
+from .utils import broadcast_all, lazy_property
 
-__all__ = ["Geometric", "Poisson", "Binomial", "OneHotCategorical", "Multinomial"]
+__all__ = ["Geometric", "Poisson", "Binomial", "NegativeBinomial", "OneHotCategorical", "Multinomial"]
 
 
 class Geometric(_BinaryParams, Distribution):
@@ -91,7 +93,7 @@ def _poisson_sample(rate):
     return out.to(rate.dtype)
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """The Poisson distribution of rate ``rate``."""
 
     arg_constraints = {"rate": constraints.nonnegative}
@@ -129,6 +131,13 @@ class Poisson(Distribution):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return flow.xlogy(value, rate) - rate - (value + 1).lgamma()
+
+    @property
+    def _natural_params(self):
+        return (flow.log(self.rate),)
+
+    def _log_normalizer(self, x):
+        return flow.exp(x)
 
 
 class Binomial(_BinaryParams, Distribution):
@@ -217,6 +226,74 @@ class Binomial(_BinaryParams, Distribution):
         total = self._homogeneous_count("enumerate_support")
         values = flow.arange(1 + total, dtype=self._param.dtype).view((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
+
+
+class NegativeBinomial(_BinaryParams, Distribution):
+    """The number of successes of Bernoulli(``probs``) trials before ``total_count`` failures.
+
+    Args:
+        total_count (float or Tensor): the number of failures to stop at (nonnegative; need not be an integer).
+        probs (Tensor): the success probability of each trial, in [0, 1).
+        logits (Tensor): its log-odds.
+    """
+
+    arg_constraints = {"total_count": constraints.greater_than_eq(0),
+                       "probs": constraints.half_open_interval(0.0, 1.0), "logits": constraints.real}
+    support = constraints.nonnegative_integer
+
+    def __init__(self, total_count, probs=None, logits=None, validate_args=None):
+        _one_of(probs, logits)
+        if probs is not None:
+            self.total_count, self.probs = broadcast_all(total_count, probs)
+            self._param = self.probs
+        else:
+            self.total_count, self.logits = broadcast_all(total_count, logits)
+            self._param = self.logits
+        self.total_count = self.total_count.to(self._param.dtype)
+        super().__init__(self._param.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(NegativeBinomial, _instance)
+        batch_shape = flow.Size(batch_shape)
+        new.total_count = self.total_count.expand(batch_shape)
+        _expand_params(self, new, tuple(batch_shape))
+        return self._finish_expand(new, NegativeBinomial, batch_shape)
+
+    @property
+    def param_shape(self):
+        return self._param.shape
+
+    @property
+    def mean(self):
+        return self.total_count * flow.exp(self.logits)
+
+    @property
+    def mode(self):
+        return ((self.total_count - 1) * self.logits.exp()).floor().clamp(min=0.0)
+
+    @property
+    def variance(self):
+        return self.mean / flow.sigmoid(-self.logits)
+
+    @lazy_property
+    def _gamma(self):
+        # the gamma-Poisson mixture: a Poisson whose rate is Gamma(total_count, scale=probs / (1 - probs))
+        return Gamma(concentration=self.total_count, rate=flow.exp(-self.logits), validate_args=False)
+
+    def sample(self, sample_shape=()):
+        with flow.no_grad():
+            return _poisson_sample(self._gamma.sample(sample_shape))
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        logsigmoid = flow.nn.functional.logsigmoid
+        log_unnormalized = self.total_count * logsigmoid(-self.logits) + value * logsigmoid(self.logits)
+        log_normalization = -flow.lgamma(self.total_count + value) + flow.lgamma(1.0 + value) + flow.lgamma(
+            self.total_count)
+        # total_count == value == 0 is a sure event: lgamma(0) terms cancel in the limit
+        log_normalization = log_normalization.masked_fill(self.total_count + value == 0.0, 0.0)
+        return log_unnormalized - log_normalization
 
 
 class _CategoricalParams:

@@ -3,7 +3,8 @@ import numbers
 
 import oneflow as flow
 
-__all__ = ["broadcast_all", "probs_to_logits", "logits_to_probs", "clamp_probs", "lazy_property"]
+__all__ = ["broadcast_all", "probs_to_logits", "logits_to_probs", "clamp_probs", "lazy_property", "tril_matrix_to_vec",
+           "vec_to_tril_matrix"]
 
 
 def broadcast_all(*values):
@@ -47,3 +48,34 @@ class lazy_property:
             value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
+
+
+def _sum_rightmost(value, dim):
+    """``value`` summed over its rightmost ``dim`` dims (a number or ``dim == 0`` is returned as is)."""
+    return value.reshape(tuple(value.shape[:value.dim() - dim]) + (-1,)).sum(-1) if dim > 0 else value
+
+
+def _tril_mask(n, diag):
+    # row-major order of the entries on or below diagonal ``diag``, the order of the vectors below
+    arange = flow.arange(n)
+    return arange < arange.view(-1, 1) + (diag + 1)
+
+
+def vec_to_tril_matrix(vec, diag=0):
+    """A (batch of) D x D lower triangular matrix filled row by row from the last dim of ``vec``: its entries on
+    and below the ``diag``-th diagonal."""
+    # the positive root of D^2 + (1 + 2 diag) D - |diag| (diag + 1) - 2 len = 0
+    b = 1 + 2 * diag
+    n = (-b + (b * b + 8 * vec.shape[-1] + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if abs(round(n) - n) > flow.finfo(vec.dtype).eps:
+        raise ValueError(f"The size of last dimension is {vec.shape[-1]} which cannot be expressed as the lower "
+                         "triangular part of a square D x D matrix.")
+    n = round(n)
+    mat = flow.zeros(tuple(vec.shape[:-1]) + (n, n), dtype=vec.dtype)
+    mat[..., _tril_mask(n, diag)] = vec
+    return mat
+
+
+def tril_matrix_to_vec(mat, diag=0):
+    """The entries on and below the ``diag``-th diagonal of (a batch of) square matrices, row by row."""
+    return mat[..., _tril_mask(mat.shape[-1], diag)]
