@@ -226,3 +226,66 @@ def test_nextafter_half():
     assert np.isnan(out.numpy()[8]) and out.numpy()[9] == 3.0
     with pytest.raises(NotImplementedError, match="nextafter_cpu"):
         flow.nextafter(flow.tensor([1.0], dtype=flow.bfloat16), flow.tensor([2.0], dtype=flow.bfloat16))
+
+
+# ---- samplers: poisson, binomial, _standard_gamma -------------------------------------------------------
+def test_poisson_moments_generator_and_errors():
+    rates = flow.tensor([0.0, 0.5, 3.0, 9.99, 10.0, 42.0, 1e4], dtype=flow.float64)
+    g = flow.Generator().manual_seed(7)
+    draws = flow.stack([flow.poisson(rates, generator=g) for _ in range(4000)])
+    assert draws.dtype == flow.float64 and (draws == draws.round()).all() and (draws >= 0).all()
+    mean, var = draws.mean(0).numpy(), draws.var(0).numpy()
+    np.testing.assert_allclose(mean[1:], rates.numpy()[1:], rtol=0.05)
+    np.testing.assert_allclose(var[1:], rates.numpy()[1:], rtol=0.12)
+    assert (draws[:, 0] == 0).all()
+    # a generator's seed fixes the draw, whatever the thread count
+    many = flow.rand(5000, dtype=flow.float64) * 30
+    threads = flow.get_num_threads()
+    try:
+        flow.set_num_threads(1)
+        a = flow.poisson(many, generator=flow.Generator().manual_seed(3))
+        flow.set_num_threads(2)
+        b = flow.poisson(many, generator=flow.Generator().manual_seed(3))
+    finally:
+        flow.set_num_threads(threads)
+    assert flow.equal(a, b)
+    with pytest.raises(RuntimeError, match="invalid Poisson rate, expected rate to be non-negative"):
+        flow.poisson(flow.tensor([1.0, -1.0]))
+    with pytest.raises(NotImplementedError, match="poisson_cpu"):
+        flow.poisson(flow.tensor([3]))
+    r = flow.tensor([3.0], requires_grad=True)
+    flow.poisson(r).sum().backward()
+    assert r.grad.tolist() == [0.0]
+
+
+def test_binomial_moments_broadcast_and_edges():
+    count = flow.tensor([[5.0], [40.0], [1000.0]], dtype=flow.float64)
+    prob = flow.tensor([0.05, 0.5, 0.93], dtype=flow.float64)
+    flow.manual_seed(0)
+    draws = flow.stack([flow.binomial(count, prob) for _ in range(3000)])
+    assert draws.shape == (3000, 3, 3)
+    n, p = count.numpy(), prob.numpy()
+    np.testing.assert_allclose(draws.mean(0).numpy(), n * p, rtol=0.06, atol=0.02)
+    np.testing.assert_allclose(draws.var(0).numpy(), n * p * (1 - p), rtol=0.15, atol=0.02)
+    assert ((draws >= 0) & (draws <= count)).all()
+    edge = flow.binomial(flow.tensor([10.0, 0.0, 5.0, 7.0, -1.0, 2.5]), flow.tensor([0.5, 0.3, 0.0, 1.0, 0.5, 1.5]))
+    ref = torch.binomial(torch.tensor([10.0, 0.0, 5.0, 7.0, -1.0, 2.5]), torch.tensor([0.5, 0.3, 0.0, 1.0, 0.5, 1.5]))
+    np.testing.assert_array_equal(edge.numpy()[1:], ref.numpy()[1:])
+    c = flow.tensor([3.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="derivative for aten::binomial is not implemented"):
+        flow.binomial(c, flow.tensor([0.3])).sum().backward()
+
+
+def test_standard_gamma_sampler():
+    alpha = flow.tensor([0.05, 0.7, 1.0, 4.5, 300.0], dtype=flow.float64)
+    flow.manual_seed(1)
+    draws = flow.stack([flow._standard_gamma(alpha) for _ in range(4000)])
+    np.testing.assert_allclose(draws.mean(0).numpy(), alpha.numpy(), rtol=0.08)
+    np.testing.assert_allclose(draws.var(0).numpy(), alpha.numpy(), rtol=0.2)
+    edge = flow._standard_gamma(flow.tensor([0.0, -1.0, float("nan"), float("inf")]))
+    ref = torch._standard_gamma(torch.tensor([0.0, -1.0, float("nan"), float("inf")]))
+    np.testing.assert_array_equal(edge.numpy(), ref.numpy())
+    a = flow.tensor([2.0, 0.3], requires_grad=True)
+    y = flow._standard_gamma(a)
+    y.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), flow._standard_gamma_grad(a.detach(), y.detach()).numpy())

@@ -1,5 +1,5 @@
 """The gamma and beta distributions (PyTorch's ``torch.distributions.Gamma`` and ``Beta``), sampled by
-Marsaglia and Tsang's method with implicit reparameterization gradients."""
+Marsaglia and Tsang's method (the ``_standard_gamma`` op) with implicit reparameterization gradients."""
 import oneflow as flow
 
 from . import constraints
@@ -9,36 +9,10 @@ from .utils import broadcast_all
 __all__ = ["Gamma", "Beta"]
 
 
-def _standard_gamma_grad(x, alpha):
-    """dx/dalpha for x ~ Gamma(alpha, 1) at fixed CDF value: -(dP/dalpha) / (dP/dx), P the regularized lower
-    incomplete gamma function (the registry op ``_standard_gamma_grad``, evaluated in float64)."""
-    return flow._standard_gamma_grad(alpha, x)
-
-
 def _standard_gamma(alpha):
-    """One Gamma(alpha, 1) sample per entry of ``alpha``, differentiable with respect to ``alpha``."""
-    tiny = flow.finfo(alpha.dtype).tiny
-    with flow.no_grad():
-        a = alpha.detach()
-        shape = tuple(a.shape)
-        boost = a < 1  # Gamma(a) = Gamma(a + 1) * U^(1/a), since the method needs a >= 1
-        d = flow.where(boost, a + 1, a) - 1.0 / 3
-        c = (9 * d).rsqrt()
-        out = flow.zeros_like(a)
-        pending = flow.ones(shape, dtype=flow.bool)
-        while bool(pending.any()):
-            x = flow.randn(shape, dtype=a.dtype)
-            v = (1 + c * x).pow(3)
-            u = flow.rand(shape, dtype=a.dtype)
-            accept = (v > 0) & (u.log() < 0.5 * x * x + d - d * v + d * v.clamp(min=tiny).log()) & pending
-            out = flow.where(accept, d * v, out)
-            pending = pending & ~accept
-        u = flow.rand(shape, dtype=a.dtype)
-        out = flow.where(boost, out * u.pow(1 / a), out).clamp(min=tiny)
-    if not (alpha.requires_grad and flow.is_grad_enabled()):
-        return out  # no gradient pass when nothing will be differentiated
-    # the value of out, the gradient of the implicit reparameterization
-    return out + (alpha - a) * _standard_gamma_grad(out, a)
+    """One Gamma(alpha, 1) sample per entry of ``alpha``, differentiable with respect to ``alpha``: the registry
+    sampler, whose backward is the implicit reparameterization gradient ``-(dP/dalpha) / (dP/dx)``."""
+    return flow._standard_gamma(alpha)
 
 
 class Gamma(ExponentialFamily):

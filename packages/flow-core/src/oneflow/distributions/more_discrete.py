@@ -69,30 +69,6 @@ class Geometric(_BinaryParams, Distribution):
         return bce / self.probs
 
 
-def _poisson_sample(rate):
-    """Poisson(rate) counts by CDF inversion, in float64; large rates are split into summed pieces of at most 500
-    so that exp(-piece) stays representable."""
-    r = rate.detach().double()
-    out = flow.zeros_like(r)
-    remaining = r
-    while bool((remaining > 0).any()):
-        piece = remaining.clamp(max=500.0)
-        remaining = remaining - piece
-        u = flow.rand(tuple(r.shape), dtype=flow.float64)
-        pmf = flow.exp(-piece)
-        cdf = pmf.clone()
-        k, limit = 0, float(piece.max()) * 2 + 60
-        while k < limit:
-            below = u > cdf
-            if not bool(below.any()):
-                break
-            out = out + below.double()
-            k += 1
-            pmf = pmf * piece / k
-            cdf = cdf + pmf
-    return out.to(rate.dtype)
-
-
 class Poisson(ExponentialFamily):
     """The Poisson distribution of rate ``rate``."""
 
@@ -124,7 +100,7 @@ class Poisson(ExponentialFamily):
     def sample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
         with flow.no_grad():
-            return _poisson_sample(self.rate.expand(shape))
+            return flow.poisson(self.rate.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:
@@ -189,16 +165,7 @@ class Binomial(_BinaryParams, Distribution):
     def sample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
         with flow.no_grad():
-            probs, counts = self.probs.expand(shape), self.total_count.expand(shape)
-            out = flow.zeros(shape, dtype=probs.dtype)
-            max_count, chunk = int(counts.max()) if out.numel() else 0, 64
-            # sums of Bernoulli trials, a chunk of trials at a time to bound memory
-            for start in range(0, max_count, chunk):
-                m = min(chunk, max_count - start)
-                trials = flow.bernoulli(probs.unsqueeze(-1).expand(shape + (m,)).contiguous())
-                live = flow.arange(start, start + m, dtype=probs.dtype) < counts.unsqueeze(-1)
-                out = out + (trials * live.to(probs.dtype)).sum(-1)
-            return out
+            return flow.binomial(self.total_count.expand(shape), self.probs.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:
@@ -282,7 +249,7 @@ class NegativeBinomial(_BinaryParams, Distribution):
 
     def sample(self, sample_shape=()):
         with flow.no_grad():
-            return _poisson_sample(self._gamma.sample(sample_shape))
+            return flow.poisson(self._gamma.sample(sample_shape))
 
     def log_prob(self, value):
         if self._validate_args:
