@@ -1,8 +1,11 @@
 #include "sgemm_packed.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
+#include "../../core/error.h"
+#include "gemm.h"
 #include "parallel.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -126,7 +129,75 @@ void sgemm_rows_block(int64_t p0, int64_t p1, int64_t M, int64_t N, int64_t K, f
   }
 }
 
+// Column tiles [t0, t1) of C (M x N) = A @ B + beta * C from prepacked panels: per K block, each B panel
+// (kc x NR, 16 KiB at kc = 256) stays in L1 while every 6-row panel of A, read in place, passes over it.
+// Rows past the last whole panel are computed from a zero-padded copy into a scratch tile.
+void sgemm_prepacked_tiles(int64_t t0, int64_t t1, int64_t M, int64_t N, int64_t K, int64_t kb, const float* panels,
+                           const float* A, int64_t lda, float beta, float* C, int64_t ldc) {
+  alignas(32) float tile[MR * NR];
+  alignas(32) float tail[MR * KC];
+  const int64_t full = M / MR * MR, ntile = (N + NR - 1) / NR;
+  for (int64_t pc = 0; pc < K; pc += kb) {
+    const int64_t kc = std::min(kb, K - pc);
+    const float* block = panels + pc * ntile * NR;  // K blocks before this one hold pc rows of every panel
+    const bool add = pc > 0 || beta != 0.f;
+    if (full < M) {  // the ragged rows' A values, zero-padded to a whole panel (kc <= KC)
+      std::fill(tail, tail + MR * kc, 0.f);
+      for (int64_t r = full; r < M; ++r)
+        for (int64_t k = 0; k < kc; ++k) tail[k * MR + (r - full)] = A[r * lda + pc + k];
+    }
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* b = block + t * kc * NR;
+      const int64_t j = t * NR, nr = std::min(NR, N - j);
+      for (int64_t r = 0; r < full; r += MR) {
+        const float* a = A + r * lda + pc;
+        float* c = C + r * ldc + j;
+        if (nr == NR) {
+          if (add) microkernel<true, true>(kc, a, lda, b, c, ldc);
+          else microkernel<false, true>(kc, a, lda, b, c, ldc);
+        } else {
+          microkernel<false, true>(kc, a, lda, b, tile, NR);
+          update_c(tile, c, ldc, MR, nr, 1.f, add ? 1.f : 0.f);
+        }
+      }
+      if (full < M) {
+        microkernel<false>(kc, tail, 0, b, tile, NR);
+        update_c(tile, C + full * ldc + j, ldc, M - full, nr, 1.f, add ? 1.f : 0.f);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+PackedB::PackedB(const float* B, int64_t ldb, bool tb, int64_t K, int64_t N)
+    : K_(K), N_(N), kb_(0), data_(nullptr, [](float* p) { std::free(p); }) {
+  FLOW_CHECK(K > 0 && N > 0, Runtime, "PackedB: empty operand (", K, " x ", N, ")");
+  const int64_t nk = (K + KC - 1) / KC, ntile = (N + NR - 1) / NR;
+  kb_ = (K + nk - 1) / nk;
+  const size_t bytes = ((static_cast<size_t>(K * ntile * NR) * sizeof(float) + 63) / 64) * 64;
+  data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+  FLOW_CHECK(data_ != nullptr, Runtime, "matmul: out of memory for a packed operand (", bytes, " bytes)");
+  for (int64_t pc = 0; pc < K; pc += kb_) {
+    const int64_t kc = std::min(kb_, K - pc);
+    float* out = data_.get() + pc * ntile * NR;
+    if (tb) pack_bt(B + pc, ldb, N, kc, out);
+    else pack_b(B, ldb, 0, N, pc, kc, out);
+  }
+}
+
+void PackedB::multiply(int64_t M, const float* A, int64_t lda, float beta, float* C, int64_t ldc) const {
+  if (M <= 0) return;
+  const int64_t ntile = (N_ + NR - 1) / NR;
+  // Each thread takes whole column tiles, so it only ever reads its own panels; small products stay serial.
+  const int64_t threads = M * N_ * K_ < (int64_t(1) << 18) ? 1 : gemm_threads();
+  const int64_t parts = std::max<int64_t>(1, std::min(threads, ntile));
+  parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q)
+      sgemm_prepacked_tiles(ntile * q / parts, ntile * (q + 1) / parts, M, N_, K_, kb_, data_.get(), A, lda, beta,
+                            C, ldc);
+  });
+}
 
 bool packed_sgemm_available() { return true; }
 
@@ -188,6 +259,17 @@ void packed_sgemm_tn(int64_t, int64_t, int64_t, float, const float*, int64_t, co
 void packed_sgemm_rows(int64_t, int64_t, int64_t, float, const float*, int64_t, bool, const float*, int64_t, float,
                        float*, int64_t) {}
 void sgemm_microkernel_6x16(int64_t, const float*, const float*, float*) {}
+// Without the kernel, "packing" keeps a dense row-major copy of op(B) for the library GEMM.
+PackedB::PackedB(const float* B, int64_t ldb, bool tb, int64_t K, int64_t N)
+    : K_(K), N_(N), kb_(K),
+      data_(static_cast<float*>(std::malloc(sizeof(float) * K * N)), [](float* p) { std::free(p); }) {
+  FLOW_CHECK(data_ != nullptr, Runtime, "matmul: out of memory for a packed operand");
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j) data_[k * N + j] = tb ? B[j * ldb + k] : B[k * ldb + j];
+}
+void PackedB::multiply(int64_t M, const float* A, int64_t lda, float beta, float* C, int64_t ldc) const {
+  if (M > 0) sgemm_rowmajor(false, false, M, N_, K_, 1.f, A, lda, data_.get(), N_, beta, C, ldc);
+}
 
 #endif
 

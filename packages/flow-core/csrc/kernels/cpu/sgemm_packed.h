@@ -5,6 +5,7 @@
 // A second entry takes tall, narrow products with a row-major A (read in place, never packed).
 #pragma once
 #include <cstdint>
+#include <memory>
 
 namespace flow {
 
@@ -35,6 +36,24 @@ void packed_sgemm_rows(int64_t M, int64_t N, int64_t K, float alpha, const float
 // BLAS semantics as above. Requires packed_sgemm_available().
 void packed_sgemm_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                         const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+// op(B) (K x N: B itself, or B^T with tb, then B is stored N x K) packed once into the microkernel's panels,
+// for the many products C = A @ op(B) that share it: a recurrence multiplies every step's small state by the
+// same weight, and repacking it per step would cost as much as the step's product (RNN layers).
+class PackedB {
+ public:
+  PackedB(const float* B, int64_t ldb, bool tb, int64_t K, int64_t N);
+  int64_t rows() const { return K_; }
+  int64_t cols() const { return N_; }
+  // Row-major C (M x N, ldc) = A @ op(B) (beta == 0) or C + A @ op(B) (beta == 1), A row-major (M x K,
+  // stride lda). Threads split the column tiles (inside a parallel region it runs serial). Requires
+  // packed_sgemm_available().
+  void multiply(int64_t M, const float* A, int64_t lda, float beta, float* C, int64_t ldc) const;
+
+ private:
+  int64_t K_, N_, kb_;
+  std::unique_ptr<float[], void (*)(float*)> data_;
+};
 
 // The register block under both this GEMM and the Winograd convolution: tile (kSgemmMR x kSgemmNR,
 // row-major, 32-byte aligned) = a_panel @ b_panel over kc steps, where a_panel holds kc groups of kSgemmMR

@@ -1,9 +1,11 @@
 """Recurrent layers: ``RNN`` (tanh/relu), ``LSTM`` (with optional projections), ``GRU`` and their cells, with
 PyTorch's parameter names, shapes, initialisation and argument checks.
 
-Time steps run on registered ops. The input projection of every time step is one matmul per gate over the
-whole sequence; the steps are then split out with the ``unbind`` op (whose backward is a single stack
-instead of one full-size scatter per step) and each step is one ``addmm`` per gate plus contiguous pointwise ops."""
+The input projection of every time step is one product over the whole sequence. For float32 the recurrence
+then runs as one registry op per layer and direction (``_rnn_layer``: the recurrent weight packed once, fused
+gate arithmetic, a C++ backward through time). Other dtypes, autocast and packed sequences (whose per-step
+masks that op does not take) run step by step on registry ops: one ``addmm`` per gate and contiguous pointwise
+ops, the steps split out with ``unbind`` (whose backward is a single stack)."""
 import math
 import numbers
 import warnings
@@ -83,12 +85,41 @@ def _gru_step(xg, h, c, whh, b_hn, w_hr_t, relu):
 _STEPS = {"RNN_TANH": _rnn_step, "RNN_RELU": _rnn_step, "LSTM": _lstm_step, "GRU": _gru_step}
 
 
+def _fusable(x, tensors):
+    float32 = _C.float32
+    return (x.dtype == float32 and x.device.type == "cpu" and not _autocast_on()
+            and all(t is None or (t.dtype == float32 and t.device.type == "cpu") for t in tensors))
+
+
+def _run_fused(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse):
+    """The layer pass as one ``_rnn_layer`` op over the input projection of all steps."""
+    seq, n, feat = x.shape
+    gh = w_hh.shape[0]
+    b_hn = None
+    bias = None
+    if b_ih is not None:
+        if mode == "GRU":  # b_hn stays inside r * (h W_hn^T + b_hn)
+            hs = gh // 3
+            bias = _flow().cat([ops.add(b_ih.narrow(0, 0, 2 * hs), b_hh.narrow(0, 0, 2 * hs)),
+                                b_ih.narrow(0, 2 * hs, hs)])
+            b_hn = b_hh.narrow(0, 2 * hs, hs)
+        else:
+            bias = ops.add(b_ih, b_hh)
+    x2d = ops.reshape(x, [seq * n, feat])
+    w_t = ops.transpose(w_ih, 0, 1)
+    xg = ops.matmul(x2d, w_t) if bias is None else ops.addmm(bias, x2d, w_t)
+    out, h_n, c_n, _ = ops._rnn_layer(ops.reshape(xg, [seq, n, gh]), h, c, w_hh, b_hn, w_hr, mode, reverse)
+    return out, h_n, (c_n if mode == "LSTM" else None)
+
+
 def _run_direction(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, masks=None):
     """Runs one layer in one direction over ``x`` (L, N, in); returns (output (L, N, H_out), h_n, c_n).
 
     ``masks[t]`` (N, 1) bool marks the sequences alive at step t (packed input): the state of the others is
     carried unchanged, so the forward direction ends at each sequence's last step and the reverse direction
     starts there."""
+    if masks is None and _fusable(x, (h, c, w_ih, w_hh, b_ih, b_hh, w_hr)):
+        return _run_fused(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse)
     seq, n, feat = x.shape
     hs = w_hh.shape[0] // {"LSTM": 4, "GRU": 3}.get(mode, 1)
     xw = _input_projection(mode, ops.reshape(x, [seq * n, feat]), w_ih, b_ih, b_hh, hs)
