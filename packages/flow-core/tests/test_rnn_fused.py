@@ -118,3 +118,53 @@ def test_rnn_layer_argument_checks():
         ops._rnn_layer(xg, flow.zeros(3, 2), flow.zeros(2, 2), w, None, None, "LSTM", False)
     with pytest.raises(RuntimeError, match="float32"):
         ops._rnn_layer(xg.double(), h0.double(), flow.zeros(2, 2).double(), w.double(), None, None, "LSTM", False)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("bidir", [False, True])
+def test_packed_sequences(kind, bidir):
+    # packed input runs fused too: at step t only the rows still inside their sequence advance
+    from torch.nn.utils.rnn import pack_padded_sequence as tpack, pad_packed_sequence as tunpack
+
+    fpack, funpack = flow.nn.utils.rnn.pack_padded_sequence, flow.nn.utils.rnn.pad_packed_sequence
+    tm, fm = pair(kind, 5, 7, batch_first=True, bidirectional=bidir, num_layers=2)
+    rng = np.random.default_rng(3)
+    lengths = [3, 6, 1, 6, 4]
+    x = rng.standard_normal((5, 6, 5)).astype(np.float32)
+    h0 = rng.standard_normal((4 if bidir else 2, 5, 7)).astype(np.float32)
+    tx, fx = torch.tensor(x, requires_grad=True), flow.tensor(x, requires_grad=True)
+    th, fh = torch.tensor(h0, requires_grad=True), flow.tensor(h0, requires_grad=True)
+    tp = tpack(tx, torch.tensor(lengths), batch_first=True, enforce_sorted=False)
+    fp = fpack(fx, flow.tensor(lengths), batch_first=True, enforce_sorted=False)
+    if kind == "LSTM":
+        (to, ts), (fo, fs) = tm(tp, (th, th * 0.5)), fm(fp, (fh, fh * 0.5))
+        ts, fs = ts[0] + 2 * ts[1], fs[0] + 2 * fs[1]
+    else:
+        (to, ts), (fo, fs) = tm(tp, th), fm(fp, fh)
+    assert fo.data.grad_fn is not None
+    to, fo = tunpack(to, batch_first=True)[0], funpack(fo, batch_first=True)[0]
+    close(fo, to)
+    close(fs, ts)
+    w = rng.standard_normal(tuple(to.shape)).astype(np.float32)
+    ((to * torch.tensor(w)).sum() + ts.sum()).backward()
+    ((fo * flow.tensor(w)).sum() + fs.sum()).backward()
+    close(fx.grad, tx.grad, 1e-3)
+    close(fh.grad, th.grad, 1e-3)
+    tpd = dict(tm.named_parameters())
+    for name, p in fm.named_parameters():
+        close(p.grad, tpd[name].grad, 1e-3)
+
+
+def test_packed_sequences_use_the_fused_layer():
+    m = flow.nn.GRU(3, 4)
+    packed = flow.nn.utils.rnn.pack_padded_sequence(flow.randn(5, 2, 3), flow.tensor([5, 2]))
+    out = m(packed)[0]
+    stack, depth = [out.data.grad_fn], 0
+    while stack and depth < 50:  # the graph is a short chain from the output to the layer
+        node, depth = stack.pop(), depth + 1
+        if node is None:
+            continue
+        if node.name() == "RnnLayerBackward0":
+            return
+        stack.extend(n for n, _ in node.next_functions)
+    raise AssertionError("the packed GRU did not go through _rnn_layer")

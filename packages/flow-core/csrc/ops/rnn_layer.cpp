@@ -44,7 +44,11 @@ struct Geom {
   Cell cell;
   bool reverse, proj;
   int64_t L, Nb, H, P, G, W;
+  // Packed sequences: at step t only the first active[t] batch rows (sorted by decreasing length) advance;
+  // the others carry their state unchanged. Empty: every row at every step.
+  std::vector<int64_t> active;
   int64_t step(int64_t k) const { return reverse ? L - 1 - k : k; }  // the k-th step processed
+  int64_t rows_at(int64_t t) const { return active.empty() ? Nb : active[static_cast<size_t>(t)]; }
   int64_t GH() const { return G * H; }
 };
 
@@ -70,15 +74,19 @@ Geom geometry(const TensorList& in, const Attrs& a, const char* op) {
   if (g.cell == Cell::Lstm)
     FLOW_RUNTIME_CHECK(in[2].defined() && in[2].size(0) == g.Nb && in[2].size(1) == g.H, op,
                        ": c0 must be (N, H)");
+  g.active = a.ints(2);
+  FLOW_RUNTIME_CHECK(g.active.empty() || static_cast<int64_t>(g.active.size()) == g.L, op,
+                     ": active must give one row count per step");
+  for (int64_t m : g.active) FLOW_RUNTIME_CHECK(m >= 0 && m <= g.Nb, op, ": active row counts must be in [0, N]");
   // LSTM: i, f, g, o gates, the cell state and (projected) the unprojected output; GRU: r, z, n and h W_hn + b_hn
   g.W = g.cell == Cell::Lstm ? 5 * g.H + (g.proj ? g.H : 0) : g.cell == Cell::Gru ? 4 * g.H : 0;
   return g;
 }
 
-// Row-parallel pointwise work over the batch rows (each row's H values are independent).
+// Row-parallel pointwise work over batch rows [0, m) (each row's H values are independent).
 template <typename F>
-void rows(const Geom& g, F f) {
-  parallel_for(g.Nb, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, g.GH())), [&](int64_t n0, int64_t n1) {
+void rows(const Geom& g, int64_t m, F f) {
+  parallel_for(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, g.GH())), [&](int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; ++n) f(n);
   });
 }
@@ -104,18 +112,25 @@ TensorList rnn_forward(const TensorList& in_raw, const Attrs& a) {
   int64_t c_ld = H;  // c0 rows are H apart; later cell states live in the workspace, W apart
   float *o_all = out.data<float>(), *ws_all = W > 0 ? ws.data<float>() : nullptr, *gt = gates.data();
   for (int64_t k = 0; k < L; ++k) {
-    const int64_t t = g.step(k);
+    const int64_t t = g.step(k), M = g.rows_at(t);
     const float* x = xg + t * Nb * GH;
     float *o = o_all + t * Nb * P, *w = ws_all ? ws_all + t * Nb * W : nullptr;
     if (g.cell == Cell::Gru) {
-      whh.multiply(Nb, h, P, 0.f, gt, GH);  // h W_hh^T alone: its n block is scaled by r
+      whh.multiply(M, h, P, 0.f, gt, GH);  // h W_hh^T alone: its n block is scaled by r
     } else {
-      std::memcpy(gt, x, sizeof(float) * Nb * GH);
-      whh.multiply(Nb, h, P, 1.f, gt, GH);
+      std::memcpy(gt, x, sizeof(float) * M * GH);
+      whh.multiply(M, h, P, 1.f, gt, GH);
+    }
+    // rows past their sequence's end carry h (and c); their workspace is zeroed, as the weight gradients
+    // multiply it by the (zero) gradients of those rows
+    for (int64_t n = M; n < Nb; ++n) {
+      std::memcpy(o + n * P, h + n * P, sizeof(float) * P);
+      if (W > 0) std::fill(w + n * W, w + (n + 1) * W, 0.f);
+      if (g.cell == Cell::Lstm) std::memcpy(w + n * W + 4 * H, c + n * c_ld, sizeof(float) * H);
     }
     switch (g.cell) {
       case Cell::Lstm:
-        rows(g, [&](int64_t n) {
+        rows(g, M, [&](int64_t n) {
           const float *gr = gt + n * GH, *cp = c + n * c_ld;
           float* wr = w + n * W;
           float* hp = g.proj ? wr + 5 * H : o + n * P;
@@ -127,12 +142,12 @@ TensorList rnn_forward(const TensorList& in_raw, const Attrs& a) {
             hp[j] = og * tanh_f32(cv);
           }
         });
-        if (g.proj) whr->multiply(Nb, w + 5 * H, W, 0.f, o, P);
+        if (g.proj) whr->multiply(M, w + 5 * H, W, 0.f, o, P);
         c = w + 4 * H;
         c_ld = W;
         break;
       case Cell::Gru:
-        rows(g, [&](int64_t n) {
+        rows(g, M, [&](int64_t n) {
           const float *xr = x + n * GH, *hh = gt + n * GH, *hv = h + n * P;
           float *wr = w + n * W, *orow = o + n * P;
 #pragma omp simd
@@ -147,7 +162,7 @@ TensorList rnn_forward(const TensorList& in_raw, const Attrs& a) {
       case Cell::Tanh:
       case Cell::Relu: {
         const bool relu = g.cell == Cell::Relu;
-        rows(g, [&](int64_t n) {
+        rows(g, M, [&](int64_t n) {
           const float* pre = gt + n * GH;
           float* orow = o + n * P;
 #pragma omp simd
@@ -195,22 +210,27 @@ TensorList rnn_backward(const TensorList& in_raw, const Attrs& a) {
   if (g.proj) whr.emplace(in[7].data<float>(), H, /*tb=*/false, P, H);
   for (int64_t k = L - 1; k >= 0; --k) {
     const int64_t t = g.step(k), tp = k > 0 ? g.step(k - 1) : -1;  // tp: the step that produced h_{t-1}
+    const int64_t M = g.rows_at(t);
     const float* hprev = tp >= 0 ? o_all + tp * Nb * P : h0p;
     const float* w = ws_all ? ws_all + t * Nb * W : nullptr;
     float* dx = dx_all + t * Nb * GH;
     if (gout)
       for (int64_t i = 0; i < Nb * P; ++i) dh[i] += gout[t * Nb * P + i];
+    // rows past their end pass dh (and dc) straight to the previous step and reach no gate or weight
+    std::fill(dx + M * GH, dx + Nb * GH, 0.f);
     switch (g.cell) {
       case Cell::Lstm: {
         const float* dhv = dh.data();
         if (g.proj) {
-          std::memcpy(dproj_all.data() + t * Nb * P, dh.data(), sizeof(float) * Nb * P);
-          whr->multiply(Nb, dh.data(), P, 0.f, dhp.data(), H);
+          float* dproj = dproj_all.data() + t * Nb * P;
+          std::memcpy(dproj, dh.data(), sizeof(float) * M * P);
+          std::fill(dproj + M * P, dproj + Nb * P, 0.f);
+          whr->multiply(M, dh.data(), P, 0.f, dhp.data(), H);
           dhv = dhp.data();
         }
         const float* cprev = tp >= 0 ? ws_all + tp * Nb * W + 4 * H : c0p;
         const int64_t cprev_ld = tp >= 0 ? W : H, dh_ld = g.proj ? H : P;
-        rows(g, [&](int64_t n) {
+        rows(g, M, [&](int64_t n) {
           const float *wr = w + n * W, *cp = cprev + n * cprev_ld, *dhr = dhv + n * dh_ld;
           float *dxr = dx + n * GH, *dcr = dc.data() + n * H;
 #pragma omp simd
@@ -225,12 +245,13 @@ TensorList rnn_backward(const TensorList& in_raw, const Attrs& a) {
             dcr[j] = dct * f;
           }
         });
-        whh.multiply(Nb, dx, GH, 0.f, dh.data(), P);
+        whh.multiply(M, dx, GH, 0.f, dh.data(), P);
         break;
       }
       case Cell::Gru: {
         float* dhh = dhh_all.data() + t * Nb * GH;
-        rows(g, [&](int64_t n) {
+        std::fill(dhh + M * GH, dhh + Nb * GH, 0.f);
+        rows(g, M, [&](int64_t n) {
           const float *wr = w + n * W, *hp = hprev + n * P;
           float *dxr = dx + n * GH, *dhr = dhh + n * GH, *dh_row = dh.data() + n * P;
 #pragma omp simd
@@ -243,21 +264,21 @@ TensorList rnn_backward(const TensorList& in_raw, const Attrs& a) {
             dh_row[j] = d * z;  // the direct path h_{t-1} -> h_t; the products' part is added below
           }
         });
-        whh.multiply(Nb, dhh, GH, 1.f, dh.data(), P);
+        whh.multiply(M, dhh, GH, 1.f, dh.data(), P);
         break;
       }
       case Cell::Tanh:
       case Cell::Relu: {
         const bool relu = g.cell == Cell::Relu;
         const float* ht = o_all + t * Nb * P;
-        rows(g, [&](int64_t n) {
+        rows(g, M, [&](int64_t n) {
           const float *hr = ht + n * P, *dhr = dh.data() + n * P;
           float* dxr = dx + n * GH;
 #pragma omp simd
           for (int64_t j = 0; j < H; ++j)
             dxr[j] = relu ? (hr[j] > 0.f ? dhr[j] : 0.f) : dhr[j] * (1.f - hr[j] * hr[j]);
         });
-        whh.multiply(Nb, dx, GH, 0.f, dh.data(), P);
+        whh.multiply(M, dx, GH, 0.f, dh.data(), P);
         break;
       }
     }
@@ -297,7 +318,7 @@ TensorList rnn_decomposed(const TensorList& in, const Attrs& a) {
   auto block = [&](const Tensor& t, int64_t k) { return ops::slice(t, 1, k * H, (k + 1) * H); };
   for (int64_t k = 0; k < g.L; ++k) {
     const int64_t t = g.step(k);
-    Tensor x = ops::select(in[0], 0, t);
+    Tensor x = ops::select(in[0], 0, t), h_prev = h, c_prev = c;
     switch (g.cell) {
       case Cell::Lstm: {
         Tensor gates = ops::add(x, ops::mm(h, whh_t));
@@ -323,6 +344,12 @@ TensorList rnn_decomposed(const TensorList& in, const Attrs& a) {
         h = g.cell == Cell::Relu ? ops::call1("relu", {pre}) : ops::tanh(pre);
         break;
       }
+    }
+    if (!g.active.empty() && g.rows_at(t) < g.Nb) {  // finished rows keep their state
+      Tensor live = empty({g.Nb, 1}, DType::Bool);
+      for (int64_t n = 0; n < g.Nb; ++n) live.data<bool>()[n] = n < g.rows_at(t);
+      h = ops::where(live, h, h_prev);
+      if (c.defined()) c = ops::where(live, c, c_prev);
     }
     outs[static_cast<size_t>(t)] = ops::unsqueeze(h, 0);
   }
@@ -360,7 +387,7 @@ std::vector<TensorMeta> forward_meta(const TensorList& in, const Attrs& a) {
 
 FLOW_OP(_rnn_layer)
     .schema("_rnn_layer(Tensor xg, Tensor h0, Tensor? c0, Tensor w_hh, Tensor? b_hn, Tensor? w_hr, str mode, "
-            "bool reverse) -> (Tensor, Tensor, Tensor, Tensor)")
+            "bool reverse, int[] active=[]) -> (Tensor, Tensor, Tensor, Tensor)")
     .meta(forward_meta)
     .cpu(rnn_forward)
     .save_inputs({0, 1, 2, 3, 4, 5})
@@ -371,7 +398,7 @@ FLOW_OP(_rnn_layer)
       TensorList r = ops::call("_rnn_layer_backward",
                                {g[0], g[1], g[2], c.input(1), c.input(2), c.input(3), c.input(4), c.input(5),
                                 c.output(0), c.output(3)},
-                               {c.attrs.str(0), c.attrs.b(1)});
+                               {c.attrs.str(0), c.attrs.b(1), c.attrs.ints(2)});
       TensorList result(6);
       for (int i = 0; i < 6; ++i)
         if (c.needs(i) && r[static_cast<size_t>(i)].numel() > 0)
@@ -381,8 +408,8 @@ FLOW_OP(_rnn_layer)
 
 FLOW_OP(_rnn_layer_backward)
     .schema("_rnn_layer_backward(Tensor? grad_out, Tensor? grad_hn, Tensor? grad_cn, Tensor h0, Tensor? c0, "
-            "Tensor w_hh, Tensor? b_hn, Tensor? w_hr, Tensor out, Tensor ws, str mode, bool reverse) -> "
-            "(Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)")
+            "Tensor w_hh, Tensor? b_hn, Tensor? w_hr, Tensor out, Tensor ws, str mode, bool reverse, "
+            "int[] active=[]) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)")
     .traits(kBackwardHelper | kNonDifferentiable)
     .cpu(rnn_backward);
 

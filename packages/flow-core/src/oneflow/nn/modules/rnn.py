@@ -3,9 +3,10 @@ PyTorch's parameter names, shapes, initialisation and argument checks.
 
 The input projection of every time step is one product over the whole sequence. For float32 the recurrence
 then runs as one registry op per layer and direction (``_rnn_layer``: the recurrent weight packed once, fused
-gate arithmetic, a C++ backward through time). Other dtypes, autocast and packed sequences (whose per-step
-masks that op does not take) run step by step on registry ops: one ``addmm`` per gate and contiguous pointwise
-ops, the steps split out with ``unbind`` (whose backward is a single stack)."""
+gate arithmetic, a C++ backward through time; packed sequences pass the number of rows still running at each
+step). Other dtypes and autocast run step by step on registry ops: one ``addmm`` per gate and contiguous
+pointwise ops, the steps split out with ``unbind`` (whose backward is a single stack), with per-step masks for
+packed sequences."""
 import math
 import numbers
 import warnings
@@ -91,8 +92,9 @@ def _fusable(x, tensors):
             and all(t is None or (t.dtype == float32 and t.device.type == "cpu") for t in tensors))
 
 
-def _run_fused(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse):
-    """The layer pass as one ``_rnn_layer`` op over the input projection of all steps."""
+def _run_fused(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, active=()):
+    """The layer pass as one ``_rnn_layer`` op over the input projection of all steps; ``active[t]`` (packed
+    input, rows sorted by decreasing length) is the number of rows still running at step t."""
     seq, n, feat = x.shape
     gh = w_hh.shape[0]
     b_hn = None
@@ -108,18 +110,19 @@ def _run_fused(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse):
     x2d = ops.reshape(x, [seq * n, feat])
     w_t = ops.transpose(w_ih, 0, 1)
     xg = ops.matmul(x2d, w_t) if bias is None else ops.addmm(bias, x2d, w_t)
-    out, h_n, c_n, _ = ops._rnn_layer(ops.reshape(xg, [seq, n, gh]), h, c, w_hh, b_hn, w_hr, mode, reverse)
+    out, h_n, c_n, _ = ops._rnn_layer(ops.reshape(xg, [seq, n, gh]), h, c, w_hh, b_hn, w_hr, mode, reverse,
+                                      list(active))
     return out, h_n, (c_n if mode == "LSTM" else None)
 
 
-def _run_direction(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, masks=None):
+def _run_direction(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, masks=None, active=None):
     """Runs one layer in one direction over ``x`` (L, N, in); returns (output (L, N, H_out), h_n, c_n).
 
-    ``masks[t]`` (N, 1) bool marks the sequences alive at step t (packed input): the state of the others is
-    carried unchanged, so the forward direction ends at each sequence's last step and the reverse direction
-    starts there."""
-    if masks is None and _fusable(x, (h, c, w_ih, w_hh, b_ih, b_hh, w_hr)):
-        return _run_fused(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse)
+    ``masks[t]`` (N, 1) bool marks the sequences alive at step t (packed input; ``active[t]`` counts them): the
+    state of the others is carried unchanged, so the forward direction ends at each sequence's last step and
+    the reverse direction starts there."""
+    if _fusable(x, (h, c, w_ih, w_hh, b_ih, b_hh, w_hr)):
+        return _run_fused(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, active if masks is not None else ())
     seq, n, feat = x.shape
     hs = w_hh.shape[0] // {"LSTM": 4, "GRU": 3}.get(mode, 1)
     xw = _input_projection(mode, ops.reshape(x, [seq * n, feat]), w_ih, b_ih, b_hh, hs)
@@ -287,9 +290,10 @@ class RNNBase(Module):
         """x: (L, N, in) time-major; h0/c0: (layers * D, N, H). Returns output, h_n, c_n (c_n None unless LSTM).
         ``lengths`` (sorted sequence lengths of packed input) masks the steps past each sequence's end."""
         flow = _flow()
-        masks = None
+        masks = active = None
         if lengths is not None:
             masks = [flow.tensor((lengths > t).reshape(-1, 1)) for t in range(x.shape[0])]
+            active = [int((lengths > t).sum()) for t in range(x.shape[0])]
         num_directions = 2 if self.bidirectional else 1
         h0s = ops.unbind(h0, 0)
         c0s = None
@@ -304,7 +308,7 @@ class RNNBase(Module):
                 p = {n.split("_l")[0]: getattr(self, n) for n in names}
                 out, h, c = _run_direction(self.mode, x, h0s[k], c0s[k] if c0s is not None else None,
                                            p["weight_ih"], p["weight_hh"], p.get("bias_ih"), p.get("bias_hh"),
-                                           p.get("weight_hr"), d == 1, masks)
+                                           p.get("weight_hr"), d == 1, masks, active)
                 outs.append(out)
                 hn.append(h)
                 cn.append(c)
