@@ -27,6 +27,21 @@ def _as_list(x):
 
 _state = threading.local()
 
+# Callables ``observer(roots, inputs)`` returning a context manager entered around each engine run (``inputs``: the
+# tensors whose gradients are captured, or None): the profiler's, while it records, to time autograd nodes. Empty
+# otherwise, so a backward pass pays one truth test.
+_engine_observers = []
+
+
+def _run_engine(roots, grads, keep_graph, create_graph, inputs, allow_unused):
+    """Runs autograd's engine (``_C._run_backward``) under the registered observers."""
+    if not _engine_observers:
+        return _C._run_backward(roots, grads, keep_graph, create_graph, inputs, allow_unused)
+    with contextlib.ExitStack() as stack:
+        for observer in list(_engine_observers):
+            stack.enter_context(observer(roots, inputs))
+        return _C._run_backward(roots, grads, keep_graph, create_graph, inputs, allow_unused)
+
 
 def _is_checkpoint_valid():
     """False while a ``grad()`` or ``backward(inputs=...)`` call is running on this thread: re-entrant
@@ -56,7 +71,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if inputs is not None:
         ins = _as_list(inputs)
         with _checkpoint_validity(False):
-            gs = _C._run_backward(tensors, grads, retain_graph, create_graph, ins, True)
+            gs = _run_engine(tensors, grads, retain_graph, create_graph, ins, True)
         for t, g in zip(ins, gs):
             if g is None:
                 continue
@@ -69,7 +84,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                     t.grad.add_(g)
         return
     with _checkpoint_validity(True):
-        _C._run_backward(tensors, grads, retain_graph, create_graph, None, False)
+        _run_engine(tensors, grads, retain_graph, create_graph, None, False)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
@@ -96,7 +111,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
         return tuple(None if rows[0][k] is None else oneflow.stack([r[k] for r in rows], 0) for k in range(len(ins)))
     with _checkpoint_validity(False):
-        res = _C._run_backward(outs, gouts, retain_graph, create_graph, ins, allow_unused)
+        res = _run_engine(outs, gouts, retain_graph, create_graph, ins, allow_unused)
     if materialize_grads:
         res = tuple(_C.ops.mul(i.detach(), 0) if r is None else r for r, i in zip(res, ins))
     return tuple(res)
