@@ -35,6 +35,7 @@ static autograd::TensorHook make_hook(const std::shared_ptr<PyHook>& h) {
   return [h](const Tensor& g) -> Tensor {
     if (h->removed) return Tensor();
     nb::gil_scoped_acquire gil;
+    if (h->removed) return Tensor();  // removed (and its callable dropped) while this thread waited
     nb::object r = h->fn(wrap(g));
     if (r.is_none()) return Tensor();
     FLOW_TYPE_CHECK(is_tensor(r.ptr()), "hook returned a non-Tensor value");
@@ -129,6 +130,7 @@ void init_autograd(nb::module_& m) {
         n.node_pre_hooks.push_back([h](TensorList& grads) {
           if (h->removed) return;
           nb::gil_scoped_acquire gil;
+          if (h->removed) return;
           nb::object r = h->fn(wrap_list(grads, true));
           if (!r.is_none()) grads = replacement(r, grads.size(), "pre-hook");
         });
@@ -141,6 +143,7 @@ void init_autograd(nb::module_& m) {
         n.post_hooks.push_back([h](TensorList& grad_inputs, const TensorList& grad_outputs) {
           if (h->removed) return;
           nb::gil_scoped_acquire gil;
+          if (h->removed) return;
           nb::object r = h->fn(wrap_list(grad_inputs, true), wrap_list(grad_outputs, true));
           if (!r.is_none()) grad_inputs = replacement(r, grad_inputs.size(), "hook");
         });
@@ -192,7 +195,10 @@ void init_autograd(nb::module_& m) {
   m.def("_set_inference_mode", [](bool on) { autograd::InferenceMode::set_enabled(on); });
 
   nb::class_<PyHook>(m, "_HookHandle").def("remove", [](PyHook& h) {
+    // The node keeps a (now inert) entry; dropping the callable frees whatever it captured right away,
+    // even while the graph lives on (a profiler hooks every node of a retained graph on each backward).
     h.removed = true;
+    h.fn = nb::none();
   });
   m.def("_register_hook", [](const Tensor& t, nb::object fn) {
     FLOW_RUNTIME_CHECK(t.requires_grad(), "cannot register a hook on a tensor that doesn't require gradient");
@@ -212,6 +218,7 @@ void init_autograd(nb::module_& m) {
     t.autograd_meta().post_accumulate_hooks.push_back([h](const Tensor& var) {
       if (h->removed) return;
       nb::gil_scoped_acquire gil;
+      if (h->removed) return;
       nb::object r = h->fn(wrap(var));
       FLOW_RUNTIME_CHECK(r.is_none(), "Tensor post accumulate grad hooks should return None.");
     });
