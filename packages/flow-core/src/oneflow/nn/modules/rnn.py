@@ -402,12 +402,8 @@ def _is_packed(x):
 
 
 def _autocast_on():
-    flow = _flow()
-    fn = getattr(flow, "is_autocast_enabled", None)
-    try:
-        return bool(fn()) if fn is not None else False
-    except TypeError:
-        return bool(fn("cpu"))
+    """Whether CPU autocast is on (what this build's tensors run under)."""
+    return bool(_C._autocast_enabled())
 
 
 class RNN(RNNBase):
