@@ -116,7 +116,7 @@ def test_swalr_matches_torch(strategy, anneal):
         fo.step(), to.step()
         fs.step(), ts.step()
     assert fs.get_last_lr() == pytest.approx([0.05, 0.01])
-    with pytest.raises(ValueError, match="anneal_strategy must by one of 'cos' or 'linear'"):
+    with pytest.raises(ValueError, match="anneal_strategy must be one of 'cos' or 'linear'"):
         fswa.SWALR(fo, 0.1, anneal_strategy="step")
     with pytest.raises(ValueError, match="anneal_epochs must be equal or greater than 0"):
         fswa.SWALR(fo, 0.1, anneal_epochs=-1)

@@ -67,7 +67,11 @@ FUNCTIONAL = {
     "poisson_nll_loss": "fp32", "margin_ranking_loss": "fp32", "soft_margin_loss": "fp32",
     "triplet_margin_loss": "fp32", "multi_margin_loss": "fp32", "multilabel_margin_loss": "fp32",
     "ctc_loss": "fp32", "avg_pool3d": "fp32", "max_pool3d": "fp32", "adaptive_avg_pool3d": "fp32",
-    "adaptive_max_pool3d": "fp32", "grid_sample": "fp32",
+    "adaptive_max_pool3d": "fp32", "grid_sample": "fp32", "max_unpool2d": "fp32", "max_unpool3d": "fp32",
+    "fractional_max_pool2d": "fp32", "fractional_max_pool3d": "fp32",
+    # "given": PyTorch's kernel (bilinear is _trilinear) is unlisted: its inner products are autocast, but it
+    # accumulates into an output of the dtype it was given
+    "bilinear": "given",
 }
 
 
@@ -112,9 +116,31 @@ def _cast_args(policy, args, kwargs):
     return args, kwargs
 
 
+def _given_dtype_result(fn):
+    """``fn`` whose floating result is cast back to the widest floating dtype of its tensor arguments (its body
+    still autocast): an unlisted PyTorch kernel that accumulates into an output of the dtypes it is given."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        if not _C._autocast_enabled() or not _is_tensor(out) or not out.is_floating_point():
+            return out
+        dtypes = [t.dtype for t in list(args) + list(kwargs.values()) if _is_tensor(t) and t.is_floating_point()]
+        if not dtypes:
+            return out
+        widest = functools.reduce(_C.promote_types, dtypes)
+        return out if out.dtype == widest else out.to(widest)
+
+    wrapper.__autocast_policy__ = "given"
+    return wrapper
+
+
 def autocast_function(fn, policy):
     """``fn`` with autocast policy ``policy`` ('lower', 'fp32' or 'promote') applied to its tensor arguments
-    when autocast is enabled; its body runs with autocast off."""
+    when autocast is enabled; its body runs with autocast off. Policy 'given' leaves the body autocast and
+    gives the result in the dtype of the arguments."""
+    if policy == "given":
+        return _given_dtype_result(fn)
     enabled, set_enabled = _C._autocast_enabled, _C._set_autocast_enabled
 
     @functools.wraps(fn)

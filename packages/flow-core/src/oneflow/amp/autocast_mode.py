@@ -5,8 +5,11 @@ default on CPU), ops that need range or precision (losses, ``prod``, 3-d pooling
 and ``cat``/``stack``/``index_copy`` run in the widest input type; every other op runs in the dtypes it is
 given. The casts happen in the C++ dispatcher above autograd, so gradients reach float32 leaves in float32.
 """
+import collections.abc
 import functools
 import warnings
+
+import numpy as np
 
 from .. import _C
 from . import _policy
@@ -15,7 +18,7 @@ __all__ = ["autocast", "is_autocast_available", "is_autocast_enabled", "set_auto
            "get_autocast_dtype", "set_autocast_dtype", "is_autocast_cache_enabled", "set_autocast_cache_enabled",
            "clear_autocast_cache", "autocast_increment_nesting", "autocast_decrement_nesting",
            "get_autocast_cpu_dtype", "is_autocast_cpu_enabled", "set_autocast_cpu_enabled",
-           "set_autocast_cpu_dtype"]
+           "set_autocast_cpu_dtype", "get_autocast_gpu_dtype", "set_autocast_gpu_dtype", "autocast_decorator"]
 
 _policy.install()
 
@@ -68,20 +71,46 @@ def set_autocast_dtype(device_type, dtype):
         _cuda_state["dtype"] = dtype
 
 
+def _deprecated(old, new):
+    # the per-device spellings still work, with the DeprecationWarning PyTorch gives them
+    warnings.warn(f"oneflow.{old} is deprecated. Please use oneflow.{new} instead.", DeprecationWarning,
+                  stacklevel=3)
+
+
 def get_autocast_cpu_dtype():
+    """Deprecated: ``get_autocast_dtype('cpu')``."""
+    _deprecated("get_autocast_cpu_dtype()", "get_autocast_dtype('cpu')")
     return get_autocast_dtype("cpu")
 
 
 def set_autocast_cpu_dtype(dtype):
+    """Deprecated: ``set_autocast_dtype('cpu', dtype)``."""
+    _deprecated("set_autocast_cpu_dtype(dtype)", "set_autocast_dtype('cpu', dtype)")
     set_autocast_dtype("cpu", dtype)
 
 
 def is_autocast_cpu_enabled():
+    """Deprecated: ``is_autocast_enabled('cpu')``."""
+    _deprecated("is_autocast_cpu_enabled()", "is_autocast_enabled('cpu')")
     return is_autocast_enabled("cpu")
 
 
 def set_autocast_cpu_enabled(enabled):
+    """Deprecated: ``set_autocast_enabled('cpu', enabled)``."""
+    _deprecated("set_autocast_cpu_enabled(enabled)", "set_autocast_enabled('cpu', enabled)")
     set_autocast_enabled("cpu", enabled)
+
+
+def get_autocast_gpu_dtype():
+    """Deprecated: ``get_autocast_dtype('cuda')``."""
+    _deprecated("get_autocast_gpu_dtype()", "get_autocast_dtype('cuda')")
+    return get_autocast_dtype("cuda")
+
+
+def set_autocast_gpu_dtype(dtype):
+    """Deprecated: ``set_autocast_dtype('cuda', dtype)``."""
+    _deprecated("set_autocast_gpu_dtype(dtype)", "set_autocast_dtype('cuda', dtype)")
+    set_autocast_dtype("cuda", dtype)
 
 
 def is_autocast_cache_enabled():
@@ -169,25 +198,34 @@ class autocast:
                             "    with oneflow.autocast(device_type=...):\n"
                             "        output = model(input)")
 
-        @functools.wraps(func)
-        def decorate_autocast(*args, **kwargs):
-            with self:
-                return func(*args, **kwargs)
+        return autocast_decorator(self, func)
 
-        return decorate_autocast
+
+def autocast_decorator(autocast_instance, func):
+    """``func`` running inside the region ``autocast_instance`` (what ``@autocast(...)`` returns)."""
+
+    @functools.wraps(func)
+    def decorate_autocast(*args, **kwargs):
+        with autocast_instance:
+            return func(*args, **kwargs)
+
+    return decorate_autocast
 
 
 def _cast(value, device_type, dtype):
-    """Cast the floating (non-float64) tensors of ``value`` (nested in lists, tuples, dicts) to ``dtype``."""
+    """Cast the floating (non-float64) tensors of ``value`` to ``dtype``: nested in mappings (given back as
+    dicts), lists and tuples (same type back) and other iterables (a lazy iterator back); strings, bytes and
+    numpy arrays are left alone, as in PyTorch."""
     if isinstance(value, _C.TensorBase):
         eligible = value.is_floating_point() and value.device.type == device_type and value.dtype != _C.float64
         return value.to(dtype) if eligible else value
-    if isinstance(value, (str, bytes)):
+    if isinstance(value, (str, bytes, np.ndarray)):
         return value
-    if isinstance(value, dict):
+    if isinstance(value, collections.abc.Mapping):
         return {_cast(k, device_type, dtype): _cast(v, device_type, dtype) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_cast(v, device_type, dtype) for v in value)
+    if isinstance(value, collections.abc.Iterable):
+        iterable = (_cast(v, device_type, dtype) for v in value)
+        return type(value)(iterable) if isinstance(value, (list, tuple)) else iterable
     return value
 
 

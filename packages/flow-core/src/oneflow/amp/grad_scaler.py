@@ -9,6 +9,8 @@ import warnings
 from collections import abc, defaultdict
 from enum import Enum
 
+import numpy as np
+
 from .. import _C
 
 __all__ = ["GradScaler", "OptState"]
@@ -56,9 +58,11 @@ def _update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_fact
         return
     successful = int(growth_tracker.item()) + 1
     if successful == growth_interval:
-        new_scale = float(scale.item()) * growth_factor
-        if new_scale != float("inf"):
-            scale.fill_(new_scale)
+        # the product is taken in the scale's float32, so a scale that would overflow float32 stays put
+        with np.errstate(over="ignore"):
+            new_scale = np.float32(scale.item()) * np.float32(growth_factor)
+        if np.isfinite(new_scale):
+            scale.fill_(float(new_scale))
         growth_tracker.fill_(0)
     else:
         growth_tracker.fill_(successful)
@@ -91,7 +95,8 @@ class GradScaler:
         self._device = device
         self._enabled = enabled
         if self._device == "cuda" and enabled and not _C.cuda_is_built():
-            warnings.warn("oneflow.amp.GradScaler is enabled, but CUDA is not available.  Disabling.", stacklevel=2)
+            warnings.warn("oneflow.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
+                          stacklevel=2)
             self._enabled = False
         if self._enabled:
             if growth_factor <= 1.0:
@@ -151,7 +156,7 @@ class GradScaler:
                     if not allow_fp16 and param.grad.dtype == flow.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
                     g = param.grad
-                    per_device_and_dtype[str(g.device)][g.dtype].append(g)
+                    per_device_and_dtype[g.device][g.dtype].append(g)
             found = {}
             for device, per_dtype in per_device_and_dtype.items():
                 found[device] = found_inf if not found else flow.zeros_like(found_inf)
@@ -175,6 +180,21 @@ class GradScaler:
         found_inf = flow.full((), 0.0, dtype=flow.float32, device=self._scale.device)
         state["found_inf_per_device"] = self._unscale_grads_(optimizer, inv_scale, found_inf, False)
         state["stage"] = OptState.UNSCALED
+
+    def _check_inf_per_device(self, optimizer):
+        """Record, without unscaling (the inverse scale is 1), whether ``optimizer``'s gradients hold an inf or
+        NaN; returns ``{device: found_inf}``."""
+        flow = _flow()
+        _scale, _ = self._check_scale_growth_tracker("_check_inf_per_device")
+        dummy_inv_scale = flow.full((), 1.0, dtype=flow.float32, device=_scale.device)
+        found_inf = flow.full((), 0.0, dtype=flow.float32, device=_scale.device)
+        self._per_optimizer_states[id(optimizer)]["found_inf_per_device"] = self._unscale_grads_(
+            optimizer, dummy_inv_scale, found_inf, True)
+        return self._per_optimizer_states[id(optimizer)]["found_inf_per_device"]
+
+    def _found_inf_per_device(self, optimizer):
+        """``{device: found_inf}`` recorded for ``optimizer`` by its last unscale or inf check."""
+        return self._per_optimizer_states[id(optimizer)]["found_inf_per_device"]
 
     def _maybe_opt_step(self, optimizer, state, *args, **kwargs):
         if not sum(v.item() for v in state["found_inf_per_device"].values()):

@@ -1,7 +1,7 @@
 """Adadelta (PyTorch's formulas: rho, eps, weight_decay, maximize)."""
 import oneflow as flow
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _check_lr
 
 __all__ = ["Adadelta"]
 
@@ -14,6 +14,7 @@ class Adadelta(Optimizer):
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
+        _check_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= rho <= 1.0:

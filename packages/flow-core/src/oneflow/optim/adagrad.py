@@ -1,7 +1,7 @@
 """Adagrad (PyTorch's formulas: lr_decay, weight_decay, initial_accumulator_value, eps, maximize)."""
 import oneflow as flow
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _check_fused, _check_lr
 
 __all__ = ["Adagrad"]
 
@@ -14,6 +14,7 @@ class Adagrad(Optimizer):
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
+        _check_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= lr_decay:
@@ -28,10 +29,11 @@ class Adagrad(Optimizer):
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
         for group in self.param_groups:
             for p in group["params"]:
                 state = self.state[p]
-                state["step"] = self._new_step()
+                state["step"] = self._new_step(group["fused"])
                 state["sum"] = flow.full_like(p, group["initial_accumulator_value"])
 
     @flow.no_grad()
@@ -43,7 +45,7 @@ class Adagrad(Optimizer):
             for p, g in self._grads_of(group):
                 state = self.state[p]
                 if len(state) == 0:  # a group added after construction
-                    state["step"] = self._new_step()
+                    state["step"] = self._new_step(group["fused"])
                     state["sum"] = flow.full_like(p, group["initial_accumulator_value"])
                 packed += (p, g, state["sum"], state["step"])
             self._run("adagrad_update_", packed, lr=group["lr"], lr_decay=group["lr_decay"],

@@ -58,6 +58,8 @@ class NAdam(Optimizer):
     state ``step``, ``mu_product``, ``exp_avg``, ``exp_avg_sq``. One fused op (``nadam_update_``) per group."""
 
     _load_defaults = dict(_FLAGS, decoupled_weight_decay=False)
+    _capturable_what = "params, mu_products and state_steps"
+    _scalar_state_keys = ("mu_product",)
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,

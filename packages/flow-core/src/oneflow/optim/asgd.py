@@ -1,7 +1,7 @@
 """ASGD: SGD with Polyak-Ruppert averaging of the iterates (PyTorch's ``torch.optim.ASGD``)."""
 import oneflow as flow
 
-from .optimizer import Optimizer, _scalar_dtype
+from .optimizer import Optimizer, _check_lr, _scalar_dtype
 
 __all__ = ["ASGD"]
 
@@ -12,9 +12,12 @@ class ASGD(Optimizer):
     (``asgd_update_``) updates a whole group."""
 
     _load_defaults = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
+    _capturable_what = "params, mus, etas, and state_steps"
+    _scalar_state_keys = ("eta", "mu")
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
+        _check_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= weight_decay:

@@ -5,9 +5,13 @@ import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
+from functools import wraps
 from math import inf
+from weakref import ref
 
-from .optimizer import Optimizer
+import oneflow as flow
+
+from .optimizer import Optimizer, _to_scalar
 
 __all__ = [
     "LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
@@ -23,8 +27,23 @@ EPOCH_DEPRECATION_WARNING = (
 )
 
 
+def _copy(value):
+    # a tensor hyperparameter (lr given as a tensor) is copied, so that lists of lrs never alias group["lr"]
+    return value.clone() if isinstance(value, flow.Tensor) else value
+
+
 def _lr_list(optimizer, key="lr"):
-    return [group[key] for group in optimizer.param_groups]
+    """``group[key]`` of every param group (tensors copied)."""
+    return [_copy(group[key]) for group in optimizer.param_groups]
+
+
+def _set_group_value(group, key, value):
+    """Set ``group[key]``; a tensor there is filled in place (it keeps its identity, as in PyTorch), else the
+    value replaces it."""
+    if isinstance(group[key], flow.Tensor):
+        group[key].fill_(_to_scalar(value))
+    else:
+        group[key] = value
 
 
 def _format_param(name, optimizer, param):
@@ -36,7 +55,25 @@ def _format_param(name, optimizer, param):
             )
     else:
         param = [param] * len(optimizer.param_groups)
-    return list(param)
+    return [_copy(p) for p in param]
+
+
+def _track_step_called(optimizer):
+    """Wrap ``optimizer.step`` (on the instance, once) so that it records that it ran: ``scheduler.step()``
+    warns when it comes first. Steps taken before any scheduler existed do not count, as in PyTorch."""
+    if hasattr(optimizer.step, "_wrapped_by_lr_sched"):
+        return
+    opt_ref = ref(optimizer)  # no reference cycle through the instance attribute
+    func = optimizer.step.__func__
+
+    @wraps(func)
+    def wrapper(*args, **kwargs):
+        opt = opt_ref()
+        opt._opt_called = True
+        return func.__get__(opt, opt.__class__)(*args, **kwargs)
+
+    wrapper._wrapped_by_lr_sched = True
+    optimizer.step = wrapper
 
 
 def _check_optimizer(optimizer):
@@ -110,7 +147,7 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                group.setdefault("initial_lr", _copy(group["lr"]))
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
@@ -122,6 +159,7 @@ class LRScheduler:
                     )
         self.base_lrs = _lr_list(optimizer, "initial_lr")
         self.last_epoch = last_epoch
+        _track_step_called(optimizer)
         self._initial_step()
 
     def _initial_step(self):
@@ -147,7 +185,14 @@ class LRScheduler:
 
     def step(self, epoch=None):
         """Advance one epoch (``epoch`` given: jump there, using the closed form where there is one)."""
-        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
+        if self._step_count == 1 and not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
+            warnings.warn(
+                "Seems like `optimizer.step()` has been overridden after learning rate scheduler initialization. "
+                "Please, make sure to call `optimizer.step()` before `lr_scheduler.step()`. See more details at "
+                "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                UserWarning, stacklevel=2,
+            )
+        elif self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
             warnings.warn(
                 "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and later, "
                 "you should call them in the opposite order: `optimizer.step()` before `lr_scheduler.step()`.  "
@@ -172,7 +217,7 @@ class LRScheduler:
                 else:
                     values = self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
+            _set_group_value(group, "lr", lr)
         self._last_lr = _lr_list(self.optimizer)
 
 
@@ -448,7 +493,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self.last_epoch = math.floor(epoch)
         with _enable_get_lr_call(self):
             for g, lr in zip(self.optimizer.param_groups, self.get_lr()):
-                g["lr"] = lr
+                _set_group_value(g, "lr", lr)
         self._last_lr = _lr_list(self.optimizer)
 
 
@@ -574,7 +619,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups):
-                group["lr"] = lr
+                _set_group_value(group, "lr", lr)
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
         step_size_up = float(step_size_up)
         step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
@@ -693,7 +738,7 @@ class SequentialLR(_Composed):
         self.last_epoch = last_epoch + 1
         self.optimizer = optimizer
         for group in self.optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
+            _set_group_value(group, "lr", group["initial_lr"])
         self.recursive_undo()
         idx = bisect_right(self._milestones, 0)
         self._schedulers[idx]._initial_step()
@@ -804,7 +849,7 @@ class ReduceLROnPlateau(LRScheduler):
             old_lr = float(group["lr"])
             new_lr = max(old_lr * self.factor, self.min_lrs[i])
             if old_lr - new_lr > self.eps:
-                group["lr"] = new_lr
+                _set_group_value(group, "lr", new_lr)
 
     @property
     def in_cooldown(self):
@@ -884,7 +929,7 @@ class WarmupLR(LRScheduler):
         if self.warmup_prefix and step <= self.warmup_iters:
             return list(self._scheduler.get_last_lr())
         for group, lr in zip(self.optimizer.param_groups, self._scheduler.get_last_lr()):
-            group["lr"] = lr
+            _set_group_value(group, "lr", lr)
         self._scheduler.step()
         return list(self._scheduler.get_last_lr())
 

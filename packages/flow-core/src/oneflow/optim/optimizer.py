@@ -1,6 +1,7 @@
 """The Optimizer base class, with PyTorch's semantics: param_groups, per-parameter state, zero_grad,
 step hooks and state_dict()/load_state_dict() in PyTorch's format (state keyed by parameter index)."""
 import functools
+import itertools
 import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
@@ -24,7 +25,7 @@ required = _RequiredParameter()
 
 def _typename(obj):
     if isinstance(obj, flow.Tensor):
-        return "oneflow.Tensor"
+        return flow.typename(obj)
     module = type(obj).__module__
     name = type(obj).__qualname__
     return name if module in (None, "builtins") else f"{module}.{name}"
@@ -34,16 +35,18 @@ def _scalar_dtype():
     return flow.float64 if flow.get_default_dtype() == flow.float64 else flow.float32
 
 
-class _RemovableHandle:
-    _next_id = 0
+class RemovableHandle:
+    """Returned by the ``register_*_hook`` methods (PyTorch's ``RemovableHandle``): ``remove()`` unregisters the
+    hook; as a context manager it removes the hook on exit."""
 
-    def __init__(self, hooks):
-        self._hooks = hooks
-        self.id = _RemovableHandle._next_id
-        _RemovableHandle._next_id += 1
+    _next_id = itertools.count()
+
+    def __init__(self, hooks_dict):
+        self.hooks_dict = hooks_dict
+        self.id = next(RemovableHandle._next_id)
 
     def remove(self):
-        self._hooks.pop(self.id, None)
+        self.hooks_dict.pop(self.id, None)
 
     def __enter__(self):
         return self
@@ -52,27 +55,59 @@ class _RemovableHandle:
         self.remove()
 
 
+def _to_scalar(x):
+    """A 1-element hyperparameter tensor as a 0-dim tensor (PyTorch's ``_to_scalar``); anything else as is."""
+    if isinstance(x, flow.Tensor) and x.dim() != 0:
+        return x.squeeze()
+    return x
+
+
+def _check_lr(lr):
+    """The check every optimizer makes of a tensor learning rate before comparing it with 0."""
+    if isinstance(lr, flow.Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+
+
+def _check_fused(fused, foreach, differentiable):
+    """PyTorch's construction-time errors for ``fused=True`` (SGD, Adam, AdamW, Adagrad). Every flow update is a
+    fused op, so the flag changes nothing else."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+# The devices on which ``capturable=True`` is allowed (PyTorch asserts this at step time; flow has no CUDA-graph
+# capture, but a CUDA build keeps the flag usable there as PyTorch does).
+_CAPTURABLE_DEVICES = ["cuda"]
+
+
 _global_step_pre_hooks = OrderedDict()
 _global_step_post_hooks = OrderedDict()
 
 
 def register_optimizer_step_pre_hook(hook):
     """Register a pre hook common to all optimizers: ``hook(optimizer, args, kwargs) -> None or (args, kwargs)``."""
-    handle = _RemovableHandle(_global_step_pre_hooks)
+    handle = RemovableHandle(_global_step_pre_hooks)
     _global_step_pre_hooks[handle.id] = hook
     return handle
 
 
 def register_optimizer_step_post_hook(hook):
     """Register a post hook common to all optimizers: ``hook(optimizer, args, kwargs) -> None``."""
-    handle = _RemovableHandle(_global_step_post_hooks)
+    handle = RemovableHandle(_global_step_post_hooks)
     _global_step_post_hooks[handle.id] = hook
     return handle
 
 
 def _with_hooks(step):
+    """``step`` running the step pre/post hooks around it. As in PyTorch the hooks see ``args`` with the optimizer
+    as its first element, and a pre hook's ``(new_args, new_kwargs)`` (self included) is what ``step`` gets."""
+
     @functools.wraps(step)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(*args, **kwargs):
+        self = args[0]
         for hook in chain(_global_step_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
             result = hook(self, args, kwargs)
             if result is not None:
@@ -82,13 +117,13 @@ def _with_hooks(step):
                     raise RuntimeError(
                         f"{step} must return None or a tuple of (new_args, new_kwargs), but got {result}."
                     )
-        out = step(self, *args, **kwargs)
-        self._opt_called = True
+        out = step(*args, **kwargs)
         for hook in chain(self._optimizer_step_post_hooks.values(), _global_step_post_hooks.values()):
             hook(self, args, kwargs)
         return out
 
     wrapper._hooked = True
+    wrapper.hooked = True  # the attribute PyTorch's patched steps carry
     return wrapper
 
 
@@ -106,6 +141,13 @@ class Optimizer:
         if step is not None and not getattr(step, "_hooked", False):
             cls.step = _with_hooks(step)
 
+    # PyTorch's decorator for a ``step`` that should run the step hooks (every subclass's own ``step`` is
+    # wrapped already when the class is defined)
+    profile_hook_step = staticmethod(_with_hooks)
+
+    # What the capturable check names (PyTorch's message differs between optimizers).
+    _capturable_what = "params and state_steps"
+
     def __init__(self, params, defaults):
         self.defaults = defaults
         self._optimizer_step_pre_hooks = OrderedDict()
@@ -114,6 +156,8 @@ class Optimizer:
         self._optimizer_state_dict_post_hooks = OrderedDict()
         self._optimizer_load_state_dict_pre_hooks = OrderedDict()
         self._optimizer_load_state_dict_post_hooks = OrderedDict()
+        # the profiler label PyTorch keeps on every optimizer (part of its __dict__)
+        self._zero_grad_profile_name = f"Optimizer.zero_grad#{self.__class__.__name__}.zero_grad"
         if isinstance(params, flow.Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or dicts, but got "
@@ -142,12 +186,14 @@ class Optimizer:
                      "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks"):
             if name not in self.__dict__:
                 setattr(self, name, OrderedDict())
+        self._zero_grad_profile_name = f"Optimizer.zero_grad#{self.__class__.__name__}.zero_grad"
+        self.defaults.setdefault("differentiable", False)
         # old pickles may hold plain-number step counters; the update ops want 0-dim tensors
         for group in self.param_groups:
             for k, v in self._load_defaults.items():
                 group.setdefault(k, v)
             for p in group["params"]:
-                self._ensure_step_tensor(self.state.get(p, {}))
+                self._ensure_step_tensor(self.state.get(p, {}), bool(group.get("fused") or group.get("capturable")))
 
     def __repr__(self):
         s = self.__class__.__name__ + " ("
@@ -164,7 +210,7 @@ class Optimizer:
     def add_param_group(self, param_group):
         """Add a param group to the Optimizer's ``param_groups`` (e.g. layers unfrozen during training)."""
         if not isinstance(param_group, dict):
-            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
         params = param_group["params"]
         if isinstance(params, flow.Tensor):
             param_group["params"] = [params]
@@ -243,7 +289,7 @@ class Optimizer:
 
     # ---- hooks ----------------------------------------------------------------------------------------
     def _add_hook(self, hooks, hook, prepend=False):
-        handle = _RemovableHandle(hooks)
+        handle = RemovableHandle(hooks)
         hooks[handle.id] = hook
         if prepend:
             hooks.move_to_end(handle.id, last=False)
@@ -298,9 +344,12 @@ class Optimizer:
         return state_dict
 
     @staticmethod
-    def _cast_state_value(param, value, key):
-        # floating state follows the parameter's dtype; the step counter is kept as saved
+    def _cast_state_value(param, value, key, group=None):
+        # floating state follows the parameter's dtype; the step counter is kept as saved, except in a group
+        # saved with fused or capturable set, where PyTorch keeps it in float32 on the parameter's device
         if key == "step":
+            if group is not None and (group.get("fused") or group.get("capturable")):
+                return value.to(dtype=flow.float32, device=param.device)
             return value
         if param.is_floating_point():
             return value.to(dtype=param.dtype, device=param.device)
@@ -328,20 +377,24 @@ class Optimizer:
             )
         )
 
-        def cast(param, value, key=None):
+        def cast(param, value, group, key=None):
             if isinstance(value, flow.Tensor):
-                return Optimizer._cast_state_value(param, value, key)
+                return Optimizer._cast_state_value(param, value, key, group)
             if isinstance(value, dict):
-                return {k: cast(param, v, key=k) for k, v in value.items()}
+                return {k: cast(param, v, group, key=k) for k, v in value.items()}
             if isinstance(value, (list, tuple)):
-                return type(value)(cast(param, v) for v in value)
+                return type(value)(cast(param, v, group) for v in value)
             return value
+
+        def saved_group_of(param_id):
+            # the group (as saved) holding param_id: its fused/capturable flags decide how "step" is cast
+            return next((g for g in state_dict["param_groups"] if param_id in g["params"]), None)
 
         state = defaultdict(dict)
         for k, v in state_dict["state"].items():
             if k in id_map:
                 param = id_map[k]
-                state[param] = cast(param, v)
+                state[param] = cast(param, v, saved_group_of(k))
             else:
                 state[k] = v
 
@@ -357,9 +410,9 @@ class Optimizer:
             hook(self)
 
     # ---- helpers for subclasses -----------------------------------------------------------------------
-    @staticmethod
-    def _grads_of(group):
-        """(param, grad) for the group's parameters that have a gradient, each parameter once."""
+    def _grads_of(self, group):
+        """(param, grad) for the group's parameters that have a gradient, each parameter once, after the checks
+        PyTorch makes at step time of the ``capturable`` and ``differentiable`` flags."""
         out, seen = [], set()
         for p in group["params"]:
             g = p.grad
@@ -367,7 +420,26 @@ class Optimizer:
                 continue
             seen.add(id(p))
             out.append((p, g))
+        if group.get("capturable") and any(p.device.type not in _CAPTURABLE_DEVICES for p, _ in out):
+            raise AssertionError(f"If capturable=True, {self._capturable_what} must be on supported devices: "
+                                 f"{_CAPTURABLE_DEVICES}.")
+        if group.get("differentiable"):
+            self._check_differentiable(out)
         return out
+
+    @staticmethod
+    def _check_differentiable(params_and_grads):
+        # PyTorch runs a differentiable step with grad mode on: updating a leaf that requires grad in place is
+        # then an autograd error. A step that autograd would have to record (a non-leaf parameter, a gradient
+        # with a graph) cannot be done by flow's update ops, which are not differentiable.
+        for p, g in params_and_grads:
+            if p.requires_grad and p.is_leaf:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            if p.requires_grad or g.requires_grad:
+                raise NotImplementedError(
+                    "differentiable=True: oneflow's fused optimizer update ops are not differentiable, so a step "
+                    "cannot be recorded by autograd"
+                )
 
     def _pack_state(self, group, keys, init):
         """The flat tensor list of a fused update op: per parameter with a grad, [param, grad] and its state
@@ -389,15 +461,21 @@ class Optimizer:
             self._run(op_name, pack(group), **attrs(group))
         return loss
 
-    @staticmethod
-    def _ensure_step_tensor(state):
-        step = state.get("step")
-        if step is not None and not isinstance(step, flow.Tensor):
-            state["step"] = flow.tensor(float(step), dtype=_scalar_dtype())
+    # One-element state entries besides "step" that old pickles may hold as plain numbers (ASGD, NAdam).
+    _scalar_state_keys = ()
+
+    def _ensure_step_tensor(self, state, float32=False):
+        # plain-number counters become 0-dim tensors, in float32 for fused/capturable groups as in PyTorch
+        for key in ("step",) + self._scalar_state_keys:
+            value = state.get(key)
+            if value is not None and not isinstance(value, flow.Tensor):
+                dtype = flow.float32 if float32 and key == "step" else _scalar_dtype()
+                state[key] = flow.tensor(float(value), dtype=dtype)
 
     @staticmethod
-    def _new_step():
-        return flow.zeros((), dtype=_scalar_dtype())
+    def _new_step(fused=False):
+        # a fused group counts its steps in float32 whatever the default dtype (PyTorch's scalar dtype rule)
+        return flow.zeros((), dtype=flow.float32 if fused else _scalar_dtype())
 
     @staticmethod
     def _run(op_name, packed, **attrs):

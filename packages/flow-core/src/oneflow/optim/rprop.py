@@ -1,7 +1,7 @@
 """Rprop: per-element step sizes adapted by the gradient's sign (PyTorch's ``torch.optim.Rprop``)."""
 import oneflow as flow
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _check_lr
 
 __all__ = ["Rprop"]
 
@@ -14,6 +14,7 @@ class Rprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
                  maximize=False, differentiable=False):
+        _check_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < etas[0] < 1.0 < etas[1]:

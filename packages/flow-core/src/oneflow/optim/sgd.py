@@ -1,7 +1,7 @@
 """SGD with momentum, dampening, Nesterov momentum, weight decay and maximize (PyTorch's formulas)."""
 import oneflow as flow
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _check_fused, _check_lr
 
 __all__ = ["SGD"]
 
@@ -17,6 +17,7 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
+        _check_lr(lr)
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -29,6 +30,7 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
+        _check_fused(fused, foreach, differentiable)
 
     @flow.no_grad()
     def step(self, closure=None):

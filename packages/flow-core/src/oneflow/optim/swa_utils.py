@@ -15,9 +15,15 @@ __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn", "get_s
            "get_ema_avg_fn", "get_swa_avg_fn"]
 
 
+def _check_decay(decay):
+    if decay < 0.0 or decay > 1.0:
+        raise ValueError(f"Invalid decay value {decay} provided. Please provide a value in [0,1] range.")
+
+
 def get_ema_multi_avg_fn(decay=0.999):
     """A ``multi_avg_fn`` for ``AveragedModel``: every averaged tensor moves ``1 - decay`` of the way to the
-    model's (an exponential moving average)."""
+    model's (an exponential moving average). ``decay`` must lie in [0, 1]."""
+    _check_decay(decay)
 
     @flow.no_grad()
     def ema_update(ema_param_list, current_param_list, _):
@@ -45,7 +51,9 @@ def get_swa_multi_avg_fn():
 
 
 def get_ema_avg_fn(decay=0.999):
-    """An ``avg_fn`` for ``AveragedModel``: ``decay * averaged + (1 - decay) * current``, per tensor."""
+    """An ``avg_fn`` for ``AveragedModel``: ``decay * averaged + (1 - decay) * current``, per tensor.
+    ``decay`` must lie in [0, 1]."""
+    _check_decay(decay)
 
     @flow.no_grad()
     def ema_update(ema_param, current_param, num_averaged):
@@ -113,7 +121,14 @@ class AveragedModel(Module):
             for a, p in zip(mine, theirs):
                 a.copy_(self.avg_fn(a, p, self.n_averaged.to(a.device)))
         elif self.multi_avg_fn is not None:
-            self.multi_avg_fn(mine, theirs, self.n_averaged)
+            # as in PyTorch, the function sees one (device, dtype) group of tensors at a time
+            groups = {}
+            for a, p in zip(mine, theirs):
+                pair = groups.setdefault((str(a.device), a.dtype), ([], []))
+                pair[0].append(a)
+                pair[1].append(p)
+            for mine_group, theirs_group in groups.values():
+                self.multi_avg_fn(mine_group, theirs_group, self.n_averaged.to(mine_group[0].device))
         else:
             swa = get_swa_avg_fn()
             for a, p in zip(mine, theirs):
@@ -160,12 +175,27 @@ class SWALR(LRScheduler):
         for lr, group in zip(_format_param("swa_lr", optimizer, swa_lr), optimizer.param_groups):
             group["swa_lr"] = lr
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(f"anneal_strategy must by one of 'cos' or 'linear', instead got {anneal_strategy}")
-        self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else self._linear_anneal
+            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
+        self._set_anneal_func(anneal_strategy)
         if not isinstance(anneal_epochs, int) or anneal_epochs < 0:
             raise ValueError(f"anneal_epochs must be equal or greater than 0, got {anneal_epochs}")
         self.anneal_epochs = anneal_epochs
         super().__init__(optimizer, last_epoch)
+
+    def _set_anneal_func(self, anneal_strategy):
+        # the strategy's name is what the state dict keeps; the function is rebuilt from it on loading
+        self._anneal_strategy = anneal_strategy
+        self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else self._linear_anneal
+
+    def state_dict(self):
+        """The scheduler's state, without the optimizer and the annealing function (``_anneal_strategy`` names
+        it)."""
+        return {key: value for key, value in self.__dict__.items() if key not in ("optimizer", "anneal_func")}
+
+    def load_state_dict(self, state_dict):
+        """Load the scheduler's state (as returned by :meth:`state_dict`)."""
+        self.__dict__.update(state_dict)
+        self._set_anneal_func(self._anneal_strategy)
 
     @staticmethod
     def _linear_anneal(t):
