@@ -155,3 +155,26 @@ def test_composed_functionals_follow_torch_policy(name, fn, arrays, dtypes):
                         else out.float().numpy()))
     assert results[0][0] == results[1][0]
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=2e-2, atol=2e-2)
+
+
+_POLICY_CASES = [
+    ("cdist", lambda L, x: L.cdist(x, x)), ("trace", lambda L, x: L.trace(x)),
+    ("trace method", lambda L, x: x.trace()), ("pinverse", lambda L, x: L.pinverse(x)),
+    ("cond", lambda L, x: L.linalg.cond(x)), ("vecdot", lambda L, x: L.linalg.vecdot(x, x))]
+# torch has no bfloat16 kernels for these: float32 inputs only
+_POLICY_CASES_F32 = [("quantile", lambda L, x: L.quantile(x, 0.5)), ("nanquantile", lambda L, x: L.nanquantile(x, 0.5)),
+                     ("matrix_rank", lambda L, x: L.linalg.matrix_rank(x))]
+
+
+@pytest.mark.parametrize("name,call,dtype", [(n, c, d) for n, c in _POLICY_CASES for d in ("float32", "bfloat16")]
+                         + [(n, c, "float32") for n, c in _POLICY_CASES_F32])
+def test_python_level_functions_follow_torch_policy(name, call, dtype):
+    # composites defined in Python carry the policy of torch's op of that name (fp32 or lower precision)
+    x = np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32)
+    fx = flow.tensor(x).to(getattr(flow, dtype))
+    tx = torch.tensor(x).to(getattr(torch, dtype))
+    with flow.autocast("cpu", dtype=flow.bfloat16):
+        got = call(flow, fx).dtype
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want = call(torch, tx).dtype
+    assert str(got).split(".")[-1] == str(want).split(".")[-1]

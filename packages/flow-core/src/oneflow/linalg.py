@@ -16,6 +16,7 @@ from ._ops.creation import _finish
 from ._ops.linalg import _linalg_call
 from ._ops.reduce import vector_norm
 from .autograd.function import Function as _Function
+from .amp._policy import autocast_policy
 
 __all__ = ["LinAlgError", "inv", "det", "slogdet", "solve", "solve_triangular", "cholesky", "matrix_power",
            "matmul", "vector_norm", "matrix_norm", "norm", "svd", "svdvals", "pinv", "matrix_rank", "eigh",
@@ -158,6 +159,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     return _finish(_Pinv.apply(_lower_symmetric(A) if hermitian else A, atol, rtol)[0], False, out)
 
 
+@autocast_policy("fp32")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The numerical rank of each matrix in ``A``: how many singular values exceed max(atol, rtol * the
     largest), rtol defaulting to eps * max(m, n) when neither is given."""
@@ -327,6 +329,7 @@ def multi_dot(tensors):
     return out
 
 
+@autocast_policy("lower")
 def vecdot(x, y, *, dim=-1):
     """The dot product of ``x`` and ``y`` along ``dim`` (broadcasting the other dims)."""
     return (x * y).sum(dim)
@@ -502,6 +505,7 @@ def tensorsolve(A, B, dims=None, *, out=None):
     return _finish(X, False, out)
 
 
+@autocast_policy("fp32")
 def cond(A, p=None, *, out=None):
     """The condition number of each matrix in ``A`` for the norm ``p``: with None / 2 / -2 the ratio of the
     extreme singular values (any shape); with 'fro', 'nuc', inf, -inf, 1, -1 ``norm(A) * norm(inv(A))``

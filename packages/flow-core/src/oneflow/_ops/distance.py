@@ -4,6 +4,7 @@ import math
 
 from .. import _C
 from ._names import torch_dtype_name
+from ..amp._policy import autocast_policy
 
 ops = _C.ops
 
@@ -12,6 +13,7 @@ __all__ = ["cdist", "renorm"]
 _COMPUTE_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
 
 
+@autocast_policy("fp32")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """The p-norm distance between each pair of row vectors of ``x1`` (``[B..., P, M]``) and ``x2``
     (``[B..., R, M]``), as a ``[B..., P, R]`` tensor; batch dims broadcast. ``p`` is any value >= 0

@@ -6,6 +6,7 @@ from .. import _C
 from ._names import reject_dtype, torch_dtype_name
 from .creation import _finish
 from ..autograd.function import Function
+from ..amp._policy import autocast_policy
 
 ops = _C.ops
 
@@ -112,6 +113,7 @@ def chain_matmul(*matrices, out=None):
     return result
 
 
+@autocast_policy("fp32")
 def trace(input):
     """The sum of the main diagonal of a 2-D tensor."""
     if input.dim() != 2:
@@ -447,6 +449,7 @@ def svd(input, some=True, compute_uv=True, *, out=None):
     return svd_return(*(res if out is None else (_finish(r, False, o) for r, o in zip(res, out))))
 
 
+@autocast_policy("fp32")
 def pinverse(input, rcond=1e-15):
     """The pseudo-inverse, singular values at or below ``rcond`` times the largest treated as zero."""
     from ..linalg import pinv

@@ -9,6 +9,7 @@ import types
 
 from .. import _C
 from ._names import reject_dtype
+from ..amp._policy import autocast_policy
 
 ops = _C.ops
 
@@ -412,6 +413,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     return ops.squeeze_dim(r, 0) if scalar_q else r
 
 
+@autocast_policy("fp32")
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The ``q``-th quantiles (``q`` a number or 1-D tensor in [0, 1]) of ``input`` along ``dim`` (all elements
     by default). Between two data points ``interpolation`` is ``'linear'`` (default), ``'lower'``,
@@ -420,6 +422,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
 
 
+@autocast_policy("fp32")
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """Like ``quantile``, but ignoring NaN (a slice of only NaN gives NaN)."""
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)

@@ -158,6 +158,12 @@ def autocast_function(fn, policy):
     return wrapper
 
 
+def autocast_policy(policy):
+    """Decorator form of :func:`autocast_function`, for Python-level functions that compose several registry
+    ops where they are defined (``@autocast_policy("fp32")``)."""
+    return lambda fn: autocast_function(fn, policy)
+
+
 def wrap_functional(names):
     """Return ``names`` (a namespace dict) with the functions listed in FUNCTIONAL wrapped."""
     out = dict(names)
