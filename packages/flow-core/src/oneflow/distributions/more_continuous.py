@@ -56,7 +56,29 @@ class Cauchy(_LocScale):
         return math.log(4 * math.pi) + self.scale.log()
 
 
-class HalfNormal(TransformedDistribution):
+class _FoldedAtZero:
+    """|X| for X symmetric about 0 (``base_dist``): density, CDF, quantiles and entropy from the base's."""
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        # both preimages +-value have the base's density
+        log_prob = self.base_dist.log_prob(value) + math.log(2)
+        return flow.where(value >= 0, log_prob, flow.full_like(log_prob, float("-inf")))
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return 2 * self.base_dist.cdf(value) - 1
+
+    def icdf(self, prob):
+        return self.base_dist.icdf((prob + 1) / 2)
+
+    def entropy(self):
+        return self.base_dist.entropy() - math.log(2)
+
+
+class HalfNormal(_FoldedAtZero, TransformedDistribution):
     """|X| for X ~ N(0, scale^2) (a :class:`TransformedDistribution` of :class:`Normal` by
     :class:`~oneflow.distributions.transforms.AbsTransform`).
 
@@ -91,23 +113,6 @@ class HalfNormal(TransformedDistribution):
     def variance(self):
         return self.scale.pow(2) * (1 - 2 / math.pi)
 
-    def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        # both preimages +-value have the Normal's density
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return flow.where(value >= 0, log_prob, flow.full_like(log_prob, float("-inf")))
-
-    def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob):
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self):
-        return self.base_dist.entropy() - math.log(2)
 
 
 class Gumbel(TransformedDistribution):

@@ -69,7 +69,23 @@ class LogitRelaxedBernoulli(_BinaryParams, Distribution):
         return temperature.log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+
+class _RelaxedParams:
+    """The temperature, logits and probs of a relaxed distribution, read from its base distribution."""
+
+    @property
+    def temperature(self):
+        return self.base_dist.temperature
+
+    @property
+    def logits(self):
+        return self.base_dist.logits
+
+    @property
+    def probs(self):
+        return self.base_dist.probs
+
+class RelaxedBernoulli(_RelaxedParams, TransformedDistribution):
     """The Concrete (binary Gumbel-softmax) relaxation of a Bernoulli: values in (0, 1) that approach 0/1 draws
     as ``temperature`` goes to 0, with reparameterized samples (the sigmoid of a
     :class:`LogitRelaxedBernoulli`).
@@ -91,18 +107,6 @@ class RelaxedBernoulli(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedBernoulli, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
 
 
 class ExpRelaxedCategorical(Distribution):
@@ -163,7 +167,7 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_RelaxedParams, TransformedDistribution):
     """The Concrete / Gumbel-softmax relaxation of a :class:`OneHotCategorical`: points of the simplex that
     approach one-hot draws as ``temperature`` goes to 0, with reparameterized samples (the exp of an
     :class:`ExpRelaxedCategorical`).
@@ -185,18 +189,6 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
 
 
 class OneHotCategoricalStraightThrough(OneHotCategorical):

@@ -1,12 +1,10 @@
 """Distributions defined by transforming a simpler one (PyTorch's formulas): Weibull, Kumaraswamy, HalfCauchy
 and LogisticNormal, all :class:`TransformedDistribution` subclasses with reparameterized sampling."""
-import math
-
 import oneflow as flow
 
 from . import constraints
 from .continuous import Exponential, Normal, Uniform
-from .more_continuous import Cauchy
+from .more_continuous import Cauchy, _FoldedAtZero
 from .transformed_distribution import TransformedDistribution
 from .transforms import AbsTransform, AffineTransform, PowerTransform, StickBreakingTransform
 from .utils import broadcast_all
@@ -121,7 +119,7 @@ class Kumaraswamy(TransformedDistribution):
         return t0 + t1 * harmonic - flow.log(self.concentration1) - flow.log(self.concentration0)
 
 
-class HalfCauchy(TransformedDistribution):
+class HalfCauchy(_FoldedAtZero, TransformedDistribution):
     """|X| for X ~ Cauchy(0, scale).
 
     Args:
@@ -155,23 +153,6 @@ class HalfCauchy(TransformedDistribution):
     def variance(self):
         return self.base_dist.variance
 
-    def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        # both preimages +-value have the Cauchy's density
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return flow.where(value >= 0, log_prob, flow.full_like(log_prob, float("-inf")))
-
-    def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob):
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self):
-        return self.base_dist.entropy() - math.log(2)
 
 
 class LogisticNormal(TransformedDistribution):
