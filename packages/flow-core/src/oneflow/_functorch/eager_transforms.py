@@ -82,6 +82,20 @@ def _check_cotangents(flat_cotangents, flat_outputs):
                                f"a shape of {o.shape}.")
 
 
+def _call_checked(level, func, args, argnums, has_aux, api):
+    """``func`` on the level's differentiable copies of ``args`` (those selected by ``argnums``; all when None),
+    with its outputs checked as torch checks a vjp's: returns the flat differentiable inputs and their spec,
+    the output and aux, and the flat outputs and their spec."""
+    args, flat_x, spec = differentiable_args(level, args, argnums)
+    output, aux = split_aux(func(*args), has_aux, api)
+    flat_out, out_spec = tree_flatten(output)
+    check_tensor_outputs(flat_out, api)
+    check_floating_outputs(flat_out)
+    if has_aux:
+        check_aux(aux)
+    return flat_x, spec, output, aux, flat_out, out_spec
+
+
 def vjp(func, *primals, has_aux=False):
     """Runs ``func(*primals)`` and returns ``(output, vjp_fn)`` (``(output, vjp_fn, aux)`` with ``has_aux``).
 
@@ -93,13 +107,7 @@ def vjp(func, *primals, has_aux=False):
     """
     api = "vjp(f, *primals)"
     with GradLevel() as level:
-        args, flat_x, spec = differentiable_args(level, primals, None)
-        output, aux = split_aux(func(*args), has_aux, api)
-        flat_out, out_spec = tree_flatten(output)
-        check_tensor_outputs(flat_out, api)
-        check_floating_outputs(flat_out)
-        if has_aux:
-            check_aux(aux)
+        flat_x, spec, output, aux, flat_out, out_spec = _call_checked(level, func, primals, None, has_aux, api)
         graph_needed = level.needs_graph(flat_out)
         result, aux = level.unwrap(output), level.unwrap(aux)
     created_nested, ours = not level.outermost, level.ours
@@ -164,13 +172,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
     def wrapper_fn(*args):
         api = "vjp(f, *primals)"  # torch reports jacrev's output errors as vjp's
         with GradLevel() as level:
-            args, flat_x, in_spec = differentiable_args(level, args, argnums)
-            output, aux = split_aux(func(*args), has_aux, api)
-            flat_out, out_spec = tree_flatten(output)
-            check_tensor_outputs(flat_out, api)
-            check_floating_outputs(flat_out)
-            if has_aux:
-                check_aux(aux)
+            flat_x, in_spec, output, aux, flat_out, out_spec = _call_checked(level, func, args, argnums, has_aux, api)
             create_graph = level.needs_graph(flat_out)
             per_output = []
             for o in flat_out:
