@@ -220,13 +220,22 @@ def _atomic_write(path, write):
         pass
 
 
-def save(obj, f):
+def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
+         _disable_byteorder_record=False):
     """Saves ``obj`` (tensors, state dicts, nested containers of tensors/numbers/strings) to ``f``.
 
-    ``f`` is a path (``str`` / ``os.PathLike``) or a writable binary file object. Writes to a path are
-    atomic: a temporary file in the same directory is renamed over ``f`` only once it is complete, so a
-    failure mid-save leaves any previous file intact. Tensors that share memory are stored once and share it
-    again after :func:`load`. Like ``torch.save``, gradients are not saved.
+    Args:
+        obj: what to save: tensors, dicts, lists, tuples, sets, named tuples, numbers, strings, bytes, None,
+            dtypes and devices, nested freely.
+        f: a path (``str`` / ``os.PathLike``) or a writable binary file object. Writes to a path are atomic: a
+            temporary file in the same directory is renamed over ``f`` only once it is complete, so a failure
+            mid-save leaves any previous file intact.
+        pickle_module, pickle_protocol, _use_new_zipfile_serialization, _disable_byteorder_record: accepted for
+            ``torch.save`` compatibility and ignored: the file is always this project's zip format, which holds
+            no pickle.
+
+    Tensors that share memory are stored once and share it again after :func:`load`. Like ``torch.save``,
+    gradients are not saved.
     """
     enc = _Encoder()
     root = enc.encode(obj)  # may raise before anything touches the disk
@@ -234,8 +243,11 @@ def save(obj, f):
         if isinstance(f, bytes):
             f = os.fsdecode(f)
         parent = os.path.dirname(os.path.abspath(f))
-        if not os.path.isdir(parent):  # torch's error, naming the user's path rather than our temporary file
+        # torch's errors, naming the user's path rather than our temporary file
+        if not os.path.isdir(parent):
             raise RuntimeError(f"Parent directory {parent} does not exist.")
+        if os.path.isdir(f):
+            raise RuntimeError(f"flow.save: cannot write to {os.fspath(f)}: Is a directory")
         _atomic_write(f, lambda fo: _write_archive(fo, root, enc))
     elif hasattr(f, "write"):
         _write_archive(f, root, enc)
@@ -340,13 +352,28 @@ def _view(base, size, stride, offset, what):
     return _C.ops.as_strided(base, list(size), list(stride), offset).detach()
 
 
+def _restore_location(t, location):
+    """``t`` (loaded on the CPU) moved to the device it was saved from, as torch does without ``map_location``."""
+    if location.startswith("cpu"):
+        return t
+    dev = _C.device(location)
+    if dev.type == "cuda" and _cuda_available():
+        from . import cuda
+
+        index = 0 if dev.index is None else dev.index
+        if index >= cuda.device_count():
+            raise RuntimeError(f"Attempting to deserialize object on CUDA device {index} but "
+                               f"oneflow.cuda.device_count() is {cuda.device_count()}. Please use flow.load with "
+                               "map_location to map your storages to an existing device.")
+        return t.to(dev)
+    raise RuntimeError(
+        f"flow.load: the file holds tensors on device '{location}', which this build does not have "
+        f"(oneflow.cuda.is_available() is False); pass map_location='cpu' to load them on the CPU")
+
+
 def _apply_map_location(t, location, map_location):
     if map_location is None:
-        if not location.startswith("cpu"):
-            raise RuntimeError(
-                f"flow.load: the file holds tensors on device '{location}', which this build does not have; "
-                "pass map_location='cpu'")
-        return t
+        return _restore_location(t, location)
     if callable(map_location):
         r = map_location(t, location)
         if r is None:
@@ -588,6 +615,15 @@ _TORCH_DTYPES = {
 }
 
 
+# torch dtypes without a oneflow counterpart, named in the error when a file holds them
+_TORCH_UNSUPPORTED_DTYPES = frozenset((
+    "complex32", "complex64", "complex128", "cfloat", "cdouble", "chalf", "uint16", "uint32", "uint64",
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
+    "qint8", "quint8", "qint32", "quint4x2", "quint2x4", "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16",
+    "int1", "int2", "int3", "int4", "int5", "int6", "int7", "uint1", "uint2", "uint3", "uint4", "uint5", "uint6",
+    "uint7"))
+
+
 class _StorageType:
     """Stands for ``torch.FloatStorage`` etc. in a pickle: it only carries the dtype."""
 
@@ -677,6 +713,12 @@ class _TorchUnpickler(pickle.Unpickler):
                 return self._rebuild_tensor_v3
             if name in ("_rebuild_parameter", "_rebuild_parameter_with_state"):
                 return self._rebuild_parameter
+        unsupported_storage = name.endswith("Storage") and name not in _TORCH_STORAGE_DTYPES
+        if module in ("torch", "torch.storage") and (unsupported_storage or name in _TORCH_UNSUPPORTED_DTYPES):
+            # a tensor dtype oneflow lacks (complex, uint16/32/64, float8, quantized ...): say so plainly
+            raise pickle.UnpicklingError(
+                f"flow.load: the file holds tensors stored as '{module}.{name}', a dtype oneflow does not support "
+                f"(supported: {', '.join(_DTYPES)})")
         if module == "torch":
             if name in _TORCH_STORAGE_DTYPES:
                 return _StorageType(_TORCH_STORAGE_DTYPES[name])
@@ -790,12 +832,22 @@ def _load_torch_legacy(fo, map_location, archive_size):
 
 # ---------------------------------------------------------------------------------------------------------
 def load(f, map_location=None, weights_only=True, **kwargs):
-    """Loads an object saved with :func:`save` (or a PyTorch ``.pt`` / ``.pth`` state dict) from ``f``.
+    """Loads an object saved with :func:`save` (or a PyTorch ``.pt`` / ``.pth`` file, zip or legacy) from ``f``.
 
-    ``f`` is a path or a readable binary file object. ``map_location`` may be a device, a device string, a
-    dict mapping saved locations to devices, or a callable ``(tensor, location) -> tensor``. Loading never
-    executes code from the file; ``weights_only`` is accepted for PyTorch compatibility and loading is always
-    restricted to tensors and plain containers (anything else raises ``pickle.UnpicklingError``).
+    Args:
+        f: a path or a readable binary file object (read from its current position).
+        map_location: where tensors go: ``None`` (the device they were saved from), a device or device string,
+            a dict mapping saved locations (``"cuda:0"``) to devices, or a callable
+            ``(storage, location) -> storage or None`` that gets each storage as a 1-D CPU tensor.
+        weights_only (bool): accepted for PyTorch compatibility. Loading is always restricted to tensors and
+            plain containers, whatever its value: nothing from the file is ever executed, and anything else raises
+            ``pickle.UnpicklingError``.
+        mmap (bool): accepted for paths (the file is read, not mapped); a file object with ``mmap=True`` raises
+            ``ValueError`` as in torch.
+
+    Raises:
+        RuntimeError: for a truncated, corrupted or foreign file, naming the problem.
+        pickle.UnpicklingError: for a PyTorch file that holds anything but tensors and plain containers.
     """
     unknown = set(kwargs) - {"mmap", "encoding", "pickle_module"}
     if unknown:
@@ -804,8 +856,11 @@ def load(f, map_location=None, weights_only=True, **kwargs):
         raise ValueError("flow.load: pickle_module is not supported; loading always uses the restricted reader")
     if weights_only is False:
         weights_only = True  # there is no unrestricted mode: nothing from the file is ever executed
+    is_path = isinstance(f, (str, bytes, os.PathLike))
+    if kwargs.get("mmap") and not is_path:
+        raise ValueError("f must be a file path in order to use the mmap argument")
     _check_map_location(map_location)
-    if isinstance(f, (str, bytes, os.PathLike)):
+    if is_path:
         with open(os.fsdecode(f) if isinstance(f, bytes) else f, "rb") as fo:
             return _load_file(fo, map_location, os.fspath(f))
     if not hasattr(f, "read"):
@@ -818,6 +873,9 @@ def load(f, map_location=None, weights_only=True, **kwargs):
 def _check_map_location(map_location):
     """A map_location that names a CUDA device on a machine without one fails before anything is read, as in
     PyTorch (and not as a corrupt file)."""
+    if not (map_location is None or callable(map_location) or isinstance(map_location, (str, dict, _C.device))):
+        raise TypeError("flow.load: map_location must be None, a device, a device string, a dict mapping saved "
+                        f"locations to devices or a callable, not {type(map_location).__name__}")
     targets = map_location.values() if isinstance(map_location, dict) else [map_location]
     for t in targets:
         if isinstance(t, (str, _C.device)) and _C.device(t).type == "cuda" and not _cuda_available():
@@ -871,6 +929,7 @@ def _load_file(fo, map_location, name):
     except _Corrupt as e:
         raise RuntimeError(f"flow.load: {name} is not a valid checkpoint: {e}") from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, json.JSONDecodeError, UnicodeDecodeError, KeyError,
-            IndexError, TypeError, ValueError, AttributeError, EOFError, NotImplementedError, zlib.error, OSError, MemoryError, OverflowError, RecursionError) as e:
+            IndexError, TypeError, ValueError, AttributeError, EOFError, NotImplementedError, zlib.error, OSError,
+            MemoryError, OverflowError, RecursionError) as e:
         raise RuntimeError(f"flow.load: {name} is corrupted or not a valid checkpoint: "
                            f"{type(e).__name__}: {e}") from e

@@ -1,6 +1,7 @@
 """Containers: Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict."""
 import operator
 from collections import OrderedDict
+from collections import abc as container_abcs
 from itertools import islice
 
 from ..._tensor import Tensor
@@ -52,10 +53,23 @@ class Sequential(Module):
         return iter(self._modules.values())
 
     def __add__(self, other):
+        """A new Sequential with the modules of ``self`` then those of ``other`` (another Sequential)."""
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
         ret = Sequential()
         for m in list(self) + list(other):
             ret.append(m)
         return ret
+
+    def __iadd__(self, other):
+        """Appends the modules of ``other`` (another Sequential) in place."""
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+        for m in list(other):
+            self.append(m)
+        return self
 
     def append(self, module):
         self.add_module(str(len(self)), module)
@@ -156,6 +170,9 @@ class ModuleList(Module):
         self._modules = OrderedDict((str(i), m) for i, m in enumerate(mods))
 
     def extend(self, modules):
+        """Appends the modules of the iterable ``modules``; returns ``self``."""
+        if not isinstance(modules, container_abcs.Iterable):
+            raise TypeError("ModuleList.extend should be called with an iterable, but got " + type(modules).__name__)
         for m in modules:
             self.append(m)
         return self
@@ -228,9 +245,30 @@ class ModuleDict(Module):
         return self._modules.values()
 
     def update(self, modules):
-        items = modules.items() if hasattr(modules, "items") else modules
-        for k, m in items:
+        """Adds the modules of a mapping (in its order) or of an iterable of ``(key, module)`` pairs."""
+        for k, m in _pairs(modules, "ModuleDict", "ModuleDict", sort_mappings=False):
             self[k] = m
+
+
+def _pairs(items, name, update_name, sort_mappings):
+    """The ``(key, value)`` pairs of a container's ``update`` argument, checked with torch's messages. Plain
+    mappings are sorted by key when ``sort_mappings`` (ParameterDict's rule; ordered dicts and containers keep
+    their order)."""
+    if not isinstance(items, container_abcs.Iterable):
+        raise TypeError(f"{update_name}.update should be called with an iterable of key/value pairs, but got "
+                        + type(items).__name__)
+    if isinstance(items, (OrderedDict, Module)) and hasattr(items, "items"):
+        return list(items.items())
+    if isinstance(items, container_abcs.Mapping):
+        return sorted(items.items()) if sort_mappings else list(items.items())
+    pairs = []
+    for j, p in enumerate(items):
+        if not isinstance(p, container_abcs.Iterable):
+            raise TypeError(f"{name} update sequence element #{j} should be Iterable; is" + type(p).__name__)
+        if not len(p) == 2:
+            raise ValueError(f"{name} update sequence element #{j} has length {len(p)}; 2 is required")
+        pairs.append((p[0], p[1]))
+    return pairs
 
 
 def _entry_repr(key, value, tensor_type_name):
@@ -260,17 +298,22 @@ class ParameterList(Module):
         if values is not None:
             self.extend(values)
 
-    def __getitem__(self, idx):
-        if isinstance(idx, slice):
-            return ParameterList([self[i] for i in range(len(self))[idx]])
+    def _abs_index(self, idx):
         idx = operator.index(idx)
         if not -len(self) <= idx < len(self):
             raise IndexError(f"index {idx} is out of range")
-        return getattr(self, str(idx % len(self)))
+        return str(idx % len(self))
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            out = self.__class__()
+            for i in range(len(self))[idx]:
+                out.append(self[i])
+            return out
+        return getattr(self, self._abs_index(idx))
 
     def __setitem__(self, idx, param):
-        idx = operator.index(idx) % len(self)
-        setattr(self, str(idx), _as_entry(param))
+        setattr(self, self._abs_index(idx), _as_entry(param))
 
     def __len__(self):
         return self._size
@@ -287,12 +330,19 @@ class ParameterList(Module):
         return self
 
     def extend(self, values):
+        """Appends the values of the iterable ``values`` (a tensor is not taken as an iterable); returns
+        ``self``."""
+        if not isinstance(values, container_abcs.Iterable) or isinstance(values, Tensor):
+            raise TypeError("ParameterList.extend should be called with an iterable, but got " + type(values).__name__)
         for v in values:
             self.append(v)
         return self
 
     def extra_repr(self):
         return "\n".join(_entry_repr(i, p, lambda t: str(t.dtype)) for i, p in enumerate(self))
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterList should not be called.")
 
 
 class ParameterDict(Module):
@@ -355,6 +405,8 @@ class ParameterDict(Module):
 
     def popitem(self):
         """Removes and returns the last inserted (key, value) pair."""
+        if not self._keys:
+            raise KeyError("popitem(): dictionary is empty")
         k = next(reversed(self._keys))
         return k, self.pop(k)
 
@@ -377,11 +429,9 @@ class ParameterDict(Module):
         return cls((k, default) for k in keys)
 
     def update(self, parameters):
-        if hasattr(parameters, "keys") and hasattr(parameters, "__getitem__"):
-            items = [(k, parameters[k]) for k in parameters.keys()]
-        else:
-            items = list(parameters)
-        for k, v in items:
+        """Adds the entries of a mapping or of an iterable of ``(key, value)`` pairs. As in torch, a plain
+        (unordered) mapping is added in sorted key order; an ``OrderedDict`` or ``ParameterDict`` in its own."""
+        for k, v in _pairs(parameters, "ParameterDict", "ParametersDict", sort_mappings=True):
             self[k] = v
 
     def __or__(self, other):
@@ -400,3 +450,6 @@ class ParameterDict(Module):
 
     def extra_repr(self):
         return "\n".join(_entry_repr(k, p, lambda t: t.type()) for k, p in self.items())
+
+    def __call__(self, input):
+        raise RuntimeError("ParameterDict should not be called.")

@@ -3,16 +3,18 @@ import functools
 import itertools
 import warnings
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 
 from ... import _C
 from ..._tensor import Tensor
 from ..parameter import Buffer, Parameter
 
-_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
 
-class _IncompatibleKeysResult(_IncompatibleKeys):
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns: the lists of missing and unexpected keys (a named tuple)."""
+
     def __repr__(self):
         if not self.missing_keys and not self.unexpected_keys:
             return "<All keys matched successfully>"
@@ -122,6 +124,29 @@ def _registered(hooks, module, name, value):
     return value
 
 
+def _typename(obj):
+    """How error messages name ``obj`` (``oneflow.FloatTensor``, ``oneflow.nn.modules.linear.Linear``, ``int``),
+    as torch's do with ``torch.typename``."""
+    if isinstance(obj, _C.TensorBase):
+        try:
+            return obj.type()
+        except Exception:  # a dtype without a legacy tensor-type name
+            pass
+    module = getattr(type(obj), "__module__", "builtins")
+    name = type(obj).__qualname__
+    return name if module in (None, "builtins") else f"{module}.{name}"
+
+
+def _check_name(name, kind):
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
+
+
+def _plain(t):
+    """``t`` as a plain Tensor sharing its storage (what a module stores for an ``nn.Buffer``)."""
+    return t if type(t) is Tensor else t.detach().requires_grad_(t.requires_grad)
+
+
 def _addindent(s, n):
     lines = s.split("\n")
     if len(lines) == 1:
@@ -140,8 +165,13 @@ class Module:
     _version = 1
 
     def __init__(self, *args, **kwargs):
-        if args or kwargs:
-            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
+        # the messages Python itself gives for a signature without parameters
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument "
+                            f"'{next(iter(kwargs))}'")
+        if args:
+            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were "
+                            "given")
         d = self.__dict__
         d["training"] = True
         d["_parameters"] = OrderedDict()
@@ -164,33 +194,58 @@ class Module:
 
     # ---- registration -------------------------------------------------------------------------------
     def register_parameter(self, name, param):
-        """Adds a parameter (or None) under ``name``."""
+        """Adds a parameter to the module.
+
+        Args:
+            name (str): name of the parameter; it is then reachable as an attribute.
+            param (Parameter or None): the parameter; ``None`` declares the name without a value (it is left out
+                of ``parameters()`` and ``state_dict()``, as a missing bias is).
+        """
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
-        if not isinstance(name, str):
-            raise TypeError(f"parameter name should be a string. Got {type(name).__name__}")
-        if "." in name or name == "":
-            raise KeyError(f'parameter name can\'t contain "." or be empty: "{name}"')
+        _check_name(name, "parameter")
+        if "." in name:
+            raise KeyError('parameter name can\'t contain "."')
+        if name == "":
+            raise KeyError('parameter name can\'t be empty string ""')
         if hasattr(self, name) and name not in self._parameters:
             raise KeyError(f"attribute '{name}' already exists")
-        if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+        if param is None:
+            # as in torch, registration hooks only see real parameters
+            self._parameters[name] = None
+            return
+        if not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
                             "(oneflow.nn.Parameter or None required)")
+        if getattr(param, "grad_fn", None) is not None:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be created "
+                             f"explicitly. To express '{name}' as a function of another Tensor, compute the value in "
+                             "the forward() method.")
         self._parameters[name] = _registered(_global_parameter_registration_hooks, self, name, param)
 
     def register_buffer(self, name, tensor, persistent=True):
-        """Adds a buffer: state that is not a parameter (e.g. BatchNorm's running_mean); ``persistent=False``
-        keeps it out of ``state_dict``."""
+        """Adds a buffer: state that is not a parameter (e.g. BatchNorm's ``running_mean``).
+
+        Args:
+            name (str): name of the buffer; it is then reachable as an attribute.
+            tensor (Tensor or None): the buffer; ``None`` declares the name without a value.
+            persistent (bool): whether the buffer is part of ``state_dict``. Default: ``True``.
+        """
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
-        if not isinstance(name, str):
-            raise TypeError(f"buffer name should be a string. Got {type(name).__name__}")
-        if "." in name or name == "":
-            raise KeyError(f'buffer name can\'t contain "." or be empty: "{name}"')
+        _check_name(name, "buffer")
+        if "." in name:
+            raise KeyError('buffer name can\'t contain "."')
+        if name == "":
+            raise KeyError('buffer name can\'t be empty string ""')
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, _C.TensorBase):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (Tensor or None required)")
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+                            "(oneflow Tensor or None required)")
+        if isinstance(tensor, Buffer):
+            # ``nn.Buffer`` only marks a tensor for registration; the module stores the plain tensor, as torch does
+            tensor = _plain(tensor)
         self._buffers[name] = _registered(_global_buffer_registration_hooks, self, name, tensor)
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -198,15 +253,21 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name, module):
-        """Adds a child module under ``name``."""
+        """Adds a child module, reachable as the attribute ``name``.
+
+        Args:
+            name (str): name of the child module.
+            module (Module or None): the child; ``None`` declares the name without a value.
+        """
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        if not isinstance(name, str):
-            raise TypeError(f"module name should be a string. Got {type(name).__name__}")
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        _check_name(name, "module")
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
-        if "." in name or name == "":
-            raise KeyError(f'module name can\'t contain "." or be empty: "{name}"')
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
         self._modules[name] = _registered(_global_module_registration_hooks, self, name, module)
 
     register_module = add_module
@@ -239,17 +300,32 @@ class Module:
         setattr(parent, name, module)
 
     def get_parameter(self, target):
+        """The parameter at the dotted path ``target`` (``"layer.0.weight"``).
+
+        Raises:
+            AttributeError: if a module on the path is missing, or the last name is not a parameter.
+        """
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
-        if name not in mod._parameters:
-            raise AttributeError(f"{mod._get_name()} has no parameter `{name}`")
-        return mod._parameters[name]
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
 
     def get_buffer(self, target):
+        """The buffer at the dotted path ``target`` (``"bn.running_mean"``), persistent or not.
+
+        Raises:
+            AttributeError: if a module on the path is missing, or the last name is not a buffer.
+        """
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
         if name not in mod._buffers:
-            raise AttributeError(f"{mod._get_name()} has no buffer `{name}`")
+            raise AttributeError(f"`{name}` is not a buffer")
         return mod._buffers[name]
 
     # ---- attribute protocol -------------------------------------------------------------------------
@@ -272,7 +348,7 @@ class Module:
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
                                 "(oneflow.nn.Parameter or None expected)")
             self.register_parameter(name, value)
         elif isinstance(value, Module):
@@ -284,15 +360,17 @@ class Module:
             d["_modules"][name] = _registered(_global_module_registration_hooks, self, name, value)
         elif "_modules" in d and name in d["_modules"]:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                 "(oneflow.nn.Module or None expected)")
             d["_modules"][name] = _registered(_global_module_registration_hooks, self, name, value)
-        elif isinstance(value, Buffer):
-            self.register_buffer(name, value, getattr(value, "persistent", True))
-        elif "_buffers" in d and name in d["_buffers"]:
+        elif isinstance(value, Buffer) or ("_buffers" in d and name in d["_buffers"]):
             if value is not None and not isinstance(value, _C.TensorBase):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (Tensor or None expected)")
-            d["_buffers"][name] = _registered(_global_buffer_registration_hooks, self, name, value)
+                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                                "(oneflow.nn.Buffer, oneflow.Tensor or None expected)")
+            # a Buffer carries its own persistence; a plain tensor keeps the one the name was registered with
+            persistent = (value.persistent if isinstance(value, Buffer)
+                          else name not in self._non_persistent_buffers_set)
+            self.register_buffer(name, value, persistent)
         else:
             object.__setattr__(self, name, value)
 
@@ -432,20 +510,16 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """Moves/casts parameters and buffers: ``to(dtype)``, ``to(device)``, ``to(tensor)``,
-        ``to(memory_format=...)``. Only floating-point tensors change dtype."""
-        dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
-        kwargs.pop("non_blocking", None)
-        fmt = kwargs.pop("memory_format", None)
-        for a in args:
-            if isinstance(a, _C.dtype):
-                dtype = a
-            elif isinstance(a, (str, _C.device)):
-                device = a
-            elif isinstance(a, _C.TensorBase):
-                dtype, device = a.dtype, a.device
-        if dtype is not None and not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+        """Moves and/or casts the parameters and buffers in place; returns ``self``.
+
+        Accepts the spellings of ``Tensor.to``: ``to(device=None, dtype=None, non_blocking=False)``,
+        ``to(dtype, non_blocking=False)``, ``to(tensor, non_blocking=False)`` and ``to(memory_format=...)``.
+        Only floating-point tensors change dtype; integer buffers keep theirs.
+        """
+        device, dtype, _, fmt = _parse_to(*args, **kwargs)
+        if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+            raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                            f"dtype={dtype}")
 
         def convert(t):
             out = t
@@ -473,7 +547,8 @@ class Module:
         return self._apply(lambda t: t.bfloat16() if t.dtype.is_floating_point else t)
 
     def cpu(self):
-        return self
+        """Moves every parameter and buffer to the CPU; returns ``self``."""
+        return self._apply(lambda t: t.cpu())
 
     def share_memory(self):
         """Moves every parameter and buffer into shared memory (``Tensor.share_memory_``), e.g. for
@@ -484,7 +559,9 @@ class Module:
         return self.to("cuda" if device is None else device)
 
     def type(self, dst_type):
-        return self._apply(lambda t: t.to(dst_type))
+        """Casts every parameter and buffer (integer ones included) to ``dst_type``, a dtype or a tensor-type
+        name such as ``"oneflow.DoubleTensor"``; returns ``self``."""
+        return self._apply(lambda t: t.type(dst_type))
 
     def to_empty(self, *, device=None, recurse=True):
         """Replaces every parameter and buffer with an uninitialised tensor of the same shape and dtype on
@@ -522,11 +599,24 @@ class Module:
             destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
-        """An ordered dict of every parameter and persistent buffer, keyed like PyTorch (``layer.0.weight``)."""
+        """A dict of every parameter and persistent buffer, keyed like PyTorch (``layer.0.weight``).
+
+        Args:
+            destination (dict, optional): filled in place and returned; by default a new ``OrderedDict`` whose
+                ``_metadata`` attribute records each module's ``_version``.
+            prefix (str): prepended to every key. Default: ``""``.
+            keep_vars (bool): return the parameters themselves instead of detached tensors. Default: ``False``.
+        """
         if args:
-            destination = args[0] if len(args) > 0 else destination
-            prefix = args[1] if len(args) > 1 else prefix
-            keep_vars = args[2] if len(args) > 2 else keep_vars
+            # torch deprecates the positional spelling; FutureWarning so that users see it
+            warnings.warn("Positional args are being deprecated, use kwargs instead. Refer to the documentation of "
+                          "nn.Module.state_dict for details.", FutureWarning, stacklevel=2)
+            if destination is None:
+                destination = args[0]
+            if len(args) > 1 and prefix == "":
+                prefix = args[1]
+            if len(args) > 2 and keep_vars is False:
+                keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()  # each module's format version, for load_state_dict
@@ -547,16 +637,24 @@ class Module:
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                               error_msgs, assign=False):
+        """Loads this module's own entries (not its children's) from ``state_dict``, appending to the given
+        lists. ``assign`` (or ``local_metadata["assign_to_params_buffers"]``, which ``load_state_dict`` sets, as
+        torch does) replaces the tensors instead of copying into them."""
         for hook in self._load_state_dict_pre_hooks.values():
             hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+        assign = assign or local_metadata.get("assign_to_params_buffers", False)
         local = {k: v for k, v in self._parameters.items() if v is not None}
-        local.update({k: v for k, v in self._buffers.items() if v is not None and k not in self._non_persistent_buffers_set})
+        local.update({k: v for k, v in self._buffers.items()
+                      if v is not None and k not in self._non_persistent_buffers_set})
         extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
-        if self._has_extra_state():
+        # loading extra state needs set_extra_state (saving needs get_extra_state)
+        if type(self).set_extra_state is not Module.set_extra_state:
             if extra_key in state_dict:
                 self.set_extra_state(state_dict[extra_key])
             elif strict:
                 missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
         for name, param in local.items():
             key = prefix + name
             if key not in state_dict:
@@ -574,30 +672,50 @@ class Module:
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape {src.shape} from checkpoint, "
                                   f"the shape in current model is {param.shape}.")
                 continue
-            with _no_grad():
-                if assign:
-                    if name in self._parameters:
-                        self._parameters[name] = Parameter(src.detach(), param.requires_grad)
+            try:
+                with _no_grad():
+                    if assign:
+                        # the checkpoint's tensor itself becomes the module's (a Parameter where one was)
+                        if isinstance(param, Parameter):
+                            if isinstance(src, Parameter):
+                                src.requires_grad_(param.requires_grad)
+                            else:
+                                src = Parameter(src, param.requires_grad)
+                        setattr(self, name, src)
                     else:
-                        self._buffers[name] = src.detach()
-                else:
-                    _C.ops.copy_(param, src)
+                        _C.ops.copy_(param, src)
+            except Exception as ex:
+                error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
+                                  f"{param.size()} and whose dimensions in the checkpoint are {src.size()}, an "
+                                  f"exception occurred : {ex.args}.")
         if strict:
             for key in state_dict:
-                if key.startswith(prefix) and key != prefix:
-                    rest = key[len(prefix):]
-                    first = rest.split(".", 1)[0]
-                    if key == extra_key and self._has_extra_state():
-                        continue
-                    if "." in rest and first in self._modules:
-                        continue
-                    if rest not in local:
+                if key.startswith(prefix) and key != extra_key:
+                    rest = key[len(prefix):].split(".", 1)
+                    # a dotted rest belongs to a child module, which reports its own keys
+                    if len(rest) > 1:
+                        if rest[0] not in self._modules:
+                            unexpected_keys.append(key)
+                    elif rest[0] not in local:
                         unexpected_keys.append(key)
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
-        """Copies parameters and buffers from ``state_dict``; with ``strict``, keys must match exactly.
-        Returns ``(missing_keys, unexpected_keys)``."""
-        if not isinstance(state_dict, dict):
+        """Copies parameters and buffers from ``state_dict`` into this module and its descendants.
+
+        Args:
+            state_dict (Mapping): as returned by :meth:`state_dict`.
+            strict (bool): whether the keys must match exactly. Default: ``True``.
+            assign (bool): when ``True`` the module takes the state dict's tensors (and their dtypes) instead of
+                copying into its own; parameters stay ``Parameter`` with their ``requires_grad``.
+                Default: ``False``.
+
+        Returns:
+            ``NamedTuple`` with ``missing_keys`` and ``unexpected_keys`` fields.
+
+        Raises:
+            RuntimeError: listing every problem (missing/unexpected keys when ``strict``, size mismatches).
+        """
+        if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing, unexpected, errors = [], [], []
         # a copy, so that what modules add while loading (old checkpoints' defaults) stays out of the caller's
@@ -606,26 +724,28 @@ class Module:
         if metadata is not None:
             state_dict._metadata = metadata
 
-        loaded = []
-
-        def load(module, prefix=""):
+        def load(module, local_state_dict, prefix=""):
             local_metadata = {} if metadata is None else metadata.get(prefix[:-1], {})
-            module._load_from_state_dict(state_dict, prefix, local_metadata, True, missing, unexpected, errors,
-                                         assign)
-            loaded.append(module)
+            if assign:
+                # a copy: the flag must not end up in the caller's _metadata
+                local_metadata = dict(local_metadata, assign_to_params_buffers=True)
+            module._load_from_state_dict(local_state_dict, prefix, local_metadata, True, missing, unexpected, errors)
             for name, child in module._modules.items():
                 if child is not None:
-                    load(child, prefix + name + ".")
-
-        load(self)
-        # post hooks see (and may prune) the incompatible keys before strict mode judges them
-        keys = _IncompatibleKeysResult(missing, unexpected)
-        for module in loaded:
+                    # each child sees only its own entries, so its pre-hooks cannot touch its siblings'
+                    child_prefix = prefix + name + "."
+                    child_state_dict = {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}
+                    load(child, child_state_dict, child_prefix)
+            # post hooks run children first and see (and may prune) the keys before strict mode judges them
+            keys = _IncompatibleKeys(missing, unexpected)
             for hook in module._load_state_dict_post_hooks.values():
-                if hook(module, keys) is not None:
-                    raise RuntimeError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
-                                       "expected to return new values, if incompatible_keys need to be modified, "
-                                       "it should be done inplace.")
+                out = hook(module, keys)
+                assert out is None, (
+                    "Hooks registered with ``register_load_state_dict_post_hook`` are not expected to return new "
+                    "values, if incompatible_keys need to be modified, it should be done inplace.")
+
+        load(self, state_dict)
+        del load
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")
@@ -633,7 +753,7 @@ class Module:
                 errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
         if errors:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
-        return keys
+        return _IncompatibleKeys(missing, unexpected)
 
     def _register_state_dict_hook(self, hook):
         h = RemovableHandle(self._state_dict_hooks)
@@ -811,6 +931,57 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+
+def _parse_to(*args, **kwargs):
+    """``(device, dtype, non_blocking, memory_format)`` from the arguments of ``Module.to``.
+
+    Raises:
+        TypeError: for arguments none of ``Tensor.to``'s signatures takes.
+    """
+    def invalid():
+        def name(v):
+            if isinstance(v, _C.TensorBase):
+                return "Tensor"
+            return f"oneflow.{type(v).__name__}" if isinstance(v, (_C.dtype, _C.device)) else type(v).__name__
+
+        # the layout of torch's message, trailing separator of keyword-only calls included
+        got = ", ".join([name(a) for a in args] + [f"{k}={name(v)}" for k, v in sorted(kwargs.items())])
+        if kwargs and not args:
+            got += ", "
+        return TypeError(f"to() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+                         " * (oneflow.device device = None, oneflow.dtype dtype = None, bool non_blocking = False, "
+                         "bool copy = False, *, oneflow.memory_format memory_format = None)\n"
+                         " * (oneflow.dtype dtype, bool non_blocking = False, bool copy = False, *, "
+                         "oneflow.memory_format memory_format = None)\n"
+                         " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, "
+                         "oneflow.memory_format memory_format = None)\n")
+
+    if set(kwargs) - {"device", "dtype", "non_blocking", "copy", "memory_format"}:
+        raise invalid()
+    device, dtype = kwargs.get("device"), kwargs.get("dtype")
+    non_blocking, fmt = kwargs.get("non_blocking", False), kwargs.get("memory_format")
+    rest = list(args)
+    if rest and isinstance(rest[0], _C.TensorBase):
+        t = rest.pop(0)
+        device, dtype = t.device, t.dtype
+    elif rest and isinstance(rest[0], _C.dtype):
+        dtype = rest.pop(0)
+    elif rest and (isinstance(rest[0], (str, _C.device))
+                   or (isinstance(rest[0], int) and not isinstance(rest[0], bool))):  # an int is a device index
+        device = rest.pop(0)
+        if rest and isinstance(rest[0], _C.dtype):
+            dtype = rest.pop(0)
+    # what may follow: non_blocking, copy
+    if len(rest) > 2 or not all(isinstance(a, bool) for a in rest):
+        raise invalid()
+    if rest:
+        non_blocking = rest[0]
+    if device is not None and not isinstance(device, _C.device):
+        device = _C.device(device)
+    if dtype is not None and not isinstance(dtype, _C.dtype):
+        raise invalid()
+    return device, dtype, non_blocking, fmt
 
 
 class _no_grad:

@@ -1,5 +1,6 @@
 """The worker process side of DataLoader: the loop each worker runs, ``get_worker_info()``, and the wrapper that
 carries a worker's exception (with its traceback text) to the main process."""
+import dataclasses
 import os
 import queue
 import random
@@ -17,26 +18,25 @@ __all__ = ["get_worker_info", "WorkerInfo"]
 MP_STATUS_CHECK_INTERVAL = 1.0
 
 
+@dataclasses.dataclass(frozen=True)
 class WorkerInfo:
-    """What ``get_worker_info()`` returns inside a worker: ``id``, ``num_workers``, ``seed`` and ``dataset``
-    (this worker's copy)."""
+    """What ``get_worker_info()`` returns inside a worker (read-only, as torch's frozen dataclass).
 
-    __initialized = False
+    Attributes:
+        id (int): this worker's id, ``0 .. num_workers - 1``.
+        num_workers (int): how many workers the DataLoader runs.
+        seed (int): the seed this worker's random generators were given.
+        dataset: this worker's copy of the dataset.
+        rng: an optional random-state container (``None`` here).
+        worker_method (str): how the worker runs: ``"multiprocessing"``.
+    """
 
-    def __init__(self, **kwargs):
-        for k, v in kwargs.items():
-            setattr(self, k, v)
-        self.__keys = tuple(kwargs.keys())
-        self.__initialized = True
-
-    def __setattr__(self, key, val):
-        if self.__initialized:
-            raise RuntimeError(f"Cannot assign attributes to {self.__class__.__name__} objects")
-        return super().__setattr__(key, val)
-
-    def __repr__(self):
-        items = ", ".join(f"{k}={getattr(self, k)}" for k in self.__keys)
-        return f"{self.__class__.__name__}({items})"
+    id: int
+    num_workers: int
+    seed: int
+    dataset: object
+    rng: object = None
+    worker_method: str = "multiprocessing"
 
 
 _worker_info = None

@@ -142,6 +142,7 @@ class DataLoader:
         self.collate_fn = collate_fn
         self.persistent_workers = persistent_workers
         self._iterator = None
+        self._IterableDataset_len_called = None  # len(dataset) once len(self) was asked, for the iterators' check
         self._initialized = True
         self._check_worker_number()
 
@@ -182,6 +183,10 @@ class DataLoader:
     def _index_sampler(self):
         return self.batch_sampler if self._auto_collation else self.sampler
 
+    def check_worker_number_rationality(self):
+        """Warns when ``num_workers`` exceeds the CPUs this process may run on."""
+        self._check_worker_number()
+
     def _check_worker_number(self):
         if self.num_workers <= 1:
             return
@@ -216,7 +221,7 @@ class DataLoader:
 
     def __len__(self):
         if self._iterable:
-            length = len(self.dataset)
+            length = self._IterableDataset_len_called = len(self.dataset)
             if self.batch_size is not None:
                 length = length // self.batch_size if self.drop_last else math.ceil(length / self.batch_size)
             return length
@@ -243,6 +248,7 @@ class _BaseDataLoaderIter:
         self._sampler_iter = iter(self._index_sampler)
         self._base_seed = loader._base_seed()
         self._num_yielded = 0
+        self._IterableDataset_len_called = loader._IterableDataset_len_called
 
     def __iter__(self):
         return self
@@ -257,6 +263,18 @@ class _BaseDataLoaderIter:
     def __next__(self):
         data = self._next_data()
         self._num_yielded += 1
+        # torch's check: more items than the length the dataset reported when len(loader) was taken (it compares
+        # with the sample count even when batching)
+        if self._iterable and self._IterableDataset_len_called is not None \
+                and self._num_yielded > self._IterableDataset_len_called:
+            msg = (f"Length of IterableDataset {self._dataset} was reported to be "
+                   f"{self._IterableDataset_len_called}(when accessing len(dataloader)), but {self._num_yielded} "
+                   "samples have been fetched. ")
+            if self._num_workers > 0:
+                msg += ("For multiprocessing data-loading, this could be caused by not properly configuring the "
+                        "IterableDataset replica at each worker. Please see the IterableDataset documentation for "
+                        "examples.")
+            warnings.warn(msg)
         return data
 
     def __len__(self):

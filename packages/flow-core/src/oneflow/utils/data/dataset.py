@@ -81,6 +81,25 @@ class StackDataset(Dataset):
             return {k: d[index] for k, d in self.datasets.items()}
         return tuple(d[index] for d in self.datasets)
 
+    def __getitems__(self, indices):
+        """The samples at ``indices`` (a list), fetched in one ``__getitems__`` call from each dataset that has
+        one (what DataLoader uses for a batch)."""
+        names = list(self.datasets) if isinstance(self.datasets, dict) else range(len(self.datasets))
+        columns = []
+        for k in names:
+            d = self.datasets[k]
+            if callable(getattr(d, "__getitems__", None)):
+                items = d.__getitems__(indices)
+                if len(items) != len(indices):
+                    raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, "
+                                     f"got {len(items)}")
+                columns.append(list(items))
+            else:
+                columns.append([d[i] for i in indices])
+        if isinstance(self.datasets, dict):
+            return [dict(zip(names, sample)) for sample in zip(*columns)] if columns else [{} for _ in indices]
+        return [tuple(sample) for sample in zip(*columns)]
+
     def __len__(self):
         return self._length
 
@@ -107,6 +126,12 @@ class ConcatDataset(Dataset):
 
     def __len__(self):
         return self.cumulative_sizes[-1]
+
+    @property
+    def cummulative_sizes(self):
+        """Deprecated spelling of ``cumulative_sizes``."""
+        warnings.warn("`cummulative_sizes` attribute is renamed to `cumulative_sizes`", FutureWarning, stacklevel=2)
+        return self.cumulative_sizes
 
     def __getitem__(self, idx):
         if idx < 0:
