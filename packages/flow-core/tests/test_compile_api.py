@@ -158,3 +158,21 @@ def test_compiled_partial_and_method():
     b = Box()
     assert flow.compile(b.get)(1) == 6
     assert flow.compile(functools.partial(add_one))(1) == 2
+
+
+def test_module_compile_in_place():
+    import torch
+
+    m = flow.nn.Linear(3, 2)
+    tm = torch.nn.Linear(3, 2)
+    assert m._compiled_call_impl is None and tm._compiled_call_impl is None
+    x = flow.randn(4, 3)
+    before = m(x)
+    assert m.compile() is None and tm.compile() is None
+    assert m._compiled_call_impl is not None and tm._compiled_call_impl is not None
+    assert flow.equal(m(x), before)
+    assert list(m.state_dict()) == ["weight", "bias"]  # compiled in place: no _orig_mod. prefix
+    with pytest.raises(RuntimeError):
+        m.compile(mode="no-such-mode")
+    with pytest.raises(RuntimeError):
+        tm.compile(mode="no-such-mode")

@@ -836,6 +836,16 @@ class Module:
     def register_backward_hook(self, hook):
         return self.register_full_backward_hook(hook)
 
+    def compile(self, *args, **kwargs):
+        """Compiles this module's ``__call__`` with :func:`oneflow.compile`, passing the arguments as they are
+        (PyTorch's ``Module.compile``). The result is kept in ``_compiled_call_impl``; as ``oneflow.compile``
+        runs eagerly, calls to the module compute exactly what they did."""
+        from ...compiler import compile as _compile
+
+        self._compiled_call_impl = _compile(self._call_impl, *args, **kwargs)
+
+    _compiled_call_impl = None
+
     def _call_impl(self, *args, **kwargs):
         forward = self.forward
         if forward is None:
