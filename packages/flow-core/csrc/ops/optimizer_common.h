@@ -95,9 +95,8 @@ inline Group prepare(const TensorList& in, int stride, int step_slot, const char
   return g;
 }
 
-// The one-element state at `slot` of parameter p, read in double.
-inline double read_scalar(const Group& g, int64_t p, int slot) {
-  const Tensor& s = g.at(p, slot);
+// A one-element floating state tensor, read in double.
+inline double read_scalar_tensor(const Tensor& s) {
   return dispatch_floating(s.dtype(), "optimizer state", [&](auto tag) {
     using T = typename decltype(tag)::type;
     return static_cast<double>(static_cast<acc_t<T>>(*s.data<T>()));
@@ -105,13 +104,20 @@ inline double read_scalar(const Group& g, int64_t p, int slot) {
 }
 
 // Stores v rounded to the state's dtype; returns the stored value.
-inline double write_scalar(const Group& g, int64_t p, int slot, double v) {
-  const Tensor& s = g.at(p, slot);
+inline double write_scalar_tensor(const Tensor& s, double v) {
   return dispatch_floating(s.dtype(), "optimizer state", [&](auto tag) {
     using T = typename decltype(tag)::type;
     *s.data<T>() = static_cast<T>(static_cast<acc_t<T>>(v));
     return static_cast<double>(static_cast<acc_t<T>>(*s.data<T>()));
   });
+}
+
+// The one-element state at `slot` of parameter p, read in double.
+inline double read_scalar(const Group& g, int64_t p, int slot) { return read_scalar_tensor(g.at(p, slot)); }
+
+// Stores v rounded to the state's dtype; returns the stored value.
+inline double write_scalar(const Group& g, int64_t p, int slot, double v) {
+  return write_scalar_tensor(g.at(p, slot), v);
 }
 
 // Increments each parameter's step counter; returns the new step values.

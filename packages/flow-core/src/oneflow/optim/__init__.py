@@ -4,6 +4,7 @@ schedulers (``oneflow.optim.lr_scheduler``)."""
 from . import lr_scheduler  # noqa: F401
 from . import swa_utils  # noqa: F401
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam
 from .adam_variants import Adamax, NAdam, RAdam
@@ -17,4 +18,4 @@ from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Rprop", "ASGD", "Adagrad",
-           "Adadelta", "LAMB", "LBFGS", "lr_scheduler", "swa_utils"]
+           "Adadelta", "Adafactor", "LAMB", "LBFGS", "lr_scheduler", "swa_utils"]
