@@ -12,10 +12,11 @@ from .adamw import AdamW
 from .asgd import ASGD
 from .lamb import LAMB
 from .lbfgs import LBFGS
+from .muon import Muon
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Rprop", "ASGD", "Adagrad",
-           "Adadelta", "Adafactor", "LAMB", "LBFGS", "lr_scheduler", "swa_utils"]
+           "Adadelta", "Adafactor", "LAMB", "LBFGS", "Muon", "lr_scheduler", "swa_utils"]
