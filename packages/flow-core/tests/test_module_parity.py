@@ -1,6 +1,7 @@
 """nn.Module and container behaviour compared with PyTorch: registration rules and their errors, attribute
 assignment, dotted look-ups, state_dict/load_state_dict details, conversions and container operations."""
 import collections
+import copy
 import collections.abc
 import warnings
 
@@ -323,3 +324,31 @@ def test_no_warnings_from_plain_module_use():
         m = _net(flow)
         m.load_state_dict(m.state_dict(prefix=""))
         m.to(flow.float64).float()
+
+
+def test_deepcopy_keeps_storage_sharing_like_torch():
+    # buffers that view one storage (a tensor, a row of it, its transpose) stay views of one copied storage
+    def build(L):
+        class M(L.nn.Module):
+            def __init__(self):
+                super().__init__()
+                base = L.arange(12.0).reshape(3, 4)
+                self.register_buffer("a", base)
+                self.register_buffer("b", base[1])
+                self.register_buffer("c", base.t())
+        return M()
+
+    for L in (flow, torch):
+        m = copy.deepcopy(build(L))
+        m.a[1, 0] = 100.0
+        assert m.b[0].item() == 100.0 and m.c[0, 1].item() == 100.0
+        assert build(L).a[1, 0].item() == 4.0
+    fx, tx = flow.randn(5), torch.randn(5)
+    fy, ty = copy.deepcopy([fx[1:], fx]), copy.deepcopy([tx[1:], tx])
+    fy[1][1] = 7.0
+    ty[1][1] = 7.0
+    assert fy[0][0].item() == ty[0][0].item() == 7.0
+    assert fx[1].item() != 7.0
+    # a view of a larger storage keeps its offset and strides
+    fz = copy.deepcopy(flow.arange(10.0)[2:8:2])
+    assert fz.tolist() == [2.0, 4.0, 6.0] and fz.stride() == (2,)

@@ -142,7 +142,7 @@ class Tensor(_C.TensorBase):
         if id(self) in memo:
             return memo[id(self)]
         with _C_no_grad():
-            r = _C.ops.clone(self.detach())
+            r = self._deepcopy_data(memo)
         r.requires_grad = self.requires_grad
         if self.grad is not None:
             r.grad = _C.ops.clone(self.grad.detach())
@@ -150,6 +150,26 @@ class Tensor(_C.TensorBase):
             r = _C._make_subclass(type(self), r, self.requires_grad)
             r.__dict__.update(self.__dict__)
         memo[id(self)] = r
+        return r
+
+    def _deepcopy_data(self, memo):
+        """A copy of this tensor's values in a copy of its storage: tensors sharing a storage (views of one
+        buffer, tied weights) share the copied one, memoized per storage as PyTorch's deepcopy does."""
+        if not self.is_contiguous() or self.storage_offset() != 0 or self.untyped_storage().nbytes() != \
+                self.numel() * self.element_size():
+            key = ("oneflow.storage", self.untyped_storage().data_ptr(), self.dtype)
+            flat = memo.get(key)
+            if flat is None:
+                whole = _C._empty([0], self.dtype, None).set_(self.untyped_storage())
+                flat = memo[key] = _C.ops.clone(whole)
+                memo.setdefault("oneflow.storages", []).append(whole)  # keeps the pointer's owner alive
+            return _C.ops.as_strided(flat, list(self.shape), list(self.stride()), self.storage_offset()).detach()
+        key = ("oneflow.storage", self.data_ptr(), self.dtype)
+        if key in memo:  # a full-storage tensor whose storage another copied tensor already views
+            return _C.ops.as_strided(memo[key], list(self.shape), list(self.stride()), 0).detach()
+        r = _C.ops.clone(self.detach())
+        memo[key] = r.view(-1) if r.dim() != 1 else r
+        memo.setdefault("oneflow.storages", []).append(self)
         return r
 
     # ---- autograd -----------------------------------------------------------------------------------
