@@ -289,3 +289,32 @@ def test_standard_gamma_sampler():
     y = flow._standard_gamma(a)
     y.sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), flow._standard_gamma_grad(a.detach(), y.detach()).numpy())
+
+
+# ---- orthogonal polynomials -----------------------------------------------------------------------------
+POLYNOMIALS = [n for n in flow.special.__all__ if n.endswith(("_t", "_u", "_v", "_w", "_h", "_he", "_l", "_p"))
+               and "polynomial" in n]
+
+
+@pytest.mark.parametrize("name", POLYNOMIALS)
+def test_orthogonal_polynomials_match_torch(name):
+    assert len(POLYNOMIALS) == 12
+    x = np.array([-2.0, -1.0, -0.5, 0.0, 0.3, 1.0, 1.5, 0.99, -0.7])
+    for n in [-1, 0, 1, 2.5, 3, 7, 20, 150]:  # degrees past 6 take the trigonometric form inside (-1, 1)
+        f, t = both(x)
+        close(getattr(flow.special, name)(f, n), getattr(torch.special, name)(t, n), rtol=1e-9, atol=1e-9)
+    # a tensor of degrees broadcasts against x; integer inputs give the default float dtype
+    fx, tx = flow.tensor(x[:, None]), torch.tensor(x[:, None])
+    degrees = np.array([0, 1, 4, 9])
+    fn, tn = getattr(flow.special, name), getattr(torch.special, name)
+    close(fn(fx, flow.tensor(degrees)), tn(tx, torch.tensor(degrees)), rtol=1e-9, atol=1e-9)
+    assert getattr(flow.special, name)(flow.tensor([1, 2]), 3).dtype == flow.float32
+    out = flow.empty(9, dtype=flow.float64)
+    assert getattr(flow.special, name)(flow.tensor(x), 3, out=out) is out
+
+
+def test_orthogonal_polynomials_nan_and_no_gradient():
+    # a NaN argument gives NaN (torch returns a neighbouring element's value for some families)
+    assert np.isnan(flow.special.legendre_polynomial_p(flow.tensor([float("nan")]), 3).numpy()).all()
+    y = flow.special.hermite_polynomial_h(flow.tensor([0.3], requires_grad=True), 3)
+    assert not y.requires_grad

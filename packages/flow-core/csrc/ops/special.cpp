@@ -305,6 +305,21 @@ FLOW_OP(_special_zeta)
       return {Tensor(), ops::mul(g[0], d)};
     });
 
+// torch.special's orthogonal polynomials (Chebyshev T/U/V/W and shifted, Hermite H/He, Laguerre, Legendre),
+// one op with the family as an attribute; like PyTorch's, not differentiable.
+FLOW_OP(_special_polynomial)
+    .schema("_special_polynomial(Tensor self, Tensor n, int kind) -> Tensor")
+    .traits(kElementwise | kBroadcastBinary | kNonDifferentiable)
+    .meta([](const TensorList& in, const Attrs& a) {
+      FLOW_RUNTIME_CHECK(a.i(0) >= 0 && a.i(0) <= 11, "_special_polynomial: unknown kind ", a.i(0));
+      return meta_float("special_polynomial_cpu", true)(in, a);
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      const int kind = static_cast<int>(a.i(0));
+      special_binary("special_polynomial", in, out[0],
+                     [kind](double x, double n) { return sm::orthogonal_polynomial(kind, x, n); });
+    });
+
 FLOW_OP(gcd)
     .schema("gcd(Tensor self, Tensor(strict) other) -> Tensor")
     .traits(kElementwise | kBroadcastBinary | kNonDifferentiable)

@@ -143,6 +143,54 @@ double erfcx(double x) {
   return 1 / (std::sqrt(kPi) * (x + t));
 }
 
+double orthogonal_polynomial(int kind, double x, double nd) {
+  if (std::isnan(x) || std::isnan(nd)) return kNaN;
+  const double nt = std::trunc(nd);
+  if (nt < 0) return 0.0;
+  if (nt == 0) return 1.0;
+  if (kind >= 4 && kind <= 7) {  // shifted Chebyshev: the plain ones at 2x - 1
+    kind -= 4;
+    x = 2 * x - 1;
+  }
+  if (kind <= 3 && std::fabs(x) < 1 && nt > 6) {
+    // Chebyshev polynomials inside (-1, 1) in closed trigonometric form: O(1) for any degree
+    const double th = std::acos(x);
+    switch (kind) {
+      case 0: return std::cos(nt * th);
+      case 1: return std::sin((nt + 1) * th) / std::sin(th);
+      case 2: return std::cos((nt + 0.5) * th) / std::cos(0.5 * th);
+      default: return std::sin((nt + 0.5) * th) / std::sin(0.5 * th);
+    }
+  }
+  const int64_t n = static_cast<int64_t>(nt);
+  // p0 = P_0, p1 = P_1, then the three-term recurrence of each family (O(n) steps)
+  double p0 = 1, p1;
+  switch (kind) {
+    case 0: p1 = x; break;
+    case 1: p1 = 2 * x; break;
+    case 2: p1 = 2 * x - 1; break;
+    case 3: p1 = 2 * x + 1; break;
+    case 8: p1 = 2 * x; break;
+    case 9: p1 = x; break;
+    case 10: p1 = 1 - x; break;
+    default: p1 = x; break;
+  }
+  for (int64_t k = 1; k < n; ++k) {
+    const double kd = static_cast<double>(k);
+    double next;
+    switch (kind) {
+      case 8: next = 2 * x * p1 - 2 * kd * p0; break;
+      case 9: next = x * p1 - kd * p0; break;
+      case 10: next = ((2 * kd + 1 - x) * p1 - kd * p0) / (kd + 1); break;
+      case 11: next = ((2 * kd + 1) * x * p1 - kd * p0) / (kd + 1); break;
+      default: next = 2 * x * p1 - p0; break;
+    }
+    p0 = p1;
+    p1 = next;
+  }
+  return p1;
+}
+
 double ndtri(double p) {
   if (std::isnan(p) || p < 0 || p > 1) return kNaN;
   if (p == 0) return -kInf;

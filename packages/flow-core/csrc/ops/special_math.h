@@ -29,4 +29,9 @@ double ndtri(double p);
 // The scaled complementary error function exp(x^2) * erfc(x).
 double erfcx(double x);
 
+// The orthogonal polynomial of `kind` and degree n (truncated toward zero; 0 for n < 0) at x. Kinds:
+// 0-3 Chebyshev T, U, V, W; 4-7 the shifted Chebyshev T*, U*, V*, W* (of 2x - 1); 8 Hermite H (physicists');
+// 9 Hermite He (probabilists'); 10 Laguerre L; 11 Legendre P.
+double orthogonal_polynomial(int kind, double x, double n);
+
 }  // namespace flow::special_math

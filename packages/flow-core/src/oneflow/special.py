@@ -2,8 +2,8 @@
 family (``erf``, ``erfc``, ``erfcx``, ``erfinv``, ``ndtr``, ``ndtri``, ``log_ndtr``), the log-gamma family
 (``gammaln``, ``digamma``/``psi``, ``polygamma``, ``multigammaln``), the incomplete gamma functions
 (``gammainc``, ``gammaincc``), the modified Bessel functions ``i0``, ``i0e``, ``i1``, ``i1e``, the Hurwitz
-``zeta``, ``xlogy``/``xlog1py``/``entr`` and the softmax family. The Bessel J/Y/K functions, the Airy function
-and the orthogonal polynomials are not provided."""
+``zeta``, ``xlogy``/``xlog1py``/``entr``, the softmax family and the orthogonal polynomials (Chebyshev, shifted
+Chebyshev, Hermite, Laguerre, Legendre). The Bessel J/Y/K functions and the Airy function are not provided."""
 import math
 
 from . import _C
@@ -13,7 +13,11 @@ ops = _C.ops
 __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "log1p", "expm1", "exp2", "logsumexp", "softmax",
            "log_softmax", "xlogy", "entr", "sinc", "ndtr", "log_ndtr", "gammaln", "digamma", "psi", "polygamma",
            "multigammaln", "gammainc", "gammaincc", "i0", "i0e", "i1", "i1e", "ndtri", "erfcx", "xlog1py", "zeta",
-           "round"]
+           "round"] + [f"{name}_polynomial_{k}" for name, k in (
+               ("chebyshev", "t"), ("chebyshev", "u"), ("chebyshev", "v"), ("chebyshev", "w"),
+               ("shifted_chebyshev", "t"), ("shifted_chebyshev", "u"), ("shifted_chebyshev", "v"),
+               ("shifted_chebyshev", "w"), ("hermite", "h"), ("hermite", "he"), ("laguerre", "l"),
+               ("legendre", "p"))]
 
 
 def _float(input):
@@ -166,3 +170,33 @@ def multigammaln(input, p):
     for i in range(1, p):
         total = ops.add(total, ops.lgamma(ops.sub(x, i / 2)))
     return ops.add(total, p * (p - 1) / 4 * math.log(math.pi))
+
+
+def _polynomial(name, kind, what):
+    def f(input, n, *, out=None):
+        r = ops._special_polynomial(input, n, kind)
+        if out is not None:
+            return out.copy_(r)
+        return r
+
+    f.__name__ = name
+    f.__doc__ = (f"The {what} of degree ``n`` (truncated toward zero; 0 where ``n < 0``) at ``input``; ``n`` is a "
+                 "tensor or a number and broadcasts with ``input``. Not differentiable, as in PyTorch.")
+    return f
+
+
+for _kind, (_name, _what) in enumerate([
+        ("chebyshev_polynomial_t", "Chebyshev polynomial of the first kind T"),
+        ("chebyshev_polynomial_u", "Chebyshev polynomial of the second kind U"),
+        ("chebyshev_polynomial_v", "Chebyshev polynomial of the third kind V"),
+        ("chebyshev_polynomial_w", "Chebyshev polynomial of the fourth kind W"),
+        ("shifted_chebyshev_polynomial_t", "shifted Chebyshev polynomial T*(x) = T(2x - 1)"),
+        ("shifted_chebyshev_polynomial_u", "shifted Chebyshev polynomial U*(x) = U(2x - 1)"),
+        ("shifted_chebyshev_polynomial_v", "shifted Chebyshev polynomial V*(x) = V(2x - 1)"),
+        ("shifted_chebyshev_polynomial_w", "shifted Chebyshev polynomial W*(x) = W(2x - 1)"),
+        ("hermite_polynomial_h", "physicists' Hermite polynomial H"),
+        ("hermite_polynomial_he", "probabilists' Hermite polynomial He"),
+        ("laguerre_polynomial_l", "Laguerre polynomial L"),
+        ("legendre_polynomial_p", "Legendre polynomial P")]):
+    globals()[_name] = _polynomial(_name, _kind, _what)
+del _kind, _name, _what
