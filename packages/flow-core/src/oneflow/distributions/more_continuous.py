@@ -57,7 +57,24 @@ class Cauchy(_LocScale):
 
 
 class _FoldedAtZero:
-    """|X| for X symmetric about 0 (``base_dist``): density, CDF, quantiles and entropy from the base's."""
+    """|X| for X ~ ``_base(0, scale)``, symmetric about 0: construction, density, CDF, quantiles and entropy
+    from the base's. Subclasses set ``_base``."""
+
+    arg_constraints = {"scale": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+    _base = None
+
+    def __init__(self, scale, validate_args=None):
+        super().__init__(self._base(0, scale, validate_args=False), AbsTransform(), validate_args=validate_args)
+
+    def _expand_as(self, cls, batch_shape, _instance):
+        new = self._get_checked_instance(cls, _instance)  # a subclass with its own __init__ must override
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def scale(self):
+        return self.base_dist.scale
 
     def log_prob(self, value):
         if self._validate_args:
@@ -86,20 +103,10 @@ class HalfNormal(_FoldedAtZero, TransformedDistribution):
         scale (float or Tensor): the scale of the full Normal distribution.
     """
 
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative
-    has_rsample = True
-
-    def __init__(self, scale, validate_args=None):
-        super().__init__(Normal(0, scale, validate_args=False), AbsTransform(), validate_args=validate_args)
+    _base = Normal
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(HalfNormal, _instance)
-        return super().expand(batch_shape, _instance=new)
-
-    @property
-    def scale(self):
-        return self.base_dist.scale
+        return self._expand_as(HalfNormal, batch_shape, _instance)
 
     @property
     def mean(self):

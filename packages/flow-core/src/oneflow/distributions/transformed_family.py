@@ -6,7 +6,7 @@ from . import constraints
 from .continuous import Exponential, Normal, Uniform
 from .more_continuous import Cauchy, _FoldedAtZero
 from .transformed_distribution import TransformedDistribution
-from .transforms import AbsTransform, AffineTransform, PowerTransform, StickBreakingTransform
+from .transforms import AffineTransform, PowerTransform, StickBreakingTransform
 from .utils import broadcast_all
 
 __all__ = ["Weibull", "Kumaraswamy", "HalfCauchy", "LogisticNormal"]
@@ -126,20 +126,10 @@ class HalfCauchy(_FoldedAtZero, TransformedDistribution):
         scale (float or Tensor): the scale of the full Cauchy distribution (positive).
     """
 
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative
-    has_rsample = True
-
-    def __init__(self, scale, validate_args=None):
-        super().__init__(Cauchy(0, scale, validate_args=False), AbsTransform(), validate_args=validate_args)
+    _base = Cauchy
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(HalfCauchy, _instance)
-        return super().expand(batch_shape, _instance=new)
-
-    @property
-    def scale(self):
-        return self.base_dist.scale
+        return self._expand_as(HalfCauchy, batch_shape, _instance)
 
     @property
     def mean(self):
