@@ -168,3 +168,19 @@ def test_packed_sequences_use_the_fused_layer():
             return
         stack.extend(n for n, _ in node.next_functions)
     raise AssertionError("the packed GRU did not go through _rnn_layer")
+
+
+def test_rnn_layer_backward_checks_what_it_indexes():
+    # the backward helper is callable directly: saved tensors of the wrong size must raise, not be read
+    ops = flow._C.ops
+    xg, h0, c0, w = flow.zeros(3, 2, 8), flow.zeros(2, 2), flow.zeros(2, 2), flow.zeros(8, 2)
+    out, hn, cn, ws = ops._rnn_layer(xg, h0, c0, w, None, None, "LSTM", False)
+    bad = [((None, None, None, h0, c0, w, None, None, out, flow.zeros(3)), "do not match"),
+           ((flow.zeros(5), None, None, h0, c0, w, None, None, out, ws), "grad_out"),
+           ((None, flow.zeros(1), None, h0, c0, w, None, None, out, ws), "grad_hn"),
+           ((None, None, flow.zeros(1), h0, c0, w, None, None, out, ws), "grad_cn")]
+    for args, msg in bad:
+        with pytest.raises(RuntimeError, match=msg):
+            ops._rnn_layer_backward(*args, "LSTM", False)
+    with pytest.raises(RuntimeError, match="b_hn"):
+        ops._rnn_layer(flow.zeros(3, 2, 6), h0, None, flow.zeros(6, 2), flow.zeros(5), None, "GRU", False)

@@ -71,6 +71,8 @@ Geom geometry(const TensorList& in, const Attrs& a, const char* op) {
   FLOW_RUNTIME_CHECK(g.proj || g.P == g.H, op, ": the state size must equal the hidden size without a "
                      "projection");
   if (g.proj) FLOW_RUNTIME_CHECK(in[5].size(0) == g.P && in[5].size(1) == g.H, op, ": w_hr must be (P, H)");
+  if (in[4].defined())
+    FLOW_RUNTIME_CHECK(g.cell == Cell::Gru && in[4].numel() == g.H, op, ": b_hn is GRU's (H,) bias");
   if (g.cell == Cell::Lstm)
     FLOW_RUNTIME_CHECK(in[2].defined() && in[2].size(0) == g.Nb && in[2].size(1) == g.H, op,
                        ": c0 must be (N, H)");
@@ -189,6 +191,16 @@ TensorList rnn_backward(const TensorList& in_raw, const Attrs& a) {
   Tensor xg_shape = empty({out.size(0), out.size(1), in[5].size(0)}, DType::Float32);
   const Geom g = geometry({xg_shape, h0, in[4], in[5], in[6], in[7]}, a, "_rnn_layer_backward");
   const int64_t L = g.L, Nb = g.Nb, H = g.H, P = g.P, GH = g.GH(), W = g.W;
+  // the saved tensors and incoming gradients must be what the forward made: the kernels index them blindly
+  const char* op = "_rnn_layer_backward";
+  FLOW_RUNTIME_CHECK(out.dim() == 3 && out.size(2) == P && ws.numel() == L * Nb * W, op,
+                     ": out and ws do not match the layer's sizes");
+  for (const Tensor& t : in)
+    if (t.defined()) FLOW_RUNTIME_CHECK(t.dtype() == DType::Float32, op, ": float32 tensors only");
+  if (in[0].defined()) FLOW_RUNTIME_CHECK(in[0].sizes() == out.sizes(), op, ": grad_out must have out's shape");
+  if (in[1].defined()) FLOW_RUNTIME_CHECK(in[1].numel() == Nb * P, op, ": grad_hn must be (N, P)");
+  if (in[2].defined() && g.cell == Cell::Lstm)
+    FLOW_RUNTIME_CHECK(in[2].numel() == Nb * H, op, ": grad_cn must be (N, H)");
   Tensor dxg = empty({L, Nb, GH}, DType::Float32), dh0 = empty({Nb, P}, DType::Float32);
   Tensor dc0 = empty({g.cell == Cell::Lstm ? Nb : 0, H}, DType::Float32);
   Tensor dw_hh = empty({GH, P}, DType::Float32);
