@@ -164,15 +164,14 @@ def test_module_compile_in_place():
     import torch
 
     m = flow.nn.Linear(3, 2)
-    tm = torch.nn.Linear(3, 2)
-    assert m._compiled_call_impl is None and tm._compiled_call_impl is None
+    # torch's Module has the same attribute (not compiled here: torch.compile switches off the distributions'
+    # argument validation process-wide as a side effect, which other tests rely on)
+    assert m._compiled_call_impl is None and torch.nn.Linear(3, 2)._compiled_call_impl is None
     x = flow.randn(4, 3)
     before = m(x)
-    assert m.compile() is None and tm.compile() is None
-    assert m._compiled_call_impl is not None and tm._compiled_call_impl is not None
+    assert m.compile() is None
+    assert m._compiled_call_impl is not None
     assert flow.equal(m(x), before)
     assert list(m.state_dict()) == ["weight", "bias"]  # compiled in place: no _orig_mod. prefix
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="Unrecognized mode"):
         m.compile(mode="no-such-mode")
-    with pytest.raises(RuntimeError):
-        tm.compile(mode="no-such-mode")
