@@ -287,3 +287,7 @@ class detect_anomaly(_GradModeBase):
     def __exit__(self, *exc):
         _C._set_anomaly_enabled(*self.prev)
         return False
+
+
+from . import anomaly_mode, grad_mode, variable  # noqa: E402,F401  (PyTorch's module paths)
+from .grad_mode import is_multithreading_enabled, set_multithreading_enabled  # noqa: E402,F401
