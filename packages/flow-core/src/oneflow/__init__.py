@@ -38,6 +38,10 @@ int = int32
 short = int16
 
 from ._tensor import Tensor, Size, is_tensor  # noqa: E402,F401
+from ._tensor import (  # noqa: E402,F401  (PyTorch's legacy tensor types)
+    FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, LongTensor, IntTensor, ShortTensor, CharTensor,
+    ByteTensor, BoolTensor,
+)
 from . import _dispatch  # noqa: E402,F401
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
 

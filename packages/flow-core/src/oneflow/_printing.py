@@ -75,7 +75,8 @@ class _Formatter:
         p = PRINT_OPTS.precision
         self.int_mode = bool(np.all(vals == np.ceil(vals)))
         if PRINT_OPTS.sci_mode is None:
-            self.sci_mode = bool(vmax / vmin > 1000.0 or vmax > 1.0e8 or vmin < 1.0e-4)
+            with np.errstate(over="ignore"):  # a ratio beyond float64 (1e308 / 5e-324) is inf: scientific
+                self.sci_mode = bool(vmax / vmin > 1000.0 or vmax > 1.0e8 or vmin < 1.0e-4)
         else:
             self.sci_mode = PRINT_OPTS.sci_mode
         if self.sci_mode:
@@ -163,16 +164,22 @@ def _tensor_str(t, indent):
     return _tensor_str_with_formatter(a, indent, summarize, fmt)
 
 
+def _torch_len(suffix):
+    """The length ``suffix`` has in PyTorch's output, where a dtype reads ``torch.`` rather than ``oneflow.``: line
+    breaks are placed by that length, so that the output is PyTorch's with only the module name changed."""
+    return len(suffix) - suffix.count("oneflow.") * (len("oneflow.") - len("torch."))
+
+
 def _add_suffixes(tensor_str, suffixes, indent):
     parts = [tensor_str]
     last_line_len = len(tensor_str) - tensor_str.rfind("\n") + 1
     for suffix in suffixes:
-        if last_line_len + len(suffix) + 2 > PRINT_OPTS.linewidth:
+        if last_line_len + _torch_len(suffix) + 2 > PRINT_OPTS.linewidth:
             parts.append(",\n" + " " * indent + suffix)
-            last_line_len = indent + len(suffix)
+            last_line_len = indent + _torch_len(suffix)
         else:
             parts.append(", " + suffix)
-            last_line_len += len(suffix) + 2
+            last_line_len += _torch_len(suffix) + 2
     parts.append(")")
     return "".join(parts)
 

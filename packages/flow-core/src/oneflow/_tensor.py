@@ -40,48 +40,68 @@ def is_tensor(obj):
 class Tensor(_C.TensorBase):
     """A multi-dimensional array with autograd.
 
-    ``oneflow.Tensor(data)`` copies ``data`` as float32; ``oneflow.Tensor(2, 3)`` makes an uninitialised
-    2×3 float32 tensor. Prefer ``oneflow.tensor(...)`` and the creation functions.
+    ``oneflow.Tensor(data)`` copies ``data`` in the default dtype; ``oneflow.Tensor(2, 3)`` makes an
+    uninitialised 2×3 tensor of the default dtype; ``oneflow.Tensor(t)`` of a tensor shares its memory. Prefer
+    ``oneflow.tensor(...)`` and the creation functions.
     """
 
     def __init__(self, *args, **kwargs):
         super().__init__()
-        from ._ops import creation
-
         device = kwargs.pop("device", None)
         if kwargs:
             raise TypeError(f"Tensor(): unexpected keyword arguments {sorted(kwargs)}")
-        if len(args) == 0:
-            t = _C._empty([0], _C.float32, device)
-        elif builtins.all(isinstance(a, builtins.int) for a in args):
-            t = _C._empty(list(args), _C.float32, device)
-        elif len(args) == 1:
-            t = creation.tensor(args[0], dtype=_C.float32, device=device)
-        else:
-            raise TypeError("Tensor(): expected sizes or a single data argument")
-        self._assign(t)
+        self._assign(_legacy_new(_C.get_default_dtype(), args, device, "Tensor"))
 
     # ---- conversion -------------------------------------------------------------------------------------
     def numpy(self, *, force=False):
-        """The tensor's memory as a NumPy array (shared, no copy, on CPU)."""
+        r"""The tensor's memory as a NumPy array (shared, no copy).
+
+        Args:
+            force (bool): if True, also converts a tensor that requires grad (detached), as PyTorch's
+                ``numpy(force=True)``. Default: ``False`` (such a tensor raises RuntimeError).
+        """
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        return _C._to_numpy(self)
+        return _C._to_numpy(self.detach() if force else self)
+
+    # NumPy gives precedence to the tensor's reflected operators and __array_wrap__ (ufunc results are tensors)
+    __array_priority__ = 1000
 
     def __array__(self, dtype=None, copy=None):
-        a = _C._to_numpy(self.detach()) if self.dtype != _C.bfloat16 else _C._to_numpy(
-            _C.ops.to_dtype(self.detach(), _C.float32))
-        return a if dtype is None else a.astype(dtype)
+        """The NumPy array protocol: shares memory like :meth:`numpy` (so a tensor that requires grad raises, as
+        in PyTorch); ``dtype`` converts and ``copy=True`` copies; ``copy=False`` refuses a conversion that would
+        copy. A bfloat16 tensor, which NumPy cannot hold, gives a float32 copy (PyTorch raises)."""
+        if self.dtype == _C.bfloat16:
+            if self.requires_grad:
+                self.numpy()  # raises PyTorch's error
+            if copy is False:
+                raise ValueError("Unable to avoid copy while creating an array as requested.")
+            a = _C._to_numpy(_C.ops.to_dtype(self, _C.float32))
+            return a if dtype is None else a.astype(dtype, copy=False)
+        a = self.numpy()
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            if copy is False:
+                raise ValueError("Unable to avoid copy while creating an array as requested.")
+            return a.astype(dtype)
+        return np.array(a, copy=True) if copy else a
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """Wraps a NumPy ufunc's result as a tensor (a bool result as uint8, as PyTorch does)."""
+        array = np.asarray(array)
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        from ._ops.creation import from_numpy
+
+        return from_numpy(np.ascontiguousarray(array) if array.ndim else array.copy())
 
     def tolist(self):
         """The data as (nested) Python lists of numbers."""
-        t = self.detach()
-        if t.dtype == _C.bfloat16:
-            t = _C.ops.to_dtype(t, _C.float32)
-        return _C._to_numpy(t).tolist()
+        return _numpy_of(self).tolist()
 
     def __dlpack__(self, stream=None, **kwargs):
         """A DLPack capsule sharing this tensor's memory (``max_version``, ``dl_device``, ``copy`` as the standard)."""
+        if self.requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
         return _C._to_dlpack_array(self.detach()).__dlpack__(stream=stream, **kwargs)
 
     def __dlpack_device__(self):
@@ -99,14 +119,20 @@ class Tensor(_C.TensorBase):
 
     def __bool__(self):
         if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            which = "no values" if self.numel() == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {which} is ambiguous")
         return builtins.bool(self.item())
 
+    def _python_scalar(self):
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
     def __float__(self):
-        return builtins.float(self.item())
+        return builtins.float(self._python_scalar())
 
     def __int__(self):
-        return builtins.int(self.item())
+        return builtins.int(self._python_scalar())
 
     def __index__(self):
         if self.dtype.is_floating_point or self.numel() != 1:
@@ -114,7 +140,7 @@ class Tensor(_C.TensorBase):
         return builtins.int(self.item())
 
     def __complex__(self):
-        return complex(self.item())
+        return complex(self._python_scalar())
 
     __hash__ = object.__hash__
 
@@ -135,7 +161,7 @@ class Tensor(_C.TensorBase):
         return not self.is_meta
 
     def __reduce_ex__(self, proto):
-        arr = np.array(self.__array__(), copy=True)
+        arr = np.array(_numpy_of(self), copy=True)
         return (_rebuild_tensor, (arr, str(self.dtype).split(".")[-1], self.requires_grad))
 
     def __deepcopy__(self, memo):
@@ -190,30 +216,24 @@ class Tensor(_C.TensorBase):
 
     # ---- dtype/device conversion --------------------------------------------------------------------
     def to(self, *args, **kwargs):
-        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; returns self when nothing changes."""
-        dtype = kwargs.pop("dtype", None)
-        device = kwargs.pop("device", None)
-        copy = kwargs.pop("copy", False)
-        kwargs.pop("non_blocking", None)
-        fmt = kwargs.pop("memory_format", None)
-        if kwargs:
-            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, _C.dtype):
-                dtype = a
-            elif isinstance(a, (str, _C.device)):
-                device = a
-            elif isinstance(a, _C.TensorBase):
-                dtype, device = a.dtype, a.device
-            elif a is None:
-                continue
-            else:
-                raise TypeError(f"to() received an invalid combination of arguments: {type(a).__name__}")
+        r"""Converts the tensor's dtype and/or device; returns ``self`` when nothing changes (unless ``copy``).
+
+        The overloads of PyTorch's ``Tensor.to``::
+
+            to(dtype, non_blocking=False, copy=False, *, memory_format=oneflow.preserve_format)
+            to(device=None, dtype=None, non_blocking=False, copy=False, *, memory_format=oneflow.preserve_format)
+            to(other, non_blocking=False, copy=False)  # other's dtype and device
+
+        ``non_blocking`` has no effect on CPU.
+        """
+        if not kwargs and len(args) == 1 and type(args[0]) is _C.dtype:  # to(dtype): the hot case
+            return self if args[0] == self.dtype else _C.ops.to_dtype(self, args[0])
+        dtype, device, copy, fmt = _parse_to(args, kwargs)
         out = self
         if device is not None:
-            dev = _C.device(device) if not isinstance(device, _C.device) else device
-            if dev.type != "cpu":
-                _C._empty([0], _C.float32, dev)  # raises the build's device error
+            from ._ops.creation import _device
+
+            _device(device)  # raises the build's error for a device it does not have
         if dtype is not None and dtype != self.dtype:
             out = _C.ops.to_dtype(out, dtype)
         if fmt is not None:
@@ -224,48 +244,91 @@ class Tensor(_C.TensorBase):
             out = _C.ops.clone(self)
         return out
 
-    def cpu(self):
-        return self
+    def cpu(self, memory_format=None):
+        return self if memory_format is None else self.to(memory_format=memory_format)
 
-    def cuda(self, device=None, non_blocking=False):
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
         return self.to("cuda" if device is None else device)
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        r"""Without ``dtype``, the legacy type name (``'oneflow.FloatTensor'``); else the tensor converted to
+        ``dtype``: a ``oneflow.dtype``, a legacy type class (``oneflow.IntTensor``) or name (``'oneflow.IntTensor'``,
+        PyTorch's ``'torch.IntTensor'`` too; a ``cuda`` name needs that device)."""
         if dtype is None:
             return f"oneflow.{_TYPE_NAMES[self.dtype]}"
         if isinstance(dtype, str):
-            dtype = {v: k for k, v in _TYPE_NAMES.items()}[dtype.split(".")[-1]]
-        return self.to(dtype)
+            module, _, name = dtype.rpartition(".")
+            target = _TYPE_DTYPES.get(name)
+            if target is None or module not in ("torch", "oneflow", "torch.cuda", "oneflow.cuda"):
+                raise ValueError(f"invalid type: '{dtype}'")
+            if module.endswith(".cuda"):
+                return self.to("cuda", target)
+            return self.to(target)
+        if isinstance(dtype, _LegacyTensorType):
+            return self.to(dtype.dtype)
+        if isinstance(dtype, _C.dtype):
+            return self.to(dtype)
+        raise TypeError("dtype must be a type, str, or dtype object")
 
-    def float(self):
-        return self.to(_C.float32)
+    def float(self, memory_format=None):
+        """``self.to(oneflow.float32)``."""
+        if memory_format is None:
+            return self if self.dtype == _C.float32 else _C.ops.to_dtype(self, _C.float32)
+        return self.to(_C.float32, memory_format=memory_format)
 
-    def double(self):
-        return self.to(_C.float64)
+    def double(self, memory_format=None):
+        """``self.to(oneflow.float64)``."""
+        if memory_format is None:
+            return self if self.dtype == _C.float64 else _C.ops.to_dtype(self, _C.float64)
+        return self.to(_C.float64, memory_format=memory_format)
 
-    def half(self):
-        return self.to(_C.float16)
+    def half(self, memory_format=None):
+        """``self.to(oneflow.float16)``."""
+        if memory_format is None:
+            return self if self.dtype == _C.float16 else _C.ops.to_dtype(self, _C.float16)
+        return self.to(_C.float16, memory_format=memory_format)
 
-    def bfloat16(self):
-        return self.to(_C.bfloat16)
+    def bfloat16(self, memory_format=None):
+        """``self.to(oneflow.bfloat16)``."""
+        if memory_format is None:
+            return self if self.dtype == _C.bfloat16 else _C.ops.to_dtype(self, _C.bfloat16)
+        return self.to(_C.bfloat16, memory_format=memory_format)
 
-    def long(self):
-        return self.to(_C.int64)
+    def long(self, memory_format=None):
+        """``self.to(oneflow.int64)``."""
+        if memory_format is None:
+            return self if self.dtype == _C.int64 else _C.ops.to_dtype(self, _C.int64)
+        return self.to(_C.int64, memory_format=memory_format)
 
-    def int(self):
-        return self.to(_C.int32)
+    def int(self, memory_format=None):
+        """``self.to(oneflow.int32)``."""
+        if memory_format is None:
+            return self if self.dtype == _C.int32 else _C.ops.to_dtype(self, _C.int32)
+        return self.to(_C.int32, memory_format=memory_format)
 
-    def short(self):
-        return self.to(_C.int16)
+    def short(self, memory_format=None):
+        """``self.to(oneflow.int16)``."""
+        if memory_format is None:
+            return self if self.dtype == _C.int16 else _C.ops.to_dtype(self, _C.int16)
+        return self.to(_C.int16, memory_format=memory_format)
 
-    def char(self):
-        return self.to(_C.int8)
+    def char(self, memory_format=None):
+        """``self.to(oneflow.int8)``."""
+        if memory_format is None:
+            return self if self.dtype == _C.int8 else _C.ops.to_dtype(self, _C.int8)
+        return self.to(_C.int8, memory_format=memory_format)
 
-    def byte(self):
-        return self.to(_C.uint8)
+    def byte(self, memory_format=None):
+        """``self.to(oneflow.uint8)``."""
+        if memory_format is None:
+            return self if self.dtype == _C.uint8 else _C.ops.to_dtype(self, _C.uint8)
+        return self.to(_C.uint8, memory_format=memory_format)
 
-    def bool(self):
-        return self.to(_C.bool)
+    def bool(self, memory_format=None):
+        """``self.to(oneflow.bool)``."""
+        if memory_format is None:
+            return self if self.dtype == _C.bool else _C.ops.to_dtype(self, _C.bool)
+        return self.to(_C.bool, memory_format=memory_format)
 
     def is_floating_point(self):
         return self.dtype.is_floating_point
@@ -326,6 +389,127 @@ _TYPE_NAMES = {
     _C.int64: "LongTensor", _C.int32: "IntTensor", _C.int16: "ShortTensor", _C.int8: "CharTensor",
     _C.uint8: "ByteTensor", _C.bool: "BoolTensor",
 }
+
+
+_TYPE_DTYPES = {v: k for k, v in _TYPE_NAMES.items()}
+
+
+def _numpy_of(t):
+    """A NumPy view of ``t``'s data for reading (detached; bfloat16, which NumPy lacks, as a float32 copy)."""
+    t = t.detach()
+    if t.dtype == _C.bfloat16:
+        t = _C.ops.to_dtype(t, _C.float32)
+    return _C._to_numpy(t)
+
+
+def _argtype(a):
+    if isinstance(a, _C.dtype):
+        return "oneflow.dtype"
+    if isinstance(a, _C.TensorBase):
+        return "Tensor"
+    return type(a).__name__
+
+
+def _parse_to(args, kwargs):
+    """``Tensor.to``'s arguments as (dtype, device, copy, memory_format), by PyTorch's three overloads."""
+    kwargs = dict(kwargs)
+    fmt = kwargs.pop("memory_format", None)
+
+    def invalid():
+        got = [_argtype(a) for a in args] + [f"{k}={_argtype(v)}" for k, v in kwargs.items()]
+        return TypeError(
+            f"to() received an invalid combination of arguments - got ({', '.join(got)}), but expected one of:\n"
+            " * (oneflow.device device = None, oneflow.dtype dtype = None, bool non_blocking = False, bool copy = "
+            "False, *, oneflow.memory_format memory_format = None)\n"
+            " * (oneflow.dtype dtype, bool non_blocking = False, bool copy = False, *, oneflow.memory_format "
+            "memory_format = None)\n"
+            " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, oneflow.memory_format memory_format "
+            "= None)\n")
+
+    first = args[0] if args else None
+    if isinstance(first, _C.dtype):
+        names = ("dtype", "non_blocking", "copy")
+    elif isinstance(first, _C.TensorBase) or "tensor" in kwargs:
+        names = ("tensor", "non_blocking", "copy")
+    else:
+        names = ("device", "dtype", "non_blocking", "copy")
+    if len(args) > len(names):
+        raise invalid()
+    bound = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names or k in bound:
+            raise invalid()
+        bound[k] = v
+    dtype, device = bound.get("dtype"), bound.get("device")
+    other = bound.get("tensor")
+    if other is not None:
+        dtype, device = other.dtype, other.device
+    for flag in ("non_blocking", "copy"):
+        if not isinstance(bound.get(flag, False), (builtins.bool, np.bool_)):
+            raise invalid()
+    if dtype is not None and not isinstance(dtype, _C.dtype):
+        raise invalid()
+    if device is not None and not isinstance(device, (str, _C.device, builtins.int)):
+        raise invalid()
+    return dtype, device, builtins.bool(bound.get("copy", False)), fmt
+
+
+def _legacy_new(dtype, args, device, name):
+    """A legacy constructor's tensor (``oneflow.Tensor(...)``, ``oneflow.FloatTensor(...)``): no arguments give an
+    empty tensor, ints or a ``Size`` an uninitialised one of that shape, a tensor itself (shared; its dtype must be
+    ``dtype`` unless this is ``Tensor``), a sequence or array a copy in ``dtype``."""
+    from ._ops import creation
+
+    if len(args) == 0:
+        return _C._empty([0], dtype, device)
+    if len(args) == 1 and isinstance(args[0], Size):
+        args = tuple(args[0])
+    if builtins.all(isinstance(a, (builtins.int, np.integer)) and not isinstance(a, builtins.bool) for a in args):
+        return _C._empty([builtins.int(a) for a in args], dtype, device)
+    if len(args) != 1:
+        raise TypeError(f"{name}(): expected sizes or a single data argument")
+    data = args[0]
+    if isinstance(data, _C.TensorBase):
+        if name != "Tensor" and data.dtype != dtype:
+            raise TypeError(f"expected {dtype} (got {data.dtype})")
+        return data.detach()
+    if not creation._is_sequence(data):
+        raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
+    creation._device(device)
+    return creation._copy_of(data, dtype)
+
+
+class _LegacyTensorType(type):
+    """The metaclass of PyTorch's legacy tensor types: ``isinstance(t, oneflow.FloatTensor)`` tests ``t``'s
+    dtype; calling the type constructs a tensor of it."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _C.TensorBase) and obj.dtype == cls.dtype and obj.device.type == "cpu"
+
+    def __call__(cls, *args, device=None):
+        return _legacy_new(cls.dtype, args, device, cls.__name__)
+
+    def __repr__(cls):
+        return f"<class 'oneflow.{cls.__name__}'>"
+
+
+def _legacy_type(name, dtype):
+    return _LegacyTensorType(name, (), {"dtype": dtype, "__module__": "oneflow",
+                                        "__doc__": f"The legacy type of ``{dtype}`` CPU tensors."})
+
+
+FloatTensor = _legacy_type("FloatTensor", _C.float32)
+DoubleTensor = _legacy_type("DoubleTensor", _C.float64)
+HalfTensor = _legacy_type("HalfTensor", _C.float16)
+BFloat16Tensor = _legacy_type("BFloat16Tensor", _C.bfloat16)
+LongTensor = _legacy_type("LongTensor", _C.int64)
+IntTensor = _legacy_type("IntTensor", _C.int32)
+ShortTensor = _legacy_type("ShortTensor", _C.int16)
+CharTensor = _legacy_type("CharTensor", _C.int8)
+ByteTensor = _legacy_type("ByteTensor", _C.uint8)
+BoolTensor = _legacy_type("BoolTensor", _C.bool)
+LEGACY_TYPES = (FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, LongTensor, IntTensor, ShortTensor,
+                CharTensor, ByteTensor, BoolTensor)
 
 
 class _C_no_grad:

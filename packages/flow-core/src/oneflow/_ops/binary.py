@@ -4,6 +4,7 @@ Python bools. The ops themselves live in the C++ registry (binary.cpp, binary_ma
 ternary.cpp)."""
 import math
 import numbers
+import sys
 
 from .. import _C
 from ._names import torch_dtype_name
@@ -13,6 +14,11 @@ ops = _C.ops
 __all__ = ["where", "equal", "allclose", "rsub", "true_divide", "greater", "greater_equal", "less", "less_equal",
            "not_equal", "subtract", "multiply", "divide", "arctan2", "logaddexp", "logaddexp2", "heaviside",
            "float_power"]
+
+
+def _is_ndarray(o):
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(o, np.ndarray)
 
 
 def _operand(o):
@@ -133,6 +139,12 @@ arctan2 = ops.atan2
 
 def _binop(name, reverse=False):
     def method(self, other):
+        if name in ("eq", "ne") and _is_ndarray(other):
+            # == and != take an array as a tensor, as in PyTorch (a bool tensor); other operators leave it to
+            # NumPy's ufunc, whose result Tensor.__array_wrap__ makes a tensor
+            from .creation import as_tensor
+
+            other = as_tensor(other)
         if not _operand(other):
             return NotImplemented
         op = getattr(ops, name)

@@ -14,13 +14,28 @@ def numel(input):
     return input.numel()
 
 
-def result_type(tensor1, tensor2):
-    """The dtype PyTorch's promotion rules give an op on ``tensor1`` and ``tensor2`` (tensors or numbers)."""
-    return _C._result_type([tensor1, tensor2])
+def result_type(tensor, other):
+    r"""The dtype PyTorch's promotion rules give an arithmetic op on ``tensor`` and ``other``.
+
+    Args:
+        tensor (Tensor or Number): the first operand.
+        other (Tensor or Number): the second operand.
+    """
+    return _C._result_type([tensor, other])
 
 
 def can_cast(from_, to):
-    """Whether a value of dtype ``from_`` may be cast to ``to`` by an in-place op (PyTorch's casting rule)."""
+    r"""Whether a value of dtype ``from_`` may be cast to ``to`` by an in-place op (PyTorch's casting rule: no
+    floating -> integral and no non-bool -> bool).
+
+    Args:
+        from_ (oneflow.dtype): the source dtype.
+        to (oneflow.dtype): the target dtype.
+    """
+    for name, pos, d in (("from_", 1, from_), ("to", 2, to)):
+        if not isinstance(d, _C.dtype):
+            raise TypeError(f"can_cast(): argument '{name}' (position {pos}) must be oneflow.dtype, not "
+                            f"{type(d).__name__}")
     if from_.is_floating_point and not to.is_floating_point:
         return False
     if from_ != _C.bool and to == _C.bool:

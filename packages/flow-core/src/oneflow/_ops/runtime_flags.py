@@ -78,11 +78,15 @@ def set_default_tensor_type(t):
 
     Args:
         t (str): the legacy name of a floating point tensor type, e.g. ``"torch.DoubleTensor"`` (the
-            ``oneflow.`` prefix is accepted too). This build has no legacy tensor-type classes, so only names
-            are accepted; a CUDA type name also switches the default device, which fails without CUDA."""
+            ``oneflow.`` prefix is accepted too), or the legacy type class itself (``oneflow.DoubleTensor``); a
+            CUDA type name also switches the default device, which fails without CUDA."""
     warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
                   "torch.set_default_dtype() and torch.set_default_device() as alternatives.", UserWarning,
                   stacklevel=2)
+    from .._tensor import LEGACY_TYPES
+
+    if t in LEGACY_TYPES:  # a legacy type class (oneflow.DoubleTensor): its name
+        t = f"oneflow.{t.__name__}"
     if not isinstance(t, str):
         raise TypeError("invalid type object: only floating-point types are supported as the default type")
     module, _, name = t.rpartition(".")
