@@ -147,7 +147,7 @@ def unravel_index(indices, shape):
 
 def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     """A 1-D tensor sharing the memory of a Python buffer (bytes-like object), read as ``dtype``."""
-    from .creation import _NP_TO_FLOW
+    from .tensor_data import _NP_TO_FLOW
 
     np_dtype = next((k for k, v in _NP_TO_FLOW.items() if v == dtype), None)
     if np_dtype is None:
