@@ -42,7 +42,7 @@ class ElementStream {
   int used_ = 4;
 };
 
-double lgamma_d(double x) { return special_math::lgamma_d(x); }
+using special_math::lgamma_d;
 
 // Marsaglia and Tsang's squeeze-and-reject method for alpha >= 1; alpha < 1 via Gamma(alpha + 1) U^(1/alpha).
 double sample_gamma(ElementStream& es, double alpha) {

@@ -52,21 +52,22 @@ struct Geom {
   int64_t GH() const { return G * H; }
 };
 
-Geom geometry(const TensorList& in, const Attrs& a, const char* op) {
+// `xg` is the input projection's shape; `in` holds (xg, h0, c0, w_hh, b_hn, w_hr), of which in[0] is not read
+// (the backward has no xg, only its shape).
+Geom geometry(const Shape& xg, const TensorList& in, const Attrs& a, const char* op) {
   Geom g;
   g.cell = cell_of(a.str(0));
   g.reverse = a.b(1);
-  const Tensor &xg = in[0], &h0 = in[1], &w_hh = in[3];
+  const Tensor &h0 = in[1], &w_hh = in[3];
   g.G = g.cell == Cell::Lstm ? 4 : g.cell == Cell::Gru ? 3 : 1;
-  FLOW_RUNTIME_CHECK(xg.dim() == 3 && h0.dim() == 2 && w_hh.dim() == 2, op, ": expected xg (L, N, G*H), h0 (N, P) "
+  FLOW_RUNTIME_CHECK(xg.size() == 3 && h0.dim() == 2 && w_hh.dim() == 2, op, ": expected xg (L, N, G*H), h0 (N, P) "
                      "and w_hh (G*H, P)");
-  g.L = xg.size(0);
-  g.Nb = xg.size(1);
+  g.L = xg[0];
+  g.Nb = xg[1];
   g.P = h0.size(1);
-  FLOW_RUNTIME_CHECK(xg.size(2) % g.G == 0 && w_hh.size(0) == xg.size(2) && w_hh.size(1) == g.P &&
-                         h0.size(0) == g.Nb,
-                     op, ": inconsistent shapes");
-  g.H = xg.size(2) / g.G;
+  FLOW_RUNTIME_CHECK(xg[2] % g.G == 0 && w_hh.size(0) == xg[2] && w_hh.size(1) == g.P && h0.size(0) == g.Nb, op,
+                     ": inconsistent shapes");
+  g.H = xg[2] / g.G;
   g.proj = in[5].defined();
   FLOW_RUNTIME_CHECK(g.proj || g.P == g.H, op, ": the state size must equal the hidden size without a "
                      "projection");
@@ -98,7 +99,7 @@ const float* data_or_null(const Tensor& t) { return t.defined() && t.numel() > 0
 TensorList rnn_forward(const TensorList& in_raw, const Attrs& a) {
   TensorList in;
   for (const Tensor& t : in_raw) in.push_back(t.defined() ? ops::contiguous(t) : t);
-  const Geom g = geometry(in, a, "_rnn_layer");
+  const Geom g = geometry(in[0].sizes(), in, a, "_rnn_layer");
   for (const Tensor& t : in)
     if (t.defined()) FLOW_RUNTIME_CHECK(t.dtype() == DType::Float32, "_rnn_layer: float32 tensors only");
   const int64_t L = g.L, Nb = g.Nb, H = g.H, P = g.P, GH = g.GH(), W = g.W;
@@ -186,14 +187,14 @@ TensorList rnn_forward(const TensorList& in_raw, const Attrs& a) {
 TensorList rnn_backward(const TensorList& in_raw, const Attrs& a) {
   TensorList in;
   for (const Tensor& t : in_raw) in.push_back(t.defined() ? ops::contiguous(t) : t);
-  // geometry() reads (xg, h0, c0, w_hh, b_hn, w_hr); out stands in for xg's leading sizes
   const Tensor &out = in[8], &ws = in[9], &h0 = in[3];
-  Tensor xg_shape = empty({out.size(0), out.size(1), in[5].size(0)}, DType::Float32);
-  const Geom g = geometry({xg_shape, h0, in[4], in[5], in[6], in[7]}, a, "_rnn_layer_backward");
-  const int64_t L = g.L, Nb = g.Nb, H = g.H, P = g.P, GH = g.GH(), W = g.W;
-  // the saved tensors and incoming gradients must be what the forward made: the kernels index them blindly
   const char* op = "_rnn_layer_backward";
-  FLOW_RUNTIME_CHECK(out.dim() == 3 && out.size(2) == P && ws.numel() == L * Nb * W, op,
+  // the saved tensors and incoming gradients must be what the forward made: the kernels index them blindly
+  FLOW_RUNTIME_CHECK(out.dim() == 3 && in[5].dim() == 2, op, ": out must be (L, N, P) and w_hh (G*H, P)");
+  const Geom g = geometry({out.size(0), out.size(1), in[5].size(0)}, {Tensor(), h0, in[4], in[5], in[6], in[7]}, a,
+                          op);
+  const int64_t L = g.L, Nb = g.Nb, H = g.H, P = g.P, GH = g.GH(), W = g.W;
+  FLOW_RUNTIME_CHECK(out.size(2) == P && ws.numel() == L * Nb * W, op,
                      ": out and ws do not match the layer's sizes");
   for (const Tensor& t : in)
     if (t.defined()) FLOW_RUNTIME_CHECK(t.dtype() == DType::Float32, op, ": float32 tensors only");
@@ -321,7 +322,7 @@ TensorList rnn_backward(const TensorList& in_raw, const Attrs& a) {
 
 // The same layer from registry ops, recorded by autograd: what double backward differentiates.
 TensorList rnn_decomposed(const TensorList& in, const Attrs& a) {
-  const Geom g = geometry(in, a, "_rnn_layer");
+  const Geom g = geometry(in[0].sizes(), in, a, "_rnn_layer");
   const int64_t H = g.H;
   Tensor whh_t = ops::transpose(in[3], 0, 1);
   Tensor whr_t = g.proj ? ops::transpose(in[5], 0, 1) : Tensor();
@@ -387,7 +388,7 @@ TensorList rnn_backward_replay(BackwardCtx& c, const TensorList& grads) {
 }
 
 std::vector<TensorMeta> forward_meta(const TensorList& in, const Attrs& a) {
-  const Geom g = geometry(in, a, "_rnn_layer");
+  const Geom g = geometry(in[0].sizes(), in, a, "_rnn_layer");
   Device d = in[0].device();
   return {{{g.L, g.Nb, g.P}, DType::Float32, d},
           {{g.Nb, g.P}, DType::Float32, d},

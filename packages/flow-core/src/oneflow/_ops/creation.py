@@ -39,8 +39,7 @@ def _shape(size, op="empty", arg="size"):
         raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
     # the common case first: plain non-negative ints, varargs or one list/tuple (creation's per-call cost)
     plain = size[0] if len(size) == 1 and isinstance(size[0], (list, tuple)) else size
-    if all(type(s) is builtins.int and s >= 0 for s in plain) and (plain is not size or len(size) == 1
-                                                                  or type(size[0]) is builtins.int):
+    if all(type(s) is builtins.int and s >= 0 for s in plain):
         return list(plain)
     if len(size) == 1:
         x = size[0]
@@ -318,5 +317,5 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None, la
 # tensors from data and ranges live in their own modules; imported here too, as other modules import them
 # from .creation
 from .ranges import arange, linspace, logspace, range  # noqa: E402,F401
-from .tensor_data import (_copy_of, _is_sequence, _np_flow_dtype, as_tensor, asarray, from_dlpack,  # noqa: E402,F401
-                          from_numpy, tensor)
+from .tensor_data import (_copy_of, _is_sequence, as_tensor, asarray, from_dlpack, from_numpy,  # noqa: E402,F401
+                          tensor)

@@ -115,15 +115,19 @@ def _run_fused(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, active=()):
     return out, h_n, (c_n if mode == "LSTM" else None)
 
 
-def _run_direction(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, masks=None, active=None):
+def _run_direction(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, active=None):
     """Runs one layer in one direction over ``x`` (L, N, in); returns (output (L, N, H_out), h_n, c_n).
 
-    ``masks[t]`` (N, 1) bool marks the sequences alive at step t (packed input; ``active[t]`` counts them): the
-    state of the others is carried unchanged, so the forward direction ends at each sequence's last step and
-    the reverse direction starts there."""
+    ``active[t]`` (packed input, rows sorted by decreasing length) is the number of sequences alive at step t:
+    the state of the others is carried unchanged, so the forward direction ends at each sequence's last step
+    and the reverse direction starts there."""
     if _fusable(x, (h, c, w_ih, w_hh, b_ih, b_hh, w_hr)):
-        return _run_fused(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, active if masks is not None else ())
+        return _run_fused(mode, x, h, c, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, active or ())
     seq, n, feat = x.shape
+    masks = None
+    if active is not None:  # (N, 1) bool per step: the first active[t] rows run
+        rows = ops.unsqueeze(_flow().arange(n), 1)
+        masks = [ops.lt(rows, a) for a in active]
     hs = w_hh.shape[0] // {"LSTM": 4, "GRU": 3}.get(mode, 1)
     xw = _input_projection(mode, ops.reshape(x, [seq * n, feat]), w_ih, b_ih, b_hh, hs)
     steps = [ops.unbind(ops.reshape(xk, [seq, n, hs]), 0) for xk in xw]
@@ -290,9 +294,8 @@ class RNNBase(Module):
         """x: (L, N, in) time-major; h0/c0: (layers * D, N, H). Returns output, h_n, c_n (c_n None unless LSTM).
         ``lengths`` (sorted sequence lengths of packed input) masks the steps past each sequence's end."""
         flow = _flow()
-        masks = active = None
+        active = None
         if lengths is not None:
-            masks = [flow.tensor((lengths > t).reshape(-1, 1)) for t in range(x.shape[0])]
             active = [int((lengths > t).sum()) for t in range(x.shape[0])]
         num_directions = 2 if self.bidirectional else 1
         h0s = ops.unbind(h0, 0)
@@ -308,7 +311,7 @@ class RNNBase(Module):
                 p = {n.split("_l")[0]: getattr(self, n) for n in names}
                 out, h, c = _run_direction(self.mode, x, h0s[k], c0s[k] if c0s is not None else None,
                                            p["weight_ih"], p["weight_hh"], p.get("bias_ih"), p.get("bias_hh"),
-                                           p.get("weight_hr"), d == 1, masks, active)
+                                           p.get("weight_hr"), d == 1, active)
                 outs.append(out)
                 hn.append(h)
                 cn.append(c)
