@@ -50,6 +50,15 @@ int64_t check_steps(int64_t steps, const char* op) {
   return steps;
 }
 
+// logspace's i-th exponent as PyTorch's scalar loop rounds it: product and sum each rounded, never one fused
+// multiply-add (which -march=native would otherwise emit, changing the last bit of base ** exponent).
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+double logspace_exponent(double start, double end, double step, int64_t steps, int64_t i) {
+  return i < steps / 2 ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - i - 1);
+}
+#pragma GCC pop_options
+
 // f(i) for i in [0, n), written to a contiguous T output in parallel.
 template <typename T, typename F>
 void generate(const Tensor& out, F&& f) {
@@ -136,15 +145,19 @@ FLOW_OP(logspace)
           out[0].data<T>()[0] = static_cast<T>(std::pow(base, a.s(0).to_double()));
           return;
         }
+        // PyTorch: bounds (and a floating result's bound difference) rounded to T, step and exponents in double,
+        // std::pow in double (never a vectorised pow, whose last bit can differ), a reduced result rounded
+        // through float.
         using A = std::conditional_t<std::is_integral_v<T>, double, acc_t<T>>;
-        const A start = static_cast<A>(a.s(0).template to<T>()), end = static_cast<A>(a.s(1).template to<T>());
-        // PyTorch keeps an integral result's base in double, a floating one's in the result type
-        const A b = std::is_integral_v<T> ? static_cast<A>(base) : static_cast<A>(static_cast<T>(base));
-        const A step = (end - start) / static_cast<A>(steps - 1);
-        const int64_t half = steps / 2;
-        generate<T>(out[0], [&](int64_t i) {
-          return static_cast<T>(std::pow(b, i < half ? start + step * static_cast<A>(i)
-                                                     : end - step * static_cast<A>(steps - i - 1)));
+        const T ts = a.s(0).template to<T>(), te = a.s(1).template to<T>();
+        const double start = static_cast<double>(ts), end = static_cast<double>(te);
+        const T diff_t = static_cast<T>(static_cast<A>(te) - static_cast<A>(ts));
+        const double diff = std::is_integral_v<T> ? end - start : static_cast<double>(diff_t);
+        const double step = diff / static_cast<double>(steps - 1);
+        T* p = out[0].template data<T>();
+        parallel_for(steps, kParallelGrain, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i)
+            p[i] = static_cast<T>(static_cast<A>(std::pow(base, logspace_exponent(start, end, step, steps, i))));
         });
       });
     });

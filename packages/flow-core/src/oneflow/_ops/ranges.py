@@ -164,34 +164,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     if dtype is not None:
         _no_bool(dtype, "logspace")
     _device(device)
-    target = dtype or _C.get_default_dtype()
-    if target.is_floating_point and isinstance(steps, builtins.int) and steps > 1:
-        t = _logspace_float(start, end, steps, base, target)
-    else:
-        t = _C.ops.logspace(start, end, steps, base, dtype=dtype)
+    t = _C.ops.logspace(start, end, steps, base, dtype=dtype)
     return _finish(t, requires_grad, out)
-
-
-def _to_dtype_value(x, dtype):
-    """The Python float ``x`` rounded to the floating ``dtype``."""
-    if dtype == _C.float64:
-        return builtins.float(x)
-    f = np.float32(x)
-    return builtins.float(f if dtype == _C.float32 else _round_half(f, dtype))
-
-
-def _logspace_float(start, end, steps, base, dtype):
-    """logspace for a floating dtype as PyTorch computes it: the bounds and their difference in ``dtype``, the
-    step and exponents in double, ``base ** exponent`` in double, rounded to ``dtype`` (through float32)."""
-    s, e = (_to_dtype_value(builtins.float(x), dtype) for x in (start, end))
-    step = _to_dtype_value(e - s, dtype) / (steps - 1)
-    i = np.arange(steps, dtype=np.float64)
-    exponent = np.where(i < steps // 2, s + step * i, e - step * (steps - 1 - i))
-    with np.errstate(all="ignore"):  # a negative base gives NaN, a large exponent inf, as in PyTorch
-        vals = np.power(builtins.float(base), exponent)
-    if dtype != _C.float64:
-        vals = vals.astype(np.float32)  # PyTorch's double -> half conversion goes through float too
-    t = _C._from_numpy(np.ascontiguousarray(vals))
-    return t if t.dtype == dtype else _C.ops.to_dtype(t, dtype)
 
 
