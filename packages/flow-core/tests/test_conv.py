@@ -43,7 +43,8 @@ def test_conv_vs_torch(case, bias):
 # Channel-rich float32 shapes that reach each of the kernel's per-geometry paths (csrc/kernels/cpu/conv.cpp,
 # onednn_conv.cpp): im2col + sgemm forward (batch x output positions < 128) and backward-weight (< 256
 # output positions per image, several images per GEMM: one partial group, a full group plus a remainder,
-# one image per GEMM, a 512-position group whose rows are padded off a 2 KiB multiple), oneDNN nhwc forward/backward-data, plain layouts for 1x1 kernels, the blocked
+# one image per GEMM, a 512-position group whose rows are padded off a 2 KiB multiple; first layers by whole
+# images per thread), oneDNN nhwc forward/backward-data, plain layouts for 1x1 kernels, the blocked
 # backward-data/-weight of large images, and grouped convolutions.
 CONV_PATHS = [  # (nd, N, Cin, Cout, spatial, k, kwargs)
     (2, 3, 16, 24, (8, 8), 3, dict(padding=1)),
@@ -63,7 +64,23 @@ CONV_PATHS = [  # (nd, N, Cin, Cout, spatial, k, kwargs)
     (1, 6, 16, 8, (90,), 5, dict(stride=3)),
     (3, 1, 8, 8, (4, 5, 6), 3, dict(padding=1, stride=(1, 2, 1))),
     (3, 2, 8, 8, (4, 5, 6), 3, dict(padding=1, stride=(2, 2, 1))),
+    # first layers (<= 27 weight columns per output channel, >= 512 output positions): backward-weight by
+    # whole images per thread, an odd batch, stride and no padding, 1-D
+    (2, 5, 1, 6, (28, 28), 3, dict(padding=1)),
+    (2, 3, 3, 7, (24, 30), 3, dict()),
+    (2, 4, 2, 5, (50, 46), 3, dict(stride=2, padding=1)),
+    (1, 3, 2, 4, (700,), 5, dict()),
 ]
+
+
+def test_conv_first_layer_weight_grad_float64_vs_torch():
+    # float64 takes the by-image backward-weight path too (groups included)
+    x, w, gy = r(3, 4, 30, 26, dtype=np.float64), r(6, 2, 3, 3, dtype=np.float64), r(3, 6, 28, 24, dtype=np.float64)
+    fw = flow.tensor(w, requires_grad=True)
+    F.conv2d(flow.tensor(x), fw, groups=2).backward(flow.tensor(gy))
+    tw = torch.tensor(w, requires_grad=True)
+    TF.conv2d(torch.tensor(x), tw, groups=2).backward(torch.tensor(gy))
+    np.testing.assert_allclose(fw.grad.numpy(), tw.grad.numpy(), rtol=1e-12, atol=1e-10)
 
 
 @pytest.mark.parametrize("case", CONV_PATHS)
@@ -303,6 +320,20 @@ def test_max_pool_2d_fast_path_ties_infinities_nan_indices(dtype):
         np.testing.assert_array_equal(fi.numpy(), ti.numpy())
     fo, fi = F.max_pool1d(flow.tensor(x[0, 1]), 3, return_indices=True)
     to, ti = TF.max_pool1d(torch.tensor(x[0, 1]), 3, return_indices=True)
+    np.testing.assert_array_equal(fo.numpy(), to.numpy())
+    np.testing.assert_array_equal(fi.numpy(), ti.numpy())
+
+
+@pytest.mark.parametrize("width", [16, 35, 40, 64])
+def test_max_pool_2x2_vector_rows_match_torch(width):
+    # the float 2x2 path takes eight outputs at a time (the rest one by one): dense ties, NaNs, infinities
+    # and odd trailing columns must give torch's values and first-winner indices at every position
+    x = rng.integers(-2, 3, (3, 4, 7, width)).astype(np.float32)
+    x[rng.random(x.shape) < 0.05] = np.nan
+    x[rng.random(x.shape) < 0.05] = -np.inf
+    x[rng.random(x.shape) < 0.02] = np.inf
+    fo, fi = F.max_pool2d(flow.tensor(x), 2, return_indices=True)
+    to, ti = TF.max_pool2d(torch.tensor(x), 2, return_indices=True)
     np.testing.assert_array_equal(fo.numpy(), to.numpy())
     np.testing.assert_array_equal(fi.numpy(), ti.numpy())
 

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 #include <type_traits>
 
 #include "../kernels/cpu/parallel.h"
@@ -199,6 +202,51 @@ inline void max_step(T v, int64_t li, T& best, int64_t& bi) {
   }
 }
 
+#ifdef __AVX2__
+// Eight outputs of one float 2x2 row at a time, with the scalar steps' order and NaN rule: the window's four
+// values come deinterleaved from two rows, each step a compare-and-blend; the winner's position is kept as a
+// code (0..3) and widened to int64 indices at the end. Returns how many outputs it wrote (a multiple of 8).
+inline int64_t max_pool_2x2_row_avx2(const float* r0, const float* r1, float* yr, int64_t* ir, int64_t rowbase,
+                                     int64_t win, int64_t wout) {
+  auto split = [](const float* p, __m256& even, __m256& odd) {
+    __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
+    // in-lane shuffles leave the outputs in order 0 1 4 5 2 3 6 7; the 64-bit permute restores 0..7
+    even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8));
+    odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8));
+  };
+  const __m256i c1 = _mm256_set1_epi32(1), c2 = _mm256_set1_epi32(2), c3 = _mm256_set1_epi32(3);
+  const __m256i vwin = _mm256_set1_epi64x(win), zero = _mm256_setzero_si256();
+  int64_t o2 = 0;
+  for (; o2 + 8 <= wout; o2 += 8) {
+    __m256 a0, a1, a2, a3;
+    split(r0 + 2 * o2, a0, a1);
+    split(r1 + 2 * o2, a2, a3);
+    __m256 best = a0;
+    __m256i code = _mm256_setzero_si256();
+    auto step = [&](__m256 v, __m256i c) {
+      __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+      best = _mm256_blendv_ps(best, v, take);
+      code = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(code), _mm256_castsi256_ps(c), take));
+    };
+    step(a1, c1);
+    step(a2, c2);
+    step(a3, c3);
+    _mm256_storeu_ps(yr + o2, best);
+    // index = rowbase + 2 * output + (code & 1) + (code >> 1 ? win : 0)
+    const __m256i col32 = _mm256_and_si256(code, c1), row32 = _mm256_srli_epi32(code, 1);
+    for (int h = 0; h < 2; ++h) {
+      const __m128i cl = h ? _mm256_extracti128_si256(col32, 1) : _mm256_castsi256_si128(col32);
+      const __m128i rw = h ? _mm256_extracti128_si256(row32, 1) : _mm256_castsi256_si128(row32);
+      const int64_t base = rowbase + 2 * (o2 + 4 * h);
+      __m256i ix = _mm256_add_epi64(_mm256_set_epi64x(base + 6, base + 4, base + 2, base), _mm256_cvtepi32_epi64(cl));
+      ix = _mm256_add_epi64(ix, _mm256_and_si256(_mm256_sub_epi64(zero, _mm256_cvtepi32_epi64(rw)), vwin));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(ir + o2 + 4 * h), ix);
+    }
+  }
+  return o2;
+}
+#endif
+
 // The CNN pool: 2x2 windows, stride 2, no padding, every window inside the input: four branch-free steps per
 // output with no window bookkeeping.
 template <typename T>
@@ -213,7 +261,11 @@ void max_pool_2x2_loop(const PoolPlan& pl, const T* x, T* y, int64_t* idx) {
       T* yr = y + pi * op + o1 * wout;
       int64_t* ir = idx + pi * op + o1 * wout;
       const int64_t rowbase = 2 * o1 * win;
-      for (int64_t o2 = 0; o2 < wout; ++o2) {
+      int64_t o2 = 0;
+#ifdef __AVX2__
+      if constexpr (std::is_same_v<T, float>) o2 = max_pool_2x2_row_avx2(r0, r1, yr, ir, rowbase, win, wout);
+#endif
+      for (; o2 < wout; ++o2) {
         const int64_t li = rowbase + 2 * o2;
         T best = r0[2 * o2];
         int64_t bi = li;
@@ -447,10 +499,11 @@ Tensor index_pool(const Tensor& src, const Tensor& indices, const Shape& dst_siz
     const T* s = sc.data<T>();
     T* d = o.data<T>();
     const int64_t* ix = ic.data<int64_t>();
-    if (scatter) std::memset(d, 0, sizeof(T) * o.numel());
     bool bad = false;
     parallel_for(np, 16, [&](int64_t b, int64_t e) {
-      for (int64_t p = b; p < e; ++p)
+      for (int64_t p = b; p < e; ++p) {
+        // zeroed plane by plane, so the scatter finds its plane still in cache
+        if (scatter) std::memset(d + p * in_plane, 0, sizeof(T) * in_plane);
         for (int64_t j = 0; j < op; ++j) {
           int64_t t = ix[p * op + j];
           if (t < 0 || t >= in_plane) {
@@ -460,6 +513,7 @@ Tensor index_pool(const Tensor& src, const Tensor& indices, const Shape& dst_siz
           if (scatter) d[p * in_plane + t] += s[p * op + j];
           else d[p * op + j] = s[p * in_plane + t];
         }
+      }
     });
     FLOW_INDEX_CHECK(!bad, "max_pool_backward: an index is out of range for the input's spatial size ", in_plane);
   });

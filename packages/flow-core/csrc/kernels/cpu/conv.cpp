@@ -31,6 +31,9 @@ Dims3 geom3(const std::vector<int64_t>& v, int64_t fill) {
   return r;
 }
 
+// A first layer's weight columns per output channel (3 channels x 3x3 taps): see col_backward_weight_by_image.
+constexpr int64_t kFewWeightColumns = 27;
+
 struct Plan {
   int64_t N, C, O, G, Cg, Og;
   Dims3 in, out, k, st, pad, dil;
@@ -80,7 +83,9 @@ void im2col_row(const Plan& p, T* x, T* cr, int64_t row, bool to_col) {
       T* xr = x + ((c * p.in.d[0] + id) * p.in.d[1] + ih) * IW;
       if (to_col) {
         std::fill(cp, cp + lo, T(0));
-        for (int64_t ow = lo; ow < hi; ++ow) cp[ow] = xr[ow * st + off];
+        if (st == 1) std::memcpy(cp + lo, xr + lo + off, sizeof(T) * (hi - lo));  // the common case, a copy
+        else
+          for (int64_t ow = lo; ow < hi; ++ow) cp[ow] = xr[ow * st + off];
         std::fill(cp + hi, cp + OW, T(0));
       } else {
         for (int64_t ow = lo; ow < hi; ++ow) xr[ow * st + off] += cp[ow];
@@ -166,6 +171,78 @@ void col_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, cons
 // gW_g (Og x R) = sum over images of gy_n (Og x P) @ col_n^T (P x R). Small images are taken several at a
 // time (their columns side by side, gy's rows gathered to match) so each GEMM's inner dimension is at least
 // kMinInner: a 4x4 image alone would give K = 16, a shape no GEMM runs well.
+// acc[o, r] = (first ? 0 : acc[o, r]) + sum_p g[o, p] * c[r, p] for o < M, r < R, as dot products read
+// straight from g's rows: a GEMM would first copy all of g into its packed panels, which for so few columns
+// costs more memory traffic than the arithmetic. Blocks of up to 4 rows x 3 columns keep 12 vector sums in
+// registers, so each load of g or c feeds three or four multiply-adds.
+template <typename T, int MB, int RB>
+void dot_block(const T* g, const T* c, int64_t P, T* acc, int64_t R, bool first) {
+  using V [[gnu::vector_size(32)]] = T;
+  constexpr int64_t L = 32 / sizeof(T);
+  V s[MB][RB] = {};
+  int64_t i = 0;
+  for (; i + L <= P; i += L) {
+    V cv[RB], gv;
+#pragma GCC unroll 4
+    for (int r = 0; r < RB; ++r) std::memcpy(&cv[r], c + r * P + i, sizeof(V));
+#pragma GCC unroll 4
+    for (int m = 0; m < MB; ++m) {
+      std::memcpy(&gv, g + m * P + i, sizeof(V));
+#pragma GCC unroll 4
+      for (int r = 0; r < RB; ++r) s[m][r] += gv * cv[r];
+    }
+  }
+  for (int m = 0; m < MB; ++m)
+    for (int r = 0; r < RB; ++r) {
+      T sum = 0;
+      for (int64_t l = 0; l < L; ++l) sum += s[m][r][l];
+      for (int64_t j = i; j < P; ++j) sum += g[m * P + j] * c[r * P + j];
+      acc[m * R + r] = (first ? T(0) : acc[m * R + r]) + sum;
+    }
+}
+
+template <typename T, int MB>
+void dot_rows_of(const T* g, const T* c, int64_t R, int64_t P, T* acc, bool first) {
+  int64_t r = 0;
+  for (; r + 3 <= R; r += 3) dot_block<T, MB, 3>(g, c + r * P, P, acc + r, R, first);
+  for (; r < R; ++r) dot_block<T, MB, 1>(g, c + r * P, P, acc + r, R, first);
+}
+
+template <typename T>
+void dot_rows(const T* g, const T* c, int64_t M, int64_t R, int64_t P, T* acc, bool first) {
+  int64_t o = 0;
+  for (; o + 4 <= M; o += 4) dot_rows_of<T, 4>(g + o * P, c, R, P, acc + o * R, first);
+  for (; o < M; ++o) dot_rows_of<T, 1>(g + o * P, c, R, P, acc + o * R, first);
+}
+
+// Few weight columns per output channel (R = Cg x kernel taps, e.g. a first layer's 1-3 channels x 3x3): each
+// image's product is far too small to split across threads, so threads take whole images instead, each
+// summing into its own gW that is added up at the end.
+template <typename T>
+void col_backward_weight_by_image(const Plan& p, const T* gyd, const T* xd, T* gwd) {
+  const int64_t P = p.P(), R = p.Cg * p.KK(), W = p.Og * R;
+  const int64_t nt = std::min<int64_t>(get_num_threads(), p.N);
+  Tensor hold_col, hold_acc;
+  T* col = scratch_of<T>(hold_col, nt * R * P);
+  T* acc = scratch_of<T>(hold_acc, nt * p.G * W);
+  parallel_for(nt, 1, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      T* c = col + t * R * P;
+      T* a = acc + t * p.G * W;
+      for (int64_t n = t; n < p.N; n += nt)
+        for (int64_t gi = 0; gi < p.G; ++gi) {
+          im2col<T>(p, xd + (n * p.C + gi * p.Cg) * p.I(), c, P);  // serial inside this region
+          dot_rows(gyd + (n * p.O + gi * p.Og) * P, c, p.Og, R, P, a + gi * W, n == t);
+        }
+    }
+  });
+  for (int64_t i = 0; i < p.G * W; ++i) {
+    T sum = acc[i];
+    for (int64_t t = 1; t < nt; ++t) sum += acc[t * p.G * W + i];
+    gwd[i] = sum;
+  }
+}
+
 template <typename T>
 void col_backward_weight(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvGeom& g) {
   constexpr int64_t kMinInner = 512;
@@ -174,6 +251,8 @@ void col_backward_weight(const Tensor& gy, const Tensor& x, const Tensor& gw, co
   const T* xd = x.data<T>();
   T* gwd = gw.data<T>();
   int64_t KK = p.KK(), P = p.P(), R = p.Cg * KK;
+  if (R <= kFewWeightColumns && P >= kMinInner && get_num_threads() > 1 && p.N > 1)
+    return col_backward_weight_by_image<T>(p, gyd, xd, gwd);
   int64_t per = std::clamp<int64_t>((kMinInner + P - 1) / P, 1, p.N);  // images per GEMM
   // Rows of a whole number of 2 KiB would alias in L1 inside the GEMM (see gemm.cpp): pad them by a line.
   int64_t ld = per * P + (per * P * sizeof(T) % 2048 == 0 ? 64 / sizeof(T) : 0);
@@ -240,7 +319,7 @@ bool col_forward_wins(const Plan& p) {
   return p.G == 1 && !pointwise(p) && p.N * p.P() < 128;
 }
 bool col_backward_weight_wins(const Plan& p) {
-  return p.G == 1 && !pointwise(p) && p.P() < 256;
+  return p.G == 1 && !pointwise(p) && (p.P() < 256 || p.Cg * p.KK() <= kFewWeightColumns);
 }
 
 }  // namespace
