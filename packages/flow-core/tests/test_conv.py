@@ -109,7 +109,8 @@ def test_conv_kernel_paths_noncontiguous_and_transposed():
 
 
 # Shapes the Winograd F(2x2, 3x3) path serves (csrc/kernels/cpu/winograd.cpp: 3x3, stride 1, padding 0..2,
-# >= 16 channels each side, >= 64 tiles of 2x2 outputs), forward, backward-data and backward-weight: tile rows of 8 that load
+# >= 16 channels each side, >= 64 tiles of 2x2 outputs; its forward and backward-data >= 256 tiles on AVX-512
+# builds, so the batch is raised to that), forward, backward-data and backward-weight: tile rows of 8 that load
 # and store unit-stride (widths of 16 and 32), narrower rows through gathers, odd output sizes whose last
 # tile row/column is partial, padding 0/2/asymmetric, channel counts off the 6-channel panels, several tile
 # blocks with a partial last one, and input channels above the register block's depth.
@@ -129,10 +130,18 @@ WINOGRAD = [  # (N, Cin, Cout, (H, W), padding)
 ]
 
 
+def winograd_batch(n, sp, pad):
+    """At least n images, and enough for 256 tiles: every pass then takes Winograd on any build."""
+    ph, pw = (pad, pad) if isinstance(pad, int) else pad
+    per_image = ((sp[0] + 2 * ph - 1) // 2) * ((sp[1] + 2 * pw - 1) // 2)
+    return max(n, -(-256 // per_image))
+
+
 @pytest.mark.parametrize("case", WINOGRAD)
 @pytest.mark.parametrize("bias", [True, False])
 def test_conv_winograd_vs_torch(case, bias):
     n, cin, cout, sp, pad = case
+    n = winograd_batch(n, sp, pad)
     arrs = [r(n, cin, *sp), r(cout, cin, 3, 3)] + ([r(cout)] if bias else [])
     check_vs_torch(lambda *a: F.conv2d(*a, padding=pad), lambda *a: TF.conv2d(*a, padding=pad), arrs, rtol=1e-4,
                    atol=2e-3, grad_rtol=1e-4, grad_atol=2e-3)
@@ -144,6 +153,7 @@ def test_conv_winograd_one_thread():
     try:
         flow.set_num_threads(1)
         for n, cin, cout, sp in [(4, 16, 20, (16, 16)), (4, 256, 256, (8, 8))]:
+            n = winograd_batch(n, sp, 1)
             check_vs_torch(lambda a, b: F.conv2d(a, b, padding=1), lambda a, b: TF.conv2d(a, b, padding=1),
                            [r(n, cin, *sp), r(cout, cin, 3, 3)], rtol=1e-4, atol=2e-3, grad_rtol=1e-4, grad_atol=2e-3)
     finally:

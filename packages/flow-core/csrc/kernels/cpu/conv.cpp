@@ -340,7 +340,7 @@ void conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tenso
             [&](const TensorList& c, const Tensor& o) {
               if (col_forward_wins(make_plan(c[0].sizes(), c[1].sizes(), o.sizes(), g)))
                 col_forward<float>(c[0], c[1], c[2], o, g);
-              else if (winograd_applicable(c[0].sizes(), c[1].sizes(), g))
+              else if (winograd_applicable(c[0].sizes(), c[1].sizes(), g, false))
                 winograd_conv_forward(c[0], c[1], c[2], o, g);
               else
                 onednn_conv_forward(c[0], c[1], c[2], o, g);
@@ -356,7 +356,7 @@ void conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, con
   }
   run_typed("conv_backward_input", {gy, w}, gx,
             [&](const TensorList& c, const Tensor& o) {
-              if (winograd_applicable(o.sizes(), c[1].sizes(), g))
+              if (winograd_applicable(o.sizes(), c[1].sizes(), g, false))
                 winograd_conv_backward_data(c[0], c[1], o, g);
               else
                 onednn_conv_backward_data(c[0], c[1], o, g);
@@ -372,7 +372,7 @@ void conv_backward_weight(const Tensor& gy, const Tensor& x, const Tensor& gw, c
   }
   run_typed("conv_backward_weight", {gy, x}, gw,
             [&](const TensorList& c, const Tensor& o) {
-              if (winograd_applicable(c[1].sizes(), o.sizes(), g))
+              if (winograd_applicable(c[1].sizes(), o.sizes(), g, true))
                 winograd_conv_backward_weight(c[0], c[1], o, g);
               else if (col_backward_weight_wins(make_plan(c[1].sizes(), o.sizes(), c[0].sizes(), g)))
                 col_backward_weight<float>(c[0], c[1], o, g);

@@ -15,8 +15,9 @@ namespace flow {
 
 // Whether the Winograd path serves this float32 convolution: 2-D, 3x3 kernel, stride 1, dilation 1, one
 // group, padding 0..2 on each side, at least 16 input and output channels, and an AVX2 + FMA build.
-// `x` and `w` are the forward input's and weight's shapes.
-bool winograd_applicable(const Shape& x, const Shape& w, const ConvGeom& g);
+// `x` and `w` are the forward input's and weight's shapes; `weight_grad` asks for the backward-weight pass,
+// which pays off on fewer tiles than the two passes through the weights.
+bool winograd_applicable(const Shape& x, const Shape& w, const ConvGeom& g, bool weight_grad);
 
 // y = conv(x, w) (+ b when defined); contiguous float32 operands, winograd_applicable() true.
 void winograd_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const ConvGeom& g);
