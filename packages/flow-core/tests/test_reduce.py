@@ -608,3 +608,21 @@ def test_logsumexp_special_rows_and_long_rows_match_torch():
         got = flow.logsumexp(flow.tensor(big.astype(dt)), 1)
         want = torch.logsumexp(torch.tensor(big.astype(dt)), 1)
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("shape,dims", [
+    ((16, 8, 12, 12), (0, 2, 3)),  # a conv bias gradient: kept channels between reduced runs
+    ((16, 8, 12, 12), (0, 3)),
+    ((4, 1, 6, 1, 5), (0, 2, 4)),  # size-1 dims inside and between the runs
+    ((3, 5, 4, 6, 7), (0, 2, 4)),  # three runs: split twice
+    ((5, 1, 7), (0, 2)),
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_sum_and_mean_over_split_dims_match_torch(shape, dims, dtype):
+    x = randn(*shape, dtype=dtype) + 3  # an offset, so a wrong count or a dropped group shows in the mean
+    tol = dict(rtol=2e-3, atol=2e-2) if dtype == np.float16 else dict(rtol=1e-5, atol=1e-4)
+    for keepdim in (False, True):
+        for name in ("sum", "mean"):
+            got = getattr(flow.tensor(x), name)(dims, keepdim=keepdim)
+            want = getattr(torch.tensor(x), name)(dims, keepdim=keepdim)
+            assert_close(got, want, **tol)

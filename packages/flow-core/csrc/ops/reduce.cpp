@@ -2,6 +2,7 @@
 #include "reduce.h"
 #include "../autograd/grad_mode.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace flow {
@@ -61,10 +62,39 @@ void with_out(const Tensor& out, DType dt, Body&& body) {
 
 enum class SumKind { Sum, NanSum, Mean, NanMean };
 
+// For a contiguous `t` whose reduced dims (of size > 1) are split by kept ones ([N, C, H, W] over N, H, W: a
+// conv's bias gradient, batch norm's statistics): the dims of the innermost run of reduced dims, and the
+// others. Reduced in one go such an input is read through a permuted copy of all of it; the innermost run
+// first (whole rows) leaves a far smaller tensor for the rest.
+bool split_reduction(const Tensor& t, const std::vector<bool>& mask, std::vector<int64_t>& inner,
+                     std::vector<int64_t>& rest) {
+  if (!t.is_contiguous()) return false;
+  int64_t d = t.dim() - 1;
+  while (d >= 0 && !(mask[d] && t.size(d) > 1)) --d;  // the last reduced dim that matters
+  for (; d >= 0 && (mask[d] || t.size(d) == 1); --d)
+    if (mask[d]) inner.push_back(d);
+  for (; d >= 0; --d)
+    if (mask[d] && t.size(d) > 1) rest.push_back(d);
+  return !inner.empty() && !rest.empty();
+}
+
 void sum_like_kernel(const Tensor& in, const Tensor& out, const std::vector<int64_t>& dims, DType dt, SumKind kind,
                      const char* op) {
   Tensor src = cast_for_kernel(in, dt);
-  ReducePlan p = plan_reduction(src, reduce_mask(src, dims, op));
+  const std::vector<bool> mask = reduce_mask(src, dims, op);
+  std::vector<int64_t> inner, rest;
+  if ((kind == SumKind::Sum || kind == SumKind::Mean) && is_floating(dt) && split_reduction(src, mask, inner, rest)) {
+    // a mean of means over equal-sized groups is the mean; the partial results stay in the accumulation type
+    const DType mid = dt == DType::Float64 ? DType::Float64 : DType::Float32;
+    std::vector<bool> inner_mask(mask.size(), false);
+    for (int64_t i : inner) inner_mask[i] = true;
+    Tensor partial = empty(reduced_sizes(src.sizes(), inner_mask, true), mid, src.device());
+    sum_like_kernel(src, partial, inner, mid, kind, op);
+    for (size_t i = 0; i < mask.size(); ++i)  // the size-1 reduced dims left out of both lists
+      if (mask[i] && !inner_mask[i] && std::find(rest.begin(), rest.end(), int64_t(i)) == rest.end()) rest.push_back(i);
+    return sum_like_kernel(partial, out, rest, dt, kind, op);
+  }
+  ReducePlan p = plan_reduction(src, mask);
   with_out(out, dt, [&](const Tensor& o) {
     dispatch_all(dt, op, [&](auto tag) {
       using T = typename decltype(tag)::type;
