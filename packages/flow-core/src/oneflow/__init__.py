@@ -73,6 +73,10 @@ def _dtype_from_name(name):
 
 
 def __getattr__(name):
+    if name == "hub":  # imported on first use: it pulls in urllib
+        import importlib
+
+        return importlib.import_module(f"{__name__}.hub")
     return _plugins.resolve("", name)
 
 

@@ -14,9 +14,7 @@ import os
 import pickle
 import shutil
 import tarfile
-import tempfile
 import urllib.error
-import urllib.request
 import zlib
 
 import numpy as np
@@ -46,18 +44,9 @@ def _collated(images_u8, labels):
 
 def _download(url, dst):
     """Downloads ``url`` to ``dst`` atomically (a temporary file renamed into place)."""
-    os.makedirs(os.path.dirname(dst), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(dst), prefix=".download-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            req = urllib.request.Request(url, headers={"User-Agent": "oneflow-datasets"})
-            with urllib.request.urlopen(req, timeout=_DOWNLOAD_TIMEOUT) as r:
-                shutil.copyfileobj(r, f)
-        os.replace(tmp, dst)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from ...hub import _download as download
+
+    download(url, dst, None, False, _DOWNLOAD_TIMEOUT)
 
 
 # ---- IDX (MNIST family) -------------------------------------------------------------------------------------
