@@ -88,15 +88,24 @@ Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Devi
   impl->device = device;
   impl->refresh_geometry();
   int64_t extent = 1;  // elements the storage must span
+  bool overflow = false;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] == 0) {
       extent = 0;
+      overflow = false;
       break;
     }
-    extent += (sizes[i] - 1) * strides[i];
+    int64_t span;
+    overflow |= strides[i] < 0;  // as in PyTorch, which reports it the same way
+    overflow |= __builtin_mul_overflow(sizes[i] - 1, strides[i], &span);
+    overflow |= __builtin_add_overflow(extent, span, &extent);
   }
+  int64_t nbytes = 0;
+  overflow |= __builtin_mul_overflow(extent, flow::itemsize(dtype), &nbytes);
+  FLOW_RUNTIME_CHECK(!overflow, "Storage size calculation overflowed with sizes=", shape_str(sizes), " and strides=",
+                     shape_str(strides));
   auto st = std::make_shared<Storage>();
-  st->nbytes = static_cast<size_t>(extent) * flow::itemsize(dtype);
+  st->nbytes = static_cast<size_t>(nbytes);
   st->device = device;
   st->data = cpu_alloc(st->nbytes);
   st->free_fn = &free_cpu;
@@ -163,13 +172,47 @@ Tensor empty_meta(const Shape& sizes, DType dtype, Device device) {
   return Tensor(std::move(impl));
 }
 
+namespace {
+
+// Whether every element offset + sum_i k_i * strides[i] (0 <= k_i < sizes[i]) lies within nbytes of
+// itemsize-sized elements; an empty geometry needs only a non-negative offset.
+bool geometry_in_storage(const Shape& sizes, const Shape& strides, int64_t offset, int64_t itemsize, size_t nbytes) {
+  if (sizes.size() != strides.size() || offset < 0) return false;
+  int64_t lo = offset, hi = offset;
+  bool empty = false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 0) return false;
+    if (sizes[i] == 0) empty = true;
+  }
+  if (empty) return true;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    int64_t span;
+    if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &span)) return false;
+    int64_t& end = span < 0 ? lo : hi;
+    if (__builtin_add_overflow(end, span, &end)) return false;
+  }
+  int64_t last_byte;
+  if (__builtin_mul_overflow(hi + 1, itemsize, &last_byte)) return false;
+  return lo >= 0 && static_cast<size_t>(last_byte) <= nbytes;
+}
+
+}  // namespace
+
 Tensor make_view(const Tensor& src, Shape sizes, Shape strides, int64_t offset) {
+  return make_view(src, std::move(sizes), std::move(strides), offset, src.dtype());
+}
+
+Tensor make_view(const Tensor& src, Shape sizes, Shape strides, int64_t offset, DType dtype) {
+  const auto& storage = src.impl()->storage;
+  FLOW_RUNTIME_CHECK(!storage || geometry_in_storage(sizes, strides, offset, flow::itemsize(dtype), storage->nbytes),
+                     "view of size ", shape_str(sizes), ", stride ", shape_str(strides), " and offset ", offset,
+                     " is out of bounds for a storage of ", storage ? storage->nbytes : 0, " bytes");
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = src.impl()->storage;
   impl->sizes = std::move(sizes);
   impl->strides = std::move(strides);
   impl->offset = offset;
-  impl->dtype = src.dtype();
+  impl->dtype = dtype;
   impl->device = src.device();
   impl->is_inference = src.impl()->is_inference;
   impl->base = src.impl()->base ? src.impl()->base : src.impl_ptr();

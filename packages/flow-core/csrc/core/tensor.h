@@ -107,8 +107,12 @@ Tensor empty(const Shape& sizes, DType dtype, Device device = {});
 Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Device device = {});
 // A storage-less tensor carrying only metadata (for wrapper subclasses and meta inference).
 Tensor empty_meta(const Shape& sizes, DType dtype, Device device);
-// A view of `src`'s storage with new geometry (records `src` as base).
+// A view of src's storage with new geometry (records src as base). Raises RuntimeError if an element of the
+// geometry (or a negative size) falls outside that storage: every view is checked once here, so no kernel can
+// be handed one that reads out of bounds.
 Tensor make_view(const Tensor& src, Shape sizes, Shape strides, int64_t offset);
+// The same storage read as `dtype` (Tensor.view(dtype)): sizes, strides and offset count `dtype` elements.
+Tensor make_view(const Tensor& src, Shape sizes, Shape strides, int64_t offset, DType dtype);
 
 // PyTorch's Tensor.resize_: t becomes contiguous with `sizes` at its offset; its storage grows (in place, so
 // every view of it sees the new memory) when too small, keeping the old bytes. Memory the tensor does not own

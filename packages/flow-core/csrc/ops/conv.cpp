@@ -134,6 +134,27 @@ Tensor grad_weight(const Tensor& gy, const Tensor& x, const Shape& w_sizes, cons
 
 ConvGeom helper_geom(const Attrs& a, size_t ns) { return geom_from(a, ns, 1, 4); }
 
+// The gradient helpers are ops a user can call too: their arguments must describe a convolution of input
+// shape x and weight shape w whose output has grad's shape, or the kernels would read out of bounds.
+ConvGeom checked_helper_geom(const Tensor& grad, const Tensor& other, const Shape& x, const Shape& w,
+                             const Attrs& a, const char* op) {
+  FLOW_RUNTIME_CHECK(w.size() >= 3 && w.size() <= 5 && x.size() == w.size() && grad.dim() == int64_t(w.size()), op,
+                     ": expected grad, input and weight of one rank from 3 to 5, got grad ", shape_str(grad.sizes()),
+                     ", input ", shape_str(x), ", weight ", shape_str(w));
+  FLOW_RUNTIME_CHECK(grad.dtype() == other.dtype(), op, ": expected tensors of one dtype, got ",
+                     dtype_name(grad.dtype()), " and ", dtype_name(other.dtype()));
+  ConvGeom g = helper_geom(a, w.size() - 2);
+  bool ok = w[0] % g.groups == 0 && x[1] == w[1] * g.groups && grad.size(0) == x[0] && grad.size(1) == w[0];
+  for (size_t i = 0; ok && i + 2 < w.size(); ++i) {
+    int64_t eff = g.dilation[i] * (w[2 + i] - 1) + 1, padded = x[2 + i] + 2 * g.padding[i];
+    ok = w[2 + i] > 0 && padded >= eff && grad.size(2 + i) == (padded - eff) / g.stride[i] + 1;
+  }
+  FLOW_RUNTIME_CHECK(ok, op, ": grad ", shape_str(grad.sizes()), " is not the output of a convolution of input ",
+                     shape_str(x), " and weight ", shape_str(w), " with groups=", g.groups, ", stride ",
+                     shape_str(g.stride), ", padding ", shape_str(g.padding), ", dilation ", shape_str(g.dilation));
+  return g;
+}
+
 // A transposed convolution whose output_padding reaches the stride (allowed while it is below the dilation)
 // has an output that no plain convolution maps back onto the input, so the oneDNN kernels cannot run it
 // directly. It is the unpadded transposed convolution (output (n-1)s + d(k-1) + 1) cropped by the padding on
@@ -219,7 +240,9 @@ FLOW_OP(convolution_backward_input)
       return std::vector<TensorMeta>{{Shape(a.ints(0).begin(), a.ints(0).end()), in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      conv_backward_data(in[0], in[1], out[0], helper_geom(a, in[1].dim() - 2));
+      Shape x(a.ints(0).begin(), a.ints(0).end());
+      conv_backward_data(in[0], in[1], out[0],
+                         checked_helper_geom(in[0], in[1], x, in[1].sizes(), a, "convolution_backward_input"));
     })
     .save_inputs({0, 1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
@@ -236,7 +259,9 @@ FLOW_OP(convolution_backward_weight)
       return std::vector<TensorMeta>{{Shape(a.ints(0).begin(), a.ints(0).end()), in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      conv_backward_weight(in[0], in[1], out[0], helper_geom(a, in[1].dim() - 2));
+      Shape w(a.ints(0).begin(), a.ints(0).end());
+      conv_backward_weight(in[0], in[1], out[0],
+                           checked_helper_geom(in[0], in[1], in[1].sizes(), w, a, "convolution_backward_weight"));
     })
     .save_inputs({0, 1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {

@@ -33,6 +33,8 @@ void gather_into(const Tensor& out, const Tensor& self, int64_t dim, const Tenso
   Tensor s = as1d(self), o = as1d(out), ix0 = as1d(index);
   if (o.numel() == 0) return;
   const int64_t size = s.sizes()[dim];
+  // nothing to gather from: every index is out of range (raises before a view of the empty input is made)
+  if (size == 0) idx::check_range(ix0, size, dim, ErrorKind::Runtime);
   Shape st = s.strides();
   st[dim] = 0;
   Tensor src_r = idx::restride(s, ix0.sizes(), st);

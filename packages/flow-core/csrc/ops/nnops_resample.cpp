@@ -304,6 +304,23 @@ int up_k(const Tensor& x, const std::vector<int64_t>& out_size, const char* op) 
   }
   return k;
 }
+// The backward helpers as ops a user can call: input_size must be the (N, C, spatial...) of an input that
+// upsamples to grad_output's shape, and scales (when given) one per spatial dim.
+Shape checked_up_input(const Tensor& grad, const Attrs& a, int scales_idx, const char* op) {
+  const auto &isz = a.ints(0), &osz = a.ints(1);
+  const int k = static_cast<int>(osz.size());
+  FLOW_RUNTIME_CHECK(k >= 1 && k <= 3 && static_cast<int>(isz.size()) == k + 2 && grad.dim() == k + 2, op,
+                     ": expected input_size of ", k + 2, " and a ", k + 2, "-D grad_output for ", k,
+                     " output sizes, got input_size ", shape_str(isz), " and grad_output ", shape_str(grad.sizes()));
+  bool ok = grad.size(0) == isz[0] && grad.size(1) == isz[1];
+  for (int j = 0; j < k; ++j) ok = ok && isz[2 + j] > 0 && osz[j] > 0 && grad.size(2 + j) == osz[j];
+  FLOW_RUNTIME_CHECK(ok, op, ": grad_output ", shape_str(grad.sizes()), " does not match input_size ",
+                     shape_str(isz), " upsampled to ", shape_str(osz));
+  FLOW_RUNTIME_CHECK(a.none(scales_idx) || static_cast<int>(a.floats(scales_idx).size()) == k, op,
+                     ": expected ", k, " scales, got ", a.floats(scales_idx).size());
+  return Shape(isz.begin(), isz.end());
+}
+
 double scale_at(const Attrs& a, int idx, int j) {
   if (a.none(idx)) return 0.0;
   const auto& v = a.floats(idx);
@@ -408,7 +425,7 @@ FLOW_OP(upsample_nearest_backward)
     .schema("upsample_nearest_backward(Tensor grad_output, int[] input_size, int[] output_size, float[]? scales=None) -> Tensor")
     .traits(kShape | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
-      Shape s(a.ints(0).begin(), a.ints(0).end());
+      Shape s = checked_up_input(in[0], a, 2, "upsample_nearest_backward");
       return std::vector<TensorMeta>{{s, in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
@@ -452,7 +469,7 @@ FLOW_OP(upsample_linear_backward)
     .schema("upsample_linear_backward(Tensor grad_output, int[] input_size, int[] output_size, bool align_corners, float[]? scales=None) -> Tensor")
     .traits(kShape | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
-      Shape s(a.ints(0).begin(), a.ints(0).end());
+      Shape s = checked_up_input(in[0], a, 3, "upsample_linear_backward");
       return std::vector<TensorMeta>{{s, in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {

@@ -281,6 +281,9 @@ FLOW_OP(_reduce_eq_mask)
     .schema("_reduce_eq_mask(Tensor self, Tensor other, bool nan_equal=False) -> Tensor")
     .traits(kBackwardHelper | kElementwise | kNonDifferentiable)
     .meta([](const TensorList& in, const Attrs&) {
+      FLOW_RUNTIME_CHECK(broadcast_shapes(in[0].sizes(), in[1].sizes(), "_reduce_eq_mask") == in[0].sizes(),
+                         "_reduce_eq_mask: other ", shape_str(in[1].sizes()), " must broadcast to self ",
+                         shape_str(in[0].sizes()));
       return std::vector<TensorMeta>{{in[0].sizes(), in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {

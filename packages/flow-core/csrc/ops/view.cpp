@@ -314,6 +314,7 @@ FLOW_OP(slice_backward)
       Shape sizes(a.ints(0).begin(), a.ints(0).end());
       AttrValue st = a.at(2), en = a.at(3);
       int64_t dim = a.i(1), step = a.i(4);
+      FLOW_RUNTIME_CHECK(step > 0, "slice_backward: slice step must be positive, got ", step);
       return {scatter_into_zeros(in[0], sizes, [&](const Tensor& z) {
         int64_t d = wrap_dim(dim, z.dim(), "slice_backward");
         int64_t size = z.sizes()[d];
@@ -528,6 +529,21 @@ FLOW_OP(as_strided_backward)
       return {ops::view(z, inp.sizes())};
     });
 
+// Whether the elements offset + sum_i k_i * stride[i] (0 <= k_i < size[i]) all lie in [0, numel); an empty
+// region needs only its offset within [0, numel].
+bool region_in_bounds(const Shape& size, const Shape& stride, int64_t offset, int64_t numel) {
+  if (std::any_of(size.begin(), size.end(), [](int64_t n) { return n < 0; })) return false;
+  if (std::any_of(size.begin(), size.end(), [](int64_t n) { return n == 0; })) return offset >= 0 && offset <= numel;
+  int64_t lo = offset, hi = offset;
+  for (size_t i = 0; i < size.size(); ++i) {
+    int64_t span;  // (size - 1) * stride, refused where it overflows
+    if (__builtin_mul_overflow(size[i] - 1, stride[i], &span)) return false;
+    int64_t& end = span < 0 ? lo : hi;
+    if (__builtin_add_overflow(end, span, &end)) return false;
+  }
+  return lo >= 0 && hi < numel;
+}
+
 // view_scatter(base, src, size, stride, offset): a copy of the contiguous `base` whose strided region
 // (offset relative to base's first element) holds `src`. The functional form of writing through a view.
 FLOW_OP(view_scatter)
@@ -538,9 +554,9 @@ FLOW_OP(view_scatter)
       Tensor out = empty(in[0].sizes(), in[0].dtype(), in[0].device());
       ops::copy_into(out, in[0]);
       Shape s(a.ints(0).begin(), a.ints(0).end()), st(a.ints(1).begin(), a.ints(1).end());
-      int64_t max_el = a.i(2);
-      for (size_t i = 0; i < s.size(); ++i) max_el += s[i] > 0 ? (s[i] - 1) * st[i] : 0;
-      FLOW_INDEX_CHECK(a.i(2) >= 0 && max_el < std::max<int64_t>(out.numel(), 1), "view_scatter: region out of bounds");
+      FLOW_RUNTIME_CHECK(s.size() == st.size(), "view_scatter: size ", shape_str(s), " and stride ", shape_str(st),
+                         " differ in length");
+      FLOW_INDEX_CHECK(region_in_bounds(s, st, a.i(2), out.numel()), "view_scatter: region out of bounds");
       ops::copy_into(make_view(out, s, st, out.offset() + a.i(2)), in[1]);
       return {out};
     })
@@ -568,9 +584,9 @@ FLOW_OP(strided_view)
       const Tensor& b = in[0];
       FLOW_RUNTIME_CHECK(b.is_contiguous(), "strided_view: base must be contiguous");
       Shape s(a.ints(0).begin(), a.ints(0).end()), st(a.ints(1).begin(), a.ints(1).end());
-      int64_t max_el = a.i(2);
-      for (size_t i = 0; i < s.size(); ++i) max_el += s[i] > 0 ? (s[i] - 1) * st[i] : 0;
-      FLOW_INDEX_CHECK(a.i(2) >= 0 && max_el < std::max<int64_t>(b.numel(), 1), "strided_view: region out of bounds");
+      FLOW_RUNTIME_CHECK(s.size() == st.size(), "strided_view: size ", shape_str(s), " and stride ", shape_str(st),
+                         " differ in length");
+      FLOW_INDEX_CHECK(region_in_bounds(s, st, a.i(2), b.numel()), "strided_view: region out of bounds");
       return {make_view(b, s, st, b.offset() + a.i(2))};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
@@ -631,10 +647,7 @@ FLOW_OP(view_dtype)
     })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       DtypeView v = dtype_view(in[0], a.dtype(0));
-      Tensor r = make_view(in[0], v.sizes, v.strides, v.offset);
-      r.impl()->dtype = a.dtype(0);
-      r.impl()->refresh_geometry();
-      return {r};
+      return {make_view(in[0], v.sizes, v.strides, v.offset, a.dtype(0))};
     });
 
 }  // namespace flow
