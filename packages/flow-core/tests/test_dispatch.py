@@ -118,3 +118,16 @@ def test_composite_ops_decompose_under_modes_and_keep_gradients():
     assert_close(a.grad, np.ones((2, 4)) @ b.detach().numpy().T)
     ops = {o["name"]: o for o in flow.list_ops()}
     assert "composite" in ops["matmul"]["traits"]
+
+
+def test_op_handles_copy_pickle_and_compare_like_builtin_functions():
+    import copy
+    import pickle
+
+    t = flow.tanh
+    assert copy.copy(t) is t and copy.deepcopy(t) is t and pickle.loads(pickle.dumps(t)) is t
+    assert (t == "tanh") is False and t != "tanh" and t == flow._C.ops.tanh and t != flow.sin
+    m = flow.nn.Sequential(flow.nn.Linear(2, 2))
+    m.act = flow.sigmoid  # a module holding an op: deep copies and pickles share the op
+    m2 = pickle.loads(pickle.dumps(copy.deepcopy(m)))
+    assert m2.act is flow.sigmoid and m2[0].weight is not m[0].weight

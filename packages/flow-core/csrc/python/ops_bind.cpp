@@ -369,6 +369,11 @@ nb::object make_op_handle(const OpDef* op) {
   return o;
 }
 
+// The handle registered as oneflow._C.ops.<name>.
+nb::object op_by_name(const std::string& name) {
+  return nb::module_::import_("oneflow._C").attr("ops").attr(name.c_str());
+}
+
 void init_ops(nb::module_& m) {
   auto cls = nb::class_<OpHandle>(m, "OpHandle", nb::type_slots(op_slots))
                  .def_prop_ro("name", [](const OpHandle& h) { return h.op->name; })
@@ -405,7 +410,16 @@ void init_ops(nb::module_& m) {
                  }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
                  .def("__repr__", [](const OpHandle& h) { return "<oneflow op " + h.op->name + ">"; })
                  .def("__eq__", [](const OpHandle& a, const OpHandle& b) { return a.op == b.op; })
-                 .def("__hash__", [](const OpHandle& h) { return reinterpret_cast<intptr_t>(h.op); });
+                 .def("__eq__", [](const OpHandle&, nb::handle) { return nb::borrow(Py_NotImplemented); })
+                 .def("__hash__", [](const OpHandle& h) { return reinterpret_cast<intptr_t>(h.op); })
+                 // An op is stateless and one per name, like a builtin function: copies are the op itself, and
+                 // pickles (a module holding activation=oneflow.tanh) name it.
+                 .def("__copy__", [](const OpHandle& h) { return op_by_name(h.op->name); })
+                 .def("__deepcopy__", [](const OpHandle& h, nb::handle) { return op_by_name(h.op->name); })
+                 .def("__reduce__", [](const OpHandle& h) {
+                   return nb::make_tuple(nb::module_::import_("oneflow._registry_api").attr("op_by_name"),
+                                         nb::make_tuple(h.op->name));
+                 });
   g_op_type = cls;
   nb::module_ ops = m.def_submodule("ops", "Every registered op, callable with its schema's arguments.");
   for (const OpDef* op : all_ops()) ops.attr(op->name.c_str()) = make_op_handle(op);

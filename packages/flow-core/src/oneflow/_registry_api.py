@@ -10,6 +10,11 @@ import pkgutil
 
 from . import _C
 
+def op_by_name(name):
+    """The registry op ``name`` (``oneflow._C.ops.<name>``): how a pickled op handle is looked up again."""
+    return getattr(_C.ops, name)
+
+
 # Ops that exist to express other ops' backward or internal plumbing: not part of the public API.
 _PRIVATE_TRAITS = {"backward_helper", "optimizer"}
 
