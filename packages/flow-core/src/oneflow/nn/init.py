@@ -13,7 +13,8 @@ ops = _C.ops
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
            "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
-           "sparse_"]
+           "sparse_", "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
+           "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]
 
 
 class _NoGrad:
@@ -93,23 +94,84 @@ def _gen(generator):
     return generator._handle
 
 
-def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Fills ``tensor`` from N(mean, std^2) truncated to [a, b] (inverse-CDF method, like torch)."""
-    def norm_cdf(x):
-        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+def _norm_cdf(x):
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
+
+def _resample_outside(tensor, mean, std, a, b, gen):
+    """Truncated normal by redrawing from N(mean, std^2) every entry outside [a, b] until none is left: cheap
+    when [a, b] holds a good share of the mass. The bounds are rounded to the tensor's dtype first, so that a
+    sample equal to a rounded bound counts as inside."""
+    import oneflow
+
+    lo = oneflow.tensor(float(a), dtype=tensor.dtype).item()
+    hi = oneflow.tensor(float(b), dtype=tensor.dtype).item()
+    ops.normal_(tensor, float(mean), float(std), generator=gen)
+    while True:
+        outside = (tensor < lo) | (tensor > hi)
+        if not bool(outside.any()):
+            return tensor
+        fresh = ops.normal_(oneflow.empty_like(tensor), float(mean), float(std), generator=gen)
+        tensor.copy_(oneflow.where(outside, fresh, tensor))
+
+
+def _log_acceptance(x, mean, std, log_peak):
+    # log of the normal density at x relative to its peak on [a, b] (<= 0); in float32 at least, so that
+    # squaring far-tail values of a half-precision tensor does not overflow
+    import oneflow
+
+    if x.dtype not in (oneflow.float32, oneflow.float64):
+        x = x.float()
+    return ((x - mean) / std).square().mul(-0.5).sub(log_peak)
+
+
+def _accept_uniform_proposals(tensor, mean, std, a, b, gen):
+    """Truncated normal by rejection from U(a, b), a proposal accepted with probability density / peak
+    density: exact however far [a, b] lies in the tail (where inverting the CDF runs out of precision)."""
+    import oneflow
+
+    mode = max(a, min(mean, b))
+    log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+    def rejected(x):
+        u = oneflow.empty(tuple(x.shape), dtype=oneflow.float32, device=x.device)
+        u = ops.uniform_(u, 0.0, 1.0, generator=gen)
+        return u.log() > _log_acceptance(x, mean, std, log_peak)
+
+    ops.uniform_(tensor, float(a), float(b), generator=gen)
+    pending = rejected(tensor)
+    while bool(pending.any()):
+        proposal = ops.uniform_(oneflow.empty_like(tensor), float(a), float(b), generator=gen)
+        tensor.copy_(oneflow.where(pending, proposal, tensor))
+        pending = pending & rejected(proposal)
+    return tensor
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    r"""Fills ``tensor`` from N(mean, std^2) truncated to [a, b], by rejection sampling (exact even when
+    [a, b] lies far in a tail).
+
+    Args:
+        tensor (Tensor): the tensor to fill (in place).
+        mean (float): the mean of the normal distribution.
+        std (float): its standard deviation.
+        a (float): the lower cutoff.
+        b (float): the upper cutoff.
+        generator (Generator, optional): the generator to sample from.
+
+    Returns:
+        ``tensor``. Warns when ``mean`` is more than 2 std outside [a, b].
+    """
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
                       "may be incorrect.", stacklevel=2)
+    gen = _gen(generator)
+    mass = _norm_cdf((b - mean) / std) - _norm_cdf((a - mean) / std)
     with _NoGrad():
-        lo = norm_cdf((a - mean) / std)
-        hi = norm_cdf((b - mean) / std)
-        ops.uniform_(tensor, 2 * lo - 1, 2 * hi - 1, generator=_gen(generator))
-        tensor.erfinv_()
-        tensor.mul_(std * math.sqrt(2.0))
-        tensor.add_(mean)
-        tensor.clamp_(min=a, max=b)
-        return tensor
+        # redrawing normals wastes few draws when [a, b] holds much of the mass; otherwise propose uniformly
+        if mass > 0.3:
+            return _resample_outside(tensor, mean, std, a, b, gen)
+        return _accept_uniform_proposals(tensor, mean, std, a, b, gen)
 
 
 def constant_(tensor, val):
@@ -182,7 +244,7 @@ def xavier_normal_(tensor, gain=1.0, generator=None):
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """He uniform: U(-b, b) with ``b = gain * sqrt(3 / fan_mode)``."""
     if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op")
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     gain = calculate_gain(nonlinearity, a)
@@ -194,7 +256,7 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     """He normal: N(0, std^2) with ``std = gain / sqrt(fan_mode)``."""
     if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op")
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     gain = calculate_gain(nonlinearity, a)
@@ -248,7 +310,7 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
 # deprecated non-underscore aliases, as in torch
 def _deprecated(fn):
     def alias(*args, **kwargs):
-        warnings.warn(f"nn.init.{fn.__name__[:-1]} is now deprecated in favor of nn.init.{fn.__name__}.",
+        warnings.warn(f"`nn.init.{fn.__name__[:-1]}` is now deprecated in favor of `nn.init.{fn.__name__}`.",
                       FutureWarning, stacklevel=2)
         return fn(*args, **kwargs)
 
@@ -266,3 +328,4 @@ xavier_normal = _deprecated(xavier_normal_)
 kaiming_uniform = _deprecated(kaiming_uniform_)
 kaiming_normal = _deprecated(kaiming_normal_)
 orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

@@ -97,7 +97,7 @@ def _set_momentum(group, use_beta1, value):
 
 def _start_momentum_cycle(optimizer, use_beta1, max_momentums, base_momentums):
     """Each group starts its cycle at max_momentum and records both bounds (OneCycleLR, CyclicLR)."""
-    for m_mom, b_mom, group in zip(max_momentums, base_momentums, optimizer.param_groups):
+    for m_mom, b_mom, group in zip(max_momentums, base_momentums, optimizer.param_groups, strict=True):
         _set_momentum(group, use_beta1, m_mom)
         group["max_momentum"] = m_mom
         group["base_momentum"] = b_mom
@@ -216,7 +216,8 @@ class LRScheduler:
                     values = self._get_closed_form_lr()
                 else:
                     values = self.get_lr()
-        for group, lr in zip(self.optimizer.param_groups, values):
+        # strict: a param group added after the scheduler was built is an error (ValueError), as in PyTorch
+        for group, lr in zip(self.optimizer.param_groups, values, strict=True):
             _set_group_value(group, "lr", lr)
         self._last_lr = _lr_list(self.optimizer)
 
@@ -261,7 +262,7 @@ class LambdaLR(_LambdaBase):
 
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
-        return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+        return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs, strict=True)]
 
 
 class MultiplicativeLR(_LambdaBase):
@@ -278,7 +279,8 @@ class MultiplicativeLR(_LambdaBase):
     def get_lr(self):
         _warn_get_lr_called_within_step(self)
         if not self._is_initial:
-            return [g["lr"] * lmbda(self.last_epoch) for lmbda, g in zip(self.lr_lambdas, self.optimizer.param_groups)]
+            return [g["lr"] * lmbda(self.last_epoch) for lmbda, g in
+                    zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)]
         return _lr_list(self.optimizer)
 
 
@@ -430,10 +432,10 @@ class CosineAnnealingLR(LRScheduler):
             return _lr_list(self.optimizer)
         if self._step_count == 1 and self.last_epoch > 0:
             return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(self.last_epoch * math.pi / self.T_max)) / 2
-                    for base_lr in self.base_lrs]
+                    for base_lr, _ in zip(self.base_lrs, self.optimizer.param_groups, strict=True)]
         if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
             return [g["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
-                    for base_lr, g in zip(self.base_lrs, self.optimizer.param_groups)]
+                    for base_lr, g in zip(self.base_lrs, self.optimizer.param_groups, strict=True)]
         return [
             (1 + math.cos(math.pi * self.last_epoch / self.T_max))
             / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max)) * (g["lr"] - self.eta_min) + self.eta_min
@@ -492,7 +494,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
         with _enable_get_lr_call(self):
-            for g, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            for g, lr in zip(self.optimizer.param_groups, self.get_lr(), strict=True):
                 _set_group_value(g, "lr", lr)
         self._last_lr = _lr_list(self.optimizer)
 
@@ -618,7 +620,7 @@ class CyclicLR(LRScheduler):
         _check_optimizer(optimizer)
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
-            for lr, group in zip(base_lrs, optimizer.param_groups):
+            for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
                 _set_group_value(group, "lr", lr)
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
         step_size_up = float(step_size_up)
@@ -666,9 +668,10 @@ class CyclicLR(LRScheduler):
         scale_factor = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
         scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
         lrs = [base_lr + (max_lr - base_lr) * scale_factor * scale
-               for base_lr, max_lr in zip(self.base_lrs, self.max_lrs)]
+               for base_lr, max_lr in zip(self.base_lrs, self.max_lrs, strict=True)]
         if self.cycle_momentum:
-            for group, b_mom, m_mom in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
+            for group, b_mom, m_mom in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums,
+                                           strict=True):
                 _set_momentum(group, self.use_beta1, m_mom - (m_mom - b_mom) * scale_factor * scale)
         return lrs
 

@@ -1,5 +1,6 @@
 """Gradient clipping by total norm or by value, as in ``torch.nn.utils.clip_grad``."""
 import math
+import types
 import warnings
 
 from ... import _C
@@ -63,7 +64,11 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """Clips the gradients of ``parameters`` in place so that their total ``norm_type``-norm is at most
     ``max_norm``; returns the total norm before clipping (a 0-dim tensor)."""
+    is_generator = isinstance(parameters, types.GeneratorType)
     parameters = _tensors(parameters)
+    if is_generator and not parameters:
+        # an exhausted generator (e.g. model.parameters() consumed earlier) is a likely mistake
+        warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=3)
     grads = [p.grad for p in parameters if p.grad is not None]
     total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
     clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)

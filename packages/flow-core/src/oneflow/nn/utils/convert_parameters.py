@@ -24,16 +24,27 @@ def parameters_to_vector(parameters):
 
 
 def vector_to_parameters(vec, parameters):
-    """Copies consecutive slices of the 1-D ``vec`` into ``parameters`` (in place, in order)."""
-    import oneflow
+    r"""Makes each of ``parameters`` (in order) a view of the next slice of the 1-D ``vec``.
 
+    As in PyTorch, each parameter's ``.data`` is replaced: afterwards the parameters share ``vec``'s memory
+    and take its dtype.
+
+    Args:
+        vec (Tensor): a single vector holding the values of all the parameters.
+        parameters (Iterable[Tensor]): the parameters to set.
+    """
     if not isinstance(vec, _C.TensorBase):
-        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
+        raise TypeError(f"expected torch.Tensor, but got: {_typename(vec)}")
     param_device = None
     pointer = 0
-    with oneflow.no_grad():
-        for param in parameters:
-            param_device = _check_param_device(param, param_device)
-            num_param = param.numel()
-            param.copy_(vec[pointer:pointer + num_param].view_as(param))
-            pointer += num_param
+    for param in parameters:
+        param_device = _check_param_device(param, param_device)
+        num_param = param.numel()
+        param.data = vec[pointer:pointer + num_param].view_as(param).data
+        pointer += num_param
+
+
+def _typename(obj):
+    # the qualified name, as torch.typename gives it (e.g. "numpy.ndarray", "list")
+    cls = type(obj)
+    return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"

@@ -9,12 +9,23 @@ from ..parameter import Parameter
 __all__ = ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]
 
 
+# explicit raises, not asserts: the checks must survive ``python -O``
+def _check_eval(layer, bn):
+    if layer.training or bn.training:
+        raise AssertionError("Fusion only for eval!")
+
+
+def _check_running_stats(bn):
+    if bn.running_mean is None or bn.running_var is None:
+        raise AssertionError("bn.running_mean and bn.running_var must not be None")
+
+
 def fuse_conv_bn_eval(conv, bn, transpose=False):
     """A copy of ``conv`` (eval mode) whose weight and bias also apply ``bn`` (eval mode); ``transpose`` for
     transposed convolutions (output channels along the weight's dim 1)."""
-    assert not (conv.training or bn.training), "Fusion only for eval!"
+    _check_eval(conv, bn)
     fused = copy.deepcopy(conv)
-    assert bn.running_mean is not None and bn.running_var is not None
+    _check_running_stats(bn)
     fused.weight, fused.bias = fuse_conv_bn_weights(fused.weight, fused.bias, bn.running_mean, bn.running_var,
                                                     bn.eps, bn.weight, bn.bias, transpose)
     return fused
@@ -38,10 +49,12 @@ def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, trans
 
 def fuse_linear_bn_eval(linear, bn):
     """A copy of ``linear`` (eval mode) whose weight and bias also apply the BatchNorm1d ``bn`` (eval mode)."""
-    assert not (linear.training or bn.training), "Fusion only for eval!"
-    assert linear.out_features == bn.num_features or bn.num_features == 1, (
-        "To fuse, linear.out_features == bn.num_features or bn.num_features == 1")
-    assert bn.running_mean is not None and bn.running_var is not None
+    _check_eval(linear, bn)
+    # bn's channel dim must broadcast against linear's output features
+    if linear.out_features != bn.num_features and bn.num_features != 1:
+        raise AssertionError("To fuse, linear.out_features == bn.num_features or bn.num_features == 1, got "
+                             f"linear.out_features={linear.out_features} and bn.num_features={bn.num_features}")
+    _check_running_stats(bn)
     fused = copy.deepcopy(linear)
     fused.weight, fused.bias = fuse_linear_bn_weights(fused.weight, fused.bias, bn.running_mean, bn.running_var,
                                                       bn.eps, bn.weight, bn.bias)

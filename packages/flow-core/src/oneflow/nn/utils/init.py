@@ -15,6 +15,10 @@ def skip_init(module_cls, *args, **kwargs):
         >>> lin.weight.shape
         oneflow.Size([1, 5])
     """
+    from ..modules.module import Module
+
+    if not (isinstance(module_cls, type) and issubclass(module_cls, Module)):
+        raise RuntimeError(f"Expected a Module; got {module_cls}")
     if "device" not in inspect.signature(module_cls).parameters:
         raise RuntimeError("Module must support a 'device' arg to skip initialization")
     final_device = kwargs.pop("device", "cpu")

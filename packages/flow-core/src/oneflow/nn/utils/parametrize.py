@@ -11,7 +11,6 @@ from contextlib import contextmanager
 import oneflow as flow
 
 from ..modules.container import ModuleDict, ModuleList
-from ..modules.module import Module
 from ..parameter import Parameter
 
 __all__ = ["register_parametrization", "remove_parametrizations", "is_parametrized", "cached",
@@ -242,8 +241,8 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
         if not leave_parametrized:
             raise ValueError("Cannot leave unparametrized (`leave_parametrized=False`) a tensor that is parametrized "
                              "in terms of a sequence of tensors.")
-        with flow.no_grad():
-            t = getattr(module, tensor_name)
+        # computed with grad enabled: whether any original requires grad decides Parameter vs plain tensor
+        t = getattr(module, tensor_name)
         original = Parameter(t.detach(), t.requires_grad) if t.requires_grad else t.detach()
     delattr(module.__class__, tensor_name)
     del module.parametrizations[tensor_name]

@@ -5,6 +5,7 @@
 Packing and unpacking are single ``index_select`` gathers (one op, whose backward is one index_add), not one
 slice per time step."""
 from collections import namedtuple
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -212,11 +213,17 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
     """Stacks tensors of shape (L_i, *) into (T, B, *) (or (B, T, *)), padding with ``padding_value``."""
     flow = _flow()
+    if not isinstance(sequences, Iterable):
+        raise RuntimeError(f"pad_sequence: Expected iterable for input sequences, but got arg of type: "
+                           f"{type(sequences)}")
     if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     sequences = list(sequences)
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
+    if any(s.dim() == 0 for s in sequences):
+        raise RuntimeError("pad_sequence: expected every sequence to have at least 1 dimension, but got a "
+                           "0-dimensional tensor")
     longest = max(s.shape[0] for s in sequences)
     # like PyTorch, the result (and the padding) takes the first sequence's dtype
     dtype = sequences[0].dtype
