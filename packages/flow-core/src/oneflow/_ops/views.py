@@ -65,6 +65,10 @@ def flatten(input, start_dim=0, end_dim=-1):
     """Flattens dims ``start_dim``..``end_dim`` into one."""
     nd = input.dim()
     if nd == 0:
+        # a scalar's dims wrap as a 1-D tensor's do: only -1 and 0 are valid
+        for d in (start_dim, end_dim):
+            if d not in (-1, 0):
+                raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got {d})")
         return ops.reshape(input, [1])
     s = start_dim + nd if start_dim < 0 else start_dim
     e = end_dim + nd if end_dim < 0 else end_dim

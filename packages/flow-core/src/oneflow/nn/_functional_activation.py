@@ -187,7 +187,10 @@ def glu(input, dim=-1):
     reject_dtype("glu_cpu", input, bool_ok=False, integral_ok=False)
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
-    d = dim + input.dim() if dim < 0 else dim
+    n = input.dim()
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    d = dim + n if dim < 0 else dim
     size = input.shape[d]
     if size % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {size}")

@@ -4,6 +4,7 @@
 import numpy as _np
 
 from .. import _C
+from .._ops._names import torch_dtype_name
 
 ops = _C.ops
 
@@ -53,6 +54,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
                              f"fixed length sequences. However, found offsets of type {type(offsets).__name__}")
         B, L = ids.shape
+        if L == 0:
+            # PyTorch derives the offsets as a range with step L, which it refuses for L == 0
+            raise RuntimeError("embedding_bag: a 2-D input needs at least one index per bag (step must be nonzero)")
         pos = _np.arange(B * L).reshape(B, L)
         valid = _np.ones((B, L), dtype=bool)
     elif input.dim() == 1:
@@ -179,12 +183,16 @@ def _alpha_dropout(input, p, training, inplace, feature):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0 or input.numel() == 0:
         return input
-    if feature and input.dim() < 2:
-        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     flow = _flow()
+    # PyTorch zeroes the input for p == 1 before it looks at the input's rank or dtype
     if p == 1:
-        out = input * 0.0
+        out = input * 0
     else:
+        if feature and input.dim() < 2:
+            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+        if not input.dtype.is_floating_point:
+            raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                               f"{torch_dtype_name(input.dtype)}")
         alpha = _SELU_ALPHA * _SELU_SCALE
         a = ((1 - p) * (1 + p * alpha * alpha)) ** -0.5
         # one draw per element, or per (sample, channel) broadcast over the spatial dims

@@ -5,6 +5,7 @@ import math
 import numpy as _np
 
 from .. import _C
+from .._ops._names import torch_dtype_name
 from ._functional_nn import _check_reduction, _legacy_reduction
 
 ops = _C.ops
@@ -63,10 +64,25 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
+def _cast_error(result, output):
+    return RuntimeError(f"result type {torch_dtype_name(result)} can't be cast to the desired output type "
+                        f"{torch_dtype_name(output)}")
+
+
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``log(1 + exp(-target * input))``."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    return _reduce(ops.log1p(ops.exp(ops.neg(input * target))), reduction)
+    _check_reduction(reduction)
+    # torch computes the loss in place in a tensor like ``input``: its dtype and shape are the result's, so an
+    # integer input cannot take the floating result, and the target may only broadcast to the input's shape
+    if input.dtype != _C.bool and not input.dtype.is_floating_point:
+        result = _C.promote_types(input.dtype, target.dtype)
+        raise _cast_error(result if result.is_floating_point else _C.float32, input.dtype)
+    shape = _flow().broadcast_shapes(tuple(input.shape), tuple(target.shape))
+    if tuple(shape) != tuple(input.shape):
+        raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast shape {list(shape)}")
+    loss = ops.log1p(ops.exp(ops.neg(input) * target))  # negating first refuses a bool input, as torch does
+    return _reduce(loss if loss.dtype == input.dtype else loss.to(input.dtype), reduction)
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
@@ -84,7 +100,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     flow = _flow()
     reduction = _legacy_reduction(size_average, reduce, reduction)
     zeros = flow.zeros_like(input)
-    margin_clamp = (ops.neg(input) + margin).clamp_min(0)
+    # ``margin`` takes the input's dtype first, as in torch (an integer input gives an integer loss)
+    margin_clamp = (flow.full_like(input, margin) - input).clamp_min(0)
     out = flow.where(target != 1, margin_clamp, zeros) + flow.where(target != -1, input, zeros)
     return _reduce(out, reduction)
 
@@ -93,12 +110,9 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     """``1 - cos(x1, x2)`` where ``target == 1``, ``max(0, cos(x1, x2) - margin)`` where ``target == -1``."""
     flow = _flow()
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    if input1.dim() != input2.dim():
-        raise RuntimeError(f"cosine_embedding_loss: Input1 and Input2 must have same dimensions, but got "
-                           f"{input1.dim()} and {input2.dim()}")
     if target.dim() > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-    if target.dim() + 1 != input1.dim():
+    if not input1.dim() == input2.dim() == target.dim() + 1:
         raise RuntimeError(f"{target.dim()}D target tensor expects {target.dim() + 1}D input tensors, but found "
                            f"inputs with sizes {list(input1.shape)} and {list(input2.shape)}.")
     d = target.dim()
@@ -133,9 +147,13 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
                                       swap=False, reduction="mean"):
     """Triplet margin loss with a custom ``distance_function`` (default ``pairwise_distance``)."""
+    _check_reduction(reduction)
     if margin <= 0:
-        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} "
-                         "instead")
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    a, pd, nd = anchor.dim(), positive.dim(), negative.dim()
+    if not (a == pd == nd):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {a}D, positive {pd}D, and negative {nd}D inputs")
     dist = distance_function if distance_function is not None else pairwise_distance
     dist_pos = dist(anchor, positive)
     dist_neg = dist(anchor, negative)
@@ -161,19 +179,33 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     return _reduce(loss, reduction)
 
 
+# C++'s names of the integer types, which torch's in-place clamp of an integer ``var`` prints
+_CPP_NAMES = {_C.bool: "bool", _C.uint8: "unsigned char", _C.int8: "signed char", _C.int16: "short int",
+              _C.int32: "int", _C.int64: "long int"}
+
+
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
-    """``0.5 * (log(max(var, eps)) + (input - target)^2 / max(var, eps))`` (+ ``0.5 log(2 pi)`` when ``full``)."""
+    """``0.5 * (log(max(var, eps)) + (input - target)^2 / max(var, eps))`` (+ ``0.5 log(2 pi)`` when ``full``).
+
+    ``var`` is a tensor of the input's shape, of that shape with one dimension of size 1 (or without its last
+    dimension), or a float (the same variance everywhere)."""
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * _flow().ones_like(input)
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
             var = var.unsqueeze(-1)
-        elif tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1:
-            pass
-        else:
+        # homoscedastic: var is the input's shape but for mismatched dims whose sizes sum to 1 (a single 1)
+        elif input.dim() != var.dim() or sum(v for i, v in zip(input.shape, var.shape) if i != v) != 1:
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
-    if bool((var < 0).any()):
-        raise ValueError("var has negative entry/entries")
+    if not var.dtype.is_floating_point:
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{_CPP_NAMES.get(var.dtype, torch_dtype_name(var.dtype))}")
     # PyTorch clamps a clone under no_grad: the value is clamped but the gradient flows as through identity.
     var = var + (var.clamp_min(eps) - var).detach()
     loss = (ops.log(var) + (input - target) ** 2 / var) * 0.5
@@ -190,18 +222,35 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     loss = ops.neg(target * logsigmoid(input) + (ops.neg(target) + 1) * logsigmoid(ops.neg(input)))
     if weight is not None:
         loss = loss * weight
+    if input.dim() == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
     class_dim = input.dim() - 1
     loss = loss.sum(class_dim) / input.shape[class_dim]
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")  # torch's own wording for this loss
     return _reduce(loss, reduction)
 
 
-def _as_2d(input, target, name):
-    if input.dim() > 2:
+def _margin_input_2d(input, name):
+    """``input`` as (N, C) (a 0-D or 1-D input is one sample), after torch's shape check of the multi-class
+    margin losses; and whether it had no batch dimension."""
+    if not (input.dim() == 0 or (input.dim() in (1, 2) and input.shape[-1] != 0)):
         raise RuntimeError(f"{name}: Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
                            f"{list(input.shape)}")
-    if input.dim() <= 1:
-        return input.reshape(1, -1), target.reshape(1, -1), True
-    return input, target, False
+    unbatched = input.dim() <= 1
+    return (input.reshape(1, -1) if unbatched else input), unbatched
+
+
+def _margin_dtypes(kernel, input, target, weight=None):
+    """torch's dtype errors of the multi-class margin kernels: floating inputs, int64 targets, weights of the
+    input's dtype."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{torch_dtype_name(input.dtype)}'")
+    if target.dtype != _C.int64:
+        raise RuntimeError(f"expected scalar type Long but found {torch_dtype_name(target.dtype)}")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {torch_dtype_name(input.dtype)} but found "
+                           f"{torch_dtype_name(weight.dtype)}")
 
 
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
@@ -211,17 +260,18 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
-    squeeze = input.dim() <= 1
-    x = input.reshape(1, -1) if squeeze else input
-    if x.dim() != 2:
-        raise RuntimeError(f"multi_margin_loss: Expected non-empty vector or matrix with optional 0-dim batch "
-                           f"size, but got: {list(input.shape)}")
-    n, c = x.shape
-    t = target.reshape(-1)
-    if t.numel() != n:
-        raise RuntimeError(f"inconsistent target size, expected {n} but got {list(target.shape)}")
-    if weight is not None and weight.dim() > 1:
+    if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
+    x, _ = _margin_input_2d(input, "multi_margin_loss")
+    n, c = x.shape
+    if target.dim() > 1 or target.numel() != n:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{n}], but got {list(target.shape)}. Input "
+                           f"has shape {list(input.shape)}.")
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got {list(weight.shape)}")
+    _margin_dtypes("multi_margin_loss_cpu_kernel", input, target, weight)
+    t = target.reshape(-1)
     tn = t.numpy()
     if n and (tn.min() < 0 or tn.max() >= c):
         raise RuntimeError("target out of range")
@@ -232,10 +282,9 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         z = z * z
     if weight is not None:
         z = z * flow.gather(weight, 0, t).reshape(n, 1)
-    not_target = flow.tensor(_np.arange(c)[None, :] != tn[:, None], dtype=z.dtype)
-    loss = (z * not_target).sum(1) / c
-    if squeeze:
-        loss = loss.reshape(target.shape) if target.dim() == 0 else loss.reshape([])
+    not_target = flow.tensor(_np.arange(c)[None, :] != tn[:, None], dtype=z.dtype, device=z.device)
+    # torch's unreduced loss has the target's shape: (N,), or () for a 0-D target (of a single sample)
+    loss = ((z * not_target).sum(1) / c).reshape(target.shape)
     return _reduce(loss, reduction)
 
 
@@ -244,30 +293,28 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     the class indices of ``target`` before its first -1."""
     flow = _flow()
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    squeeze = input.dim() <= 1
-    x = input.reshape(1, -1) if squeeze else input
-    if x.dim() != 2:
-        raise RuntimeError(f"multilabel_margin_loss: Expected non-empty vector or matrix with optional 0-dim batch "
-                           f"size, but got: {list(input.shape)}")
+    x, unbatched = _margin_input_2d(input, "multilabel_margin_loss")
     n, c = x.shape
-    tn = target.numpy().reshape(n, c) if target.numel() == n * c else None
-    if tn is None:
+    if (target.dim() > 1 or target.numel() != c) if unbatched else tuple(target.shape) != (n, c):
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
+    _margin_dtypes("multilabel_margin_loss_forward_out_frame", input, target)
+    tn = target.numpy().reshape(n, c)
+    # as in torch, every entry must be a class or -1, even those after the first -1 (which ends the list)
+    if tn.size and (tn.min() < -1 or tn.max() >= c):
+        raise RuntimeError("argument #2 'target' is out of range")
     counts = _np.zeros((n, c))
     is_target = _np.zeros((n, c), dtype=bool)
     for i in range(n):
         for j in tn[i]:
             if j < 0:
                 break
-            if j >= c:
-                raise RuntimeError("argument #2 'target' is out of range")
             counts[i, j] += 1
             is_target[i, j] = True
     # z[n, j, k] = max(0, 1 - x[n, j] + x[n, k]), weighted by how often j is listed and by k not being a target.
     z = (x.unsqueeze(1) - x.unsqueeze(2) + 1).clamp_min(0)
-    w = flow.tensor(counts[:, :, None] * (~is_target)[:, None, :], dtype=z.dtype)
+    w = flow.tensor(counts[:, :, None] * (~is_target)[:, None, :], dtype=z.dtype, device=z.device)
     loss = (z * w).sum([1, 2]) / c
-    if squeeze:
+    if unbatched:
         loss = loss.reshape([])
     return _reduce(loss, reduction)
 

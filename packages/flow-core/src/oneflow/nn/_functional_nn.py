@@ -52,9 +52,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """Softmax of ``-input`` along ``dim``."""
     if dim is None:
         dim = _implicit_dim(input.dim())
-    if dtype is not None:
-        input = input.to(dtype)
-    return ops.softmax(ops.neg(input), dim, None)
+    # negated in the input's own dtype, as in torch: a bool input is refused, an unsigned one wraps around
+    return ops.softmax(ops.neg(input), dim, dtype)
 
 
 def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
@@ -64,6 +63,9 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
     flow = _flow()
+    if not logits.dtype.is_floating_point:  # torch's error, from sampling the noise in the logits' dtype
+        raise RuntimeError("Exponential distribution is a continuous probability distribution. dtype must be a "
+                           f"floating point but you specified {torch_dtype_name(logits.dtype)}")
     gumbels = ops.neg(ops.log(flow.empty_like(logits).exponential_()))
     y_soft = ops.softmax((logits + gumbels) / tau, dim, None)
     if not hard:
@@ -139,9 +141,12 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     x = ops.reshape(input, [1, N * C] + list(input.shape[2:]))
     w = None if weight is None else ops.reshape(ops.expand(ops.unsqueeze(weight, 0), [N, C]), [N * C])
     b = None if bias is None else ops.reshape(ops.expand(ops.unsqueeze(bias, 0), [N, C]), [N * C])
+    def per_instance(stat):  # the running statistic repeated for each of the N instances
+        return ops.clone(ops.reshape(ops.expand(ops.unsqueeze(stat, 0), [N, C]), [N * C]))
+
     with flow.no_grad():
-        rm = None if running_mean is None else ops.clone(ops.reshape(ops.expand(ops.unsqueeze(running_mean, 0), [N, C]), [N * C]))
-        rv = None if running_var is None else ops.clone(ops.reshape(ops.expand(ops.unsqueeze(running_var, 0), [N, C]), [N * C]))
+        rm = None if running_mean is None else per_instance(running_mean)
+        rv = None if running_var is None else per_instance(running_var)
     out = ops.native_batch_norm(x, w, b, rm, rv, True, momentum, eps)[0]
     with flow.no_grad():
         if running_mean is not None:
@@ -183,21 +188,40 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     return _feature_dropout(input, p, training, inplace, 3, "dropout1d")
 
 
+def _warn_channel_dims(nd, name, spatial, expected):
+    warnings.warn(f"{name}: Received a {nd}-D input to {name}, which is deprecated and will result in an error in a "
+                  "future release. To retain the behavior and silence this warning, please use dropout instead. "
+                  f"Note that {name} exists to provide channel-wise dropout on inputs with {spatial} spatial "
+                  f"dimensions, a channel dimension, and an optional batch dimension (i.e. {expected} inputs).",
+                  stacklevel=3)
+
+
+def _channel_dropout(input, p, training, inplace, batched):
+    """Channel-wise dropout of an (N, C, *) input, or of a (C, *) one when not ``batched``. As in PyTorch, an
+    input with no channel dim is only refused when a mask is needed: with ``p == 1`` it is zeroed."""
+    if input.dim() + (0 if batched else 1) < 2:
+        if not training or p == 0 or input.numel() == 0:
+            return input
+        if p != 1:
+            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+        return _maybe_inplace(input, input * 0, inplace)
+    return _maybe_inplace(input, ops.feature_dropout(input, p, training, batched), inplace)
+
+
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """Zeroes whole channels of (N, C, H, W) inputs (a 3-D input is treated as (N, C, L), like torch)."""
     _check_p(p)
     nd = input.dim()
     if nd not in (3, 4):
-        warnings.warn(f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated.", stacklevel=2)
-    if nd < 2:
-        raise RuntimeError(f"dropout2d: Expected 3D or 4D input, but received a {nd}D input")
+        _warn_channel_dims(nd, "dropout2d", 2, "3D or 4D")
     if nd == 3:
         warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
                       "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This "
                       "behavior will change in a future release to interpret the input as one without a batch "
                       "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
                       "switch to using dropout1d instead.", stacklevel=2)
-    return _maybe_inplace(input, ops.feature_dropout(input, p, training, True), inplace)
+    # every rank is taken as batched (N, C, *): PyTorch's historical rule for dropout2d
+    return _channel_dropout(input, p, training, inplace, True)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
@@ -205,10 +229,9 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     _check_p(p)
     nd = input.dim()
     if nd not in (4, 5):
-        warnings.warn(f"dropout3d: Received a {nd}-D input to dropout3d, which is deprecated.", stacklevel=2)
-    if nd < 2:
-        raise RuntimeError(f"dropout3d: Expected 4D or 5D input, but received a {nd}D input")
-    return _maybe_inplace(input, ops.feature_dropout(input, p, training, nd != 4), inplace)
+        _warn_channel_dims(nd, "dropout3d", 3, "4D or 5D")
+    # only a 5-D input is batched; any other rank gets one mask per entry of its first dim, as in PyTorch
+    return _channel_dropout(input, p, training, inplace, nd == 5)
 
 
 # ---- embedding ----------------------------------------------------------------------------------------
@@ -251,10 +274,37 @@ def _check_reduction(reduction):
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def _nll_target(input, target, weight):
+    """``target`` checked as torch's nll_loss checks it (the same exceptions, in the same order); a 1-element
+    target of a 1-D input comes back 0-D, as torch treats it as the class of that single sample."""
+    if input.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
+    if input.dim() == 1 and target.dim() == 1:
+        if target.shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}")
+        target = ops.reshape(target, [])
+    if input.dim() > 1 and (target.shape[0] if target.dim() else 0) != input.shape[0]:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                         f"({target.shape[0] if target.dim() else 0}).")
+    if input.dim() <= 2 and target.dim() > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if target.dtype not in (_C.int64, _C.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {torch_dtype_name(target.dtype)}")
+    if not input.dtype.is_floating_point:
+        kernel = "nll_loss_out_frame" if input.dim() <= 2 else "nll_loss2d_forward_out_frame"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{torch_dtype_name(input.dtype)}'")
+    # torch's kernel reads the class weights as the input's type and refuses any other
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {torch_dtype_name(input.dtype)} but found "
+                           f"{torch_dtype_name(weight.dtype)}")
+    return target
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood of log-probabilities ``input`` (N, C, ...) at class indices ``target``."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    target = _nll_target(input, target, weight)
     return ops.nll_loss(input, target, weight, reduction, ignore_index)
 
 
@@ -264,22 +314,27 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     (class probabilities), with optional label smoothing."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    if not 0.0 <= label_smoothing <= 1.0:
+    # torch bounds it above only: a negative (or NaN) value is accepted, and smooths nothing for class indices
+    if label_smoothing > 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    # as in torch, a target of the input's shape holds class probabilities
-    if tuple(target.shape) == tuple(input.shape) and not target.dtype.is_floating_point:
+    # as in torch, a target of the input's shape holds class probabilities; any other is checked as nll_loss's
+    probs = tuple(target.shape) == tuple(input.shape)
+    if probs and not target.dtype.is_floating_point:
         raise RuntimeError("Expected floating point type for target with class probabilities, got "
                            f"{torch_dtype_name(target.dtype)}")
     class_dim = 0 if input.dim() == 1 else 1
     logp = ops.log_softmax(input, class_dim, None)
-    if not target.dtype.is_floating_point:
+    if not probs:
+        target = _nll_target(logp, target, weight)
         if label_smoothing > 0.0:
             return ops._nll_loss_smoothed(logp, target, weight, reduction, ignore_index, float(label_smoothing))
         return ops.nll_loss(logp, target, weight, reduction, ignore_index)
-    if tuple(target.shape) != tuple(input.shape):
-        raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)} (class-probability "
-                           "targets must have the input's shape)")
+    if ignore_index >= 0:
+        raise RuntimeError("ignore_index is not supported for floating point target")
     n_classes = input.shape[class_dim]
+    if weight is not None and (weight.dim() != 1 or weight.numel() != n_classes):
+        raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {n_classes} classes or "
+                           f"no classes but got weight tensor of shape: {list(weight.shape)}")
     if label_smoothing > 0.0:
         target = ops.add(ops.mul(target, 1.0 - label_smoothing), label_smoothing / n_classes)
     prod = ops.mul(logp, target)
@@ -297,13 +352,24 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return ops.mul(total, 1.0 / n) if n else ops.mul(total, float("nan"))
 
 
-def _weighted(loss_none, weight, reduction):
+def _weighted(loss_none, weight, reduction, mean_by_weight=True):
+    """``loss_none * weight`` reduced; 'mean' divides by the total weight (mse/l1) or by the element count
+    (``mean_by_weight=False``: huber), as torch does for each."""
     out = ops.mul(loss_none, weight)
     if reduction == "none":
         return out
     if reduction == "sum":
         return ops.sum(out)
-    return ops.div(ops.sum(out), ops.sum(weight))
+    return ops.div(ops.sum(out), ops.sum(weight)) if mean_by_weight else out.mean()
+
+
+def _reduce_as(loss_none, dtype, reduction):
+    """``loss_none`` stored as ``dtype`` and then reduced: torch's kernels write some losses into a tensor of
+    one argument's dtype (not the promoted one) before reducing."""
+    loss = loss_none.to(dtype)
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.mean()
 
 
 def _check_weight(weight, input):
@@ -336,7 +402,19 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     _warn_size(input, target)
     if weight is not None:
         _check_weight(weight, input)
-        return _weighted(ops.l1_loss(input, target, "none"), weight, reduction)
+        return _weighted(_l1(input, target, "none"), weight, reduction)
+    return _l1(input, target, reduction)
+
+
+def _l1(input, target, reduction):
+    # torch's l1_loss is |input - target| reduced, so it also takes integer tensors ('mean' then fails as
+    # mean() does) and refuses bool ones as subtraction does; the fused op covers floating results
+    floating = _C.promote_types(input.dtype, target.dtype).is_floating_point
+    if not floating or _C.bool in (input.dtype, target.dtype):
+        loss = ops.abs(input - target)
+        if reduction == "none":
+            return loss
+        return loss.sum() if reduction == "sum" else loss.mean()
     return ops.l1_loss(input, target, reduction)
 
 
@@ -347,6 +425,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _warn_size(input, target)
+    if beta == 0:
+        return _l1(input, target, reduction)  # as in torch, which then takes integer inputs too
     return ops.smooth_l1_loss(input, target, reduction, float(beta))
 
 
@@ -358,7 +438,18 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _warn_size(input, target)
     if weight is not None:
         _check_weight(weight, input)
-        return _weighted(ops.huber_loss(input, target, "none", float(delta)), weight, reduction)
+        return _weighted(_huber(input, target, "none", delta), weight, reduction, mean_by_weight=False)
+    return _huber(input, target, reduction, delta)
+
+
+def _huber(input, target, reduction, delta):
+    # torch's kernel writes the loss in the input's dtype, whatever the target's
+    result = _C.promote_types(input.dtype, target.dtype)
+    if result != input.dtype and result.is_floating_point:
+        if not input.dtype.is_floating_point:
+            raise RuntimeError(f"result type {torch_dtype_name(result)} can't be cast to the desired output type "
+                               f"{torch_dtype_name(input.dtype)}")
+        return _reduce_as(ops.huber_loss(input, target, "none", float(delta)), input.dtype, reduction)
     return ops.huber_loss(input, target, reduction, float(delta))
 
 
@@ -372,6 +463,11 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if target.dtype != input.dtype:
         raise RuntimeError(f"Found dtype {torch_dtype_name(target.dtype)} but expected "
                            f"{torch_dtype_name(input.dtype)}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"binary_cross_entropy\" not implemented for '{torch_dtype_name(input.dtype)}'")
+    # torch scales the loss by the weight in place: the result keeps the input's dtype
+    if weight is not None and weight.dtype != input.dtype:
+        weight = weight.to(input.dtype)
     return ops.binary_cross_entropy(input, target, weight, reduction)
 
 
@@ -382,7 +478,27 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({list(target.shape)}) must be the same as input size ({list(input.shape)})")
+    _check_bce_logits_dtypes(input, target)
+    # torch builds the loss in place on ``1 - target``, so the result has the target's dtype whatever the
+    # input's, weight's and pos_weight's
+    dtypes = [t.dtype for t in (input, weight, pos_weight) if t is not None]
+    if any(_C.promote_types(d, target.dtype) != target.dtype for d in dtypes):
+        loss = ops.binary_cross_entropy_with_logits(input, target, weight, pos_weight, "none")
+        return _reduce_as(loss, target.dtype, reduction)
     return ops.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
+
+
+def _check_bce_logits_dtypes(input, target):
+    """torch's errors for non-floating arguments of binary_cross_entropy_with_logits, in its order."""
+    if target.dtype == _C.bool:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
+    result = _C.promote_types(input.dtype, target.dtype)
+    if not target.dtype.is_floating_point and result != target.dtype:
+        raise RuntimeError(f"result type {torch_dtype_name(result)} can't be cast to the desired output type "
+                           f"{torch_dtype_name(target.dtype)}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"log_sigmoid_cpu\" not implemented for '{torch_dtype_name(input.dtype)}'")
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
@@ -393,9 +509,12 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
                       stacklevel=2)
+    if not (input.dtype.is_floating_point and target.dtype.is_floating_point):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if reduction == "batchmean":
         total = ops.kl_div(input, target, "sum", log_target=log_target)
-        return ops.mul(total, 1.0 / input.shape[0]) if input.dim() != 0 else total
+        # an empty batch gives 0 / 0 = nan, as in torch
+        return total / input.shape[0] if input.dim() != 0 else total
     _check_reduction(reduction)
     return ops.kl_div(input, target, reduction, log_target=log_target)
 

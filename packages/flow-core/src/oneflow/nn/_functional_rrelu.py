@@ -1,5 +1,6 @@
 """``oneflow.nn.functional.rrelu``: leaky ReLU with a random negative slope while training."""
 from .. import _C
+from .._ops._names import reject_dtype
 
 ops = _C.ops
 
@@ -15,8 +16,9 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
         return ops.leaky_relu_(input, (lower + upper) / 2) if inplace else ops.leaky_relu(input, (lower + upper) / 2)
     import oneflow
 
+    reject_dtype("rrelu_with_noise_out_cpu", input, bool_ok=False, integral_ok=False)
     with oneflow.no_grad():
-        slope = oneflow.empty(*input.shape, dtype=input.dtype).uniform_(lower, upper)
+        slope = oneflow.empty_like(input).uniform_(lower, upper)  # the input's shape (0-D too) and device
         scale = oneflow.where(input <= 0, slope, oneflow.ones_like(slope))  # torch's branch: NaN gets slope 1
     out = ops.mul(input, scale)
     return input.copy_(out) if inplace else out

@@ -8,6 +8,8 @@ __all__ = ["PairwiseDistance", "CosineSimilarity"]
 class PairwiseDistance(Module):
     """p-norm of ``x1 - x2 + eps`` over the last dimension."""
 
+    __constants__ = ["norm", "eps", "keepdim"]
+
     def __init__(self, p=2.0, eps=1e-6, keepdim=False):
         super().__init__()
         self.norm, self.eps, self.keepdim = p, eps, keepdim
@@ -18,6 +20,8 @@ class PairwiseDistance(Module):
 
 class CosineSimilarity(Module):
     """Cosine similarity of ``x1`` and ``x2`` along ``dim``."""
+
+    __constants__ = ["dim", "eps"]
 
     def __init__(self, dim=1, eps=1e-8):
         super().__init__()

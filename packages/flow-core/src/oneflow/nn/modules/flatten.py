@@ -1,4 +1,6 @@
 """Flatten and Unflatten."""
+import operator
+
 from .module import Module
 
 __all__ = ["Flatten", "Unflatten"]
@@ -28,12 +30,8 @@ class Unflatten(Module):
 
     def __init__(self, dim, unflattened_size):
         super().__init__()
-        if isinstance(dim, int):
-            self._require_tuple_int(unflattened_size)
-        elif isinstance(dim, str):
-            raise TypeError("named dimensions are not supported: dim must be an int")
-        else:
-            raise TypeError("invalid argument type for dim parameter")
+        # like PyTorch, ``dim`` is only checked when the module runs
+        self._require_tuple_int(unflattened_size)
         self.dim = dim
         self.unflattened_size = unflattened_size
 
@@ -47,7 +45,9 @@ class Unflatten(Module):
         raise TypeError(f"unflattened_size must be a tuple of ints, but found type {type(input_size).__name__}")
 
     def forward(self, input):
-        return input.unflatten(self.dim, self.unflattened_size)
+        if isinstance(self.dim, bool) or not hasattr(self.dim, "__index__"):
+            raise TypeError(f"unflatten(): argument 'dim' (position 1) must be int, not {type(self.dim).__name__}")
+        return input.unflatten(operator.index(self.dim), self.unflattened_size)
 
     def extra_repr(self):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

@@ -13,6 +13,7 @@ from .container import ModuleList
 from .activation import GELU, ReLU
 from .dropout import Dropout
 from .linear import Linear, NonDynamicallyQuantizableLinear
+from ._layer_utils import _factory
 from .module import Module
 from .normalization import LayerNorm
 
@@ -210,7 +211,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         weights = F.dropout(weights, p=dropout_p)
     out = ops.bmm(weights, v)
     out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-    out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    # explicit sizes: a -1 cannot be inferred when the batch is empty
+    out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, out_proj_weight.shape[0])
     if not is_batched:
         out = out.squeeze(1)
     if not need_weights:
@@ -241,6 +243,8 @@ class MultiheadAttention(Module):
     ``forward(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
     average_attn_weights=True, is_causal=False)`` returns ``(attn_output, attn_weights or None)``."""
 
+    __constants__ = ["batch_first"]
+
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
                  kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
         if embed_dim <= 0 or num_heads <= 0:
@@ -258,24 +262,25 @@ class MultiheadAttention(Module):
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
+        kw = _factory(device, dtype)
         if not self._qkv_same_embed_dim:
-            self.q_proj_weight = Parameter(flow.empty(embed_dim, embed_dim, dtype=dtype))
-            self.k_proj_weight = Parameter(flow.empty(embed_dim, self.kdim, dtype=dtype))
-            self.v_proj_weight = Parameter(flow.empty(embed_dim, self.vdim, dtype=dtype))
+            self.q_proj_weight = Parameter(flow.empty(embed_dim, embed_dim, **kw))
+            self.k_proj_weight = Parameter(flow.empty(embed_dim, self.kdim, **kw))
+            self.v_proj_weight = Parameter(flow.empty(embed_dim, self.vdim, **kw))
             self.register_parameter("in_proj_weight", None)
         else:
-            self.in_proj_weight = Parameter(flow.empty(3 * embed_dim, embed_dim, dtype=dtype))
+            self.in_proj_weight = Parameter(flow.empty(3 * embed_dim, embed_dim, **kw))
             self.register_parameter("q_proj_weight", None)
             self.register_parameter("k_proj_weight", None)
             self.register_parameter("v_proj_weight", None)
         if bias:
-            self.in_proj_bias = Parameter(flow.empty(3 * embed_dim, dtype=dtype))
+            self.in_proj_bias = Parameter(flow.empty(3 * embed_dim, **kw))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
         if add_bias_kv:
-            self.bias_k = Parameter(flow.empty(1, 1, embed_dim, dtype=dtype))
-            self.bias_v = Parameter(flow.empty(1, 1, embed_dim, dtype=dtype))
+            self.bias_k = Parameter(flow.empty(1, 1, embed_dim, **kw))
+            self.bias_v = Parameter(flow.empty(1, 1, embed_dim, **kw))
         else:
             self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
@@ -331,6 +336,16 @@ def _get_activation_fn(activation):
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
 
 
+def _relu_or_gelu(activation):
+    """1 for ReLU, 2 for GELU, 0 otherwise: PyTorch's ``activation_relu_or_gelu`` attribute, which code reads
+    to know whether a layer is eligible for the fused inference kernels."""
+    if activation is F.relu or isinstance(activation, ReLU):
+        return 1
+    if activation is F.gelu or isinstance(activation, GELU):
+        return 2
+    return 0
+
+
 def _get_clones(module, n):
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
 
@@ -339,7 +354,7 @@ def _generate_square_subsequent_mask(sz, device=None, dtype=None):
     flow = _flow()
     if dtype is None:
         dtype = flow.get_default_dtype()
-    return flow.triu(flow.full((sz, sz), float("-inf"), dtype=dtype), diagonal=1)
+    return flow.triu(flow.full((sz, sz), float("-inf"), **_factory(device, dtype)), diagonal=1)
 
 
 def _get_seq_len(src, batch_first):
@@ -364,22 +379,31 @@ class TransformerEncoderLayer(Module):
     """Self-attention followed by a feed-forward block, each with residual, dropout and LayerNorm
     (post-norm by default, pre-norm with ``norm_first=True``)."""
 
+    __constants__ = ["norm_first"]
+
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
-                                            dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+        kw = dict(device=device, dtype=dtype)
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
         self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
+        self.activation_relu_or_gelu = _relu_or_gelu(activation)
         self.activation = activation
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        # layers pickled before ``activation`` was stored used ReLU
+        if not hasattr(self, "activation"):
+            self.activation = F.relu
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
@@ -408,20 +432,22 @@ class TransformerDecoderLayer(Module):
     """Self-attention, cross-attention over ``memory`` and a feed-forward block, each with residual, dropout
     and LayerNorm."""
 
+    __constants__ = ["norm_first"]
+
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias,
-                                            dtype=dtype)
+        kw = dict(device=device, dtype=dtype)
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **kw)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first,
-                                                 bias=bias, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+                                                 bias=bias, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
         self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.dropout3 = Dropout(dropout)
@@ -470,18 +496,19 @@ def _why_not_nested(layer):
         return "encoder_layer.self_attn._qkv_same_embed_dim was not True"
     if layer.self_attn.in_proj_bias is None:
         return "encoder_layer.self_attn was passed bias=False"
-    act = layer.activation
-    if not (act is F.relu or act is F.gelu or isinstance(act, (ReLU, GELU))):
+    if not getattr(layer, "activation_relu_or_gelu", 0):
         return "encoder_layer.activation_relu_or_gelu was not True"
     if layer.norm1.eps != layer.norm2.eps:
         return "encoder_layer.norm1.eps was not equal to encoder_layer.norm2.eps"
     if layer.self_attn.num_heads % 2 == 1:
-        return "num_head is odd"
+        return "encoder_layer.self_attn.num_heads is odd"
     return ""
 
 
 class TransformerEncoder(Module):
     """A stack of ``num_layers`` deep copies of ``encoder_layer``, optionally followed by ``norm``."""
+
+    __constants__ = ["norm"]
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
         super().__init__()
@@ -535,6 +562,8 @@ class TransformerEncoder(Module):
 class TransformerDecoder(Module):
     """A stack of ``num_layers`` deep copies of ``decoder_layer``, optionally followed by ``norm``."""
 
+    __constants__ = ["norm"]
+
     def __init__(self, decoder_layer, num_layers, norm=None):
         super().__init__()
         self.layers = _get_clones(decoder_layer, num_layers)
@@ -566,16 +595,16 @@ class Transformer(Module):
             self.encoder = custom_encoder
         else:
             layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
-                                            batch_first, norm_first, bias, dtype=dtype)
-            self.encoder = TransformerEncoder(layer, num_encoder_layers,
-                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+                                            batch_first, norm_first, bias, device=device, dtype=dtype)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
+            self.encoder = TransformerEncoder(layer, num_encoder_layers, norm)
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
             layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
-                                            batch_first, norm_first, bias, dtype=dtype)
-            self.decoder = TransformerDecoder(layer, num_decoder_layers,
-                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+                                            batch_first, norm_first, bias, device=device, dtype=dtype)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
+            self.decoder = TransformerDecoder(layer, num_decoder_layers, norm)
         self._reset_parameters()
         self.d_model = d_model
         self.nhead = nhead
