@@ -288,3 +288,22 @@ def test_errors_match_torch(name, args, kwargs, fragment):
     assert type(errors[0]) is type(errors[1]), errors
     for e in errors:
         assert fragment in str(e), (fragment, str(e))
+
+
+@pytest.mark.parametrize("s1,s2,dim", [((4, 5), (1, 5), 0), ((2, 1, 3), (4, 3), -1), ((3,), (2, 3), 1)])
+def test_cosine_similarity_takes_norms_after_broadcasting(s1, s2, dim):
+    a, b = np.random.default_rng(1).standard_normal(s1), np.random.default_rng(2).standard_normal(s2)
+    fa, fb = flow.tensor(a, requires_grad=True), flow.tensor(b, requires_grad=True)
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    f, t = flow.nn.functional.cosine_similarity(fa, fb, dim=dim), torch.nn.functional.cosine_similarity(ta, tb, dim=dim)
+    assert_close(f, t)
+    f.sum().backward()
+    t.sum().backward()
+    assert_close(fa.grad, ta.grad)
+    assert_close(fb.grad, tb.grad)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 2.0, float("inf")])
+def test_pairwise_distance_of_0d_inputs_is_the_p_norm(p):
+    assert_close(flow.nn.functional.pairwise_distance(flow.tensor(1.0), flow.tensor(3.0), p=p),
+                 torch.nn.functional.pairwise_distance(torch.tensor(1.0), torch.tensor(3.0), p=p))

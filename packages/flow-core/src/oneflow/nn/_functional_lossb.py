@@ -35,8 +35,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """p-norm of ``x1 - x2 + eps`` over the last dimension."""
     d = max(x1.dim(), x2.dim())
     diff = x1 - x2 + eps
-    if d == 0:
-        return diff.abs()
+    if d == 0:  # the norm of one value: |v| for p > 0, the count of non-zeros (0 or 1) for p = 0
+        return diff.norm(p)
     return diff.norm(p, d - 1, keepdim=keepdim)
 
 
@@ -56,6 +56,9 @@ def pdist(input, p=2):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """``sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps))`` along ``dim`` (inputs broadcast)."""
+    # broadcast first: the norms are taken over the common shape, as in PyTorch
+    shape = _flow().broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+    x1, x2 = x1.expand(shape), x2.expand(shape)
     n1 = x1.norm(2, dim, keepdim=True)
     n2 = x2.norm(2, dim, keepdim=True)
     # PyTorch clamps the norms under no_grad: the gradient flows as through the unclamped norm.
