@@ -311,6 +311,10 @@ void select_along_dim(const Tensor& full, const Tensor& red, const Tensor& indic
   for (int64_t d = dim + 1; d < nd; ++d) inner *= full.sizes()[d];
   FLOW_RUNTIME_CHECK(idx.numel() == red.numel(), "value_selecting_reduction_backward: indices of ", idx.numel(),
                      " elements for a reduced tensor of ", red.numel());
+  FLOW_RUNTIME_CHECK(idx.dtype() == DType::Int64, "value_selecting_reduction_backward: expected int64 indices, got ",
+                     dtype_name(idx.dtype()));
+  FLOW_RUNTIME_CHECK(red.numel() * n == full.numel(), "value_selecting_reduction_backward: a reduced tensor of ",
+                     red.numel(), " elements does not come from ", shape_str(full.sizes()), " reduced over dim ", dim);
   const int64_t* ix = idx.data<int64_t>();
   for (int64_t k = 0; k < idx.numel(); ++k)
     FLOW_INDEX_CHECK(ix[k] >= 0 && ix[k] < n, "value_selecting_reduction_backward: index ", ix[k],

@@ -315,6 +315,7 @@ FLOW_OP(slice_backward)
       AttrValue st = a.at(2), en = a.at(3);
       int64_t dim = a.i(1), step = a.i(4);
       FLOW_RUNTIME_CHECK(step > 0, "slice_backward: slice step must be positive, got ", step);
+      FLOW_INDEX_CHECK(!sizes.empty(), "slice_backward: slice() cannot be applied to a 0-dim tensor.");
       return {scatter_into_zeros(in[0], sizes, [&](const Tensor& z) {
         int64_t d = wrap_dim(dim, z.dim(), "slice_backward");
         int64_t size = z.sizes()[d];
@@ -508,6 +509,14 @@ FLOW_OP(as_strided_backward)
       Tensor gc = ops::contiguous(grad);
       const auto& s = a.ints(0);
       const auto& st = a.ints(1);
+      FLOW_RUNTIME_CHECK(s.size() == st.size(), "as_strided_backward: size ", shape_str(s), " and stride ",
+                         shape_str(st), " differ in length");
+      int64_t n_view = 1;
+      for (int64_t v : s)
+        FLOW_RUNTIME_CHECK(v >= 0 && !__builtin_mul_overflow(n_view, v, &n_view), "as_strided_backward: invalid size ",
+                           shape_str(s));
+      FLOW_RUNTIME_CHECK(n_view == grad.numel(), "as_strided_backward: grad of ", grad.numel(),
+                         " elements for a view of size ", shape_str(s));
       int64_t rel = a.i(2) - inp.offset();
       dispatch_floating(grad.dtype(), "as_strided_backward", [&](auto tag) {
         using T = typename decltype(tag)::type;
