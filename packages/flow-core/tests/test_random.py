@@ -452,3 +452,16 @@ def test_multinomial_errors_match_torch():
         with pytest.raises(RuntimeError) as got:
             case(flow)
         assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("name,err,msg", [
+    ("exponential_", RuntimeError, "Exponential distribution is a continuous probability distribution. dtype must "
+                                    "be a floating point but you specified Long"),
+    ("normal_", NotImplementedError, "\"normal_kernel_cpu\" not implemented for 'Long'"),
+    ("uniform_", NotImplementedError, "\"check_uniform_bounds\" not implemented for 'Long'"),
+])
+def test_continuous_fills_refuse_integer_tensors_like_torch(name, err, msg):
+    for lib in (flow, torch):
+        with pytest.raises(err) as e:
+            getattr(lib.ones(3, dtype=lib.int64), name)()
+        assert msg in str(e.value)

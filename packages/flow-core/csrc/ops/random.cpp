@@ -46,11 +46,11 @@ TensorList zero_grad(BackwardCtx& c, const TensorList& g) {
 }
 
 void uniform_kernel(const Tensor& out, double from, double to, Generator& gen) {
+  if (!is_floating(out.dtype())) fail_not_implemented("check_uniform_bounds", out.dtype());  // PyTorch's names
   FLOW_RUNTIME_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
                      " > to=", to);
   fill_contiguous(out, [&](const Tensor& o) {
     const int64_t n = o.numel();
-    FLOW_CHECK(is_floating(o.dtype()), NotImplemented, "\"uniform_\" not implemented for '", dtype_name(o.dtype()), "'");
     dispatch_floating(o.dtype(), "uniform_", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* p = o.data<T>();
@@ -79,10 +79,10 @@ void uniform_kernel(const Tensor& out, double from, double to, Generator& gen) {
 
 // Box-Muller: each pair of uniforms gives two normals.
 void normal_kernel(const Tensor& out, double mean, double std, Generator& gen) {
+  if (!is_floating(out.dtype())) fail_not_implemented("normal_kernel_cpu", out.dtype());
   FLOW_RUNTIME_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
   fill_contiguous(out, [&](const Tensor& o) {
     const int64_t n = o.numel();
-    FLOW_CHECK(is_floating(o.dtype()), NotImplemented, "\"normal_\" not implemented for '", dtype_name(o.dtype()), "'");
     dispatch_floating(o.dtype(), "normal_", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* p = o.data<T>();
@@ -126,10 +126,11 @@ void normal_kernel(const Tensor& out, double mean, double std, Generator& gen) {
 }
 
 void exponential_kernel(const Tensor& out, double lambd, Generator& gen) {
+  FLOW_RUNTIME_CHECK(is_floating(out.dtype()), "Exponential distribution is a continuous probability distribution. "
+                     "dtype must be a floating point but you specified ", torch_type_name(out.dtype()));
   FLOW_RUNTIME_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
   fill_contiguous(out, [&](const Tensor& o) {
     const int64_t n = o.numel();
-    FLOW_CHECK(is_floating(o.dtype()), NotImplemented, "\"exponential_\" not implemented for '", dtype_name(o.dtype()), "'");
     dispatch_floating(o.dtype(), "exponential_", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* p = o.data<T>();

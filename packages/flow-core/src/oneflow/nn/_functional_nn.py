@@ -63,9 +63,7 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
     flow = _flow()
-    if not logits.dtype.is_floating_point:  # torch's error, from sampling the noise in the logits' dtype
-        raise RuntimeError("Exponential distribution is a continuous probability distribution. dtype must be a "
-                           f"floating point but you specified {torch_dtype_name(logits.dtype)}")
+    # the noise is sampled in the logits' dtype: integer logits raise exponential_'s error, as in PyTorch
     gumbels = ops.neg(ops.log(flow.empty_like(logits).exponential_()))
     y_soft = ops.softmax((logits + gumbels) / tau, dim, None)
     if not hard:
