@@ -464,3 +464,14 @@ def test_searchsorted_is_a_binary_search_matching_torch():
         np.testing.assert_array_equal(got, want)
     w = flow.rand(100_000) + 0.01  # multinomial's inverse CDF goes through it too
     assert tuple(flow.multinomial(w, 100_000, replacement=True).shape) == (100_000,)
+
+
+def test_device_as_a_context_manager():
+    # PyTorch's `with torch.device(d):` default-device scope; CPU, the only device here, works and returns
+    # the device, others raise the build's device error on entry
+    with flow.device("cpu") as d:
+        assert d == flow.device("cpu")
+        assert flow.ones(2).device == flow.device("cpu") and flow.get_default_device() == flow.device("cpu")
+    with pytest.raises(RuntimeError, match="without CUDA support"):
+        with flow.device("cuda"):
+            pass

@@ -70,3 +70,18 @@ def set_default_device(device):
 def get_default_device():
     """The device factory functions allocate on: ``device(type='cpu')`` in this build."""
     return _C.device("cpu")
+
+
+def _device_enter(self):
+    # ``with oneflow.device(d):`` makes d the factory functions' default, as in PyTorch; CPU is the only
+    # device of this build, so entering validates d (raising the build's device error for others)
+    set_default_device(self)
+    return self
+
+
+def _device_exit(self, *exc):
+    return False
+
+
+_C.device.__enter__ = _device_enter
+_C.device.__exit__ = _device_exit
