@@ -40,6 +40,13 @@ ops = flow._C.ops
     (lambda: ops.as_strided_backward(flow.ones(4, dtype=flow.float16), flow.ones(0), [1, 3, -3], [1, 1, 1], 0),
      RuntimeError, "invalid size"),
     (lambda: ops.as_strided_backward(flow.ones(4), flow.ones(8), [3], [1], 0), RuntimeError, "grad of 4 elements"),
+    (lambda: ops.split_backward([flow.ones(0, dtype=flow.int32)], [], [5], -1), RuntimeError, "at least one dim"),
+    (lambda: ops.native_group_norm_backward(flow.ones(3, dtype=flow.float64), flow.ones(2, 0, 3), flow.ones(2, 0, 3),
+                                            flow.ones(0), flow.ones(2, 0, 2), 1 << 40), RuntimeError, "does not match"),
+    (lambda: ops.native_group_norm_backward(flow.ones(2, 4, 3), flow.ones(2, 4, 3), flow.ones(1), flow.ones(1),
+                                            None, 2), RuntimeError, "expected 4 mean and rstd values"),
+    (lambda: ops.native_layer_norm_backward(flow.ones(5), flow.ones(2, 3), flow.ones(2, 1), flow.ones(2, 1), None,
+                                            [3]), RuntimeError, "does not match input"),
     # strided regions and views outside their storage
     (lambda: ops.view_scatter(flow.zeros(0, 2, 3), flow.ones(3), [1], [], 5), RuntimeError, "differ in length"),
     (lambda: ops.view_scatter(flow.zeros(0, 2, 3), flow.ones(1), [1], [1], 0), IndexError, "out of bounds"),

@@ -461,6 +461,11 @@ void rows_fwd_kernel(const TensorList& in, const TensorList& out, const RowGeom&
 
 // inputs: grad, input, mean, rstd, weight?
 void rows_bwd_kernel(const TensorList& in, const TensorList& out, const RowGeom& g, int64_t P, const char* op) {
+  // reachable as ops with any arguments: the kernel reads grad like the input and one mean/rstd per row
+  FLOW_RUNTIME_CHECK(in[0].sizes() == in[1].sizes(), op, ": grad_out ", shape_str(in[0].sizes()),
+                     " does not match input ", shape_str(in[1].sizes()));
+  FLOW_RUNTIME_CHECK(in[2].numel() == g.M && in[3].numel() == g.M, op, ": expected ", g.M,
+                     " mean and rstd values, got ", in[2].numel(), " and ", in[3].numel());
   DType d = out[0].dtype(), sd = stat_dtype(d);
   Tensor gr = contig_as(in[0], d), x = contig_as(in[1], d);
   Tensor mean = contig_as(in[2], sd), rstd = contig_as(in[3], sd);
@@ -575,6 +580,7 @@ FLOW_OP(native_layer_norm_backward)
     .schema("native_layer_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, int[] normalized_shape) -> (Tensor, Tensor, Tensor)")
     .traits(kNormalization | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
+      layer_geom(in[1], a.ints(0), in[4], Tensor());  // validates normalized_shape against the input
       Shape ps(a.ints(0).begin(), a.ints(0).end());
       DType d = in[1].dtype();
       return std::vector<TensorMeta>{{in[1].sizes(), d, in[1].device()}, {ps, d, in[1].device()},
@@ -613,7 +619,8 @@ FLOW_OP(native_group_norm)
 FLOW_OP(native_group_norm_backward)
     .schema("native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, int group) -> (Tensor, Tensor, Tensor)")
     .traits(kNormalization | kBackwardHelper)
-    .meta([](const TensorList& in, const Attrs&) {
+    .meta([](const TensorList& in, const Attrs& a) {
+      group_geom(in[1], a.i(0), in[4], Tensor());  // validates the input's rank and the group count
       DType d = in[1].dtype();
       return std::vector<TensorMeta>{{in[1].sizes(), d, in[1].device()}, {{in[1].size(1)}, d, in[1].device()},
                                      {{in[1].size(1)}, d, in[1].device()}};

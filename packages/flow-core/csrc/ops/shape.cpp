@@ -115,6 +115,7 @@ TensorMeta split_backward_meta(const TensorList& in, const Attrs& a) {
   FLOW_RUNTIME_CHECK(in.size() == lens.size(), "split_backward: got ", in.size(), " gradients for ", lens.size(),
                      " pieces");
   int64_t nd = static_cast<int64_t>(sizes.size());
+  FLOW_RUNTIME_CHECK(nd > 0, "split_backward: expected the sizes of an input of at least one dim");
   int64_t dim = wrap_dim(a.i(2), nd, "split_backward");
   int64_t total = 0;
   for (int64_t l : lens) {
