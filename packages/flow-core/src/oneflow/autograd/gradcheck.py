@@ -18,8 +18,8 @@ def _tensors(x):
 
 
 def _outputs(func, inputs):
-    out = func(*inputs)
-    return _tensors(out)
+    """The floating-point tensor outputs of ``func``: integer and bool outputs have no gradient to check."""
+    return [o for o in _tensors(func(*inputs)) if o.dtype.is_floating_point]
 
 
 def _numerical(func, inputs, wrt, eps):
@@ -54,6 +54,9 @@ def _analytical(func, inputs, wrt):
     jac = []
     for o in outs:
         rows = np.zeros((x.numel(), o.numel()))
+        if not o.requires_grad:  # constant as far as autograd knows: the numerical side must agree
+            jac.append(rows)
+            continue
         for j in range(o.numel()):
             g = flow.zeros_like(o).reshape(-1)
             g[j] = 1
@@ -71,8 +74,10 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     """Checks the gradients of ``func`` at ``inputs`` against central finite differences (step ``eps``; the
     flags for torch's batched, forward-mode and fast checks are accepted and not used):
     ``|analytical - numerical| <= atol + rtol * |numerical|`` for every Jacobian entry of every output w.r.t.
-    every input that requires grad. Returns True, or raises :class:`GradcheckError` (False with
-    ``raise_exception=False``). Use float64 inputs: float32 differences are too coarse for these tolerances."""
+    every input that requires grad. A second backward must reproduce the analytical Jacobian within
+    ``nondet_tol``; outputs that do not require grad must not vary. Returns True, or raises
+    :class:`GradcheckError` (False with ``raise_exception=False``). Use float64 inputs: float32 differences are
+    too coarse for these tolerances."""
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
     for i, t in enumerate(inputs):
         if isinstance(t, _C.TensorBase) and t.requires_grad and t.dtype != _C.float64:
@@ -80,18 +85,37 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                           "will likely fail if all the inputs are not of double precision floating point. ")
     wrt = [i for i, t in enumerate(inputs) if isinstance(t, _C.TensorBase) and t.requires_grad]
     if not wrt:
-        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of the them "
-                         "have requires_grad=True.")
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them have "
+                         "requires_grad=True.")
     for i in wrt:
-        analytical = _analytical(func, inputs, i)
         numerical = _numerical(func, inputs, i, eps)
-        for k, (a, n) in enumerate(zip(analytical, numerical)):
-            if not np.allclose(a, n, rtol=rtol, atol=atol):
-                if not raise_exception:
-                    return False
-                raise GradcheckError(f"Jacobian mismatch for output {k} with respect to input {i},\n"
-                                     f"numerical:{n}\nanalytical:{a}\n")
+        analytical = _analytical(func, inputs, i)
+        error = _jacobian_error(func, inputs, i, numerical, analytical, atol, rtol, nondet_tol)
+        if error is not None:
+            if not raise_exception:
+                return False
+            raise GradcheckError(error)
     return True
+
+
+def _jacobian_error(func, inputs, wrt, numerical, analytical, atol, rtol, nondet_tol):
+    """What is wrong with input ``wrt``'s Jacobians (None when they pass), in PyTorch's order: outputs that do
+    not require grad but vary, a mismatch with the finite differences, then a backward that is not reentrant
+    (a second run differing by more than ``nondet_tol``)."""
+    outs = _outputs(func, inputs)
+    for k, (o, n) in enumerate(zip(outs, numerical)):
+        if not o.requires_grad and not np.allclose(n, 0.0, rtol=rtol, atol=atol):
+            return "Numerical gradient for function expected to be zero"
+    for k, (a, n) in enumerate(zip(analytical, numerical)):
+        if not np.allclose(a, n, rtol=rtol, atol=atol):
+            return f"Jacobian mismatch for output {k} with respect to input {wrt},\nnumerical:{n}\nanalytical:{a}\n"
+    again = _analytical(func, inputs, wrt)
+    for a, b in zip(analytical, again):
+        if a.size and np.max(np.abs(a - b)) > nondet_tol:
+            return ("Backward is not reentrant, i.e., running backward with same input and grad_output multiple "
+                    "times gives different values, although analytical gradient matches numerical gradient. The "
+                    f"tolerance for nondeterminism was {nondet_tol}.")
+    return None
 
 
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,

@@ -5,9 +5,46 @@ import threading
 
 from .. import _C
 
-__all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks"]
+__all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "Node", "increment_version"]
 
 _state = threading.local()
+
+Node = _C.Node  # the class of every ``grad_fn`` (PyTorch's abstract ``torch.autograd.graph.Node``)
+
+
+def _handle_enter(handle):
+    return handle
+
+
+def _handle_exit(handle, *exc):
+    handle.remove()
+    return False
+
+
+# hook handles remove their hook when a ``with`` block ends, as PyTorch's RemovableHandle
+_C._HookHandle.__enter__ = _handle_enter
+_C._HookHandle.__exit__ = _handle_exit
+
+
+def increment_version(tensor):
+    """Bumps the version counter of ``tensor`` (or of each tensor in an iterable), as an in-place change does,
+    for code that modified the data behind autograd's back: saved copies of it then fail their version check."""
+    tensors = (tensor,) if isinstance(tensor, _C.TensorBase) else tensor
+    for t in tensors:
+        t._bump_version()
+
+
+def _packing_without_grad(pack_hook):
+    """``pack_hook`` run with grad mode off, as PyTorch runs it (what it computes is not recorded)."""
+    def pack(t):
+        prev = _C.is_grad_enabled()
+        _C._set_grad_enabled(False)
+        try:
+            return pack_hook(t)
+        finally:
+            _C._set_grad_enabled(prev)
+
+    return pack
 
 
 def _depth():
@@ -20,7 +57,7 @@ class saved_tensors_hooks:
     only its result is kept; backward gets the tensor back from ``unpack_hook(packed)``.
 
     Args:
-        pack_hook (Callable[[Tensor], Any]): called with each tensor as it is saved.
+        pack_hook (Callable[[Tensor], Any]): called with each tensor as it is saved (with grad mode off).
         unpack_hook (Callable[[Any], Tensor]): called with what ``pack_hook`` returned when backward needs the
             tensor; must return a tensor with the same content.
 
@@ -44,7 +81,7 @@ class saved_tensors_hooks:
         msg = getattr(_state, "disabled", None)
         if msg is not None:
             raise RuntimeError(msg)
-        _C._push_saved_tensors_hooks(self.pack_hook, self.unpack_hook)
+        _C._push_saved_tensors_hooks(_packing_without_grad(self.pack_hook), self.unpack_hook)
         _state.depth = _depth() + 1
         return self
 
