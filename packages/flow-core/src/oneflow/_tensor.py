@@ -1,5 +1,6 @@
 """``oneflow.Tensor``: the Python half of the tensor (the C++ half is ``_C.TensorBase``)."""
 import builtins
+import weakref
 
 import numpy as np
 
@@ -206,13 +207,29 @@ class Tensor(_C.TensorBase):
         autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def register_hook(self, hook):
-        """Registers ``hook(grad) -> Tensor or None`` to run when this tensor's gradient is computed."""
-        return _C._register_hook(self, hook)
+        r"""Registers a backward hook, called with the gradient of this tensor each time it is computed.
+
+        The hook has the signature ``hook(grad) -> Tensor or None``: a tensor it returns replaces the gradient
+        (with the same size and dtype); None keeps it. Hooks run in registration order, each on the previous
+        one's result. On a leaf they run before the gradient is accumulated into ``.grad``.
+
+        Returns:
+            a handle whose ``remove()`` removes the hook (also a context manager that removes it on exit).
+        """
+        return _C._register_hook(self, _checked_tensor_hook(hook))
 
     def register_post_accumulate_grad_hook(self, hook):
-        """Registers ``hook(tensor) -> None`` on a leaf, run during ``backward`` once its ``.grad`` holds the
-        accumulated gradient (e.g. to step an optimizer per parameter); not run by ``autograd.grad``."""
-        return _C._register_post_accumulate_grad_hook(self, hook)
+        r"""Registers ``hook(tensor) -> None`` on a leaf, run during ``backward`` once its ``.grad`` holds the
+        accumulated gradient (e.g. to step an optimizer per parameter); not run by ``autograd.grad``.
+
+        Returns:
+            a handle whose ``remove()`` removes the hook.
+        """
+        checked = _checked_post_accumulate_hook(hook)
+        handle = _C._register_post_accumulate_grad_hook(self, checked)
+        hooks = _python_post_accumulate_hooks(self, create=True)
+        hooks.append(checked)
+        return _PostAccumulateHandle(handle, hooks, checked)
 
     # ---- dtype/device conversion --------------------------------------------------------------------
     def to(self, *args, **kwargs):
@@ -382,6 +399,73 @@ class Tensor(_C.TensorBase):
     @classmethod
     def __flow_function__(cls):
         return None
+
+
+def _hook_name(hook):
+    return getattr(hook, "__name__", type(hook).__name__)
+
+
+def _checked_tensor_hook(hook):
+    """``hook`` with PyTorch's checks on what it returns: a tensor (or None) of the gradient's size and dtype."""
+    def checked(grad):
+        r = hook(grad)
+        if r is None:
+            return None
+        if not isinstance(r, _C.TensorBase):
+            raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+        if r.shape != grad.shape:
+            raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
+        if r.dtype != grad.dtype:
+            raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the type of value (was {grad.dtype} got "
+                               f"{r.dtype})")
+        return r
+
+    return checked
+
+
+def _checked_post_accumulate_hook(hook):
+    def checked(tensor):
+        r = hook(tensor)
+        if r is not None and not isinstance(r, _C.TensorBase):  # PyTorch's TypeError; a tensor: RuntimeError
+            raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+        return r
+
+    return checked
+
+
+# The post-accumulate-grad hooks of each live tensor, by id: ``backward(inputs=...)`` accumulates in Python, out
+# of the engine's reach, and runs these itself. An entry goes with its tensor.
+_post_accumulate_hooks = {}
+
+
+def _python_post_accumulate_hooks(tensor, create=False):
+    hooks = _post_accumulate_hooks.get(id(tensor))
+    if hooks is None:
+        if not create:
+            return ()
+        hooks = _post_accumulate_hooks[id(tensor)] = []
+        weakref.finalize(tensor, _post_accumulate_hooks.pop, id(tensor), None)
+    return hooks
+
+
+class _PostAccumulateHandle:
+    """Removes a post-accumulate-grad hook from the engine and from the tensor's Python-side list (usable as a
+    context manager that removes it on exit)."""
+
+    def __init__(self, handle, hooks, hook):
+        self._handle, self._hooks, self._hook = handle, hooks, hook
+
+    def remove(self):
+        self._handle.remove()
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
 
 
 _TYPE_NAMES = {
