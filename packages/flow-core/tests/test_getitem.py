@@ -107,8 +107,8 @@ def test_getitem_errors():
         x[flow.tensor([True, False, True])]
     with pytest.raises(IndexError, match="shape mismatch: indexing tensors could not be broadcast together"):
         x[[0, 1], [0, 1, 2]]
-    with pytest.raises(IndexError, match="an index can only have a single ellipsis"):
-        x[..., 0, ...]
+    # PyTorch (unlike NumPy) accepts several ellipses; see test_index_view_parity.py
+    assert x[..., 0, ...].shape == torch.zeros(2, 3, 4, 5)[..., 0, ...].shape
 
 
 SET_CASES = [

@@ -14,7 +14,7 @@ from ._ops._names import torch_dtype_name
 from ._ops.dtype_info import finfo
 from ._ops.creation import _finish
 from ._ops.linalg import _linalg_call
-from ._ops.reduce import vector_norm
+from ._ops.reduce import _check_norm_dtype, vector_norm
 from .autograd.function import Function as _Function
 from .amp._policy import autocast_policy
 
@@ -124,22 +124,24 @@ def _pinv_grad(g, P, A):
 
 class _Pinv(_Function):
     """The pseudo-inverse, with the singular values and rank of the one decomposition behind it (not
-    differentiable), so that lstsq needs no second SVD."""
+    differentiable), so that lstsq needs no second SVD. With ``hermitian`` the forward reads only A's lower
+    triangle, but the gradient is still the general formula at A itself, as torch's (whose backward ignores
+    ``hermitian``): both triangles of A get gradient."""
 
     @staticmethod
-    def forward(ctx, A, atol, rtol):
-        P, S, rank = _pinv_parts(A.detach(), atol, rtol)
+    def forward(ctx, A, atol, rtol, hermitian=False):
+        P, S, rank = _pinv_parts(_lower_symmetric(A.detach()) if hermitian else A.detach(), atol, rtol)
         ctx.mark_non_differentiable(S, rank)
         ctx.save_for_backward(A, P)
-        ctx.tolerances = (atol, rtol)
+        ctx.options = (atol, rtol, hermitian)
         return P, S, rank
 
     @staticmethod
     def backward(ctx, g, _g_singular_values, _g_rank):
         A, P = ctx.saved_tensors
-        if _C.is_grad_enabled():  # double backward: the formula must see P as a function of A
-            P = _pinv_parts(A, *ctx.tolerances)[0]
-        return _pinv_grad(g, P, A), None, None
+        if _C.is_grad_enabled():  # double backward: the formula must see P as a function of A, with this
+            P = _Pinv.apply(A, *ctx.options)[0]  # same derivative (torch's, for hermitian too)
+        return _pinv_grad(g, P, A), None, None, None
 
 
 def _lower_symmetric(A):
@@ -156,7 +158,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
         shape = ", ".join(map(str, A.shape))
         raise RuntimeError(f"linalg.pinv({torch_dtype_name(A.dtype)}{{[{shape}]}}): expected a tensor with 2 or more "
                            "dimensions of float, double, cfloat or cdouble types")
-    return _finish(_Pinv.apply(_lower_symmetric(A) if hermitian else A, atol, rtol)[0], False, out)
+    return _finish(_Pinv.apply(A, atol, rtol, hermitian)[0], False, out)
 
 
 @autocast_policy("fp32")
@@ -186,6 +188,9 @@ def lstsq(A, B, rcond=None, *, driver=None):
         raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
     if A.dim() < 2:
         raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if not 0 <= A.dim() - B.dim() <= 1:  # batch dims broadcast, but B may not have more of them
+        raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
+                           "(input.dim() - other.dim()) <= 1")
     vector = B.dim() == A.dim() - 1
     Bm = B.unsqueeze(-1) if vector else B
     if Bm.dim() < 2 or Bm.shape[-2] != A.shape[-2]:
@@ -210,11 +215,12 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 
 def _matrix_dims(A, dim):
+    if isinstance(dim, builtins.int):  # torch's parser has no overload with an int dim
+        raise TypeError("linalg_matrix_norm(): argument 'dim' must be tuple of ints, not int")
     if A.dim() < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
-    if isinstance(dim, builtins.int) or len(dim) != 2:
-        got = dim if isinstance(dim, builtins.int) else " ".join(map(str, dim))
-        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {got}")
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
     nd = A.dim()
     for d in dim:
         if not -nd <= d < nd:
@@ -226,9 +232,10 @@ def _matrix_dims(A, dim):
 
 
 def _to_norm_dtype(A, dtype, fn="matrix_norm"):
-    if A.dtype.itemsize > dtype.itemsize or not dtype.is_floating_point:
+    if not dtype.is_floating_point:
         raise RuntimeError(f"linalg.{fn}: the dtype of the input ({torch_dtype_name(A.dtype)}) should be "
                            f"convertible without narrowing to the specified dtype ({torch_dtype_name(dtype)})")
+    _check_norm_dtype(A, dtype, fn)
     return A.to(dtype)
 
 
@@ -289,11 +296,11 @@ def _norm(A, ord, dim, keepdim, dtype):
         dims = (dim,) if isinstance(dim, builtins.int) else tuple(dim)
         if len(dims) not in (1, 2):
             raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dims)}")
-        if len(dims) == 1:
+        if len(dims) == 1 or ord is None:  # no ord: the 2-norm of the elements in dim, as torch (vector_norm)
             if isinstance(ord, str):
                 raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dims[0]}")
             return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)
-        return _matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype)
+        return _matrix_norm(A, ord, dims, keepdim, dtype)
     if ord is None:
         return vector_norm(A, 2, None, keepdim, dtype=dtype)
     if A.dim() not in (1, 2):
@@ -309,10 +316,30 @@ def cross(input, other, *, dim=-1):
     return _cross(input, other, dim=dim)
 
 
-def multi_dot(tensors):
-    """The product of a chain of matrices (the first may be 1-D, a row vector; the last 1-D, a column)."""
+def _multi_dot_check(tensors):
+    """torch's argument checks: 2-D matrices, except that the first and last may be 1-D; one dtype."""
     if len(tensors) < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    last = len(tensors) - 1
+    for i, t in enumerate(tensors):
+        if i in (0, last) and t.dim() not in (1, 2):
+            which = "first" if i == 0 else "last"
+            raise RuntimeError(f"multi_dot(): the {which} tensor must be 1D or 2D but got {t.dim()}D")
+        if 0 < i < last and t.dim() != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.dim()}D")
+        if t.dtype != tensors[0].dtype:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{torch_dtype_name(tensors[0].dtype).lower()} and tensor {i} "
+                               f"{torch_dtype_name(t.dtype).lower()}")
+
+
+def multi_dot(tensors, *, out=None):
+    """The product of a chain of matrices (the first may be 1-D, a row vector; the last 1-D, a column)."""
+    _multi_dot_check(tensors)
+    return _finish(_multi_dot(tensors), False, out)
+
+
+def _multi_dot(tensors):
     first_1d, last_1d = tensors[0].dim() == 1, tensors[-1].dim() == 1
     ts = list(tensors)
     if first_1d:
@@ -329,9 +356,20 @@ def multi_dot(tensors):
     return out
 
 
+def vecdot(x, y, *, dim=-1, out=None):
+    """The dot product of ``x`` and ``y`` along ``dim`` (broadcasting the other dims): floating point inputs
+    of one dtype, as torch requires."""
+    return _finish(_vecdot(x, y, dim), False, out)  # out stays outside autocast, which would cast it
+
+
 @autocast_policy("lower")
-def vecdot(x, y, *, dim=-1):
-    """The dot product of ``x`` and ``y`` along ``dim`` (broadcasting the other dims)."""
+def _vecdot(x, y, dim):
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+                           f"{torch_dtype_name(x.dtype)}")
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+                           f"{torch_dtype_name(x.dtype)} and y of type {torch_dtype_name(y.dtype)} instead")
     return (x * y).sum(dim)
 
 

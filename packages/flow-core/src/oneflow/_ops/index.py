@@ -5,6 +5,8 @@ import collections
 import numpy as np
 
 from .. import _C
+from ._names import torch_dtype_name
+from .indexing import put_value
 
 ops = _C.ops
 _TensorBase = _C.TensorBase
@@ -121,12 +123,26 @@ def msort(input):
 
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The ``k`` largest (or smallest) elements along ``dim``: ``(values, indices)``."""
+    if input.dtype == _C.bool and input.device.type == "cpu":  # PyTorch's CPU kernel refuses bool
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     v, i = ops.topk(input, k, dim, largest, sorted, out=out)
     return topk_return(v, i)
 
 
+def _check_unique_dim(input, dim):
+    """PyTorch's checks for ``unique(dim=...)`` that the registry op lacks: a 0-dim tensor has no dim, and a
+    zero-size tensor can only be split along a zero-size dim (other slices would all be empty, and equal)."""
+    if dim is None:
+        return
+    if input.dim() == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if input.numel() == 0 and -input.dim() <= dim < input.dim() and input.shape[dim] != 0:
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+
+
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """Unique elements (or slices along ``dim``), sorted; optionally the inverse indices and the counts."""
+    _check_unique_dim(input, dim)
     v, inv, cnt = ops.unique(input, sorted, return_inverse, return_counts, dim)
     if not return_inverse and not return_counts:
         return v
@@ -140,6 +156,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """Collapses runs of equal consecutive elements (or slices along ``dim``)."""
+    _check_unique_dim(input, dim)
     v, inv, cnt = ops.unique_consecutive(input, return_inverse, return_counts, dim)
     if not return_inverse and not return_counts:
         return v
@@ -251,19 +268,53 @@ def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
 
 
 def index_put(input, indices, values, accumulate=False):
-    """A copy of ``input`` with ``values`` written at the advanced ``indices`` (a tuple of tensors/None)."""
-    return ops.index_put(input, values, list(indices), accumulate)
+    r"""A copy of ``input`` with ``values`` written at the advanced ``indices``; see :meth:`index_put_`."""
+    indices = list(indices)
+    return ops.index_put(input, put_value(input, indices, values, accumulate), indices, accumulate)
 
 
 def index_put_(input, indices, values, accumulate=False):
-    """In-place ``index_put``."""
-    return ops.index_put_(input, values, list(indices), accumulate)
+    r"""Writes ``values`` into ``input`` at the advanced ``indices`` (``input[indices] = values``).
+
+    Args:
+        indices (tuple of Tensor): integer or bool index tensors, one per leading dim (None keeps a dim).
+        values (Tensor): broadcast to the indexing result; must have ``input``'s dtype, except that a
+            one-element value written through a single bool mask is cast (PyTorch's ``masked_fill`` path).
+        accumulate (bool): add into the existing values (duplicate indices add up) instead of writing.
+            Default: ``False``.
+    """
+    indices = list(indices)
+    return ops.index_put_(input, put_value(input, indices, values, accumulate), indices, accumulate)
+
+
+def _check_take_along_dim(input, indices, dim):
+    """PyTorch's checks of ``take_along_dim`` with a ``dim``, made before any broadcasting."""
+    nd = input.dim()
+    if nd == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if not -nd <= dim < nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})")
+    if indices.dtype != _C.int64:
+        raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{torch_dtype_name(indices.dtype)}")
+    if input.dim() != indices.dim():
+        raise RuntimeError("torch.take_along_dim(): input and indices should have the same number of dimensions, "
+                           f"but got {input.dim()} dimensions for input, and {indices.dim()} dimensions for indices")
 
 
 def take_along_dim(input, indices, dim=None):
-    """Picks values of ``input`` at ``indices`` along ``dim`` (the flattened input when ``dim`` is None)."""
+    r"""Picks the values of ``input`` at ``indices`` along ``dim``.
+
+    Args:
+        input (Tensor): the source.
+        indices (Tensor): int64 indices with ``input``'s number of dims; the other dims broadcast with
+            ``input``'s.
+        dim (int, optional): the dim to pick along. Default: ``None``, which picks from the flattened ``input``
+            with the flattened ``indices`` (any integer dtype).
+    """
     if dim is None:
-        return ops.take(input, ops.reshape(indices, [-1]))
+        return ops.gather(ops.reshape(input, [-1]), 0, ops.reshape(indices, [-1]))
+    _check_take_along_dim(input, indices, dim)
     nd = input.dim()
     d = dim + nd if dim < 0 else dim
     si, ii = list(input.shape), list(indices.shape)

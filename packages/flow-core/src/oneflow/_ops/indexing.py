@@ -65,14 +65,11 @@ def _classify(index):
         index = (index,)
     items = []
     consumed = 0
-    seen_ellipsis = False
     for it in index:
         if it is None:
             items.append(("none", None))
         elif it is Ellipsis:
-            if seen_ellipsis:
-                raise IndexError("an index can only have a single ellipsis ('...')")
-            seen_ellipsis = True
+            # PyTorch (unlike NumPy) accepts several; each one skips the dims the other items leave over
             items.append(("ell", None))
         elif isinstance(it, (bool, np.bool_)):
             items.append(("bool", bool(it)))
@@ -109,14 +106,28 @@ def _classify(index):
     return items, consumed
 
 
+def _check_0dim_index(index):
+    """PyTorch's messages for a bare int or slice on a 0-dim tensor (other indices give 'too many indices')."""
+    if isinstance(index, (int, np.integer)) and not isinstance(index, (bool, np.bool_)):
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
+                         "in C++ to convert a 0-dim tensor to a number")
+    if isinstance(index, slice):
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+
+
+def _check_dim(dim, ndim):
+    """An item placed past the last dim (possible after several ellipses) is refused as PyTorch refuses it."""
+    if dim >= ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
+
+
 def _plan(self, index):
     """Basic-index chain (groups of (kind, dim, a, b, c): 0 select, 1 slice, 2 unsqueeze) and the advanced
     index list for the resulting view (None = keep the dim), or None when there are no advanced indices."""
     items, consumed = _classify(index)
     nd = self.dim()
-    if nd == 0 and any(k == "int" for k, _ in items):
-        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
-                         "in C++ to convert a 0-dim tensor to a number")
+    if nd == 0:
+        _check_0dim_index(index)
     if consumed > nd:
         raise IndexError(f"too many indices for tensor of dimension {nd}")
     shape = list(self.shape)
@@ -126,6 +137,10 @@ def _plan(self, index):
     dim = 0
     orig = 0  # the dim of `self` the next item indexes (for error messages)
     for kind, val in items:
+        if kind in ("int", "slice"):
+            _check_dim(dim, len(shape))
+        elif kind in ("none", "bool"):
+            _check_dim(dim, len(shape) + 1)
         if kind == "int":
             size = shape[dim]
             if not -size <= val < size:
@@ -182,6 +197,8 @@ def _plan(self, index):
     if has_adv:
         while adv and adv[-1] is None:
             adv.pop()
+        if len(adv) > len(shape):  # only reachable past the dims that several ellipses skipped
+            raise IndexError(f"too many indices for tensor of dimension {len(shape)} (got {len(adv)})")
     return spec, (adv if has_adv else None)
 
 
@@ -212,11 +229,24 @@ def __getitem__(self, index):
     return t
 
 
+_SCALARS = (int, float, bool, complex, np.number, np.bool_)
+
+
+def _qualified_type_name(value):
+    cls = type(value)
+    return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
 def _value_tensor(self, value):
+    """The value of ``self[index] = value`` as a tensor. Numbers, nested sequences and arrays are converted to
+    ``self``'s dtype (sequences and arrays are a oneflow extension: PyTorch refuses them); anything else is
+    refused with PyTorch's TypeError."""
     from .creation import tensor
 
     if isinstance(value, _TensorBase):
         return value
+    if not isinstance(value, _SCALARS + (list, tuple, np.ndarray)):
+        raise TypeError(f"can't assign a {_qualified_type_name(value)} to a {self.type()}")
     return tensor(value, dtype=self.dtype)
 
 
@@ -226,18 +256,54 @@ def _strip_leading_ones(v, ndim):
     return v
 
 
+def _has_internal_overlap(t):
+    """Whether several elements of ``t`` share one memory location (a stride-0 dim of size > 1, e.g. expand):
+    the case in which PyTorch refuses to write into ``t``."""
+    strides = t.stride()
+    return 0 in strides and any(n > 1 and st == 0 for n, st in zip(t.shape, strides))  # cheap test first
+
+
+def _is_expandable(shape, to):
+    if len(shape) > len(to):
+        return False
+    return all(a == b or a == 1 for a, b in zip(reversed(shape), reversed(to)))
+
+
+def put_value(target, indices, value, accumulate):
+    """``value`` ready for ``index_put_(target, indices, value)``, or PyTorch's errors in PyTorch's order.
+
+    Like PyTorch, a one-element value written through a single bool/uint8 mask (other entries None) is a
+    ``masked_fill`` and is cast to ``target``'s dtype; otherwise the dtypes must match, and a value that cannot
+    broadcast to the indexing result is reported before a dtype mismatch.
+    """
+    if not isinstance(value, _TensorBase) or value.dtype == target.dtype:
+        return value  # the op reports a non-tensor value
+    given = [i for i in indices if i is not None]
+    if (not accumulate and value.numel() == 1 and len(given) == 1 and isinstance(given[0], _TensorBase)
+            and given[0].dtype in _MASK_DTYPES):
+        return ops.to_dtype(value, target.dtype)
+    try:  # the indexing result's shape, computed only on this error path
+        result_shape = list(ops.index(target.detach(), list(indices)).shape)
+    except (IndexError, RuntimeError):  # a bad index: PyTorch reports the dtypes first
+        result_shape = list(value.shape)
+    if not _is_expandable(list(value.shape), result_shape):
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to "
+                           f"indexing result of shape {result_shape}")
+    raise RuntimeError("Index put requires the source and destination dtypes match, got "
+                       f"{torch_dtype_name(target.dtype)} for the destination and {torch_dtype_name(value.dtype)} "
+                       "for the source.")
+
+
 def __setitem__(self, index, value):
     spec, adv = _plan(self, index)
-    is_tensor = isinstance(value, _TensorBase)
-    if adv is not None and is_tensor and value.dtype != self.dtype:
-        raise RuntimeError("Index put requires the source and destination dtypes match, got "
-                           f"{torch_dtype_name(self.dtype)} for the destination and {torch_dtype_name(value.dtype)} for the source.")
     view = _apply_spec(self, spec)
     if adv is not None:
-        ops.index_put_(view, _value_tensor(self, value), adv, False)
-    elif not is_tensor and isinstance(value, (int, float, bool, np.number, np.bool_)):
+        value = _value_tensor(self, value)
+        ops.index_put_(view, put_value(view, adv, value, False), adv, False)
+    elif isinstance(value, _SCALARS) and not _has_internal_overlap(view):
         ops.fill_(view, value)
     else:
+        # copy_ also refuses a target whose elements share memory (an expanded view), as PyTorch's setitem does
         ops.copy_(view, _strip_leading_ones(_value_tensor(self, value), view.dim()))
 
 

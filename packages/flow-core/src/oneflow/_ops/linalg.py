@@ -367,7 +367,8 @@ def slogdet(input):
 def logdet(input):
     """``log(det(input))``: NaN for a negative determinant, -inf for a singular matrix."""
     sign, logabs = ops.linalg_slogdet(input)
-    nan = ops.mul(logabs, float("nan"))
+    # a NaN constant, not logabs * NaN: where() sends the masked branch a zero gradient, and 0 * NaN = NaN
+    nan = logabs.new_full([], float("nan"))
     return ops.where(ops.lt(sign, 0), nan, logabs)
 
 

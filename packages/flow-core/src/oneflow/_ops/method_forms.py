@@ -5,8 +5,8 @@ from .. import _C
 ops = _C.ops
 
 
-def histogram(self, bins, *, range=None, weight=None, density=False):
-    """histogram(bins, *, range=None, weight=None, density=False) -> (Tensor, Tensor)
+def histogram(self, bins=100, *, range=None, weight=None, density=False):
+    """histogram(bins=100, *, range=None, weight=None, density=False) -> (Tensor, Tensor)
 
     See :func:`oneflow.histogram`."""
     from .signal import histogram as _histogram

@@ -6,9 +6,10 @@ import importlib
 import math
 import sys
 import types
+import warnings
 
 from .. import _C
-from ._names import reject_dtype
+from ._names import reject_dtype, torch_dtype_name
 from ..amp._policy import autocast_policy
 
 ops = _C.ops
@@ -89,10 +90,22 @@ def min(input, dim=None, keepdim=False, *, other=None, out=None):
 
 def _correction(name, unbiased, correction):
     if unbiased is not None:
-        if correction is not None:
-            raise RuntimeError(f"{name}: can't specify both unbiased and correction")
+        if correction is not None:  # PyTorch's argument parser has no overload taking both
+            raise TypeError(f"{name}() received an invalid combination of arguments: can't specify both "
+                            "unbiased and correction")
         return 1.0 if unbiased else 0.0
     return correction
+
+
+def _warn_dof(name, input, result, correction):
+    """PyTorch warns when no degree of freedom is left (reduction factor - correction <= 0): the result is
+    then inf or NaN rather than a variance. The factor comes from the result's size, so this costs nothing
+    when the op has already run (and invalid dims have raised)."""
+    n_out = result.numel()
+    factor = input.numel() // n_out if n_out else 0
+    if factor - (1.0 if correction is None else correction) <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+                      "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=3)
 
 
 def _var_args(name, dim, unbiased, keepdim, correction):
@@ -107,25 +120,33 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The variance over ``dim`` (all dims by default) with Bessel's ``correction`` (1 unless
     ``unbiased=False`` or ``correction`` says otherwise)."""
     dim, corr, keepdim = _var_args("var", dim, unbiased, keepdim, correction)
-    return ops.var(input, dim, correction=corr, keepdim=keepdim)
+    out = ops.var(input, dim, correction=corr, keepdim=keepdim)
+    _warn_dof("var", input, out, corr)
+    return out
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The standard deviation over ``dim``; arguments as for ``var``."""
     dim, corr, keepdim = _var_args("std", dim, unbiased, keepdim, correction)
-    return ops.std(input, dim, correction=corr, keepdim=keepdim)
+    out = ops.std(input, dim, correction=corr, keepdim=keepdim)
+    _warn_dof("std", input, out, corr)
+    return out
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(variance, mean) over ``dim``; arguments as for ``var``."""
     dim, corr, keepdim = _var_args("var_mean", dim, unbiased, keepdim, correction)
-    return tuple(ops.var_mean(input, dim, correction=corr, keepdim=keepdim))
+    out = tuple(ops.var_mean(input, dim, correction=corr, keepdim=keepdim))
+    _warn_dof("var_mean", input, out[0], corr)
+    return out
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(standard deviation, mean) over ``dim``; arguments as for ``var``."""
     dim, corr, keepdim = _var_args("std_mean", dim, unbiased, keepdim, correction)
-    return tuple(ops.std_mean(input, dim, correction=corr, keepdim=keepdim))
+    out = tuple(ops.std_mean(input, dim, correction=corr, keepdim=keepdim))
+    _warn_dof("std_mean", input, out[0], corr)
+    return out
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
@@ -133,7 +154,18 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     ``inf`` or ``-inf`` (max/min absolute value) or 0 (number of non-zeros)."""
     if isinstance(ord, str):
         raise TypeError("linalg.vector_norm(): argument 'ord' must be Number, not str")
+    _check_norm_dtype(x, dtype, "vector_norm")
     return ops.linalg_vector_norm(x, float(ord), dim, keepdim, dtype=dtype)
+
+
+def _check_norm_dtype(x, dtype, fn):
+    """PyTorch's norms compute in ``dtype`` only when ``x`` converts to it without narrowing (its promotion
+    with ``dtype`` is ``dtype``): float64 -> float32 or float16 -> bfloat16 raise."""
+    if dtype is None or not x.dtype.is_floating_point or not dtype.is_floating_point:
+        return  # non-float inputs and dtypes get the registry op's own errors
+    if _C.promote_types(x.dtype, dtype) != dtype:
+        raise RuntimeError(f"linalg.{fn}: the dtype of the input ({torch_dtype_name(x.dtype)}) should be "
+                           f"convertible without narrowing to the specified dtype ({torch_dtype_name(dtype)})")
 
 
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
@@ -143,6 +175,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         raise TypeError("norm(): 'out' is not supported")
     if isinstance(dim, builtins.int):
         dim = [dim]
+    _check_norm_dtype(input, dtype, "vector_norm")
     if isinstance(p, str):
         if p == "fro":
             if dim is not None and len(dim) > 2:
@@ -153,8 +186,9 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
             matrix_norm = getattr(linalg, "matrix_norm", None)
             if matrix_norm is None:
                 raise NotImplementedError("norm(p='nuc') needs oneflow.linalg.matrix_norm (singular values)")
-            return matrix_norm(input, "nuc", dim=tuple(dim) if dim is not None else (-2, -1), keepdim=keepdim,
-                               dtype=dtype)
+            # no dim means every dim, as in PyTorch: only a matrix has a nuclear norm then
+            dims = tuple(dim) if dim is not None else tuple(range(input.dim()))
+            return matrix_norm(input, "nuc", dim=dims, keepdim=keepdim, dtype=dtype)
         raise RuntimeError(f"norm(): invalid norm type '{p}'; expected a number, 'fro' or 'nuc'")
     if p is None:
         p = 2
@@ -233,11 +267,13 @@ def _0d(input, rt):
 
 def kthvalue(input, k, dim=-1, keepdim=False):
     """The ``k``-th smallest element of each slice along ``dim`` and its index: ``(values, indices)``."""
-    reject_dtype("kthvalue_cpu", input, bool_ok=False)
     d = _norm_dim(input, dim)
     n = input.shape[d] if input.dim() else 1
+    if n == 0:  # PyTorch checks the slice, then k, then the dtype
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    reject_dtype("kthvalue_cpu", input, bool_ok=False)
     if input.dim() == 0:
         return _0d(input, kthvalue_return)
     si = ops.sort(input.detach(), d, False, stable=True)[1]
@@ -455,17 +491,21 @@ def histc(input, bins=100, min=0, max=0):
 
 def bincount(input, weights=None, minlength=0):
     """Counts of each value in a 1-D tensor of non-negative integers (``weights`` summed instead of 1s):
-    length ``max(input.max() + 1, minlength)``; int64 without weights, else float64 unless weights are float32."""
-    if input.dim() != 1 or input.dtype.is_floating_point or input.dtype == _C.bool or \
-            (input.numel() and ops.min(input).item() < 0):
-        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
-    if minlength < 0:
-        raise RuntimeError("minlength should be >= 0")
-    if weights is not None and (weights.dim() != 1 or weights.shape[0] != input.shape[0]):
-        raise RuntimeError("weights should be 1-d and have the same length as input")
+    length ``max(input.max() + 1, minlength)``; int64 without weights, else float64 unless weights are float32.
+    An empty ``input`` gives int64 zeros of length ``minlength`` even with weights, as in PyTorch."""
     from .creation import zeros
 
-    n = builtins.max(int(ops.max(input).item()) + 1 if input.numel() else 0, minlength)
+    if input.dtype == _C.bool or input.dtype.is_floating_point:  # PyTorch's kernel takes integer types only
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{torch_dtype_name(input.dtype)}'")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if input.dim() == 1 and input.numel() == 0:  # PyTorch: int64 zeros, whatever the weights' dtype
+        return zeros(minlength, dtype=_C.int64)
+    if input.dim() != 1 or ops.min(input).item() < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is not None and (weights.dim() != 1 or weights.shape[0] != input.shape[0]):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    n = builtins.max(int(ops.max(input).item()) + 1, minlength)
     idx = ops.to_dtype(input, _C.int64)
     if weights is None:
         return ops.index_add(zeros(n, dtype=_C.int64), 0, idx, ops.add(ops.mul(idx, 0), 1))

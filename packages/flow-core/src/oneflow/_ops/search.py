@@ -12,6 +12,8 @@ __all__ = ["searchsorted", "bucketize", "isin"]
 def _insertion_index(boundaries, values, right, out_int32):
     """Insertion points of ``values[..., j]`` into each sorted row ``boundaries[..., :]`` (leading dims
     equal, or ``boundaries`` 1-D), by binary search (NaN sorting last)."""
+    if _C.promote_types(boundaries.dtype, values.dtype) == _C.bool:  # PyTorch's kernel has no bool version
+        raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
     out = ops._searchsorted(boundaries, values, right)
     return ops.to_dtype(out, _C.int32) if out_int32 else out
 

@@ -108,20 +108,43 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 histogram_return = collections.namedtuple("histogram", ["hist", "bin_edges"])
 
 
-def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
-    """``(hist, bin_edges)``: counts (or summed ``weight``) of ``input``'s elements in ``bins`` equal-width bins
-    over ``range`` (default: the data's min to max) or between the given edges; the last bin includes its right
-    edge; ``density`` normalises to a probability density. Not differentiable, as in PyTorch."""
-    from .creation import tensor
+def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
+    r"""histogram(input, bins=100, *, range=None, weight=None, density=False, out=None) -> (Tensor, Tensor)
 
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same dtype, but got "
-                           f"input {input.dtype} and bins {input.dtype}")
-    a = input.detach().numpy().reshape(-1)
-    b = bins.detach().numpy() if isinstance(bins, _C.TensorBase) else int(bins)
-    w = None if weight is None else weight.detach().numpy().reshape(-1)
-    hist, edges = np.histogram(a, bins=b, range=range, weights=w, density=density)
-    return histogram_return(tensor(hist.astype(a.dtype), dtype=input.dtype), tensor(edges, dtype=input.dtype))
+    The histogram of the values of ``input``: the one-dimensional case of :func:`oneflow.histogramdd`, with
+    its checks (PyTorch builds it the same way).
+
+    Args:
+        input (Tensor): floating point values, any shape (flattened).
+        bins (int or Tensor): the number of equal-width bins, or their increasing edges (same dtype as input).
+
+    Keyword args:
+        range (tuple of float, optional): ``(min, max)`` of the equal-width bins (default: the data's range).
+        weight (Tensor, optional): one weight per element of ``input`` (default 1).
+        density (bool): normalise to a probability density.
+        out (tuple of two Tensors, optional): where to write ``(hist, bin_edges)``.
+
+    Returns:
+        ``(hist, bin_edges)``. Every bin holds the values on its left edge, the last bin also those on its
+        right edge. Not differentiable, as in PyTorch.
+    """
+    from .histogramdd import histogramdd
+
+    if isinstance(bins, _C.TensorBase) and bins.dtype != input.dtype:
+        from ._names import torch_dtype_name
+
+        raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the same dtype, but "
+                           f"got input with dtype {torch_dtype_name(input.dtype).lower()} and bins for dimension 0 "
+                           f"with dtype {torch_dtype_name(bins.dtype).lower()}")
+    if weight is not None and weight.numel() == input.numel():
+        weight = ops.reshape(weight, [-1])  # one weight per element, whatever its shape (as PyTorch)
+    hist, edges = histogramdd(ops.reshape(input, [-1, 1]), [bins], range=range, weight=weight, density=density)
+    result = (hist, edges[0])
+    if out is not None:
+        from .creation import _finish
+
+        result = tuple(_finish(r, False, o) for r, o in zip(result, out))
+    return histogram_return(*result)
 
 
 def unravel_index(indices, shape):

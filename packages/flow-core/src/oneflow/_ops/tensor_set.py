@@ -1,6 +1,6 @@
 """``Tensor.set_`` and ``Tensor.is_set_to``: pointing a tensor at another tensor's (or a storage's) memory
 with a chosen geometry, and asking whether two tensors view the same memory the same way; plus
-``Tensor.const_data_ptr``."""
+``Tensor.data_ptr`` (0 when empty, as in PyTorch) and ``Tensor.const_data_ptr``."""
 from .. import _C
 from ._names import torch_dtype_name
 
@@ -100,6 +100,14 @@ def is_set_to(self, tensor):
             and list(self.stride()) == list(tensor.stride()))
 
 
+def data_ptr(self):
+    """data_ptr() -> int
+
+    The address of the tensor's first element; 0 for a tensor with no elements, as in PyTorch (even for an
+    empty view into a non-empty storage)."""
+    return 0 if self.numel() == 0 else _C.TensorBase.data_ptr(self)
+
+
 def const_data_ptr(self):
     """const_data_ptr() -> int
 
@@ -107,4 +115,4 @@ def const_data_ptr(self):
     return self.data_ptr()
 
 
-TENSOR_METHODS = {"set_": set_, "is_set_to": is_set_to, "const_data_ptr": const_data_ptr}
+TENSOR_METHODS = {"set_": set_, "is_set_to": is_set_to, "data_ptr": data_ptr, "const_data_ptr": const_data_ptr}

@@ -7,7 +7,7 @@ ops = _C.ops
 
 __all__ = ["reshape", "flatten", "unflatten", "narrow", "split", "chunk", "unbind", "squeeze", "t",
            "movedim", "swapaxes", "swapdims", "transpose", "ravel", "tensor_split", "moveaxis", "narrow_copy",
-           "hsplit", "vsplit", "dsplit"]
+           "hsplit", "vsplit", "dsplit", "as_strided"]
 
 
 def _shape_args(args, name):
@@ -47,16 +47,37 @@ def transpose(input, dim0, dim1):
 
 
 def t(input):
-    """Transposes a tensor of at most 2 dims (0-D and 1-D are returned as is)."""
+    r"""Transposes a tensor of at most 2 dims.
+
+    A 0-D or 1-D ``input`` comes back unchanged in shape, but (as in PyTorch) as a new view of it, so that
+    in-place writes to the result are in-place writes to a view of ``input``.
+    """
     if input.dim() > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.dim()}D")
-    return input if input.dim() < 2 else ops.transpose(input, 0, 1)
+    return ops.view(input, list(input.shape)) if input.dim() < 2 else ops.transpose(input, 0, 1)
+
+
+def _check_unique_dims(dims, ndim):
+    """PyTorch refuses a dim named twice (after wrapping negatives); out-of-range dims are left to the op."""
+    seen = set()
+    n = max(ndim, 1)
+    for d in dims:
+        d = operator.index(d)
+        w = d + n if -n <= d < 0 else d
+        if w in seen:
+            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
+        seen.add(w)
 
 
 def squeeze(input, dim=None):
+    r"""Removes dims of size 1: all of them, or those of ``dim`` (an int or a tuple of ints) that have size 1.
+
+    The result is a view of ``input``.
+    """
     if dim is None:
         return ops.squeeze(input)
     if isinstance(dim, (tuple, list)):
+        _check_unique_dims(dim, input.dim())
         return ops.squeeze(input, list(dim))
     return ops.squeeze_dim(input, dim)
 
@@ -280,16 +301,87 @@ def unfold(self, dimension, size, step):
     count = (n - size) // step + 1
     shape[d] = count
     strides[d] = strides[d] * step
-    # as_strided differentiates only a contiguous input: view a permuted-dense tensor through its contiguous
-    # permutation (same storage and strides); other layouts get a copy built from strided slices
-    perm = sorted(range(self.dim()), key=lambda i: -self.stride(i))
-    dense = ops.permute(self, perm)
-    if dense.is_contiguous():
-        return ops.as_strided(dense, shape + [size], strides + [self.stride(d)])
+    size_, stride_ = shape + [size], strides + [self.stride(d)]
+    if not _grad_recorded(self):  # any layout: a plain view of the storage
+        return ops.as_strided(self, size_, stride_, self.storage_offset())
+    view = _differentiable_view(self, size_, stride_, self.storage_offset())
+    if view is not None:
+        return view
     if size == 0:  # no windows to stack: an empty slice of ``self`` reshaped (keeps the autograd link)
         return ops.reshape(ops.slice(self, d, 0, 0, 1), shape + [0])
+    if size <= step and count * step <= n:
+        return _disjoint_windows(self, d, size, step, count)
+    # as_strided differentiates only a contiguous input: other layouts get a copy built from strided slices
     windows = [ops.slice(self, d, j, j + step * (count - 1) + 1, step) for j in range(size)]
     return ops.cat([ops.unsqueeze(w, -1) for w in windows], -1)
+
+
+def _disjoint_windows(t, d, size, step, count):
+    """``unfold`` of windows that neither overlap nor run past the end, built from plain views (narrow, split
+    the dim in two, keep ``size`` of each ``step``, move it last): a view for any layout of ``t``."""
+    v = ops.slice(t, d, 0, count * step, 1)
+    v = ops.view(v, list(t.shape[:d]) + [count, step] + list(t.shape[d + 1:]))
+    v = ops.slice(v, d + 1, 0, size, 1)
+    return movedim(v, d + 1, -1)
+
+
+def _grad_recorded(t):
+    return t.requires_grad and _C.is_grad_enabled()
+
+
+def _overlaps_itself(size, stride):
+    """Whether two elements of a view with this geometry may share a location (a conservative test: each dim
+    of size > 1, by increasing stride, must step past the whole extent of the dims before it)."""
+    extent = 0
+    for n, st in sorted(((n, st) for n, st in zip(size, stride) if n > 1), key=lambda p: p[1]):
+        if st <= extent:
+            return True
+        extent += (n - 1) * st
+    return False
+
+
+def _region_inside(size, stride, rel, numel):
+    if 0 in size:
+        return 0 <= rel <= numel
+    return rel >= 0 and rel + sum((n - 1) * st for n, st in zip(size, stride)) < numel
+
+
+def _differentiable_view(input, size, stride, offset):
+    """A differentiable view of ``input``'s storage with this geometry, or None where ``input`` is not dense.
+
+    ``as_strided`` saves ``input`` for its backward (so writing into ``input`` or the view afterwards makes
+    backward fail, where PyTorch keeps only the geometry), and it differentiates only a contiguous input. So
+    ``input`` is seen in its dense dim order, and a region of distinct elements inside it uses ``strided_view``,
+    whose backward needs no saved tensor (but would not sum the gradients of elements seen twice); any other
+    region keeps ``as_strided``.
+    """
+    if any(n < 0 for n in size) or any(st < 0 for st in stride):
+        return None  # as_strided reports these
+    perm = sorted(range(input.dim()), key=lambda i: -input.stride(i))
+    dense = ops.permute(input, perm)
+    if not dense.is_contiguous():
+        return None
+    rel = offset - input.storage_offset()
+    if _overlaps_itself(size, stride) or not _region_inside(size, stride, rel, input.numel()):
+        return ops.as_strided(dense, size, stride, offset)
+    return ops.strided_view(dense, size, stride, rel)
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    r"""A view of ``input``'s storage with the given ``size``, ``stride`` and ``storage_offset``.
+
+    Args:
+        size (tuple of ints): the shape of the view.
+        stride (tuple of ints): the stride of each dim, in elements.
+        storage_offset (int, optional): the offset of the first element in the storage. Default: ``input``'s.
+    """
+    size, stride = list(size), list(stride)
+    if len(size) == len(stride) and _grad_recorded(input):
+        offset = input.storage_offset() if storage_offset is None else operator.index(storage_offset)
+        view = _differentiable_view(input, size, stride, offset)
+        if view is not None:
+            return view
+    return ops.as_strided(input, size, stride, storage_offset)
 
 
 def ndimension(self):
@@ -376,7 +468,7 @@ TENSOR_METHODS = {
     "chunk": chunk, "unbind": unbind, "movedim": movedim, "swapaxes": swapaxes, "swapdims": swapdims,
     "ravel": ravel, "tensor_split": tensor_split, "moveaxis": movedim, "narrow_copy": narrow_copy,
     "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit,
-    "unfold": unfold, "ndimension": ndimension,
+    "unfold": unfold, "ndimension": ndimension, "as_strided": as_strided,
     "view_as": view_as, "reshape_as": reshape_as, "expand_as": expand_as,
     "T": property(lambda self: _t_all(self)),
     "mT": property(lambda self: _matrix_t(self, "mT")), "mH": property(lambda self: _matrix_t(self, "mH")),
