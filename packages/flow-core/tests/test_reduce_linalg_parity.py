@@ -233,3 +233,18 @@ def test_fixed_paths_keep_values():
     same_values(lambda L, x: L.norm(x, "nuc"), a)
     gf, gt = grads(lambda L, x: L.var(x, 0, correction=2), a)
     assert_close(gf, gt)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.nanmean(m.ones(3, dtype=m.int64), dtype=m.float32),  # the input's dtype is checked, not dtype=
+    lambda m: m.argmax(m.tensor([True, False])),
+    lambda m: m.argmin(m.tensor([True, False]), dim=0),
+    lambda m: m.tensor(2.0).var((0, -1)),  # a 0-d tensor's dims 0 and -1 are one dim
+    lambda m: m.tensor(2.0).sum((0, -1)),
+])
+def test_reduction_argument_errors_like_torch(call):
+    with pytest.raises(RuntimeError) as fe:
+        call(flow)
+    with pytest.raises(RuntimeError) as te:
+        call(torch)
+    assert str(te.value) in str(fe.value)  # torch's whole message (ours may name the op in front)

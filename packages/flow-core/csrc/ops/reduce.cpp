@@ -41,9 +41,9 @@ DType sum_dtype(const Tensor& t, const Attrs& a, int dtype_idx) {
 
 DType mean_dtype(const Tensor& t, const Attrs& a, int dtype_idx, const char* op) {
   DType d = a.none(dtype_idx) ? t.dtype() : a.dtype(dtype_idx);
-  if (std::string(op) == "nanmean") {
-    FLOW_RUNTIME_CHECK(is_floating(d), "nanmean(): expected input to have floating point or complex dtype but got ",
-                       dtype_name(d));
+  if (std::string(op) == "nanmean") {  // PyTorch checks the input here, whatever dtype= asks for
+    FLOW_RUNTIME_CHECK(is_floating(t.dtype()), "nanmean(): expected input to have floating point or complex dtype "
+                       "but got ", torch_type_name(t.dtype()));
   } else {
     FLOW_RUNTIME_CHECK(is_floating(d), op, "(): could not infer output dtype. ",
                        a.none(dtype_idx) ? "Input" : "Optional", " dtype must be either a floating point or complex "

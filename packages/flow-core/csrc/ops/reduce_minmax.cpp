@@ -255,6 +255,7 @@ FLOW_DIM_EXTREME_OP(min_dim, "min", false)
       .traits(kReduction | kNonDifferentiable)                                                               \
       .meta([](const TensorList& in, const Attrs& a) {                                                      \
         const Tensor& t = in[0];                                                                             \
+        FLOW_RUNTIME_CHECK(t.dtype() != DType::Bool, #NAME "(): does not support bool input");               \
         if (a.none(0)) {                                                                                     \
           FLOW_INDEX_CHECK(t.numel() > 0, #NAME "(): Expected reduction dim to be specified for input.numel() == 0."); \
           return std::vector<TensorMeta>{{a.b(1) ? Shape(t.dim(), 1) : Shape{}, DType::Int64, t.device()}};  \

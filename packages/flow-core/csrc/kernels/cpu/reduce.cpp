@@ -7,11 +7,13 @@ namespace flow {
 
 std::vector<bool> reduce_mask(const Tensor& t, const std::vector<int64_t>& dims, const char* op) {
   std::vector<bool> m(t.dim(), dims.empty());
+  bool scalar_dim_seen = false;  // a 0-d tensor's dims 0 and -1 name one dim: repeating it is an error too
   for (int64_t d : dims) {
     int64_t w = wrap_dim(d, t.dim(), op);
-    if (t.dim() == 0) continue;
-    FLOW_RUNTIME_CHECK(!m[w], op, ": dim ", w, " appears multiple times in the list of dims");
-    m[w] = true;
+    const bool seen = t.dim() == 0 ? scalar_dim_seen : static_cast<bool>(m[w]);
+    FLOW_RUNTIME_CHECK(!seen, op, ": dim ", w, " appears multiple times in the list of dims");
+    if (t.dim() == 0) scalar_dim_seen = true;
+    else m[w] = true;
   }
   return m;
 }
