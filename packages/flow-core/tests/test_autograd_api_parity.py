@@ -404,3 +404,15 @@ def test_gradgradcheck_of_a_once_differentiable_function_fails_as_a_check(lib):
         lib.autograd.gradgradcheck(Square.apply, (x,))
     assert type(info.value).__name__ == "GradcheckError"
     np.testing.assert_allclose(x.detach().numpy(), [1.0, 2.0])
+
+
+def test_inference_tensors_cannot_be_saved_for_backward():
+    for lib in (flow, torch):
+        with lib.inference_mode():
+            t = lib.ones(2)
+        x = lib.ones(2, requires_grad=True)
+        assert (x + t).requires_grad  # add saves neither operand
+        with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+            x * t  # mul saves both
+        with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+            (x * 2) * t

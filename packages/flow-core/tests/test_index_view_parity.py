@@ -217,3 +217,10 @@ def test_data_ptr_of_empty_tensor_is_zero():
         a = lib.arange(6.0)
         assert a[2:2].data_ptr() == 0 and a[:0].data_ptr() == 0 and lib.empty(0).data_ptr() == 0
         assert a[1:].data_ptr() == a.data_ptr() + a.element_size()
+
+
+@pytest.mark.parametrize("shape,size", [((3,), (1, 3)), ((3,), (2, 1, 3)), ((2, 1), (1, 1, 2, 4)), ((), (1, 1))])
+def test_expand_strides_of_new_leading_dims_match_torch(shape, size):
+    f = flow.ones(shape).expand(*size)
+    t = torch.ones(shape).expand(*size)
+    assert f.stride() == t.stride() and f.is_contiguous() == t.is_contiguous()

@@ -49,6 +49,9 @@ void pop_pack_hook() {
 SavedTensor SavedTensor::save(const Tensor& t, bool is_output) {
   SavedTensor s;
   if (!t.defined()) return s;
+  FLOW_RUNTIME_CHECK(!t.impl()->is_inference, "Inference tensors cannot be saved for backward. Please do not use "
+                     "Tensors created in inference mode in computation tracked by autograd. To work around you can "
+                     "make a clone to get a normal tensor and use it in autograd.");
   s.version = t.version();
   s.is_output = is_output;
   s.was_requires_grad = t.requires_grad();
