@@ -137,8 +137,9 @@ static Shape expand_shape(const Tensor& t, const std::vector<int64_t>& size, Sha
     int64_t off = nd - 1 - i;
     int64_t d = t.dim() - 1 - off;
     int64_t s = d >= 0 ? t.sizes()[d] : 1;
-    // a new leading dim strides over the dims after it, as in PyTorch (only visible while its size is 1)
-    int64_t st = d >= 0 ? t.strides()[d] : (i + 1 < nd ? sizes[i + 1] * strides[i + 1] : 1);
+    // a new leading dim strides over the dims after it, as in PyTorch (only visible while its size is 1); an
+    // expanded 0-d tensor has all strides 0
+    int64_t st = d >= 0 ? t.strides()[d] : (t.dim() > 0 && i + 1 < nd ? sizes[i + 1] * strides[i + 1] : 0);
     int64_t want = size[i];
     if (want == -1) {
       FLOW_RUNTIME_CHECK(d >= 0, "expand: -1 is not allowed in a leading, non-existing dimension ", i);
