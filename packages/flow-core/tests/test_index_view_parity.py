@@ -224,3 +224,10 @@ def test_expand_strides_of_new_leading_dims_match_torch(shape, size):
     f = flow.ones(shape).expand(*size)
     t = torch.ones(shape).expand(*size)
     assert f.stride() == t.stride() and f.is_contiguous() == t.is_contiguous()
+
+
+@pytest.mark.parametrize("name,err", [("index_copy_", IndexError), ("index_add_", RuntimeError)])
+def test_index_source_count_errors_like_torch(name, err):
+    for lib in (flow, torch):
+        with pytest.raises(err, match=r"Number of indices \(2\) should be equal to source.size\(dim\)"):
+            getattr(lib.zeros(3), name)(0, lib.tensor([0, 1]), lib.ones(3))

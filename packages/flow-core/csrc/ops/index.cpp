@@ -1,6 +1,8 @@
 // Gather/scatter-style indexing along one dim (gather, scatter*, index_select, index_add/copy, take) and
 // the mask ops (masked_fill, masked_select, masked_scatter, nonzero). Every index is range-checked before
 // any memory is touched.
+#include <string_view>
+
 #include "binary_util.h"
 #include "index_util.h"
 
@@ -307,6 +309,9 @@ void check_index_source(const Tensor& self, int64_t dim, const Tensor& index, co
   FLOW_RUNTIME_CHECK(src.dim() == self.dim() || (src.dim() <= 1 && self.dim() <= 1), op,
                      "(): Source/destination tensor must have same number of dimensions");
   Tensor s = as1d(self), sr = as1d(src);
+  if (std::string_view(op) == "index_copy_")  // PyTorch words and types index_copy_'s count check its own way
+    FLOW_INDEX_CHECK(ix.numel() == sr.sizes()[dim], op, "(): Number of indices (", ix.numel(),
+                     ") should be equal to source.size(dim) (", sr.sizes()[dim], ")");
   FLOW_RUNTIME_CHECK(ix.numel() == sr.sizes()[dim], op, "(): Number of indices (", ix.numel(),
                      ") should be equal to source.size(dim): (", sr.sizes()[dim], "), for dim: ", dim);
   for (int64_t d = 0; d < s.dim(); ++d)
