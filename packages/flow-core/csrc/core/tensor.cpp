@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -172,31 +173,19 @@ Tensor empty_meta(const Shape& sizes, DType dtype, Device device) {
   return Tensor(std::move(impl));
 }
 
-namespace {
-
-// Whether every element offset + sum_i k_i * strides[i] (0 <= k_i < sizes[i]) lies within nbytes of
-// itemsize-sized elements; an empty geometry needs only a non-negative offset.
-bool geometry_in_storage(const Shape& sizes, const Shape& strides, int64_t offset, int64_t itemsize, size_t nbytes) {
+bool geometry_within(const Shape& sizes, const Shape& strides, int64_t offset, int64_t limit) {
   if (sizes.size() != strides.size() || offset < 0) return false;
+  if (std::any_of(sizes.begin(), sizes.end(), [](int64_t n) { return n < 0; })) return false;
+  if (std::any_of(sizes.begin(), sizes.end(), [](int64_t n) { return n == 0; })) return true;
   int64_t lo = offset, hi = offset;
-  bool empty = false;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i] < 0) return false;
-    if (sizes[i] == 0) empty = true;
-  }
-  if (empty) return true;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    int64_t span;
+    int64_t span;  // (size - 1) * stride, refused where it overflows
     if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &span)) return false;
     int64_t& end = span < 0 ? lo : hi;
     if (__builtin_add_overflow(end, span, &end)) return false;
   }
-  int64_t last_byte;
-  if (__builtin_mul_overflow(hi + 1, itemsize, &last_byte)) return false;
-  return lo >= 0 && static_cast<size_t>(last_byte) <= nbytes;
+  return lo >= 0 && hi < limit;
 }
-
-}  // namespace
 
 Tensor make_view(const Tensor& src, Shape sizes, Shape strides, int64_t offset) {
   return make_view(src, std::move(sizes), std::move(strides), offset, src.dtype());
@@ -204,7 +193,8 @@ Tensor make_view(const Tensor& src, Shape sizes, Shape strides, int64_t offset) 
 
 Tensor make_view(const Tensor& src, Shape sizes, Shape strides, int64_t offset, DType dtype) {
   const auto& storage = src.impl()->storage;
-  FLOW_RUNTIME_CHECK(!storage || geometry_in_storage(sizes, strides, offset, flow::itemsize(dtype), storage->nbytes),
+  const int64_t limit = storage ? static_cast<int64_t>(storage->nbytes) / flow::itemsize(dtype) : 0;
+  FLOW_RUNTIME_CHECK(!storage || geometry_within(sizes, strides, offset, limit),
                      "view of size ", shape_str(sizes), ", stride ", shape_str(strides), " and offset ", offset,
                      " is out of bounds for a storage of ", storage ? storage->nbytes : 0, " bytes");
   auto impl = std::make_shared<TensorImpl>();

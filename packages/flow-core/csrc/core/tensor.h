@@ -107,6 +107,9 @@ Tensor empty(const Shape& sizes, DType dtype, Device device = {});
 Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Device device = {});
 // A storage-less tensor carrying only metadata (for wrapper subclasses and meta inference).
 Tensor empty_meta(const Shape& sizes, DType dtype, Device device);
+// Whether every element offset + sum_i k_i * strides[i] (0 <= k_i < sizes[i]) lies in [0, limit): false for
+// negative sizes, mismatched ranks or overflowing arithmetic; an empty geometry needs only offset >= 0.
+bool geometry_within(const Shape& sizes, const Shape& strides, int64_t offset, int64_t limit);
 // A view of src's storage with new geometry (records src as base). Raises RuntimeError if an element of the
 // geometry (or a negative size) falls outside that storage: every view is checked once here, so no kernel can
 // be handed one that reads out of bounds.

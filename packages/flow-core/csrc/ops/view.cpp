@@ -540,19 +540,10 @@ FLOW_OP(as_strided_backward)
       return {ops::view(z, inp.sizes())};
     });
 
-// Whether the elements offset + sum_i k_i * stride[i] (0 <= k_i < size[i]) all lie in [0, numel); an empty
-// region needs only its offset within [0, numel].
+// geometry_within a base of `numel` elements, an empty region's offset also at most numel.
 bool region_in_bounds(const Shape& size, const Shape& stride, int64_t offset, int64_t numel) {
-  if (std::any_of(size.begin(), size.end(), [](int64_t n) { return n < 0; })) return false;
-  if (std::any_of(size.begin(), size.end(), [](int64_t n) { return n == 0; })) return offset >= 0 && offset <= numel;
-  int64_t lo = offset, hi = offset;
-  for (size_t i = 0; i < size.size(); ++i) {
-    int64_t span;  // (size - 1) * stride, refused where it overflows
-    if (__builtin_mul_overflow(size[i] - 1, stride[i], &span)) return false;
-    int64_t& end = span < 0 ? lo : hi;
-    if (__builtin_add_overflow(end, span, &end)) return false;
-  }
-  return lo >= 0 && hi < numel;
+  const bool empty = std::any_of(size.begin(), size.end(), [](int64_t n) { return n == 0; });
+  return geometry_within(size, stride, offset, numel) && (!empty || offset <= numel);
 }
 
 // view_scatter(base, src, size, stride, offset): a copy of the contiguous `base` whose strided region
