@@ -33,6 +33,15 @@ ConvGeom geom_from(const Attrs& a, size_t ns, int ks, int kg) {
 
 std::vector<int64_t> to_vec(const Shape& s) { return std::vector<int64_t>(s.begin(), s.end()); }
 
+// A plain convolution's output length along one dim; PyTorch's error when the dilated kernel is longer than
+// the padded input.
+int64_t conv_out_len(int64_t n, int64_t k, int64_t s, int64_t p, int64_t d) {
+  const int64_t eff = d * (k - 1) + 1;
+  FLOW_RUNTIME_CHECK(n + 2 * p >= eff, "Calculated padded input size per channel: (", n + 2 * p, "). Kernel size: (",
+                     eff, "). Kernel size can't be greater than actual input size");
+  return (n + 2 * p - eff) / s + 1;
+}
+
 // convolution(input, weight, bias?, stride, padding, dilation, transposed, output_padding, groups)
 struct ConvArgs {
   ConvGeom g;
@@ -83,10 +92,7 @@ ConvArgs check_conv(const TensorList& in, const Attrs& a) {
     int64_t k = w.size(2 + i), s = r.g.stride[i], p = r.g.padding[i], d = r.g.dilation[i], n = x.size(2 + i);
     int64_t o;
     if (!r.transposed) {
-      int64_t eff = d * (k - 1) + 1;
-      FLOW_RUNTIME_CHECK(n + 2 * p >= eff, "Calculated padded input size per channel: (", n + 2 * p,
-                         "). Kernel size: (", eff, "). Kernel size can't be greater than actual input size");
-      o = (n + 2 * p - eff) / s + 1;
+      o = conv_out_len(n, k, s, p, d);
     } else {
       int64_t op = r.output_padding[i];
       FLOW_RUNTIME_CHECK(op >= 0, "negative output_padding is not supported");
@@ -145,10 +151,8 @@ ConvGeom checked_helper_geom(const Tensor& grad, const Tensor& other, const Shap
                      dtype_name(grad.dtype()), " and ", dtype_name(other.dtype()));
   ConvGeom g = helper_geom(a, w.size() - 2);
   bool ok = w[0] % g.groups == 0 && x[1] == w[1] * g.groups && grad.size(0) == x[0] && grad.size(1) == w[0];
-  for (size_t i = 0; ok && i + 2 < w.size(); ++i) {
-    int64_t eff = g.dilation[i] * (w[2 + i] - 1) + 1, padded = x[2 + i] + 2 * g.padding[i];
-    ok = w[2 + i] > 0 && padded >= eff && grad.size(2 + i) == (padded - eff) / g.stride[i] + 1;
-  }
+  for (size_t i = 0; ok && i + 2 < w.size(); ++i)
+    ok = w[2 + i] > 0 && grad.size(2 + i) == conv_out_len(x[2 + i], w[2 + i], g.stride[i], g.padding[i], g.dilation[i]);
   FLOW_RUNTIME_CHECK(ok, op, ": grad ", shape_str(grad.sizes()), " is not the output of a convolution of input ",
                      shape_str(x), " and weight ", shape_str(w), " with groups=", g.groups, ", stride ",
                      shape_str(g.stride), ", padding ", shape_str(g.padding), ", dilation ", shape_str(g.dilation));
