@@ -2,7 +2,6 @@
 #include "reduce.h"
 #include "../autograd/grad_mode.h"
 
-#include <algorithm>
 #include <cmath>
 
 namespace flow {
@@ -90,8 +89,7 @@ void sum_like_kernel(const Tensor& in, const Tensor& out, const std::vector<int6
     for (int64_t i : inner) inner_mask[i] = true;
     Tensor partial = empty(reduced_sizes(src.sizes(), inner_mask, true), mid, src.device());
     sum_like_kernel(src, partial, inner, mid, kind, op);
-    for (size_t i = 0; i < mask.size(); ++i)  // the size-1 reduced dims left out of both lists
-      if (mask[i] && !inner_mask[i] && std::find(rest.begin(), rest.end(), int64_t(i)) == rest.end()) rest.push_back(i);
+    // size-1 reduced dims outside both lists need no reducing: `out` has the final shape either way
     return sum_like_kernel(partial, out, rest, dt, kind, op);
   }
   ReducePlan p = plan_reduction(src, mask);
