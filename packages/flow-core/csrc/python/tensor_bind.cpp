@@ -7,6 +7,7 @@
 #include "../autograd/grad_mode.h"
 #include "../autograd/meta.h"
 #include "../autograd/node.h"
+#include "../core/mem_overlap.h"
 #include "../dispatch/dispatch.h"
 #include "../ops/functions.h"
 #include "bind.h"
@@ -322,6 +323,8 @@ void init_tensor(nb::module_& m) {
     return nb::borrow(h);
   });
   m.def("_is_shared", [](nb::handle h) { return is_shared(self_t(h)); });
+  // PyTorch's rule for writes: some element is reached through more than one index (e.g. an expanded tensor)
+  m.def("_has_internal_overlap", [](nb::handle h) { return has_internal_overlap(self_t(h)); });
   m.def("_resize_", [](nb::handle h, std::vector<int64_t> sizes) {
     const Tensor& t = self_t(h);
     FLOW_RUNTIME_CHECK(!t.requires_grad(), "cannot resize variables that require grad");

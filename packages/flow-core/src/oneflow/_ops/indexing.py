@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _C
 from ._names import torch_dtype_name
+from .dtype_info import typename
 
 ops = _C.ops
 _TensorBase = _C.TensorBase
@@ -232,11 +233,6 @@ def __getitem__(self, index):
 _SCALARS = (int, float, bool, complex, np.number, np.bool_)
 
 
-def _qualified_type_name(value):
-    cls = type(value)
-    return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
-
-
 def _value_tensor(self, value):
     """The value of ``self[index] = value`` as a tensor. Numbers, nested sequences and arrays are converted to
     ``self``'s dtype (sequences and arrays are a oneflow extension: PyTorch refuses them); anything else is
@@ -246,7 +242,7 @@ def _value_tensor(self, value):
     if isinstance(value, _TensorBase):
         return value
     if not isinstance(value, _SCALARS + (list, tuple, np.ndarray)):
-        raise TypeError(f"can't assign a {_qualified_type_name(value)} to a {self.type()}")
+        raise TypeError(f"can't assign a {typename(type(value))} to a {self.type()}")
     return tensor(value, dtype=self.dtype)
 
 
@@ -254,13 +250,6 @@ def _strip_leading_ones(v, ndim):
     while v.dim() > ndim and v.shape[0] == 1:
         v = ops.select(v, 0, 0)
     return v
-
-
-def _has_internal_overlap(t):
-    """Whether several elements of ``t`` share one memory location (a stride-0 dim of size > 1, e.g. expand):
-    the case in which PyTorch refuses to write into ``t``."""
-    strides = t.stride()
-    return 0 in strides and any(n > 1 and st == 0 for n, st in zip(t.shape, strides))  # cheap test first
 
 
 def _is_expandable(shape, to):
@@ -300,7 +289,7 @@ def __setitem__(self, index, value):
     if adv is not None:
         value = _value_tensor(self, value)
         ops.index_put_(view, put_value(view, adv, value, False), adv, False)
-    elif isinstance(value, _SCALARS) and not _has_internal_overlap(view):
+    elif isinstance(value, _SCALARS) and not _C._has_internal_overlap(view):
         ops.fill_(view, value)
     else:
         # copy_ also refuses a target whose elements share memory (an expanded view), as PyTorch's setitem does

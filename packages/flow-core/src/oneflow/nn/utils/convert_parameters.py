@@ -1,5 +1,6 @@
 """Flattening parameters into one vector and back, as in ``torch.nn.utils.convert_parameters``."""
 from ... import _C
+from ..._ops.dtype_info import typename
 
 
 def _check_param_device(param, old_param_device):
@@ -34,7 +35,7 @@ def vector_to_parameters(vec, parameters):
         parameters (Iterable[Tensor]): the parameters to set.
     """
     if not isinstance(vec, _C.TensorBase):
-        raise TypeError(f"expected torch.Tensor, but got: {_typename(vec)}")
+        raise TypeError(f"expected torch.Tensor, but got: {typename(type(vec))}")
     param_device = None
     pointer = 0
     for param in parameters:
@@ -42,9 +43,3 @@ def vector_to_parameters(vec, parameters):
         num_param = param.numel()
         param.data = vec[pointer:pointer + num_param].view_as(param).data
         pointer += num_param
-
-
-def _typename(obj):
-    # the qualified name, as torch.typename gives it (e.g. "numpy.ndarray", "list")
-    cls = type(obj)
-    return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
