@@ -130,3 +130,28 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-4):
             num.reshape(-1)[i] = (plus - minus) / (2 * eps)
         got = np.zeros_like(num) if g is None else to_np(g)
         np.testing.assert_allclose(got, num, rtol=rtol, atol=atol)
+
+
+def step_optimizers(name, kwargs, shapes, steps, seed=0, tensor_lr=False, default_lr=None):
+    """``oneflow.optim.<name>`` and ``torch.optim.<name>`` built with ``kwargs`` on the same random float32
+    parameters of ``shapes`` and stepped ``steps`` times with the same random gradients. ``tensor_lr`` passes
+    the learning rate (``kwargs['lr']``, else ``default_lr``) as a 0-dim tensor. Returns (flow parameters,
+    torch parameters, flow optimizer, torch optimizer)."""
+    rng = np.random.default_rng(seed)
+    init = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    fp = [flow.tensor(a, requires_grad=True) for a in init]
+    tp = [torch.tensor(a, requires_grad=True) for a in init]
+    fk, tk = dict(kwargs), dict(kwargs)
+    if tensor_lr:
+        lr = kwargs["lr"] if "lr" in kwargs else default_lr
+        fk["lr"], tk["lr"] = flow.tensor(lr), torch.tensor(lr)
+    fo, to = getattr(flow.optim, name)(fp, **fk), getattr(torch.optim, name)(tp, **tk)
+    for _ in range(steps):
+        grads = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        for p, g in zip(fp, grads):
+            p.grad = flow.tensor(g)
+        for p, g in zip(tp, grads):
+            p.grad = torch.tensor(g)
+        fo.step()
+        to.step()
+    return fp, tp, fo, to

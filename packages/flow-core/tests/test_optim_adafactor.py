@@ -8,28 +8,13 @@ import pytest
 import torch
 
 import oneflow as flow
+from helpers import step_optimizers
 
 SHAPES = [(5, 7), (3, 4, 6), (9,), (), (1, 1), (2, 1, 3)]
 
 
 def run_both(kwargs, steps=6, seed=0, shapes=SHAPES, tensor_lr=False):
-    rng = np.random.default_rng(seed)
-    init = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-    fp = [flow.tensor(a, requires_grad=True) for a in init]
-    tp = [torch.tensor(a, requires_grad=True) for a in init]
-    fk, tk = dict(kwargs), dict(kwargs)
-    if tensor_lr:
-        fk["lr"], tk["lr"] = flow.tensor(kwargs["lr"]), torch.tensor(kwargs["lr"])
-    fo, to = flow.optim.Adafactor(fp, **fk), torch.optim.Adafactor(tp, **tk)
-    for _ in range(steps):
-        grads = [rng.standard_normal(s).astype(np.float32) for s in shapes]
-        for p, g in zip(fp, grads):
-            p.grad = flow.tensor(g)
-        for p, g in zip(tp, grads):
-            p.grad = torch.tensor(g)
-        fo.step()
-        to.step()
-    return fp, tp, fo, to
+    return step_optimizers("Adafactor", kwargs, shapes, steps, seed, tensor_lr)
 
 
 def assert_same(fp, tp, fo, to):

@@ -7,28 +7,13 @@ import pytest
 import torch
 
 import oneflow as flow
+from helpers import step_optimizers
 
 SHAPES = [(6, 10), (12, 5), (7, 7)]
 
 
 def run_both(kwargs, steps=4, tensor_lr=False):
-    rng = np.random.default_rng(0)
-    init = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
-    fp = [flow.tensor(a, requires_grad=True) for a in init]
-    tp = [torch.tensor(a, requires_grad=True) for a in init]
-    fk, tk = dict(kwargs), dict(kwargs)
-    if tensor_lr:
-        fk["lr"], tk["lr"] = flow.tensor(kwargs.get("lr", 1e-3)), torch.tensor(kwargs.get("lr", 1e-3))
-    fo, to = flow.optim.Muon(fp, **fk), torch.optim.Muon(tp, **tk)
-    for _ in range(steps):
-        grads = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
-        for p, g in zip(fp, grads):
-            p.grad = flow.tensor(g)
-        for p, g in zip(tp, grads):
-            p.grad = torch.tensor(g)
-        fo.step()
-        to.step()
-    return fp, tp, fo, to
+    return step_optimizers("Muon", kwargs, SHAPES, steps, tensor_lr=tensor_lr, default_lr=1e-3)
 
 
 def assert_same(fp, tp, fo, to):
