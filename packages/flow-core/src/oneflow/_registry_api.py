@@ -28,7 +28,10 @@ def _public_ops():
 
 def export_ops(namespace):
     """Fill ``namespace`` (the oneflow module dict) and Tensor with ops, then with family overrides."""
+    from . import _op_docs
     from ._tensor import Tensor
+
+    _op_docs.install()
 
     for name, op in _public_ops():
         if not hasattr(Tensor, name) or name.endswith("_"):
@@ -44,3 +47,6 @@ def export_ops(namespace):
             namespace[name] = getattr(mod, name)
         for name, fn in getattr(mod, "TENSOR_METHODS", {}).items():
             setattr(Tensor, name, fn)
+    from . import _derived_docs
+
+    _derived_docs.fill(Tensor, namespace)

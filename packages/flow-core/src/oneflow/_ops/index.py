@@ -103,6 +103,9 @@ def nonzero(input, *, out=None, as_tuple=False):
 
 
 def argwhere(input):
+    """argwhere(input) -> Tensor
+
+    The indices of the nonzero elements of ``input``, one row per element (same as :func:`oneflow.nonzero`)."""
     return ops.nonzero(input)
 
 
@@ -118,6 +121,9 @@ def argsort(input, dim=-1, descending=False, stable=False):
 
 
 def msort(input):
+    """msort(input) -> Tensor
+
+    ``input`` sorted in ascending order along its first dimension (the values of ``sort(input, 0)``)."""
     return ops.sort(input, 0)[0]
 
 
@@ -199,12 +205,18 @@ def flip(input, *dims):
 
 
 def fliplr(input):
+    """fliplr(input) -> Tensor
+
+    A copy of ``input`` (at least 2-D) with the order of its columns (dimension 1) reversed."""
     if input.dim() < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return ops.flip(input, [1])
 
 
 def flipud(input):
+    """flipud(input) -> Tensor
+
+    A copy of ``input`` (at least 1-D) with the order of its rows (dimension 0) reversed."""
     if input.dim() < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return ops.flip(input, [0])
@@ -262,6 +274,10 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
 
 
 def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+    """scatter_(dim, index, src=None, value=None, *, reduce=None) -> Tensor
+
+    Writes ``src`` (a tensor, or the number ``value``) into ``self`` at ``index`` along ``dim``, combined with
+    the old values by ``reduce`` ('add' or 'multiply') when given; returns ``self``."""
     if src is None:
         src = value
     return ops.scatter_(self, dim, index, src, reduce=reduce)

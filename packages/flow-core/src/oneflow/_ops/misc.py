@@ -55,6 +55,9 @@ def broadcast_shapes(*shapes):
 
 
 def broadcast_to(input, shape):
+    """broadcast_to(input, shape) -> Tensor
+
+    A view of ``input`` broadcast to ``shape`` (-1 keeps a dimension); same as ``input.expand(shape)``."""
     return _C.ops.expand(input, list(shape))
 
 
@@ -67,10 +70,16 @@ def broadcast_tensors(*tensors):
 
 
 def is_floating_point(input):
+    """is_floating_point(input) -> bool
+
+    Whether ``input`` has a floating-point dtype (float16, bfloat16, float32 or float64)."""
     return input.dtype.is_floating_point
 
 
 def is_nonzero(input):
+    """is_nonzero(input) -> bool
+
+    Whether the single element of a one-element tensor is nonzero; other sizes raise ``RuntimeError``."""
     if input.numel() != 1:
         raise RuntimeError(f"Boolean value of Tensor with {'no values' if input.numel() == 0 else 'more than one value'} is ambiguous")
     return builtins.bool(input.item())
@@ -109,6 +118,9 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 
 
 def is_same_size(a, b):
+    """is_same_size(input, other) -> bool
+
+    Whether the two tensors have the same shape."""
     return tuple(a.shape) == tuple(b.shape)
 
 
@@ -123,12 +135,23 @@ def clone(input, *, memory_format=None):
 
 
 def detach(input):
+    """detach(input) -> Tensor
+
+    A view of ``input`` outside the autograd graph: it shares the data and never requires grad."""
     return input.detach()
 
 
 def zero_(input):
     """Fills ``input`` with zeros in place."""
     return _C.ops.fill_(input, 0)
+
+
+def _dim_order(self):
+    """dim_order() -> tuple of ints
+
+    The dimensions ordered from the outermost in memory to the innermost (largest stride first):
+    ``(0, 1, ..., n-1)`` for a contiguous tensor."""
+    return tuple(sorted(range(self.dim()), key=lambda d: -self.stride(d)))
 
 
 def _atleast(n):
@@ -141,6 +164,11 @@ def _atleast(n):
                     else _C.ops.unsqueeze(_C.ops.unsqueeze(t, 0), -1)
             out.append(t)
         return out[0] if len(out) == 1 else tuple(out)
+    f.__name__ = f.__qualname__ = f"atleast_{n}d"
+    f.__doc__ = (f"atleast_{n}d(*tensors) -> Tensor or tuple of Tensors\n\n"
+                 f"    Each tensor (given separately or as one sequence) with leading or trailing size-1 dimensions "
+                 f"added\n    until it has at least {n} dimension{'s' if n > 1 else ''}; tensors with enough are "
+                 f"returned as they are.")
     return f
 
 
@@ -164,5 +192,5 @@ TENSOR_METHODS = {
     "new_zeros": _new("zeros"), "new_ones": _new("ones"), "new_empty": _new("empty"), "new_full": _new("full"),
     "zero_": zero_, "clone": clone, "is_signed": is_signed, "diff": diff, "is_nonzero": is_nonzero,
     "is_same_size": is_same_size,
-    "broadcast_to": broadcast_to, "dim_order": lambda self: tuple(sorted(range(self.dim()), key=lambda d: -self.stride(d))),
+    "broadcast_to": broadcast_to, "dim_order": _dim_order,
 }

@@ -551,10 +551,18 @@ _attach_linalg()
 
 
 def _tensor_max(self, dim=None, keepdim=False, *, other=None):
+    """max(dim=None, keepdim=False) -> Tensor or (Tensor, Tensor)
+
+    See :func:`oneflow.max`: the largest element, the largest values and their indices along ``dim``, or the
+    elementwise maximum with ``other``."""
     return max(self, dim, keepdim, other=other)
 
 
 def _tensor_min(self, dim=None, keepdim=False, *, other=None):
+    """min(dim=None, keepdim=False) -> Tensor or (Tensor, Tensor)
+
+    See :func:`oneflow.min`: the smallest element, the smallest values and their indices along ``dim``, or the
+    elementwise minimum with ``other``."""
     return min(self, dim, keepdim, other=other)
 
 

@@ -113,10 +113,20 @@ class TypedStorage(UntypedStorage):
 
 
 def _storage(self):
+    """storage() -> TypedStorage
+
+    The (deprecated, as in PyTorch) typed view of this tensor's storage; prefer :meth:`Tensor.untyped_storage`."""
     warnings.warn("TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the only "
                   "storage class. This should only matter to you if you are using storages directly.  To access "
                   "UntypedStorage directly, use tensor.untyped_storage() instead of tensor.storage()", stacklevel=2)
     return TypedStorage(self)
 
 
-TENSOR_METHODS = {"untyped_storage": lambda self: UntypedStorage(self), "storage": _storage}
+def _untyped_storage(self):
+    """untyped_storage() -> UntypedStorage
+
+    The storage this tensor (and its views) lives in, as bytes."""
+    return UntypedStorage(self)
+
+
+TENSOR_METHODS = {"untyped_storage": _untyped_storage, "storage": _storage}

@@ -35,14 +35,25 @@ def reshape(input, *shape):
 
 
 def expand(self, *sizes):
+    """expand(*sizes) -> Tensor
+
+    A view of ``self`` with its size-1 dimensions repeated to ``sizes`` (given separately or as one sequence;
+    -1 keeps a dimension, new leading dimensions may be added), without copying."""
     return ops.expand(self, _shape_args(sizes, "expand"))
 
 
 def permute(self, *dims):
+    """permute(*dims) -> Tensor
+
+    A view of ``self`` with its dimensions reordered as ``dims`` (given separately or as one sequence)."""
     return ops.permute(self, _shape_args(dims, "permute"))
 
 
 def transpose(input, dim0, dim1):
+    """transpose(input, dim0, dim1) -> Tensor
+
+    A view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped. Also available as ``swapaxes`` and
+    ``swapdims`` (functions and Tensor methods)."""
     return ops.transpose(input, dim0, dim1)
 
 
@@ -193,6 +204,9 @@ def _split_method(self, split_size, dim=0):
 
 
 def chunk(input, chunks, dim=0):
+    """chunk(input, chunks, dim=0) -> tuple of Tensors
+
+    Splits ``input`` along ``dim`` into at most ``chunks`` views of equal size (the last may be smaller)."""
     if input.dim() == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
@@ -206,6 +220,9 @@ def chunk(input, chunks, dim=0):
 
 
 def unbind(input, dim=0):
+    """unbind(input, dim=0) -> tuple of Tensors
+
+    The slices of ``input`` along ``dim``, with that dimension removed, as views."""
     return ops.unbind(input, dim)
 
 
@@ -390,14 +407,23 @@ def ndimension(self):
 
 
 def view_as(self, other):
+    """view_as(other) -> Tensor
+
+    ``self.view(other.shape)``: a view with ``other``'s shape."""
     return ops.view(self, list(other.shape))
 
 
 def reshape_as(self, other):
+    """reshape_as(other) -> Tensor
+
+    ``self.reshape(other.shape)``: a view when the strides allow, else a copy."""
     return ops.reshape(self, list(other.shape))
 
 
 def expand_as(self, other):
+    """expand_as(other) -> Tensor
+
+    ``self.expand(other.shape)``: a view broadcast to ``other``'s shape."""
     return ops.expand(self, list(other.shape))
 
 

@@ -64,6 +64,7 @@ def get_autocast_dtype(device_type):
 
 
 def set_autocast_dtype(device_type, dtype):
+    """Sets the dtype autocast casts to on ``device_type`` ('cpu'; 'cuda' in CUDA builds) while it is enabled."""
     _check_device(device_type)
     if device_type == "cpu":
         _C._set_autocast_dtype(dtype)
@@ -119,6 +120,8 @@ def is_autocast_cache_enabled():
 
 
 def set_autocast_cache_enabled(enabled):
+    """Turns the cache of autocast's casts of leaf tensors (parameters) on or off; it is cleared when the
+    outermost autocast region exits."""
     _C._set_autocast_cache_enabled(bool(enabled))
 
 
@@ -128,10 +131,12 @@ def clear_autocast_cache():
 
 
 def autocast_increment_nesting():
+    """Counts one more autocast region entered; returns the new depth (the cache is cleared at depth 0)."""
     return _C._autocast_increment_nesting()
 
 
 def autocast_decrement_nesting():
+    """Counts one autocast region left; returns the new depth (the cache is cleared at depth 0)."""
     return _C._autocast_decrement_nesting()
 
 
