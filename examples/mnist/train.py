@@ -5,14 +5,20 @@
     python examples/mnist/train.py --checkpoint ck.of   # save after every epoch ...
     python examples/mnist/train.py --checkpoint ck.of --resume --epochs 30   # ... and go on from there
 
+A checkpoint holds the model, the optimizer, the epoch and every random state the run draws from, so a resumed
+run computes the same weights, bit for bit, as one that was never interrupted.
+
 Without --data it trains on real handwritten digits that scikit-learn ships (see embedded_digits.py), written
 once as MNIST IDX files into ~/.cache/oneflow/mnist-digits and read back through MNISTDataset, like full MNIST.
 The model, loss, optimizer and loops are the documentation's program (examples/mnist/issue_program.py).
 """
 import argparse
 import os
+import random
 import sys
 import time
+
+import numpy as np
 
 import oneflow as flow
 from oneflow import nn
@@ -144,15 +150,52 @@ def evaluate(model, test_loader):
     return correct, total
 
 
-def save_checkpoint(path, model, optimizer, epoch):
-    flow.save({"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
+def rng_states(train_loader):
+    """Every random state a run draws from. The shuffling sampler of a DataLoader without its own generator
+    is seeded from flow's default generator at the start of each epoch, so that state decides the next
+    epoch's order; Python's and NumPy's generators are kept too, for datasets or transforms that use them."""
+    np_state = np.random.get_state(legacy=False)
+    loader_gen = train_loader.generator
+    return {
+        "flow": flow.get_rng_state(),
+        "loader": None if loader_gen is None else loader_gen.get_state(),
+        "python": random.getstate(),
+        # flow.save keeps tensors, containers and numbers, not NumPy arrays (and tensors have no uint32)
+        "numpy": {"bit_generator": np_state["bit_generator"],
+                  "key": flow.from_numpy(np_state["state"]["key"].astype(np.int64)),
+                  "pos": np_state["state"]["pos"], "has_gauss": np_state["has_gauss"], "gauss": np_state["gauss"]},
+    }
 
 
-def load_checkpoint(path, model, optimizer):
-    """Restore model and optimizer state; returns the number of epochs already done."""
+def set_rng_states(states, train_loader):
+    flow.set_rng_state(states["flow"])
+    if states["loader"] is not None and train_loader.generator is not None:
+        train_loader.generator.set_state(states["loader"])
+    version, internal, gauss = states["python"]
+    random.setstate((version, tuple(internal), gauss))
+    n = states["numpy"]
+    key = n["key"].numpy().astype(np.uint32)
+    np.random.set_state({"bit_generator": n["bit_generator"], "state": {"key": key, "pos": n["pos"]},
+                         "has_gauss": n["has_gauss"], "gauss": n["gauss"]})
+
+
+def save_checkpoint(path, model, optimizer, epoch, train_loader=None):
+    """Saved between epochs: ``epoch`` epochs are done, so the sampler starts the next one from the top and its
+    position needs no record beyond the epoch and the random states."""
+    state = {"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict()}
+    if train_loader is not None:
+        state["rng"] = rng_states(train_loader)
+    flow.save(state, path)
+
+
+def load_checkpoint(path, model, optimizer, train_loader=None):
+    """Restore model and optimizer state (and, given the loader, the random states); returns the number of
+    epochs already done."""
     state = flow.load(path)
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
+    if train_loader is not None and "rng" in state:
+        set_rng_states(state["rng"], train_loader)
     return int(state["epoch"])
 
 
@@ -161,7 +204,14 @@ def main(argv=None):
     if args.threads:
         flow.set_num_threads(args.threads)
     flow.manual_seed(args.seed)
-    root, train_loader, test_loader = make_loaders(args)
+    try:
+        root, train_loader, test_loader = make_loaders(args)
+    except RuntimeError as e:
+        if not args.data:
+            raise
+        # missing or malformed files in the user's folder: the reader names them; a traceback would bury that
+        sys.exit(f"error: {e}\n(in this script, --download fetches missing files; without --data it trains on "
+                 f"the embedded digits)")
     if not args.quiet:
         print(f"data: {root} ({len(train_loader.dataset)} training, {len(test_loader.dataset)} test images); "
               f"threads: {flow.get_num_threads()}")
@@ -171,7 +221,7 @@ def main(argv=None):
     optimizer = flow.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     start = 0
     if args.resume and args.checkpoint and os.path.exists(args.checkpoint):
-        start = load_checkpoint(args.checkpoint, model, optimizer)
+        start = load_checkpoint(args.checkpoint, model, optimizer, train_loader)
         if not args.quiet:
             print(f"resumed from {args.checkpoint} after epoch {start}")
 
@@ -180,7 +230,7 @@ def main(argv=None):
     for epoch in range(start, args.epochs):
         history.append(train_one_epoch(model, loss_fn, optimizer, train_loader, epoch, args.epochs, args.quiet))
         if args.checkpoint:
-            save_checkpoint(args.checkpoint, model, optimizer, epoch + 1)
+            save_checkpoint(args.checkpoint, model, optimizer, epoch + 1, train_loader)
     train_s = time.perf_counter() - t0
 
     correct, total = evaluate(model, test_loader)

@@ -1,4 +1,5 @@
-"""The MNIST example (examples/mnist): embedded-data IDX files, a short training run, checkpoint resume."""
+"""The MNIST example (examples/mnist): embedded-data IDX files, a short training run, checkpoint resume that
+reproduces the uninterrupted run, and its command-line behaviour."""
 import os
 import struct
 import subprocess
@@ -127,6 +128,61 @@ def test_checkpoint_resume_restores_model_and_optimizer(digits_root, tmp_path, c
     capsys.readouterr()
 
 
+def test_resume_equals_the_uninterrupted_run(digits_root, tmp_path, capsys):
+    """2 epochs, a checkpoint, then --resume to 3 computes what 3 straight epochs compute, bit for bit: the
+    shuffle order of epoch 3 comes from random states the checkpoint restores."""
+    straight = train.main(_args(digits_root, "--epochs", "3", "--lr", "0.05"))
+    ckpt = str(tmp_path / "mnist.ckpt")
+    train.main(_args(digits_root, "--epochs", "2", "--lr", "0.05", "--checkpoint", ckpt))
+    flow.manual_seed(12345)  # whatever ran in between must not matter
+    resumed = train.main(_args(digits_root, "--epochs", "3", "--lr", "0.05", "--checkpoint", ckpt, "--resume"))
+    capsys.readouterr()
+    assert resumed["losses"] == straight["losses"][2:]
+    _state_equal(resumed["model"].state_dict(), straight["model"].state_dict())
+    _state_equal(resumed["optimizer"].state_dict(), straight["optimizer"].state_dict())
+    assert resumed["accuracy"] == straight["accuracy"]
+
+
+def test_checkpoint_restores_python_and_numpy_random_states(digits_root, tmp_path, capsys):
+    import random
+
+    ckpt = str(tmp_path / "mnist.ckpt")
+    random.seed(7)
+    np.random.seed(7)
+    train.main(_args(digits_root, "--epochs", "1", "--checkpoint", ckpt))
+    capsys.readouterr()
+    expected = (random.random(), np.random.rand(3))
+    random.seed(99)
+    np.random.seed(99)
+    model = train.SimpleCNN()
+    optimizer = flow.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loader = train.make_loaders(train.parse_args(_args(digits_root)))[1]
+    train.load_checkpoint(ckpt, model, optimizer, loader)
+    assert random.random() == expected[0]
+    np.testing.assert_array_equal(np.random.rand(3), expected[1])
+
+
+def test_quiet_prints_only_the_accuracy_line(digits_root, capsys):
+    train.main(_args(digits_root, "--epochs", "1"))
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Accuracy of the network on the 359 test images: "), lines
+
+
+def test_empty_data_folder_exits_with_a_message(tmp_path):
+    proc = subprocess.run([sys.executable, os.path.join(EXAMPLE, "train.py"), "--data", str(tmp_path), "--quiet"],
+                          capture_output=True, text=True, env=_child_env(), timeout=300)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "dataset not found" in proc.stderr and "train-images-idx3-ubyte" in proc.stderr, proc.stderr
+    assert "--download" in proc.stderr
+
+
+def _child_env():
+    return dict(os.environ, OMP_NUM_THREADS="2",
+                PYTHONPATH=os.pathsep.join(p for p in [os.path.dirname(os.path.dirname(flow.__file__)),
+                                                       os.environ.get("PYTHONPATH", "")] if p))
+
+
 def test_issue_program_runs_unchanged(tmp_path):
     """The documentation's program (only its data path differs) runs end to end on a small IDX directory."""
     digits, labels = embedded_digits.load_digits()
@@ -135,11 +191,8 @@ def test_issue_program_runs_unchanged(tmp_path):
     embedded_digits.write_idx_labels(str(tmp_path / "train-labels-idx1-ubyte"), labels[:128])
     embedded_digits.write_idx_images(str(tmp_path / "t10k-images-idx3-ubyte"), images[128:])
     embedded_digits.write_idx_labels(str(tmp_path / "t10k-labels-idx1-ubyte"), labels[128:])
-    env = dict(os.environ, OMP_NUM_THREADS="2",
-               PYTHONPATH=os.pathsep.join(p for p in [os.path.dirname(os.path.dirname(flow.__file__)),
-                                                      os.environ.get("PYTHONPATH", "")] if p))
     proc = subprocess.run([sys.executable, os.path.join(EXAMPLE, "issue_program.py"), str(tmp_path)],
-                          capture_output=True, text=True, env=env, timeout=300)
+                          capture_output=True, text=True, env=_child_env(), timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("Accuracy of the network on the 10000 test images: "), proc.stdout
     assert 0 <= float(proc.stdout.split(": ")[1].rstrip().rstrip("%")) <= 100
