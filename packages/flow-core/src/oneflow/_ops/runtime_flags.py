@@ -1,13 +1,14 @@
 """Process-wide settings and predicates of PyTorch's top level that this CPU build keeps in Python:
-inter-op thread count, denormal flushing, warn-always, the legacy default tensor type, the deterministic debug
+the checks of the intra-op thread count, the inter-op thread count, denormal flushing, warn-always, the legacy default tensor type, the deterministic debug
 mode, and the ``get_device`` / ``is_storage`` / ``is_distributed`` queries."""
 import builtins
+import numbers
 import os
 import warnings
 
 from .. import _C
 
-__all__ = ["get_num_interop_threads", "set_num_interop_threads", "set_flush_denormal", "set_warn_always",
+__all__ = ["set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "set_flush_denormal", "set_warn_always",
            "is_warn_always_enabled", "set_default_tensor_type", "get_deterministic_debug_mode",
            "set_deterministic_debug_mode", "get_device", "is_storage", "is_distributed"]
 
@@ -19,6 +20,23 @@ _state = {"interop_threads": os.cpu_count() or 1, "warn_always": False}
 def _need_tensor(fn, value):
     if not isinstance(value, _C.TensorBase):
         raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type(value).__name__}")
+
+
+def set_num_threads(num):
+    """set_num_threads(int)
+
+    Sets the number of threads OpenMP uses for intra-op parallelism on CPU (see :func:`oneflow.get_num_threads`).
+    ``num`` must be a positive int, as in PyTorch: anything else raises ``RuntimeError`` instead of being
+    passed on to OpenMP, which would silently ignore it."""
+    # NumPy integers are Integral and count as ints, as in PyTorch
+    if isinstance(num, builtins.bool) or not isinstance(num, numbers.Integral):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(num).__name__}")
+    num = builtins.int(num)
+    if num <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    if num > 2 ** 31 - 1:
+        raise ValueError("Overflow when unpacking long")
+    _C.set_num_threads(num)
 
 
 def get_num_interop_threads():

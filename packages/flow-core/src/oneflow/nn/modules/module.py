@@ -5,7 +5,7 @@ import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
-from ... import _C
+from ... import _C, _input_errors
 from ..._tensor import Tensor
 from ..parameter import Buffer, Parameter
 
@@ -853,12 +853,20 @@ class Module:
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks
                 or _global_forward_pre_hooks or _global_forward_hooks or _global_backward_hooks
                 or _global_backward_pre_hooks):
-            return forward(*args, **kwargs)
+            try:
+                return forward(*args, **kwargs)
+            except (TypeError, AttributeError) as e:
+                err = _input_errors.module_input_error(self, forward, args, kwargs, e)
+                if err is None:
+                    raise
+                raise err from e
         called = set()
         done = {"result": None}  # forward's output once it has one, for the always_call hooks
         try:
             return self._call_with_hooks(forward, args, kwargs, called, done)
-        except Exception:
+        except Exception as exc:
+            err = _input_errors.module_input_error(self, forward, args, kwargs, exc) \
+                if isinstance(exc, (TypeError, AttributeError)) else None
             result = done["result"]
             # hooks registered with always_call run even when forward (or another hook) raised; what they raise
             # in turn is only warned about, so the original error is the one that propagates
@@ -874,6 +882,8 @@ class Module:
                     except Exception as e:
                         warnings.warn("forward hook with ``always_call=True`` raised an exception that was silenced "
                                       f"as another error was raised in forward: {e}")
+            if err is not None:
+                raise err from exc
             raise
 
     def _all_forward_hooks(self):
