@@ -240,12 +240,12 @@ def test_save_through_symlink_updates_target(tmp_path):
     same_values(flow.load(real), flow.zeros(3))
 
 
-def test_unsupported_object_leaves_old_file_intact(tmp_path):
+def test_unpicklable_object_leaves_old_file_intact(tmp_path):
     p = tmp_path / "ck.of"
     flow.save({"w": flow.ones(3)}, p)
     before = p.read_bytes()
-    with pytest.raises(TypeError, match="can't save an object of type .*object.*\\['bad'\\]"):
-        flow.save({"w": flow.zeros(3), "bad": object()}, p)
+    with pytest.raises((pickle.PicklingError, AttributeError), match="lambda"):
+        flow.save({"w": flow.zeros(3), "bad": lambda: 0}, p)
     assert p.read_bytes() == before
     assert os.listdir(tmp_path) == ["ck.of"]
 
@@ -282,12 +282,13 @@ def test_crash_mid_write_leaves_old_file_intact(tmp_path, monkeypatch):
     same_values(flow.load(p)["w"], flow.ones(3))
 
 
-def test_circular_reference_is_refused(tmp_path):
-    a = []
+def test_circular_reference_round_trips(tmp_path):
+    # JSON can't hold the cycle, so the list is pickled; plain containers still load with weights_only=True
+    a = [flow.ones(1)]
     a.append(a)
-    with pytest.raises(ValueError, match="circular"):
-        flow.save(a, tmp_path / "x.of")
-    assert os.listdir(tmp_path) == []
+    flow.save(a, tmp_path / "x.of")
+    r = flow.load(tmp_path / "x.of")
+    assert r[1] is r and r[0].tolist() == [1.0]
 
 
 def test_map_location(tmp_path):
@@ -532,8 +533,8 @@ def test_torch_malicious_pickle_refused(tmp_path):
     with pytest.raises(pickle.UnpicklingError, match=r"refusing to load the global '(posix|os|nt)\.system'"):
         flow.load(tmp_path / "evil.pt")
     assert not marker.exists()
-    with pytest.raises(pickle.UnpicklingError, match="refusing"):
-        flow.load(tmp_path / "evil.pt", weights_only=False)  # there is no unrestricted mode
+    with pytest.raises(pickle.UnpicklingError, match="refusing.*whose module (posix|os|nt) is blocked"):
+        flow.load(tmp_path / "evil.pt", weights_only=True)
     assert not marker.exists()
 
 

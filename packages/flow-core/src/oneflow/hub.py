@@ -109,12 +109,12 @@ def _fetch(url, dst, hash_prefix, progress, what):
 
 
 def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=True, check_hash=False,
-                             file_name=None, weights_only=False):
+                             file_name=None, weights_only=None):
     r"""Loads the serialized object (usually a state dict) at ``url``, downloading it into the cache first
     unless it is already there.
 
     The file is read with :func:`oneflow.load`, so both this project's files and PyTorch ``.pt``/``.pth``
-    state dicts load, and nothing in the file is ever executed.
+    state dicts load, and by default nothing in the file is executed.
 
     Args:
         url (str): the file's URL.
@@ -124,7 +124,9 @@ def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=Tr
         check_hash (bool): verify the download against the SHA-256 prefix in the file name
             (``name-<sha256 prefix>.ext``). Default: ``False``.
         file_name (str, optional): the cached file's name. Default: the URL's last path component.
-        weights_only (bool): accepted for compatibility; loading is always restricted to data.
+        weights_only (bool, optional): passed to :func:`oneflow.load`. ``None`` (the default) and ``True`` load
+            data only; ``False`` unpickles without restriction, which can run code from the downloaded file.
+            (PyTorch's default here is ``False``; this one stays safe unless asked.)
     """
     from .serialization import load as _load
 
@@ -139,7 +141,7 @@ def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=Tr
             m = _HASH_REGEX.search(name)
             hash_prefix = m.group(1) if m else None
         _fetch(url, cached, hash_prefix, progress, "the file")
-    return _load(cached, map_location=map_location)
+    return _load(cached, map_location=map_location, weights_only=True if weights_only is None else weights_only)
 
 
 # ---- repositories with a hubconf.py ---------------------------------------------------------------------------

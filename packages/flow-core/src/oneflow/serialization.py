@@ -1,16 +1,22 @@
-"""``flow.save`` / ``flow.load``: checkpoints in the project's own safe format, and safe reading of PyTorch files.
+"""``flow.save`` / ``flow.load``: checkpoints in the project's own format, and reading of PyTorch files.
 
 Our format is a zip archive (stored, not compressed; zip gives CRC checks and ZIP64 for free):
 
     oneflow/version       "1"
     oneflow/byteorder     "little" | "big"
     oneflow/data.json     the object tree (tagged JSON) plus the tensor and storage tables
+    oneflow/data.pkl      only for objects JSON can't describe (modules, NumPy arrays, user classes): the
+                          object as a pickle whose tensors refer to the tables (see ``_pickle_record``)
     oneflow/storages/<i>  the raw bytes of storage i
 
 Every storage is written once; each tensor records (storage, dtype, size, stride, offset), so views, the same
-tensor saved twice and tied weights share memory again after loading. Nothing in the file is ever executed:
-JSON describes data only, and PyTorch pickles go through an unpickler that admits a short list of globals,
-mapped to our own reconstruction functions (torch is never imported).
+tensor saved twice and tied weights share memory again after loading.
+
+Loading is safe by default, as in PyTorch (``weights_only=True``): JSON describes data only, and pickles (our
+record, PyTorch files) go through unpicklers that admit tensors, plain containers and the globals the user
+allowlisted with :func:`add_safe_globals`; PyTorch's globals map to our own reconstruction functions (torch is
+never imported). Only an explicit ``weights_only=False`` unpickles without restriction, which can run code from
+the file.
 """
 import collections
 import ctypes
@@ -27,9 +33,10 @@ import zlib
 
 import numpy as np
 
-from . import _C
+from . import _C, _pickle_record, _safe_globals
+from ._safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals"]
 
 _FORMAT_VERSION = "1"
 _PREFIX = "oneflow/"
@@ -51,6 +58,13 @@ def _raw_buffer(ptr, nbytes):
 # ---------------------------------------------------------------------------------------------------------
 # encoding (object tree -> JSON-able data + storages)
 # ---------------------------------------------------------------------------------------------------------
+class _NotPlainData(Exception):
+    """The object holds something the JSON tree can't describe (it is then pickled instead)."""
+
+
+_PLAIN_CONTAINERS = (dict, collections.OrderedDict, list, tuple, set, frozenset)
+
+
 class _Encoder:
     def __init__(self):
         self.tensors = []  # JSON records
@@ -129,17 +143,22 @@ class _Encoder:
             return {"T": "dtype", "v": _dtype_name(obj)}
         if isinstance(obj, _C.device):
             return {"T": "device", "v": str(obj)}
-        if isinstance(obj, (dict, list, tuple, set, frozenset)):
-            if id(obj) in self.active:
-                raise ValueError(f"flow.save: circular reference at {path}")
+        if tp in _PLAIN_CONTAINERS or self._is_plain_tuple(obj):
+            if id(obj) in self.active:  # pickle keeps the cycle
+                raise _NotPlainData(f"circular reference at {path}")
             self.active.add(id(obj))
             try:
                 return self._container(obj, path)
             finally:
                 self.active.discard(id(obj))
-        raise TypeError(
-            f"flow.save: can't save an object of type {tp.__module__}.{tp.__qualname__} at {path}; supported are "
-            "tensors, dicts, lists, tuples, sets, numbers, strings, bytes, None, dtypes and devices")
+        # a subclass of a container too: JSON would bring it back as the plain container
+        raise _NotPlainData(f"an object of type {tp.__module__}.{tp.__qualname__} at {path}")
+
+    @staticmethod
+    def _is_plain_tuple(obj):
+        from ._tensor import Size
+
+        return isinstance(obj, Size) or (isinstance(obj, tuple) and hasattr(type(obj), "_fields"))
 
     def _container(self, obj, path):
         if isinstance(obj, dict):
@@ -161,7 +180,7 @@ class _Encoder:
         return {"T": tag, "v": [self.encode(v, f"{path}[{i}]") for i, v in enumerate(obj)]}
 
 
-def _write_archive(fileobj, root, enc):
+def _write_archive(fileobj, root, enc, record=None):
     header = {"format": "oneflow", "version": _FORMAT_VERSION, "root": root, "tensors": enc.tensors,
               "storages": [{"dtype": s[3], "nbytes": s[2]} for s in enc.storages]}
     data = json.dumps(header, separators=(",", ":"), allow_nan=False).encode("utf-8")
@@ -169,6 +188,8 @@ def _write_archive(fileobj, root, enc):
         zf.writestr(_PREFIX + "version", _FORMAT_VERSION)
         zf.writestr(_PREFIX + "byteorder", sys.byteorder)
         zf.writestr(_PREFIX + "data.json", data)
+        if record is not None:
+            zf.writestr(_PREFIX + "data.pkl", record)
         for i, (_owner, ptr, nbytes, _) in enumerate(enc.storages):  # _owner keeps ptr valid
             with zf.open(f"{_PREFIX}storages/{i}", "w", force_zip64=nbytes >= (1 << 31)) as out:
                 buf = _raw_buffer(ptr, nbytes)
@@ -222,23 +243,36 @@ def _atomic_write(path, write):
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
          _disable_byteorder_record=False):
-    """Saves ``obj`` (tensors, state dicts, nested containers of tensors/numbers/strings) to ``f``.
+    """Saves an object to a disk file, as ``torch.save``.
+
+    Plain data (tensors, dicts, OrderedDicts, lists, tuples, sets, named tuples, numbers, strings, bytes, None,
+    dtypes and devices, nested freely: state dicts and most checkpoints) is written as data, which any
+    :func:`load` reads without running code. Any other picklable object (a whole ``nn.Module``, NumPy arrays,
+    instances of your own classes, subclasses of the containers above, cyclic structures) is pickled into the
+    file, with its tensors still stored as tensor data; :func:`load` then reads it only with
+    ``weights_only=False`` or with its classes allowlisted through :func:`add_safe_globals`, as in PyTorch.
 
     Args:
-        obj: what to save: tensors, dicts, lists, tuples, sets, named tuples, numbers, strings, bytes, None,
-            dtypes and devices, nested freely.
+        obj: the object to save.
         f: a path (``str`` / ``os.PathLike``) or a writable binary file object. Writes to a path are atomic: a
             temporary file in the same directory is renamed over ``f`` only once it is complete, so a failure
-            mid-save leaves any previous file intact.
-        pickle_module, pickle_protocol, _use_new_zipfile_serialization, _disable_byteorder_record: accepted for
-            ``torch.save`` compatibility and ignored: the file is always this project's zip format, which holds
-            no pickle.
+            mid-save (an unpicklable object included) leaves any previous file intact.
+        pickle_module: the module whose ``Pickler`` pickles objects that are not plain data. Default: ``pickle``.
+        pickle_protocol (int): the protocol of that pickle. Default: ``pickle.DEFAULT_PROTOCOL``.
+        _use_new_zipfile_serialization, _disable_byteorder_record: accepted for ``torch.save`` compatibility and
+            ignored: the file is always this project's zip format.
 
     Tensors that share memory are stored once and share it again after :func:`load`. Like ``torch.save``,
     gradients are not saved.
     """
-    enc = _Encoder()
-    root = enc.encode(obj)  # may raise before anything touches the disk
+    # everything is encoded in memory first, so that nothing touches the disk when it fails
+    enc, record = _Encoder(), None
+    try:
+        root = enc.encode(obj)
+    except _NotPlainData:
+        enc = _Encoder()
+        record = _pickle_record.dumps(obj, enc, pickle_module, pickle_protocol)
+        root = {"T": "pickle"}
     if isinstance(f, (str, bytes, os.PathLike)):
         if isinstance(f, bytes):
             f = os.fsdecode(f)
@@ -248,9 +282,9 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
             raise RuntimeError(f"Parent directory {parent} does not exist.")
         if os.path.isdir(f):
             raise RuntimeError(f"flow.save: cannot write to {os.fspath(f)}: Is a directory")
-        _atomic_write(f, lambda fo: _write_archive(fo, root, enc))
+        _atomic_write(f, lambda fo: _write_archive(fo, root, enc, record))
     elif hasattr(f, "write"):
-        _write_archive(f, root, enc)
+        _write_archive(f, root, enc, record)
         if hasattr(f, "flush"):
             f.flush()
     else:
@@ -262,6 +296,28 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
 # ---------------------------------------------------------------------------------------------------------
 class _Corrupt(Exception):
     pass
+
+
+class _RaisedByThePickle(Exception):
+    """An error from the file's own objects during a full (not weights-only) unpickling: :func:`load` raises it
+    as it is, as ``pickle.load`` would, rather than as a corrupt file."""
+
+    def __init__(self, error):
+        super().__init__(error)
+        self.error = error
+
+
+def _unpickle(unpickler, opts):
+    if opts.weights_only:
+        return unpickler.load()
+    try:
+        return unpickler.load()
+    except _Corrupt:
+        raise
+    except Exception as e:
+        if str(e).startswith("flow.load"):
+            raise
+        raise _RaisedByThePickle(e) from None
 
 
 def _check(cond, msg):
@@ -505,7 +561,7 @@ def _zip_end(fo, start, end):
 _namedtuples = {}
 
 
-def _load_ours(zf, map_location, archive_size):
+def _load_ours(zf, map_location, archive_size, opts):
     try:
         byteorder = zf.read(_PREFIX + "byteorder").decode()
         version = zf.read(_PREFIX + "version").decode()
@@ -597,7 +653,15 @@ def _load_ours(zf, map_location, archive_size):
             return _C.device(str(v["v"]))
         raise _Corrupt(f"unknown tag {tag!r}")
 
-    return decode(header["root"])
+    root = header["root"]
+    if isinstance(root, dict) and root.get("T") == "pickle":
+        try:
+            record = zf.read(_PREFIX + "data.pkl")
+        except KeyError:
+            raise _Corrupt("missing record 'oneflow/data.pkl'") from None
+        return _unpickle(_pickle_record.unpickler(record, tensor, opts.weights_only, opts.pickle_module,
+                                                  opts.encoding), opts)
+    return decode(root)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -650,12 +714,6 @@ def _get_layout(name):
     return _STRIDED
 
 
-def _codecs_encode(s, encoding="utf-8"):
-    if not isinstance(s, str) or encoding not in ("latin1", "latin-1"):
-        raise pickle.UnpicklingError("flow.load: _codecs.encode is only allowed for latin1 byte strings")
-    return s.encode(encoding)
-
-
 def _torch_size(dims=()):
     from ._tensor import Size
 
@@ -675,12 +733,43 @@ def _no_hooks(hooks):
         raise pickle.UnpicklingError("flow.load: tensors with backward hooks can't be loaded")
 
 
-class _TorchUnpickler(pickle.Unpickler):
-    """Admits only the globals that PyTorch state dicts use; storages come from the archive records."""
+class _LoadOptions:
+    """How :func:`load` unpickles: restricted (``weights_only``) or not, with which module and encoding."""
 
-    def __init__(self, file, load_storage):
-        super().__init__(file, encoding="utf-8")
+    def __init__(self, weights_only=True, pickle_module=None, encoding="utf-8"):
+        self.weights_only, self.pickle_module, self.encoding = weights_only, pickle_module, encoding
+
+
+_SAFE_LOAD = _LoadOptions()
+
+
+def _oneflow_counterpart(module, name, imported_only=False):
+    """The oneflow object at the path of the torch global ``module.name`` (``torch.nn.modules.linear.Linear``
+    -> ``oneflow.nn.modules.linear.Linear``), for files that pickled whole torch objects. ``imported_only``
+    looks only at modules already imported (a weights-only load imports nothing the file names)."""
+    import importlib
+
+    target = "oneflow" + module[len("torch"):]
+    try:
+        obj = sys.modules[target] if imported_only else importlib.import_module(target)
+        for part in name.split("."):
+            obj = getattr(obj, part)
+        return obj
+    except (ImportError, AttributeError, KeyError):
+        raise pickle.UnpicklingError(
+            f"flow.load: the file holds a '{module}.{name}', and oneflow has no '{target}.{name}' to load it "
+            "as") from None
+
+
+class _TorchUnpicklerMixin:
+    """Reads PyTorch's pickles: PyTorch's tensor and storage globals become our reconstruction functions and the
+    storages come from the archive records. With ``weights_only`` only those, plain containers and the
+    allowlisted globals are admitted; otherwise other ``torch.*`` globals map to oneflow's object at the same
+    path and any other global is imported (full pickle)."""
+
+    def _setup(self, load_storage, weights_only):
         self._load_storage = load_storage
+        self._weights_only = weights_only
 
     def _rebuild_tensor(self, storage, offset, size, stride, requires_grad=False, hooks=None, metadata=None):
         if not isinstance(storage, _TorchStorage):
@@ -703,9 +792,35 @@ class _TorchUnpickler(pickle.Unpickler):
             raise pickle.UnpicklingError("flow.load: parameters with extra Python state can't be loaded")
         return Parameter(data.detach(), requires_grad=requires_grad)
 
-    def find_class(self, module, name):
-        if module in ("collections",) and name == "OrderedDict":
-            return collections.OrderedDict
+    @staticmethod
+    def _rebuild_from_type_v2(func, new_type, args, state):
+        """A tensor of a subclass, or one with Python attributes (``state``), as torch pickles them."""
+        from ._tensor import Tensor
+
+        if not (isinstance(new_type, type) and issubclass(new_type, Tensor)):
+            raise pickle.UnpicklingError(
+                f"flow.load: _rebuild_from_type_v2 expects a tensor type, not {new_type!r:.80}")
+        ret = func(*args)
+        if not isinstance(ret, Tensor):
+            raise pickle.UnpicklingError("flow.load: _rebuild_from_type_v2 expects a tensor")
+        if type(ret) is not new_type:
+            ret = ret.as_subclass(new_type)
+        dict_state, slots_state = state if isinstance(state, tuple) and len(state) == 2 else (state, None)
+        for part in (dict_state, slots_state):
+            if part:
+                if not isinstance(part, dict):
+                    raise pickle.UnpicklingError("flow.load: malformed tensor state")
+                for k, v in part.items():
+                    if not isinstance(k, str) or k.startswith("__"):  # no __class__ swaps from a file
+                        raise pickle.UnpicklingError(f"flow.load: refusing the tensor attribute {k!r:.80}")
+                    setattr(ret, k, v)
+        return ret
+
+    def _torch_global(self, module, name):
+        """PyTorch's tensor-related globals, or None for any other."""
+        from ._tensor import Tensor
+        from .nn.parameter import Parameter
+
         if module == "torch._utils":
             if name == "_rebuild_tensor_v2":
                 return self._rebuild_tensor
@@ -713,6 +828,8 @@ class _TorchUnpickler(pickle.Unpickler):
                 return self._rebuild_tensor_v3
             if name in ("_rebuild_parameter", "_rebuild_parameter_with_state"):
                 return self._rebuild_parameter
+        if module == "torch._tensor" and name == "_rebuild_from_type_v2":
+            return self._rebuild_from_type_v2
         unsupported_storage = name.endswith("Storage") and name not in _TORCH_STORAGE_DTYPES
         if module in ("torch", "torch.storage") and (unsupported_storage or name in _TORCH_UNSUPPORTED_DTYPES):
             # a tensor dtype oneflow lacks (complex, uint16/32/64, float8, quantized ...): say so plainly
@@ -730,16 +847,37 @@ class _TorchUnpickler(pickle.Unpickler):
                 return _torch_size
             if name == "device":
                 return _torch_device
+            if name == "Tensor":
+                return Tensor
+        if (module, name) == ("torch.nn.parameter", "Parameter"):
+            return Parameter
         if module == "torch.serialization" and name == "_get_layout":
             return _get_layout
-        if module in ("builtins", "__builtin__") and name in ("set", "frozenset", "complex", "bytearray", "slice"):
-            return {"set": set, "frozenset": frozenset, "complex": complex, "bytearray": bytearray,
-                    "slice": slice}[name]
-        if module == "_codecs" and name == "encode":
-            return _codecs_encode
-        raise pickle.UnpicklingError(
-            f"flow.load: refusing to load the global '{module}.{name}' from the file: only tensors and plain "
-            "containers (dict, OrderedDict, list, tuple, set, numbers, strings) can be loaded safely")
+        return None
+
+    def find_class(self, module, name):
+        mapped = _pickle_record.py2_names(module, name)
+        obj = self._torch_global(*mapped)
+        if obj is not None:
+            return obj
+        is_torch = mapped[0] == "torch" or mapped[0].startswith("torch.")
+        if self._weights_only:
+            try:
+                return _pickle_record.safe_global(module, name)
+            except pickle.UnpicklingError:
+                # allowlisting oneflow's class (``flow.nn.Linear``, or torch.nn.Linear under mock_torch) also
+                # admits PyTorch's class at the same path in PyTorch files
+                if is_torch:
+                    try:
+                        obj = _oneflow_counterpart(*mapped, imported_only=True)
+                    except pickle.UnpicklingError:
+                        obj = None
+                    if obj is not None and any(obj is v for v in _safe_globals.user_allowed().values()):
+                        return obj
+                raise
+        if is_torch:
+            return _oneflow_counterpart(*mapped)
+        return super().find_class(module, name)
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"):
@@ -756,7 +894,20 @@ class _TorchUnpickler(pickle.Unpickler):
         return self._load_storage(key, dtype, numel, location)
 
 
-def _load_torch_zip(zf, names, map_location, archive_size):
+class _TorchUnpickler(_TorchUnpicklerMixin, pickle.Unpickler):
+    pass
+
+
+def _torch_unpickler(file, load_storage, opts=_SAFE_LOAD):
+    cls = _TorchUnpickler
+    if opts.pickle_module is not None and opts.pickle_module.Unpickler is not pickle.Unpickler:
+        cls = type("_TorchUnpickler", (_TorchUnpicklerMixin, opts.pickle_module.Unpickler), {})
+    u = cls(file, encoding=opts.encoding)
+    u._setup(load_storage, opts.weights_only)
+    return u
+
+
+def _load_torch_zip(zf, names, map_location, archive_size, opts):
     pkl = [n for n in names if n.endswith("data.pkl") and n.count("/") <= 1]
     _check(len(pkl) == 1, "no single data.pkl record")
     prefix = pkl[0][: -len("data.pkl")]
@@ -777,21 +928,22 @@ def _load_torch_zip(zf, names, map_location, archive_size):
 
     with zf.open(pkl[0]) as f:
         data = io.BytesIO(f.read())
-    return _TorchUnpickler(data, load_storage).load()
+    return _unpickle(_torch_unpickler(data, load_storage, opts), opts)
 
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 
 
-def _load_torch_legacy(fo, map_location, archive_size):
+def _load_torch_legacy(fo, map_location, archive_size, opts):
     """The pre-1.6 PyTorch format: pickles of (magic, version, sys_info, object, storage keys), then each storage
     as an 8-byte element count followed by its raw bytes."""
     def refuse(*a):
         raise pickle.UnpicklingError("flow.load: unexpected storage reference in a legacy file header")
 
-    _check(_TorchUnpickler(fo, refuse).load() == _LEGACY_MAGIC, "not a PyTorch file (bad magic number)")
-    _check(_TorchUnpickler(fo, refuse).load() == 1001, "unsupported legacy PyTorch protocol version")
-    sys_info = _TorchUnpickler(fo, refuse).load()
+    # the header pickles are plain data whatever weights_only says
+    _check(_torch_unpickler(fo, refuse).load() == _LEGACY_MAGIC, "not a PyTorch file (bad magic number)")
+    _check(_torch_unpickler(fo, refuse).load() == 1001, "unsupported legacy PyTorch protocol version")
+    sys_info = _torch_unpickler(fo, refuse).load()
     _check(isinstance(sys_info, dict), "bad legacy sys_info")
     byteorder = "little" if sys_info.get("little_endian", True) else "big"
     pending = {}  # key -> (tensor to fill, dtype, numel, location)
@@ -802,8 +954,8 @@ def _load_torch_legacy(fo, map_location, archive_size):
             pending[key] = _TorchStorage(_C._empty([numel], getattr(_C, dtype), None), location)
         return pending[key]
 
-    obj = _TorchUnpickler(fo, load_storage).load()  # tensors are views of storages that are filled below
-    keys = _TorchUnpickler(fo, refuse).load()
+    obj = _unpickle(_torch_unpickler(fo, load_storage, opts), opts)  # views of storages filled below
+    keys = _torch_unpickler(fo, refuse).load()
     _check(isinstance(keys, list), "bad legacy storage key list")
     for key in keys:
         _check(key in pending, f"legacy storage {key!r} is not referenced")
@@ -831,43 +983,56 @@ def _load_torch_legacy(fo, map_location, archive_size):
 
 
 # ---------------------------------------------------------------------------------------------------------
-def load(f, map_location=None, weights_only=True, **kwargs):
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
     """Loads an object saved with :func:`save` (or a PyTorch ``.pt`` / ``.pth`` file, zip or legacy) from ``f``.
+
+    As in PyTorch, loading is restricted by default (``weights_only=True``): tensors, plain containers (dict,
+    OrderedDict, list, tuple, set, numbers, strings, bytes), dtypes, devices and the globals allowlisted with
+    :func:`add_safe_globals` / :class:`safe_globals` load, and anything else a pickle in the file names raises
+    ``pickle.UnpicklingError`` before it is imported or called. Files that :func:`save` wrote as plain data
+    never run code, whatever ``weights_only`` says.
 
     Args:
         f: a path or a readable binary file object (read from its current position).
         map_location: where tensors go: ``None`` (the device they were saved from), a device or device string,
             a dict mapping saved locations (``"cuda:0"``) to devices, or a callable
             ``(storage, location) -> storage or None`` that gets each storage as a 1-D CPU tensor.
-        weights_only (bool): accepted for PyTorch compatibility. Loading is always restricted to tensors and
-            plain containers, whatever its value: nothing from the file is ever executed, and anything else raises
-            ``pickle.UnpicklingError``.
+        pickle_module: the module whose ``Unpickler`` reads pickles; only with ``weights_only=False`` (given
+            alone, it implies ``weights_only=False``, as in PyTorch).
+        weights_only (bool, optional): ``True`` (the default when ``pickle_module`` is None) restricts loading
+            as above. ``False`` unpickles without restriction, so that whole modules, NumPy arrays and objects of
+            any class load: the file can then **run arbitrary code**, so only use it for files from a trusted
+            source. Other ``torch.*`` globals in PyTorch files map to oneflow's object at the same path
+            (``torch.nn.modules.linear.Linear`` -> ``oneflow.nn.modules.linear.Linear``).
         mmap (bool): accepted for paths (the file is read, not mapped); a file object with ``mmap=True`` raises
             ``ValueError`` as in torch.
+        pickle_load_args: ``encoding`` (default ``"utf-8"``), used to decode Python 2 strings in pickles.
 
     Raises:
         RuntimeError: for a truncated, corrupted or foreign file, naming the problem.
-        pickle.UnpicklingError: for a PyTorch file that holds anything but tensors and plain containers.
+        pickle.UnpicklingError: with ``weights_only=True``, for a file that holds anything beyond the above
+            (the message says how to allowlist it or to use ``weights_only=False``).
     """
-    unknown = set(kwargs) - {"mmap", "encoding", "pickle_module"}
+    unknown = set(pickle_load_args) - {"encoding"}
     if unknown:
         raise TypeError(f"load() got an unexpected keyword argument '{sorted(unknown)[0]}'")
-    if kwargs.get("pickle_module") is not None:
-        raise ValueError("flow.load: pickle_module is not supported; loading always uses the restricted reader")
-    if weights_only is False:
-        weights_only = True  # there is no unrestricted mode: nothing from the file is ever executed
+    if weights_only is None:
+        weights_only = pickle_module is None
+    if weights_only and pickle_module is not None:
+        raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+    opts = _LoadOptions(bool(weights_only), pickle_module, pickle_load_args.get("encoding", "utf-8"))
     is_path = isinstance(f, (str, bytes, os.PathLike))
-    if kwargs.get("mmap") and not is_path:
+    if mmap and not is_path:
         raise ValueError("f must be a file path in order to use the mmap argument")
     _check_map_location(map_location)
     if is_path:
         with open(os.fsdecode(f) if isinstance(f, bytes) else f, "rb") as fo:
-            return _load_file(fo, map_location, os.fspath(f))
+            return _load_file(fo, map_location, os.fspath(f), opts)
     if not hasattr(f, "read"):
         raise TypeError(f"flow.load: expected a path or a readable file object, got {type(f).__name__}")
     if not (hasattr(f, "seekable") and f.seekable()):
         f = io.BytesIO(f.read())
-    return _load_file(f, map_location, getattr(f, "name", "<file object>"))
+    return _load_file(f, map_location, getattr(f, "name", "<file object>"), opts)
 
 
 def _check_map_location(map_location):
@@ -890,7 +1055,7 @@ def _cuda_available():
     return cuda.is_available()
 
 
-def _load_file(fo, map_location, name):
+def _load_file(fo, map_location, name, opts):
     try:
         start = fo.tell()
         magic = fo.read(4)
@@ -901,7 +1066,7 @@ def _load_file(fo, map_location, name):
             if magic[:1] == b"\x80":
                 if not hasattr(fo, "readinto"):
                     fo = io.BytesIO(fo.read())
-                return _load_torch_legacy(fo, map_location, _archive_size(fo))
+                return _load_torch_legacy(fo, map_location, _archive_size(fo), opts)
             raise _Corrupt("not a oneflow or PyTorch checkpoint (no zip header)")
         stream_end = _archive_size(fo)
         end = _zip_end(fo, start, stream_end)
@@ -914,10 +1079,12 @@ def _load_file(fo, map_location, name):
         with zipfile.ZipFile(fo, "r") as zf:
             names = zf.namelist()
             if _PREFIX + "data.json" in names:
-                return _load_ours(zf, map_location, archive_size)
+                return _load_ours(zf, map_location, archive_size, opts)
             if any(n.endswith("data.pkl") for n in names):
-                return _load_torch_zip(zf, names, map_location, archive_size)
+                return _load_torch_zip(zf, names, map_location, archive_size, opts)
             raise _Corrupt("a zip archive that is neither a oneflow nor a PyTorch checkpoint")
+    except _RaisedByThePickle as e:
+        raise e.error from None
     except pickle.UnpicklingError as e:
         if str(e).startswith("flow.load"):
             raise
