@@ -4,6 +4,8 @@
 tensors and sharded embeddings. Every op is defined once in the C++ registry; ``oneflow.list_ops()`` lists
 them with their traits.
 """
+import builtins as _builtins
+
 from . import _C
 from ._C import (  # noqa: F401
     dtype,
@@ -38,6 +40,9 @@ int = int32
 short = int16
 
 from ._tensor import Tensor, Size, is_tensor  # noqa: E402,F401
+from . import _plugins  # noqa: E402
+
+_plugins.install_tensor_descriptors(Tensor)
 from ._tensor import (  # noqa: E402,F401  (PyTorch's legacy tensor types)
     FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, LongTensor, IntTensor, ShortTensor, CharTensor,
     ByteTensor, BoolTensor,
@@ -46,15 +51,32 @@ from . import _dispatch  # noqa: E402,F401
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: E402,F401
 
 
+# This module's namespace rebinds builtins that PyTorch names (bool, int, float are dtypes; abs, max, sum ... are
+# ops), so code here reaches the builtins through _builtins.
 def set_anomaly_enabled(enabled, check_nan=True):
-    """Turns autograd's anomaly detection on or off (see ``oneflow.autograd.set_detect_anomaly``)."""
-    _C._set_anomaly_enabled(bool(enabled), bool(check_nan))
+    """Turns autograd's anomaly detection on or off, as ``torch.set_anomaly_enabled``.
+
+    Args:
+        enabled (bool): whether backward passes check for anomalies (and name the forward op that produced one).
+        check_nan (bool): with ``enabled``, also raise when a backward function returns NaN. Default: ``True``.
+
+    Raises:
+        TypeError: for arguments that are not ``bool`` (as PyTorch, which takes no other truthy values).
+
+    See also ``oneflow.autograd.set_detect_anomaly`` and ``oneflow.autograd.detect_anomaly``.
+    """
+    for position, (arg, value) in enumerate((("enabled", enabled), ("check_nan", check_nan)), 1):
+        if type(value) is not _builtins.bool:
+            from ._ops.dtype_info import typename
+
+            raise TypeError(f"set_anomaly_enabled(): argument '{arg}' (position {position}) must be bool, not "
+                            f"{typename(type(value))}")
+    _C._set_anomaly_enabled(enabled, check_nan)
 from ._registry_api import export_ops as _export_ops  # noqa: E402
 
 _export_ops(globals())
 del _export_ops
 
-from . import _plugins  # noqa: E402
 from . import nn  # noqa: E402,F401
 from . import autograd  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
@@ -72,17 +94,10 @@ def _dtype_from_name(name):
     return getattr(_C, name)
 
 
-def __getattr__(name):
-    if name == "hub":  # imported on first use: it pulls in urllib
-        import importlib
-
-        return importlib.import_module(f"{__name__}.hub")
-    return _plugins.resolve("", name)
-
-
 __version__ = "0.1.0"
 from . import optim  # noqa: E402,F401
 from . import cuda  # noqa: E402,F401
+from . import accelerator  # noqa: E402,F401
 from . import cpu  # noqa: E402,F401
 from . import backends  # noqa: E402,F401
 from . import special  # noqa: E402,F401
@@ -91,3 +106,18 @@ from .func import vmap  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401
 from . import compiler, return_types, signal, testing  # noqa: E402,F401
 from .compiler import compile  # noqa: E402,F401  (runs eagerly: there is no graph compiler yet)
+
+
+# submodules imported on first use: hub pulls in urllib, distributed reads the plugin entry points, and few
+# programs use onnx
+_LAZY_SUBMODULES = ("hub", "distributed", "onnx")
+
+
+# Defined last: while this module runs, `from . import x` asks hasattr(oneflow, "x") first, which would read the
+# plugin entry points (slow) for each submodule.
+def __getattr__(name):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    return _plugins.resolve("", name)

@@ -1,12 +1,15 @@
 """``oneflow.compile`` and the ``oneflow.compiler`` helpers, with PyTorch's signatures.
 
-There is no graph compiler in this package yet: ``compile`` validates its arguments as ``torch.compile``
-does and returns a wrapper that runs the model **eagerly** (for an ``nn.Module`` an :class:`OptimizedModule`
-like PyTorch's, for a function a ``functools.wraps`` wrapper), so code written for ``torch.compile`` runs
-unchanged and gives the eager results. ``is_compiling()`` is therefore always False, and ``disable``,
-``allow_in_graph`` and ``assume_constant_result`` only mark functions."""
+There is no graph compiler in this package: ``compile`` validates its arguments as ``torch.compile`` does and
+returns a wrapper (for an ``nn.Module`` an :class:`OptimizedModule` like PyTorch's, for a function a
+``functools.wraps`` wrapper). The built-in backends run the model **eagerly**, so code written for
+``torch.compile`` runs unchanged and gives the eager results; a callable backend, or one a plugin registers as
+the entry point ``compile_backend.<name>`` (see ``oneflow._plugins``), is called as ``backend(model,
+example_inputs)`` at the first call and what it returns runs the calls. ``is_compiling()`` is always False, and
+``disable``, ``allow_in_graph`` and ``assume_constant_result`` only mark functions."""
 import functools
 
+from . import _plugins
 from .nn.modules.module import Module
 
 __all__ = ["compile", "disable", "is_compiling", "is_dynamo_compiling", "is_exporting", "reset", "allow_in_graph",
@@ -30,9 +33,15 @@ _state = {"default_backend": "inductor"}
 
 def list_backends(exclude_tags=("debug", "experimental")):
     """Returns the names of the backends :func:`compile` accepts, leaving out those tagged with one of
-    ``exclude_tags`` (``None`` lists all). Every backend runs the model eagerly in this package."""
+    ``exclude_tags`` (``None`` lists all): the built-in ones, which run the model eagerly, and those of installed
+    plugins (untagged)."""
     exclude = set(exclude_tags or ())
-    return sorted(name for name, tags in _BACKENDS.items() if not exclude.intersection(tags))
+    builtin = [name for name, tags in _BACKENDS.items() if not exclude.intersection(tags)]
+    return sorted(set(builtin) | set(_plugins.compile_backends()))
+
+
+def _known_backend(name):
+    return name in _BACKENDS or name in _plugins.compile_backends()
 
 
 def get_default_backend():
@@ -42,7 +51,7 @@ def get_default_backend():
 
 def set_default_backend(backend):
     """Sets the backend :func:`compile` uses when ``backend`` is None (``None`` restores ``"inductor"``)."""
-    if backend is not None and not callable(backend) and backend not in _BACKENDS:
+    if backend is not None and not callable(backend) and not _known_backend(backend):
         raise InvalidBackend(backend)
     _state["default_backend"] = "inductor" if backend is None else backend
 
@@ -51,7 +60,7 @@ def _check_options(backend, mode, options):
     if mode is not None and options is not None:
         raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
     if isinstance(backend, str):
-        if backend not in _BACKENDS:
+        if not _known_backend(backend):
             raise InvalidBackend(backend)
         # PyTorch validates the mode for inductor only
         if backend == "inductor" and mode is not None and mode not in _MODES:
@@ -67,9 +76,9 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=Non
     """Optimizes a model or function for later calls, as ``torch.compile`` does.
 
     .. note::
-        There is no graph compiler in this package yet: the result runs **eagerly**, with the same outputs,
-        gradients and side effects as the original. The arguments are checked as PyTorch checks them and
-        otherwise ignored.
+        There is no graph compiler in this package: with the built-in backends the result runs **eagerly**,
+        with the same outputs, gradients and side effects as the original; a callable or plugin backend decides
+        for itself. The other arguments are checked as PyTorch checks them and otherwise ignored.
 
     Usable as ``compile(model)``, as a decorator ``@compile``, or with arguments ``@compile(mode=...)``.
 
@@ -78,7 +87,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=Non
         fullgraph (bool): in PyTorch, require one graph for the whole function. Ignored.
         dynamic (bool or None): in PyTorch, shape dynamism of the traced graph. Ignored.
         backend (str or Callable): a name from :func:`list_backends` (or ``"eager"``, ``"aot_eager"``) or a
-            callable; ``None`` uses :func:`get_default_backend`. An unknown name raises ``InvalidBackend``.
+            callable ``backend(model, example_inputs) -> callable``; ``None`` uses :func:`get_default_backend`.
+            A plugin's name resolves to its callable; an unknown name raises ``InvalidBackend``.
         mode (str): ``"default"``, ``"lite"``, ``"reduce-overhead"``, ``"max-autotune"`` or
             ``"max-autotune-no-cudagraphs"`` (checked for the inductor backend).
         options (dict): backend options; cannot be combined with ``mode``.
@@ -100,19 +110,36 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=Non
         return decorator
     if not callable(model):
         raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")
-    _check_options(get_default_backend() if backend is None else backend, mode, options)
+    backend = get_default_backend() if backend is None else backend
+    _check_options(backend, mode, options)
     if disable:
         return model
+    if isinstance(backend, str):
+        backend = None if backend in _BACKENDS else _plugins.compile_backend(backend)
     if isinstance(model, Module):
-        return OptimizedModule(model)
+        return OptimizedModule(model, backend)
+    run = model if backend is None else _BackendCall(model, backend)
 
     @functools.wraps(model)
     def compiled(*args, **kwargs):
-        return model(*args, **kwargs)
+        return run(*args, **kwargs)
 
     # PyTorch's marker of a compiled callable, which code uses to reach the original
     compiled._torchdynamo_orig_callable = model
     return compiled
+
+
+class _BackendCall:
+    """Runs ``model`` through ``backend``: ``backend(model, example_inputs)`` at the first call, then what it
+    returned for that call and every later one."""
+
+    def __init__(self, model, backend):
+        self.model, self.backend, self.compiled = model, backend, None
+
+    def __call__(self, *args, **kwargs):
+        if self.compiled is None:
+            self.compiled = self.backend(self.model, list(args))
+        return self.compiled(*args, **kwargs)
 
 
 class OptimizedModule(Module):
@@ -126,7 +153,7 @@ class OptimizedModule(Module):
     _opt_mod_attributes = {"_orig_mod", "forward", "_forward", "__dict__", "_super_module_initialized",
                            "_torchdynamo_orig_callable"}
 
-    def __init__(self, mod):
+    def __init__(self, mod, backend=None):
         # first, so that reads during Module.__init__ (which a subclass may trigger) can reach the original
         object.__setattr__(self, "_orig_mod", mod)
         self._super_module_initialized = False
@@ -134,7 +161,7 @@ class OptimizedModule(Module):
         self._super_module_initialized = True
         self._orig_mod = mod  # now registered as the child module
         # calling the original through __call__ keeps its own hooks
-        self.forward = mod.__call__
+        self.forward = mod.__call__ if backend is None else _BackendCall(mod, backend)
         self._torchdynamo_orig_callable = mod.__call__
 
     @property

@@ -7,16 +7,21 @@ __all__ = ["DistributedSampler"]
 
 
 def _dist_world():
-    """(world_size, rank) from the distributed plugin when it is installed, else from the launcher's env vars."""
+    """(world_size, rank) from the distributed plugin when it is installed, else from the launcher's env vars.
+
+    Only a plugin that is not installed falls back to the env vars: one that is installed but fails (to load, or
+    to answer) raises its own error rather than giving every rank the whole dataset."""
     import os
 
-    try:
-        import oneflow
+    import oneflow
+    from ... import _plugins
 
+    try:
         env = oneflow.env
+    except _plugins.PluginNotInstalledError:
+        env = None
+    if env is not None:
         return env.get_world_size(), env.get_rank()
-    except Exception:
-        pass
     if "WORLD_SIZE" in os.environ and "RANK" in os.environ:
         return int(os.environ["WORLD_SIZE"]), int(os.environ["RANK"])
     raise ValueError("Default process group has not been initialized, please make sure to call init_process_group.")
