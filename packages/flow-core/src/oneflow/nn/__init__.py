@@ -25,7 +25,7 @@ globals().update(_export_modules())
 functional.multi_head_attention_forward = _importlib.import_module(
     f"{__name__}.modules.transformer").multi_head_attention_forward
 functional.__all__ = list(getattr(functional, "__all__", [])) + ["multi_head_attention_forward"]
-for _sub in ("init", "utils", "attention", "grad"):
+for _sub in ("init", "utils", "attention", "grad", "parallel"):
     if _os.path.exists(_os.path.join(_os.path.dirname(__file__), _sub + ".py")) or _os.path.isdir(
             _os.path.join(_os.path.dirname(__file__), _sub)):
         globals()[_sub] = _importlib.import_module(f"{__name__}.{_sub}")

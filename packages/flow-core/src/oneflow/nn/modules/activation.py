@@ -351,3 +351,13 @@ class Softmax2d(Module):
         if input.dim() not in (3, 4):
             raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
         return F.softmax(input, -3, _stacklevel=5)
+
+
+def __getattr__(name):
+    # torch.nn.modules.activation defines MultiheadAttention; ours lives in transformer.py, which imports this
+    # module, so the alias is looked up on first use
+    if name == "MultiheadAttention":
+        from .transformer import MultiheadAttention
+
+        return MultiheadAttention
+    raise AttributeError(f"module '{__name__}' has no attribute '{name}'")

@@ -255,3 +255,13 @@ class CTCLoss(_Loss):
     def forward(self, log_probs, targets, input_lengths, target_lengths):
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
                           self.zero_infinity)
+
+
+def __getattr__(name):
+    # torch.nn.modules.loss defines LinearCrossEntropyLoss; ours lives in linear_cross_entropy.py, which imports
+    # this module, so the alias is looked up on first use
+    if name == "LinearCrossEntropyLoss":
+        from .linear_cross_entropy import LinearCrossEntropyLoss
+
+        return LinearCrossEntropyLoss
+    raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
