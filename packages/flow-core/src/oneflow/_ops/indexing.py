@@ -1,14 +1,17 @@
 """``Tensor.__getitem__`` / ``Tensor.__setitem__`` with PyTorch's semantics.
 
 Basic indices (ints, slices with positive steps, ``None``, ``...``, Python bools) are applied as views with
-the registry's ``select``/``slice``/``unsqueeze``, so results share storage; integer/bool tensors, lists and
-arrays are advanced indices, applied afterwards with the ``index`` op on the view (like PyTorch, whose ints
-are selects *before* advanced indexing, which decides where advanced dims land).
+the registry's ``select``/``slice``/``unsqueeze``, so results share storage; integer/bool tensors and sequences
+(lists, tuples inside the index tuple, ``range``, NumPy arrays) are advanced indices, applied afterwards with the
+``index`` op on the view (like PyTorch, whose ints are selects *before* advanced indexing, which decides where
+advanced dims land). As in PyTorch, a sequence of numbers becomes an int64 index (floats truncated) unless it
+holds only bools, which makes it a mask.
 
 ``__setitem__`` writes through the view with ``copy_``/``fill_`` (advanced: ``index_put_``); the dispatcher
 records an in-place op on a view on its base too (PyTorch's CopySlices), so gradients of both the target
 and the written value are right.
 """
+import collections.abc
 import operator
 
 import numpy as np
@@ -24,18 +27,29 @@ _MASK_DTYPES = (_C.bool, _C.uint8)
 
 
 def _index_tensor(obj):
-    """A list/tuple/ndarray used as an index, as a tensor (empty -> int64)."""
+    """A sequence (list, tuple, range, ndarray ...) used as an index, as a tensor: bools stay a mask, uint8
+    arrays a byte mask, anything else numeric becomes int64 (floats truncated, as PyTorch converts them)."""
     from .creation import tensor
 
+    if isinstance(obj, range):  # without a Python int per element
+        return tensor(np.arange(obj.start, obj.stop, obj.step, dtype=np.int64))
     arr = np.asarray(obj)
+    if arr.dtype.kind in "USa":
+        raise TypeError(f"new(): invalid data type '{'str' if arr.dtype.kind == 'U' else 'bytes'}'")
     if arr.dtype == object:
         raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
                          "indices")
-    if arr.size == 0:
-        arr = arr.astype(np.int64)
-    if arr.dtype.kind not in "biu":
+    if arr.dtype.kind not in "biuf":
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    if arr.size == 0 or arr.dtype.kind == "f" or (arr.dtype.kind in "iu" and arr.dtype != np.uint8):
+        arr = arr.astype(np.int64)
     return tensor(arr)
+
+
+def _is_sequence(obj):
+    """What PyTorch turns into an index tensor: sequences and arrays, but not strings (refused by the conversion)
+    or sets (not sequences)."""
+    return isinstance(obj, (collections.abc.Sequence, np.ndarray)) and not isinstance(obj, _TensorBase)
 
 
 def _long(data):
@@ -60,7 +74,7 @@ def _as_int(v, what="slice indices"):
 def _classify(index):
     """Normalised index items: ('int', i) ('slice', s) ('none',) ('ell',) ('bool', b) ('adv', t) ('mask', t)."""
     if isinstance(index, list) and len(index) < 32 and any(
-            isinstance(i, (list, tuple, slice, _TensorBase, np.ndarray)) or i is None or i is Ellipsis for i in index):
+            isinstance(i, (slice, _TensorBase)) or _is_sequence(i) or i is None or i is Ellipsis for i in index):
         index = tuple(index)  # PyTorch's (deprecated) treatSequenceAsTuple rule
     if not isinstance(index, tuple):
         index = (index,)
@@ -81,7 +95,7 @@ def _classify(index):
             items.append(("int", int(it)))
             consumed += 1
         else:
-            if isinstance(it, (list, np.ndarray)):
+            if _is_sequence(it):
                 it = _index_tensor(it)
             if isinstance(it, _TensorBase):
                 if it.dtype in _MASK_DTYPES:
