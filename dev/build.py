@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Developer build of flow-core's extension, in place: configures once, rebuilds incrementally with ninja,
-and copies _C into src/oneflow so that `PYTHONPATH=packages/flow-core/src` imports it. Builds are serialised
-with a lock so that several shells can call this at once.
+and copies _C and libflow_core.so into src/oneflow so that `PYTHONPATH=packages/flow-core/src` imports them.
+Builds are serialised with a lock so that several shells can call this at once.
 
     python dev/build.py [--build-dir DIR]
 """
@@ -28,7 +28,14 @@ def main():
             subprocess.check_call(["cmake", "-S", CORE, "-B", args.build_dir, "-G", "Ninja",
                                    f"-DPython_EXECUTABLE={sys.executable}"])
         subprocess.check_call(["cmake", "--build", args.build_dir])
-        for so in glob.glob(os.path.join(args.build_dir, "_C*.so")):
+        # headers for C++ plugins built against this build (oneflow.sysconfig.get_include() looks here)
+        inc = os.path.join(args.build_dir, "include")
+        os.makedirs(inc, exist_ok=True)
+        link = os.path.join(inc, "oneflow")
+        if not os.path.lexists(link):
+            os.symlink(os.path.join(CORE, "csrc"), link)
+        # the binding module and the core library it links (found beside it through $ORIGIN)
+        for so in glob.glob(os.path.join(args.build_dir, "_C*.so")) + glob.glob(os.path.join(args.build_dir, "libflow_core.so")):
             dst = os.path.join(CORE, "src", "oneflow", os.path.basename(so))
             tmp = dst + ".tmp"
             shutil.copy2(so, tmp)

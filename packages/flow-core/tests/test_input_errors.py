@@ -127,8 +127,6 @@ def test_torch_tensor_into_an_op_is_a_type_error_like_torch():
         flow.add(t, t)
 
 
-@pytest.mark.xfail(strict=True, reason="the op binding's argument error (csrc/python/ops_bind.cpp bad_arg) names "
-                                      "the type by its bare __name__; the C++ change is pending")
 def test_torch_tensor_into_an_op_names_torch_and_the_conversion():
     msg = str(_error(lambda: flow.relu(torch.ones(2))))
     assert "not torch.Tensor" in msg and "oneflow.from_dlpack" in msg, msg

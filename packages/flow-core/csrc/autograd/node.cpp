@@ -19,21 +19,6 @@ void Node::add_pre_hook(uint32_t output_nr, TensorHook h) {
 }
 
 // ---- saved tensors ------------------------------------------------------------------------------------
-static Tensor shallow_copy(const Tensor& t) {
-  auto impl = std::make_shared<TensorImpl>();
-  TensorImpl* s = t.impl();
-  impl->storage = s->storage;
-  impl->sizes = s->sizes;
-  impl->strides = s->strides;
-  impl->offset = s->offset;
-  impl->numel = s->numel;
-  impl->dtype = s->dtype;
-  impl->device = s->device;
-  impl->contiguous = s->contiguous;
-  impl->base = s->base;
-  impl->is_wrapped_number = s->is_wrapped_number;
-  return Tensor(std::move(impl));
-}
 
 namespace {
 thread_local std::vector<PackHook> t_pack_hooks;
@@ -56,7 +41,7 @@ SavedTensor SavedTensor::save(const Tensor& t, bool is_output) {
   s.is_output = is_output;
   s.was_requires_grad = t.requires_grad();
   if (is_output) {
-    s.data = shallow_copy(t);
+    s.data = shallow_copy(t, /*keep_base=*/true);
     s.output_nr = t.impl()->autograd ? t.impl()->autograd->output_nr : 0;
   } else {
     s.data = t;
@@ -97,14 +82,14 @@ Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner, const char* node_
          "gradient.");
   }
   if (is_output && was_requires_grad) {
-    Tensor t = shallow_copy(base);
+    Tensor t = shallow_copy(base, /*keep_base=*/true);
     auto& m = t.autograd_meta();
     m.grad_fn = owner;
     m.output_nr = output_nr;
     return t;
   }
   if (history) {
-    Tensor t = shallow_copy(base);
+    Tensor t = shallow_copy(base, /*keep_base=*/true);
     auto& m = t.autograd_meta();
     if (history_is_leaf) {
       m.requires_grad = true;
@@ -192,9 +177,9 @@ Tensor stealable(const Tensor& g) {
   if (g.impl_ptr().use_count() > 2 || !g.is_contiguous()) return {};
   const auto& base = g.impl()->base;
   // a gradient with a history of its own (a saved leaf a custom Function returned) is kept without it
-  if (!base) return g.requires_grad() ? shallow_copy(g) : g;
+  if (!base) return g.requires_grad() ? shallow_copy(g, /*keep_base=*/true) : g;
   if (base.use_count() != 1 || g.impl()->storage.use_count() != 2) return {};
-  Tensor own = shallow_copy(g);
+  Tensor own = shallow_copy(g, /*keep_base=*/true);
   own.impl()->base.reset();
   own.impl()->is_inference = g.impl()->is_inference;
   return own;

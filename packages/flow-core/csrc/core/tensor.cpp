@@ -105,6 +105,7 @@ Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Devi
   overflow |= __builtin_mul_overflow(extent, flow::itemsize(dtype), &nbytes);
   FLOW_RUNTIME_CHECK(!overflow, "Storage size calculation overflowed with sizes=", shape_str(sizes), " and strides=",
                      shape_str(strides));
+  if (device.type == DeviceType::Meta) return Tensor(std::move(impl));  // metadata only: no memory behind it
   auto st = std::make_shared<Storage>();
   st->nbytes = static_cast<size_t>(nbytes);
   st->device = device;
@@ -169,6 +170,36 @@ Tensor empty_meta(const Shape& sizes, DType dtype, Device device) {
   impl->strides = contiguous_strides(sizes);
   impl->dtype = dtype;
   impl->device = device;
+  impl->refresh_geometry();
+  return Tensor(std::move(impl));
+}
+
+Tensor shallow_copy(const Tensor& t, bool keep_base) {
+  auto impl = std::make_shared<TensorImpl>();
+  const TensorImpl* s = t.impl();
+  impl->storage = s->storage;
+  impl->sizes = s->sizes;
+  impl->strides = s->strides;
+  impl->offset = s->offset;
+  impl->numel = s->numel;
+  impl->dtype = s->dtype;
+  impl->device = s->device;
+  impl->contiguous = s->contiguous;
+  impl->is_wrapped_number = s->is_wrapped_number;
+  impl->is_inference = s->is_inference;
+  impl->handler_key = s->handler_key;
+  if (keep_base) impl->base = s->base;
+  return Tensor(std::move(impl));
+}
+
+Tensor to_meta(const Tensor& t) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->sizes = t.sizes();
+  impl->strides = t.strides();
+  impl->offset = t.offset();
+  impl->dtype = t.dtype();
+  impl->device = Device{DeviceType::Meta, -1};
+  impl->is_wrapped_number = t.impl()->is_wrapped_number;
   impl->refresh_geometry();
   return Tensor(std::move(impl));
 }

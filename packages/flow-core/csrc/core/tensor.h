@@ -39,6 +39,7 @@ struct TensorImpl {
   void* py_class = nullptr;
   void* py_dict = nullptr;  // owned: the __dict__ of subclass instances, so attributes survive re-wrapping
   bool py_handler = false;  // py_class defines __flow_dispatch__
+  uint8_t handler_key = 0;  // a C++ tensor handler's key (dispatch::register_tensor_handler), 0: none
 
   TensorImpl();
   ~TensorImpl();
@@ -102,11 +103,16 @@ int64_t shape_numel(const Shape& sizes);
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op = "dim");
 std::string shape_str(const Shape& s);
 
-// Factories (no autograd).
+// Factories (no autograd). On the meta device they allocate nothing: the tensor has metadata only.
 Tensor empty(const Shape& sizes, DType dtype, Device device = {});
 Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Device device = {});
 // A storage-less tensor carrying only metadata (for wrapper subclasses and meta inference).
 Tensor empty_meta(const Shape& sizes, DType dtype, Device device);
+// A new tensor object over t's memory and metadata, without autograd history (detach, saved tensors, a
+// handler's untagged alias). keep_base keeps t's view base (the autograd engine's saved views need it).
+Tensor shallow_copy(const Tensor& t, bool keep_base = false);
+// t's geometry (sizes, strides, offset, dtype) on the meta device, without storage or autograd history.
+Tensor to_meta(const Tensor& t);
 // Whether every element offset + sum_i k_i * strides[i] (0 <= k_i < sizes[i]) lies in [0, limit): false for
 // negative sizes, mismatched ranks or overflowing arithmetic; an empty geometry needs only offset >= 0.
 bool geometry_within(const Shape& sizes, const Shape& strides, int64_t offset, int64_t limit);

@@ -70,8 +70,69 @@ void fill_defaults(const OpDef& op, Attrs& attrs) {
 
 static bool any_handler(const TensorList& in) {
   for (const Tensor& t : in)
-    if (t.defined() && t.impl()->py_handler) return true;
+    if (t.defined() && (t.impl()->py_handler || t.impl()->handler_key)) return true;
   return false;
+}
+
+namespace {
+struct TensorHandler {
+  std::string name;
+  int priority = 0;
+  TensorHandlerFn fn;
+};
+std::vector<TensorHandler>& handler_table() {  // index = key - 1
+  static auto* t = new std::vector<TensorHandler>();
+  return *t;
+}
+}  // namespace
+
+int register_tensor_handler(const std::string& name, int priority, TensorHandlerFn fn) {
+  auto& tab = handler_table();
+  for (size_t i = 0; i < tab.size(); ++i)
+    if (tab[i].name == name) {
+      tab[i].priority = priority;
+      tab[i].fn = std::move(fn);
+      return static_cast<int>(i) + 1;
+    }
+  FLOW_RUNTIME_CHECK(tab.size() < 255, "register_tensor_handler: at most 255 tensor handlers");
+  tab.push_back({name, priority, std::move(fn)});
+  return static_cast<int>(tab.size());
+}
+
+void set_handler_key(const Tensor& t, int key) {
+  FLOW_RUNTIME_CHECK(key >= 0 && key <= static_cast<int>(handler_table().size()), "set_handler_key: no tensor "
+                     "handler has key ", key);
+  t.impl()->handler_key = static_cast<uint8_t>(key);
+}
+
+std::vector<TensorHandlerInfo> tensor_handlers() {
+  std::vector<TensorHandlerInfo> out;
+  const auto& tab = handler_table();
+  for (size_t i = 0; i < tab.size(); ++i) out.push_back({tab[i].name, tab[i].priority, static_cast<int>(i) + 1});
+  return out;
+}
+
+bool intercepted(const TensorList& inputs) { return t_mode_depth > 0 || any_handler(inputs); }
+
+// The handler chain (see dispatch.h): modes, C++ tensor handlers by priority, Python subclasses.
+static TensorList intercept(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
+  if (t_mode_depth > 0 && g_hook) return g_hook(op, inputs, attrs);
+  const TensorHandler* best = nullptr;
+  bool python = false;
+  const auto& tab = handler_table();
+  for (const Tensor& t : inputs) {
+    if (!t.defined()) continue;
+    python = python || t.impl()->py_handler;
+    int k = t.impl()->handler_key;
+    if (k > 0 && k <= static_cast<int>(tab.size()) && (!best || tab[k - 1].priority > best->priority))
+      best = &tab[k - 1];
+  }
+  if (best) {
+    BelowAutogradGuard below;
+    return best->fn(op, inputs, attrs);
+  }
+  if (python && g_hook) return g_hook(op, inputs, attrs);
+  return run_kernel(op, inputs, attrs);
 }
 
 // The memory layout of an elementwise result, PyTorch's TensorIterator rule: the output's dims are ordered
@@ -130,9 +191,44 @@ static Tensor empty_like_inputs(const TensorMeta& m, const TensorList& inputs, D
   return empty_strided(shape, strides, m.dtype, dev);
 }
 
+Device kernel_device(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
+  const int k = op.device_attr;
+  if (k >= 0 && k < static_cast<int>(attrs.values.size()) && !attrs.none(k)) return attrs.device(k);
+  return common_device(inputs, op.name.c_str());
+}
+
+std::vector<TensorMeta> infer_meta(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
+  FLOW_CHECK(static_cast<bool>(op.meta), NotImplemented, op.name,
+             ": has no meta function: its output shape depends on the values of its inputs");
+  Device dev = kernel_device(op, inputs, attrs);
+  std::vector<TensorMeta> metas = op.meta(inputs, attrs);
+  for (TensorMeta& m : metas) m.device = dev;
+  return metas;
+}
+
+// The meta device's kernel: outputs with the metadata the op's meta inference gives, and no memory. Views and
+// ops whose compute function only builds metadata run that function (it gives views their strides).
+static TensorList run_meta(const OpDef& op, const TensorList& inputs, const Attrs& attrs, const TensorList* out,
+                           Device dev) {
+  if (out) return *out;
+  if (const ComputeFn& own = op.compute[static_cast<int>(DeviceType::Meta)]) return own(inputs, attrs);
+  const ComputeFn& cpu = op.compute[static_cast<int>(DeviceType::CPU)];
+  if (cpu && (op.meta_by_compute || op.has(kView))) return cpu(inputs, attrs);
+  FLOW_CHECK(static_cast<bool>(op.meta), NotImplemented, op.name,
+             ": cannot run on device 'meta': the op has no meta function (its output shape depends on the values "
+             "of its inputs)");
+  std::vector<TensorMeta> metas = op.meta(inputs, attrs);
+  TensorList outs;
+  outs.reserve(metas.size());
+  bool follow = op.has(kElementwise);
+  for (auto& m : metas) outs.push_back(follow ? empty_like_inputs(m, inputs, dev) : empty(m.sizes, m.dtype, dev));
+  return outs;
+}
+
 TensorList run_kernel(const OpDef& op, const TensorList& inputs, const Attrs& attrs, const TensorList* out) {
-  Device dev = common_device(inputs, op.name.c_str());
+  Device dev = kernel_device(op, inputs, attrs);
   check_device_available(dev);
+  if (dev.type == DeviceType::Meta) return run_meta(op, inputs, attrs, out, dev);
   for (const Tensor& t : inputs)
     FLOW_RUNTIME_CHECK(!t.defined() || t.has_storage(), op.name,
                        ": an input has no storage (a wrapper tensor whose class handles no dispatch)");
@@ -160,13 +256,13 @@ TensorList run_kernel(const OpDef& op, const TensorList& inputs, const Attrs& at
 
 bool try_call_into(const OpDef& op, const TensorList& inputs, const Attrs& attrs_in, const TensorList& outs) {
   if (autocast::t_enabled || op.functional || op.has(kComposite) || !op.meta) return false;
-  if (g_hook && (t_mode_depth > 0 || any_handler(inputs))) return false;
+  if (intercepted(inputs)) return false;
   if (autograd::GradMode::is_enabled() && op.backward)
     for (const Tensor& t : inputs)
       if (t.defined() && t.requires_grad()) return false;
   if (autograd::InferenceMode::is_enabled()) return false;  // its results are marked; keep one path for that
-  Device dev = common_device(inputs, op.name.c_str());
-  if (!op.out_kernel[static_cast<int>(dev.type)]) return false;
+  Device dev = kernel_device(op, inputs, attrs_in);
+  if (dev.type == DeviceType::Meta || !op.out_kernel[static_cast<int>(dev.type)]) return false;
   for (const Tensor& t : inputs)
     if (t.defined() && !t.has_storage()) return false;
   Attrs filled = attrs_in;
@@ -188,7 +284,7 @@ bool try_call_into(const OpDef& op, const TensorList& inputs, const Attrs& attrs
 }
 
 TensorList call_below_autograd(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
-  if (g_hook && (t_mode_depth > 0 || any_handler(inputs))) return g_hook(op, inputs, attrs);
+  if (__builtin_expect(intercepted(inputs), 0)) return intercept(op, inputs, attrs);
   return run_kernel(op, inputs, attrs);
 }
 
@@ -215,8 +311,10 @@ static TensorList inplace_on_view(const OpDef& f, const TensorList& inputs, cons
   if (f.keeps_input(0, inputs)) args[0] = ops::clone(self);
   Tensor r = call(f, args, attrs)[0];
   if (r.dtype() != self.dtype()) r = ops::to_dtype(r, self.dtype());
-  ops::copy_into(self, r);
-  self.bump_version();
+  {
+    BelowAutogradGuard below;  // through the dispatcher, so handlers see the write; recorded below instead
+    ops::copy_(self, r);       // bumps self's version
+  }
   std::vector<int64_t> sz(self.sizes().begin(), self.sizes().end()), st(self.strides().begin(), self.strides().end());
   {
     const OpDef& vs = FLOW_OPDEF("view_scatter");
@@ -263,8 +361,11 @@ static TensorList call_inplace(const OpDef& op, const TensorList& inputs, const 
     fail(ErrorKind::Runtime, "a leaf Variable that requires grad is being used in an in-place operation.");
   if (need_grad && self.impl()->base && self.requires_grad()) check_multi_output_view(self);
 
-  if (g_hook && (t_mode_depth > 0 || any_handler(inputs))) {
-    g_hook(op, inputs, attrs);
+  if (intercepted(inputs)) {
+    // autograd sits above interception: a view's in-place change is rebased onto its base (CopySlices) here
+    // too, its parts going through the handlers
+    if (need_grad && self.impl()->base) return inplace_on_view(f, inputs, attrs);
+    intercept(op, inputs, attrs);
   } else {
     Device dev = common_device(inputs, op.name.c_str());
     int d = static_cast<int>(dev.type);
@@ -280,7 +381,9 @@ static TensorList call_inplace(const OpDef& op, const TensorList& inputs, const 
     if (need_grad && self.impl()->base) return inplace_on_view(f, inputs, attrs);
     TensorList saved_self;
     if (need_grad && f.keeps_input(0, inputs)) saved_self.push_back(ops::clone(self));
-    if (f.out_kernel[d] && !metas.empty() && metas[0].dtype == self.dtype() && self.has_storage()) {
+    if (dev.type == DeviceType::Meta) {
+      // no values to write: the checks above are all an in-place op does to a meta tensor
+    } else if (f.out_kernel[d] && !metas.empty() && metas[0].dtype == self.dtype() && self.has_storage()) {
       TensorList outs{self};
       run_kernel(f, inputs, attrs, &outs);
     } else {
@@ -327,9 +430,10 @@ TensorList call(const OpDef& op, const TensorList& inputs, const Attrs& attrs_in
   }
   if (op.functional) return call_inplace(op, inputs, *attrs);
   if (op.has(kComposite)) {
-    Device dev = common_device(inputs, op.name.c_str());
+    Device dev = kernel_device(op, inputs, *attrs);
     check_device_available(dev);
-    const ComputeFn& fn = op.compute[static_cast<int>(dev.type)];
+    // a composite is written with other ops: on the meta device its CPU definition runs those on meta tensors
+    const ComputeFn& fn = op.compute[static_cast<int>(dev.type == DeviceType::Meta ? DeviceType::CPU : dev.type)];
     FLOW_RUNTIME_CHECK(static_cast<bool>(fn), op.name, ": not implemented for device '", dev.str(), "'");
     return fn(inputs, *attrs);
   }

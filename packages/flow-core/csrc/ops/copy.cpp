@@ -234,6 +234,18 @@ FLOW_OP(to_dtype)
       return {ops::to_dtype(g[0], c.input_meta(0).dtype)};
     });
 
+// The values of self in memory Python can read (item, numpy, tolist): self itself for a tensor with storage.
+// It exists so that interception sees those reads: a global tensor's handler gathers its shards, a graph
+// tracer refuses the data-dependent read.
+FLOW_OP(_materialize)
+    .schema("_materialize(Tensor self) -> Tensor")
+    .traits(kNonDifferentiable)
+    .meta(same_meta)
+    .cpu([](const TensorList& in, const Attrs&) -> TensorList { return {in[0]}; })
+    .compute(DeviceType::Meta, [](const TensorList&, const Attrs&) -> TensorList {
+      fail(ErrorKind::NotImplemented, "Cannot read the values of a meta tensor; it has no data");
+    });
+
 FLOW_OP(fill)
     .schema("fill(Tensor self, Scalar value) -> Tensor")
     .traits(kElementwise | kCreation | kAliasedOutputOk)

@@ -81,7 +81,7 @@ void generate(const Tensor& out, F&& f) {
 }  // namespace
 
 FLOW_OP(arange)
-    .schema("arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None) -> Tensor")
+    .schema("arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor")
     .traits(kCreation | kNonDifferentiable)
     .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
       DType dt = arange_dtype(a);
@@ -103,7 +103,7 @@ FLOW_OP(arange)
     });
 
 FLOW_OP(linspace)
-    .schema("linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None) -> Tensor")
+    .schema("linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor")
     .traits(kCreation | kNonDifferentiable)
     .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
       return {{Shape{check_steps(a.i(2), "linspace")}, float_or(a, 3), Device{}}};
@@ -130,7 +130,8 @@ FLOW_OP(linspace)
     });
 
 FLOW_OP(logspace)
-    .schema("logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None) -> Tensor")
+    .schema("logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, "
+            "Device? device=None) -> Tensor")
     .traits(kCreation | kNonDifferentiable)
     .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
       return {{Shape{check_steps(a.i(2), "logspace")}, float_or(a, 4), Device{}}};
@@ -163,7 +164,7 @@ FLOW_OP(logspace)
     });
 
 FLOW_OP(eye)
-    .schema("eye(int n, int? m=None, *, ScalarType? dtype=None) -> Tensor")
+    .schema("eye(int n, int? m=None, *, ScalarType? dtype=None, Device? device=None) -> Tensor")
     .traits(kCreation | kNonDifferentiable)
     .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
       int64_t n = a.i(0), m = a.opt_i(1).value_or(n);

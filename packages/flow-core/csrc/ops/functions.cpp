@@ -31,6 +31,7 @@ Tensor to_dtype(const Tensor& t, DType dtype) {
   return t.dtype() == dtype ? t : c1(FLOW_OPDEF("to_dtype"), {t}, {dtype});
 }
 void copy_into(const Tensor& dst, const Tensor& src) {
+  if (dst.device().type == DeviceType::Meta) return;  // nothing to write into
   const OpDef& op = FLOW_OPDEF("copy_");
   TensorList outs{dst};
   Attrs a;
@@ -40,11 +41,9 @@ void copy_into(const Tensor& dst, const Tensor& src) {
 Tensor copy_(const Tensor& self, const Tensor& src) { return c1(FLOW_OPDEF("copy_"), {self, src}); }
 Tensor fill_(const Tensor& self, Scalar v) { return c1(FLOW_OPDEF("fill_"), {self}, {v}); }
 
+// Through the registry's `full` op, so that interception modes see the tensors backward formulas allocate.
 Tensor full(const Shape& sizes, Scalar v, DType dtype, Device device) {
-  Tensor t = empty(sizes, dtype, device);
-  Tensor s = scalar_tensor(v, dtype, device);
-  copy_into(t, s);
-  return t;
+  return c1(FLOW_OPDEF("full"), {}, {to_vec(sizes), v, dtype, device});
 }
 Tensor zeros(const Shape& sizes, DType dtype, Device device) { return full(sizes, Scalar(int64_t(0)), dtype, device); }
 // Through the dispatcher (the `fill` op), so that subclass handlers and modes see these tensors made.
@@ -53,7 +52,8 @@ Tensor ones_like(const Tensor& t) { return full_like(t, Scalar(int64_t(1))); }
 Tensor full_like(const Tensor& t, Scalar v) { return c1(FLOW_OPDEF("fill"), {t}, {v}); }
 
 Tensor scalar_tensor(Scalar v, DType dtype, Device device) {
-  Tensor t = empty({}, device.is_cpu() ? dtype : dtype, Device{});
+  if (device.type == DeviceType::Meta) return empty({}, dtype, device);
+  Tensor t = empty({}, dtype, Device{});
   dispatch_all(dtype, "scalar_tensor", [&](auto tag) {
     using T = typename decltype(tag)::type;
     *t.data<T>() = v.to<T>();

@@ -150,9 +150,43 @@ void index_put_into(const Tensor& target, const TensorList& indices, const Tenso
 }  // namespace
 
 // index(self, indices): advanced indexing; None entries keep their dim.
+// index's result shape from the index shapes alone (PyTorch's rule): the broadcast index shape replaces the
+// indexed dims where they are adjacent, else leads. Boolean masks make it depend on their values.
+static std::vector<TensorMeta> index_meta(const TensorList& in, const Attrs&) {
+  const Tensor& self = in[0];
+  Shape b;
+  int64_t first = -1, last = -1, n = 0;
+  for (size_t i = 1; i < in.size(); ++i) {
+    const Tensor& ix = in[i];
+    if (!ix.defined()) continue;
+    FLOW_CHECK(ix.dtype() != DType::Bool && ix.dtype() != DType::UInt8, NotImplemented,
+               "index: a boolean mask index makes the result's shape depend on its values");
+    FLOW_INDEX_CHECK(is_integral(ix.dtype()), "tensors used as indices must be long, int, byte or bool tensors");
+    int64_t d = static_cast<int64_t>(i) - 1;
+    if (first < 0) first = d;
+    last = d;
+    ++n;
+    b = b.empty() && n == 1 ? ix.sizes() : broadcast_shapes(b, ix.sizes(), "index");
+  }
+  FLOW_INDEX_CHECK(static_cast<int64_t>(in.size()) - 1 <= self.dim(), "too many indices for tensor of dimension ",
+                   self.dim());
+  if (first < 0) return {{self.sizes(), self.dtype(), self.device()}};
+  bool adjacent = last - first + 1 == n;
+  Shape out;
+  if (adjacent) out.insert(out.end(), self.sizes().begin(), self.sizes().begin() + first);
+  out.insert(out.end(), b.begin(), b.end());
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    bool indexed = d + 1 < static_cast<int64_t>(in.size()) && in[d + 1].defined();
+    if (indexed || (adjacent && d < first)) continue;
+    out.push_back(self.sizes()[d]);
+  }
+  return {{out, self.dtype(), self.device()}};
+}
+
 FLOW_OP(index)
     .schema("index(Tensor self, Tensor?[] indices) -> Tensor")
     .traits(kIndexing)
+    .meta(index_meta)
     .cpu([](const TensorList& in, const Attrs&) -> TensorList {
       const Tensor& self = in[0];
       TensorList ix = list_tail(in, 1);

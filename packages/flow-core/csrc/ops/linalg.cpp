@@ -138,6 +138,7 @@ Tensor scaled(const Tensor& g, const Attrs& a, int k) {
 FLOW_OP(mm)
     .schema("mm(Tensor self, Tensor mat2) -> Tensor")
     .traits(kMatmulLike)
+    .einsum("ij,jk->ik")
     .meta(meta_mm)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
       batched_gemm(mat3d(in[0]), mat3d(in[1]), mat3d(out[0]), 1.0, 0.0);
@@ -151,6 +152,7 @@ FLOW_OP(mm)
 FLOW_OP(bmm)
     .schema("bmm(Tensor self, Tensor mat2) -> Tensor")
     .traits(kMatmulLike)
+    .einsum("bij,bjk->bik")
     .meta(meta_bmm)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) { batched_gemm(in[0], in[1], out[0], 1.0, 0.0); })
     .save_inputs({0, 1})
@@ -162,6 +164,7 @@ FLOW_OP(bmm)
 FLOW_OP(addmm)
     .schema("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
     .traits(kMatmulLike)
+    .einsum("+ik,ij,jk->ik")
     .meta([](const TensorList& in, const Attrs& a) {
       auto m = meta_mm({in[1], in[2]}, a);
       check_add_input(in[0], m[0], "addmm");
@@ -219,6 +222,7 @@ FLOW_OP(_mm_t_colsum)
 FLOW_OP(baddbmm)
     .schema("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
     .traits(kMatmulLike)
+    .einsum("+bik,bij,bjk->bik")
     .meta([](const TensorList& in, const Attrs& a) {
       auto m = meta_bmm({in[1], in[2]}, a);
       check_add_input(in[0], m[0], "baddbmm");
@@ -238,6 +242,7 @@ FLOW_OP(baddbmm)
 FLOW_OP(mv)
     .schema("mv(Tensor self, Tensor vec) -> Tensor")
     .traits(kMatmulLike)
+    .einsum("ij,j->i")
     .meta(meta_mv)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
       batched_gemm(mat3d(in[0]), col3d(in[1]), col3d(out[0]), 1.0, 0.0);
@@ -251,6 +256,7 @@ FLOW_OP(mv)
 FLOW_OP(addmv)
     .schema("addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
     .traits(kMatmulLike)
+    .einsum("+i,ij,j->i")
     .meta([](const TensorList& in, const Attrs& a) {
       auto m = meta_mv({in[1], in[2]}, a);
       check_add_input(in[0], m[0], "addmv");
@@ -277,6 +283,7 @@ static TensorList dot_backward(BackwardCtx& c, const TensorList& g) {
 FLOW_OP(dot)
     .schema("dot(Tensor self, Tensor tensor) -> Tensor")
     .traits(kMatmulLike | kReduction)
+    .einsum("i,i->")
     .meta([](const TensorList& in, const Attrs&) { return meta_dot(in, "dot"); })
     .cpu_out(dot_kernel)
     .save_inputs({0, 1})
@@ -286,6 +293,7 @@ FLOW_OP(dot)
 FLOW_OP(vdot)
     .schema("vdot(Tensor self, Tensor other) -> Tensor")
     .traits(kMatmulLike | kReduction)
+    .einsum("i,i->")
     .meta([](const TensorList& in, const Attrs&) { return meta_dot(in, "vdot"); })
     .cpu_out(dot_kernel)
     .save_inputs({0, 1})
@@ -295,6 +303,7 @@ FLOW_OP(vdot)
 FLOW_OP(outer)
     .schema("outer(Tensor self, Tensor vec2) -> Tensor")
     .traits(kMatmulLike | kComposite)
+    .einsum("i,j->ij")
     .cpu([](const TensorList& in, const Attrs&) -> TensorList {
       FLOW_RUNTIME_CHECK(in[0].dim() == 1, "outer: Expected 1-D argument self, but got ", in[0].dim(), "-D");
       FLOW_RUNTIME_CHECK(in[1].dim() == 1, "outer: Expected 1-D argument vec2, but got ", in[1].dim(), "-D");

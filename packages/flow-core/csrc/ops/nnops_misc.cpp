@@ -147,6 +147,9 @@ FLOW_OP(embedding_dense_backward)
 FLOW_OP(embedding_renorm_)
     .schema("embedding_renorm_(Tensor self, Tensor indices, float max_norm, float norm_type) -> Tensor")
     .traits(kIndexing | kNonDifferentiable)
+    .meta([](const TensorList& in, const Attrs&) -> std::vector<TensorMeta> {
+      return {{in[0].sizes(), in[0].dtype(), in[0].device()}};
+    })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& w = in[0];
       FLOW_RUNTIME_CHECK(w.dim() == 2, "embedding_renorm_: 'weight' must be 2-D");
@@ -214,17 +217,19 @@ Tensor dropout_impl(const Tensor& x, double p, bool train, const Shape& mask_sha
   FLOW_VALUE_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
   if (!train || p == 0) return x;
   FLOW_RUNTIME_CHECK(is_floating(x.dtype()), "dropout: expected a floating point input, got ", dtype_name(x.dtype()));
-  if (p == 1) return ops::call1("_masked_scale", {x, ops::zeros(mask_shape, x.dtype())}, {0.0});
+  if (p == 1) return ops::call1("_masked_scale", {x, ops::zeros(mask_shape, x.dtype(), x.device())}, {0.0});
   Tensor probs = ops::full(mask_shape, Scalar(1.0 - p), x.dtype(), x.device());
   Tensor mask = ops::call1("bernoulli", {probs});
   return ops::call1("_masked_scale", {x, mask}, {1.0 / (1.0 - p)});
 }
 }  // namespace
 
-// Composite (no backward of its own): the masked-scale op it calls records the gradient.
+// Composites (no backward of their own): they run above autograd and interception, so the bernoulli and
+// masked-scale ops they call are recorded and seen one by one.
 FLOW_OP(dropout)
     .schema("dropout(Tensor input, float p=0.5, bool train=True) -> Tensor")
-    .traits(kRandom)
+    .traits(kRandom | kComposite)
+    .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       return {dropout_impl(in[0], a.f(0), a.b(1), in[0].sizes())};
     });
@@ -232,7 +237,8 @@ FLOW_OP(dropout)
 // Zeroes whole channels: one mask value per (N, C) (or per C for unbatched input when `batched` is false).
 FLOW_OP(feature_dropout)
     .schema("feature_dropout(Tensor input, float p=0.5, bool train=True, bool batched=True) -> Tensor")
-    .traits(kRandom)
+    .traits(kRandom | kComposite)
+    .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& x = in[0];
       bool batched = a.b(2);

@@ -211,6 +211,7 @@ int64_t bdim(const BackwardCtx& c, int k, int64_t dim) {
 FLOW_OP(softmax)
     .schema("softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")
     .traits(kNormalization)
+    .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
       wrap_dim(a.i(0), std::max<int64_t>(in[0].dim(), 1), "softmax");
       return std::vector<TensorMeta>{{in[0].sizes(), softmax_out_dtype(in[0], a, "softmax"), in[0].device()}};
@@ -226,6 +227,7 @@ FLOW_OP(softmax)
 FLOW_OP(log_softmax)
     .schema("log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")
     .traits(kNormalization)
+    .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
       wrap_dim(a.i(0), std::max<int64_t>(in[0].dim(), 1), "log_softmax");
       return std::vector<TensorMeta>{{in[0].sizes(), softmax_out_dtype(in[0], a, "log_softmax"), in[0].device()}};

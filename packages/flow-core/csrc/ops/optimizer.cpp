@@ -20,6 +20,7 @@ FLOW_OP(sgd_update_)
     .schema("sgd_update_(Tensor[] tensors, *, float lr, float momentum=0, float dampening=0, float weight_decay=0, "
             "bool nesterov=False, bool maximize=False, int[] fresh=[]) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
+    .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const double lr = a.f(0), mom = a.f(1), damp = a.f(2), wd = a.f(3);
       const bool nesterov = a.b(4), maximize = a.b(5);
@@ -72,6 +73,7 @@ FLOW_OP(adam_update_)
             "float weight_decay=0, bool amsgrad=False, bool maximize=False, bool decoupled_weight_decay=False) "
             "-> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
+    .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const double lr = a.f(0), b1 = a.f(1), b2 = a.f(2), eps = a.f(3), wd = a.f(4);
       const bool amsgrad = a.b(5), maximize = a.b(6), decoupled = a.b(7);
@@ -123,6 +125,7 @@ FLOW_OP(adagrad_update_)
     .schema("adagrad_update_(Tensor[] tensors, *, float lr, float lr_decay=0, float weight_decay=0, "
             "float eps=1e-10, bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
+    .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const double lr = a.f(0), lr_decay = a.f(1), wd = a.f(2), eps = a.f(3);
       const bool maximize = a.b(4);
@@ -155,6 +158,7 @@ FLOW_OP(adadelta_update_)
     .schema("adadelta_update_(Tensor[] tensors, *, float lr=1.0, float rho=0.9, float eps=1e-6, "
             "float weight_decay=0, bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
+    .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const double lr = a.f(0), rho = a.f(1), eps = a.f(2), wd = a.f(3);
       const bool maximize = a.b(4);
@@ -191,6 +195,7 @@ FLOW_OP(rmsprop_update_)
     .schema("rmsprop_update_(Tensor[] tensors, *, float lr=0.01, float alpha=0.99, float eps=1e-8, "
             "float weight_decay=0, float momentum=0, bool centered=False, bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
+    .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const double lr = a.f(0), alpha = a.f(1), eps = a.f(2), wd = a.f(3), mom = a.f(4);
       const bool centered = a.b(5), maximize = a.b(6);
@@ -248,6 +253,7 @@ FLOW_OP(lamb_update_)
             "float weight_decay=0, bool adam_w_mode=True, bool do_bias_correction=True, bool amsgrad=False) "
             "-> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
+    .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const double lr = a.f(0), b1 = a.f(1), b2 = a.f(2), eps = a.f(3), wd = a.f(4);
       const bool adam_w = a.b(5), bias_corr = a.b(6), amsgrad = a.b(7);

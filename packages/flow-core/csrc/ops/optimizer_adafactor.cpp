@@ -124,6 +124,7 @@ FLOW_OP(adafactor_update_)
     .schema("adafactor_update_(Tensor[] tensors, *, float lr=0.01, float beta2_decay=-0.8, float? eps1=None, "
             "float eps2=0.001, float d=1.0, float weight_decay=0, bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
+    .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Options o{a.f(0), a.f(1), a.none(2) ? 0.0 : a.f(2), a.f(3), a.f(4), a.f(5), a.b(6), !a.none(2)};
       constexpr int kStride = 5;

@@ -25,6 +25,7 @@ FLOW_OP(adamax_update_)
     .schema("adamax_update_(Tensor[] tensors, *, float lr, float beta1=0.9, float beta2=0.999, float eps=1e-8, "
             "float weight_decay=0, bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
+    .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const double lr = a.f(0), b1 = a.f(1), b2 = a.f(2), eps = a.f(3), wd = a.f(4);
       const bool maximize = a.b(5);
@@ -62,6 +63,7 @@ FLOW_OP(nadam_update_)
             "float weight_decay=0, float momentum_decay=0.004, bool decoupled_weight_decay=False, "
             "bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
+    .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const double lr = a.f(0), b1 = a.f(1), b2 = a.f(2), eps = a.f(3), wd = a.f(4), psi = a.f(5);
       const bool decoupled = a.b(6), maximize = a.b(7);
@@ -119,6 +121,7 @@ FLOW_OP(radam_update_)
     .schema("radam_update_(Tensor[] tensors, *, float lr, float beta1=0.9, float beta2=0.999, float eps=1e-8, "
             "float weight_decay=0, bool decoupled_weight_decay=False, bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
+    .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const double lr = a.f(0), b1 = a.f(1), b2 = a.f(2), eps = a.f(3), wd = a.f(4);
       const bool decoupled = a.b(5), maximize = a.b(6);

@@ -198,5 +198,7 @@ inline A lerp(A self, A end, A w) {
 }
 
 inline TensorList no_outputs() { return {}; }
+// The updates return nothing and change no metadata: on meta tensors (a traced step) they check nothing more.
+inline std::vector<TensorMeta> no_output_meta(const TensorList&, const Attrs&) { return {}; }
 
 }  // namespace flow::optim

@@ -51,6 +51,7 @@ FLOW_OP(muon_update_)
             "bool nesterov=True, float[] ns_coefficients=[3.4445, -4.775, 2.0315], float eps=1e-07, "
             "int ns_steps=5, str adjust_lr_fn=\"\") -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
+    .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& at) -> TensorList {
       const double lr = at.f(0), wd = at.f(1), momentum = at.f(2), eps = at.f(5);
       const bool nesterov = at.b(3);

@@ -15,6 +15,7 @@ FLOW_OP(rprop_update_)
     .schema("rprop_update_(Tensor[] tensors, *, float etaminus=0.5, float etaplus=1.2, float step_size_min=1e-6, "
             "float step_size_max=50, bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
+    .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const double em = a.f(0), ep = a.f(1), smin = a.f(2), smax = a.f(3);
       const bool maximize = a.b(4);
@@ -54,6 +55,7 @@ FLOW_OP(asgd_update_)
     .schema("asgd_update_(Tensor[] tensors, *, float lr, float lambd=1e-4, float alpha=0.75, float t0=1e6, "
             "float weight_decay=0, bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
+    .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const double lr = a.f(0), lambd = a.f(1), alpha = a.f(2), t0 = a.f(3), wd = a.f(4);
       const bool maximize = a.b(5);

@@ -526,6 +526,11 @@ int64_t trailing_numel(const Shape& s, size_t ns) {
   return n;
 }
 
+// The pooling gradients' meta: the input's sizes (attribute 0) in the gradient's dtype.
+std::vector<TensorMeta> sized_by_attr(const TensorList& in, const Attrs& a) {
+  return {{Shape(a.ints(0).begin(), a.ints(0).end()), in[0].dtype(), in[0].device()}};
+}
+
 Tensor max_pool_grad(const Tensor& g, const Tensor& indices, const Shape& in_sizes, size_t ns) {
   return ops::call1("max_pool_backward", {g, indices}, {vec(in_sizes), static_cast<int64_t>(ns)});
 }
@@ -536,6 +541,11 @@ FLOW_OP(max_pool)
     .schema("max_pool(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, int[] dilation=1, "
             "bool ceil_mode=False) -> (Tensor, Tensor)")
     .traits(kPooling)
+    .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
+      Shape osz;
+      window_plan(in[0], a, true, "max_pool", &osz);
+      return {{osz, in[0].dtype(), in[0].device()}, {osz, DType::Int64, in[0].device()}};
+    })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape osz;
       PoolPlan pl = window_plan(in[0], a, true, "max_pool", &osz);
@@ -550,6 +560,11 @@ FLOW_OP(max_pool)
 FLOW_OP(adaptive_max_pool)
     .schema("adaptive_max_pool(Tensor self, int[] output_size) -> (Tensor, Tensor)")
     .traits(kPooling)
+    .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
+      Shape osz;
+      adaptive_plan(in[0], a.ints(0), "adaptive_max_pool", &osz);
+      return {{osz, in[0].dtype(), in[0].device()}, {osz, DType::Int64, in[0].device()}};
+    })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape osz;
       PoolPlan pl = adaptive_plan(in[0], a.ints(0), "adaptive_max_pool", &osz);
@@ -565,6 +580,7 @@ FLOW_OP(adaptive_max_pool)
 FLOW_OP(max_pool_backward)
     .schema("max_pool_backward(Tensor grad, Tensor indices, int[] input_sizes, int spatial_dims) -> Tensor")
     .traits(kPooling | kBackwardHelper)
+    .meta(sized_by_attr)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape is(a.ints(0).begin(), a.ints(0).end());
       FLOW_RUNTIME_CHECK(in[0].sizes() == in[1].sizes(), "max_pool_backward: grad and indices shapes differ");
@@ -579,6 +595,9 @@ FLOW_OP(max_pool_backward)
 FLOW_OP(max_pool_gather)
     .schema("max_pool_gather(Tensor self, Tensor indices, int spatial_dims) -> Tensor")
     .traits(kPooling | kBackwardHelper)
+    .meta([](const TensorList& in, const Attrs&) -> std::vector<TensorMeta> {
+      return {{in[1].sizes(), in[0].dtype(), in[0].device()}};
+    })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       return {index_pool(in[0], in[1], in[1].sizes(), trailing_numel(in[0].sizes(), a.i(0)), false)};
     })
@@ -591,6 +610,11 @@ FLOW_OP(avg_pool)
     .schema("avg_pool(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, bool ceil_mode=False, "
             "bool count_include_pad=True, int? divisor_override=None) -> Tensor")
     .traits(kPooling)
+    .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
+      Shape osz;
+      window_plan(in[0], a, false, "avg_pool", &osz);
+      return {{osz, in[0].dtype(), in[0].device()}};
+    })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape osz;
       PoolPlan pl = window_plan(in[0], a, false, "avg_pool", &osz);
@@ -606,6 +630,7 @@ FLOW_OP(avg_pool_backward)
     .schema("avg_pool_backward(Tensor grad, int[] input_sizes, int[] kernel_size, int[] stride, int[] padding, "
             "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor")
     .traits(kPooling | kBackwardHelper)
+    .meta(sized_by_attr)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape is(a.ints(0).begin(), a.ints(0).end());
       Attrs fa{a.ints(1), a.ints(2), a.ints(3), a.b(4), a.b(5), a.at(6)};
@@ -623,6 +648,11 @@ FLOW_OP(avg_pool_backward)
 FLOW_OP(adaptive_avg_pool)
     .schema("adaptive_avg_pool(Tensor self, int[] output_size) -> Tensor")
     .traits(kPooling)
+    .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
+      Shape osz;
+      adaptive_plan(in[0], a.ints(0), "adaptive_avg_pool", &osz);
+      return {{osz, in[0].dtype(), in[0].device()}};
+    })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape osz;
       PoolPlan pl = adaptive_plan(in[0], a.ints(0), "adaptive_avg_pool", &osz);
@@ -636,6 +666,7 @@ FLOW_OP(adaptive_avg_pool)
 FLOW_OP(adaptive_avg_pool_backward)
     .schema("adaptive_avg_pool_backward(Tensor grad, int[] input_sizes, int spatial_dims) -> Tensor")
     .traits(kPooling | kBackwardHelper)
+    .meta(sized_by_attr)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape is(a.ints(0).begin(), a.ints(0).end());
       size_t ns = static_cast<size_t>(a.i(1));

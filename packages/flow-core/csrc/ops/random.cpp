@@ -337,7 +337,7 @@ FLOW_OP(bernoulli)
     .backward(zero_grad);
 
 FLOW_OP(randperm)
-    .schema("randperm(int n, *, ScalarType? dtype=None, int? generator=None) -> Tensor")
+    .schema("randperm(int n, *, ScalarType? dtype=None, int? generator=None, Device? device=None) -> Tensor")
     .traits(kRandom | kCreation | kNonDifferentiable)
     .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
       int64_t n = a.i(0);

@@ -144,6 +144,8 @@ Tensor not_nan_mask(const Tensor& x) { return ops::call1("_reduce_not_nan", {x})
 FLOW_OP(sum)
     .schema("sum(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
     .traits(kReduction)
+    .combiner(Combiner::Sum)
+    .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) { return sum_meta(in, a, sum_dtype(in[0], a, 2), "sum"); })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       sum_like_kernel(in[0], out[0], dims_attr(a, 0), sum_dtype(in[0], a, 2), SumKind::Sum, "sum");
@@ -153,6 +155,8 @@ FLOW_OP(sum)
 FLOW_OP(nansum)
     .schema("nansum(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
     .traits(kReduction)
+    .combiner(Combiner::Sum)
+    .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) { return sum_meta(in, a, sum_dtype(in[0], a, 2), "nansum"); })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       sum_like_kernel(in[0], out[0], dims_attr(a, 0), sum_dtype(in[0], a, 2), SumKind::NanSum, "nansum");
@@ -165,6 +169,8 @@ FLOW_OP(nansum)
 FLOW_OP(mean)
     .schema("mean(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
     .traits(kReduction)
+    .combiner(Combiner::Mean)
+    .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) { return sum_meta(in, a, mean_dtype(in[0], a, 2, "mean"), "mean"); })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       sum_like_kernel(in[0], out[0], dims_attr(a, 0), mean_dtype(in[0], a, 2, "mean"), SumKind::Mean, "mean");
@@ -178,6 +184,7 @@ FLOW_OP(mean)
 FLOW_OP(nanmean)
     .schema("nanmean(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
     .traits(kReduction)
+    .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
       return sum_meta(in, a, mean_dtype(in[0], a, 2, "nanmean"), "nanmean");
     })
@@ -230,6 +237,8 @@ bool has_zero(const Tensor& t) {
 FLOW_OP(prod)
     .schema("prod(Tensor self, int? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
     .traits(kReduction)
+    .combiner(Combiner::Prod)
+    .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
       return meta_reduce(in[0], prod_dims(a), a.b(1), prod_dtype(in[0], a), "prod");
     })

@@ -173,6 +173,8 @@ std::vector<bool> amax_mask(const Tensor& t, const Attrs& a, const char* op) {
   FLOW_OP(NAME)                                                                                              \
       .schema(#NAME "(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor")                            \
       .traits(kReduction)                                                                                    \
+      .combiner(MAX ? Combiner::Max : Combiner::Min)                                                         \
+      .dims_attr("dim")                                                                                      \
       .meta([](const TensorList& in, const Attrs& a) {                                                      \
         auto m = amax_mask(in[0], a, #NAME);                                                                 \
         return std::vector<TensorMeta>{{reduced_sizes(in[0].sizes(), m, a.b(1)), in[0].dtype(), in[0].device()}}; \
@@ -196,6 +198,8 @@ FLOW_AMAX_OP(amin, false)
   FLOW_OP(NAME)                                                                                              \
       .schema(#NAME "(Tensor self) -> Tensor")                                                               \
       .traits(kReduction)                                                                                    \
+      .combiner(MAX ? Combiner::Max : Combiner::Min)                                                         \
+      .dims_attr("dim")                                                                                      \
       .meta([](const TensorList& in, const Attrs&) {                                                        \
         FLOW_RUNTIME_CHECK(in[0].numel() > 0, #NAME "(): Expected reduction dim to be specified for "         \
                            "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");        \
@@ -232,6 +236,7 @@ std::vector<TensorMeta> dim_extreme_meta(const TensorList& in, const Attrs& a, c
   FLOW_OP(NAME)                                                                                              \
       .schema(#NAME "(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")         \
       .traits(kReduction)                                                                                    \
+      .dims_attr("dim")                                                                                      \
       .meta([](const TensorList& in, const Attrs& a) { return dim_extreme_meta(in, a, OPNAME); })           \
       .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                            \
         auto m = reduce_mask(in[0], {a.i(0)}, OPNAME);                                                       \
@@ -253,6 +258,7 @@ FLOW_DIM_EXTREME_OP(min_dim, "min", false)
   FLOW_OP(NAME)                                                                                              \
       .schema(#NAME "(Tensor self, int? dim=None, bool keepdim=False) -> Tensor")                           \
       .traits(kReduction | kNonDifferentiable)                                                               \
+      .dims_attr("dim")                                                                                      \
       .meta([](const TensorList& in, const Attrs& a) {                                                      \
         const Tensor& t = in[0];                                                                             \
         FLOW_RUNTIME_CHECK(t.dtype() != DType::Bool, #NAME "(): does not support bool input");               \
@@ -411,6 +417,8 @@ void logical_kernel(const TensorList& in, const TensorList& out, const Attrs& a,
   FLOW_OP(NAME)                                                                                              \
       .schema(#NAME "(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor")                         \
       .traits(kReduction | kNonDifferentiable)                                                               \
+      .combiner(ALL ? Combiner::All : Combiner::Any)                                                         \
+      .dims_attr("dim")                                                                                      \
       .meta([](const TensorList& in, const Attrs& a) {                                                      \
         const Tensor& t = in[0];                                                                             \
         DType dt = t.dtype() == DType::UInt8 ? DType::UInt8 : DType::Bool;                                  \
@@ -426,6 +434,8 @@ FLOW_LOGICAL_OP(any, false)
 FLOW_OP(count_nonzero)
     .schema("count_nonzero(Tensor self, int[]? dim=None) -> Tensor")
     .traits(kReduction | kNonDifferentiable)
+    .combiner(Combiner::Sum)
+    .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
       return meta_reduce(in[0], dims_attr(a, 0), false, DType::Int64, "count_nonzero");
     })

@@ -99,7 +99,8 @@ Tensor logcumsumexp_grad(const Tensor& x, const Tensor& out, const Tensor& g, in
 
 FLOW_OP(logcumsumexp)
     .schema("logcumsumexp(Tensor self, int dim) -> Tensor")
-    .traits(kReduction)
+    .traits(kScan)
+    .dims_attr("dim")
     .meta(logcumsumexp_meta)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       if (out[0].numel()) logcumsumexp_kernel<false>(in[0], out[0], wrap_dim(a.i(0), in[0].dim(), "logcumsumexp"));
@@ -127,7 +128,9 @@ FLOW_OP(_logcumsumexp_reverse)
 
 FLOW_OP(cumsum)
     .schema("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
-    .traits(kReduction)
+    .traits(kScan)
+    .combiner(Combiner::Sum)
+    .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) { return scan_meta(in, a, "cumsum"); })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       scan_kernel<false, false>(in[0], out[0], scan_dim(in[0], a, "cumsum"), "cumsum");
@@ -153,7 +156,9 @@ FLOW_OP(_cumsum_reverse)
 
 FLOW_OP(cumprod)
     .schema("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
-    .traits(kReduction)
+    .traits(kScan)
+    .combiner(Combiner::Prod)
+    .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) { return scan_meta(in, a, "cumprod"); })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       scan_kernel<true, false>(in[0], out[0], scan_dim(in[0], a, "cumprod"), "cumprod");

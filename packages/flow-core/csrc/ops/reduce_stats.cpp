@@ -203,6 +203,7 @@ TensorList var_std_backward(BackwardCtx& c, const TensorList& g, bool is_std, bo
   FLOW_OP(NAME)                                                                                              \
       .schema(#NAME "(Tensor self, int[]? dim=None, *, float? correction=None, bool keepdim=False) -> " RET) \
       .traits(kReduction)                                                                                    \
+      .dims_attr("dim")                                                                                      \
       .meta([](const TensorList& in, const Attrs& a) { return var_meta(in, a, NOUT, #NAME); })              \
       .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                            \
         var_kernel(in[0], out[0], NOUT == 2 ? &out[1] : nullptr, a, SQRT, #NAME);                            \
@@ -248,6 +249,7 @@ inline A amin_nan(A acc, A x) { return (x < acc || x != x) ? x : acc; }
 FLOW_OP(linalg_vector_norm)
     .schema("linalg_vector_norm(Tensor self, float ord=2, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
     .traits(kReduction)
+    .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
       DType dt = norm_dtype(in[0], a);
       auto m = reduce_mask(in[0], dims_attr(a, 1), "linalg.vector_norm");
@@ -330,6 +332,7 @@ struct MaxSum {
 FLOW_OP(logsumexp)
     .schema("logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor")
     .traits(kReduction)
+    .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
       DType dt = is_floating(in[0].dtype()) ? in[0].dtype() : default_float_dtype();
       return meta_reduce(in[0], a.ints(0), a.b(1), dt, "logsumexp");

@@ -1,17 +1,28 @@
 #include "registry.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <atomic>
 
 namespace flow {
 namespace {
 
+// Ops are registered by static initializers: the core's own, then those of plugin libraries loaded later
+// (oneflow.ops.load_library). New definitions wait in `pending` until the next lookup finalizes them, which
+// happens after each FLOW_OP statement has run its whole builder chain. Errors found while a plugin registers
+// are kept in `errors` (an exception escaping a static initializer would end the process) and raised to
+// Python by take_registration_errors().
 struct Registry {
   std::map<std::string, std::unique_ptr<OpDef>> ops;
-  bool finalized = false;
-  std::once_flag once;
+  std::vector<OpDef*> pending;
+  std::vector<std::string> errors;
+  std::vector<std::unique_ptr<OpDef>> rejected;  // defs of failed registrations: their builders still write
+  std::vector<const OpDef*> invalid;             // registered, then found broken (a bad schema): removed
+  std::atomic<bool> has_pending{false};
+  std::mutex mu;
 };
 Registry& registry() {
   static Registry* r = new Registry();
@@ -44,33 +55,65 @@ std::vector<std::string> split_args(const std::string& s) {
   return out;
 }
 
-void finalize() {
-  Registry& r = registry();
-  for (auto& kv : r.ops) {
-    const OpDef& d = *kv.second;
-    if (d.has(kComposite))
-      FLOW_RUNTIME_CHECK(!d.backward && d.compute[0], "composite op '", d.name, "' needs a compute function and no backward");
+// The meta function of an op whose compute only builds metadata: run it on storage-less meta twins of the
+// inputs and report the outputs on the inputs' device.
+MetaFn meta_via_compute(const OpDef* d) {
+  return [d](const TensorList& in, const Attrs& attrs) {
+    Device dev = common_device(in, d->name.c_str());
+    TensorList twins;
+    twins.reserve(in.size());
+    for (const Tensor& t : in) twins.push_back(t.defined() ? to_meta(t) : Tensor());
+    const ComputeFn& fn = d->compute[static_cast<int>(DeviceType::CPU)];
+    FLOW_RUNTIME_CHECK(static_cast<bool>(fn), d->name, ": meta_from_compute needs a compute function");
+    std::vector<TensorMeta> out;
+    for (const Tensor& t : fn(twins, attrs)) out.push_back({t.sizes(), t.dtype(), dev});
+    return out;
+  };
+}
+
+void finalize_one(Registry& r, OpDef& d) {
+  if (d.has(kComposite) && (d.backward || !d.compute[0])) {
+    r.errors.push_back("composite op '" + d.name + "' needs a compute function and no backward");
+    d.traits &= ~static_cast<uint64_t>(kComposite);
   }
-  std::vector<OpDef*> want;
-  for (auto& kv : r.ops)
-    if (kv.second->want_inplace) want.push_back(kv.second.get());
-  for (OpDef* d : want) {
-    auto ip = std::make_unique<OpDef>(*d);
-    ip->name = d->name + "_";
-    ip->schema.name = ip->name;
-    ip->traits |= kInplace;
-    ip->functional = d;
-    ip->inplace = nullptr;
-    ip->want_inplace = false;
-    d->inplace = ip.get();
-    r.ops[ip->name] = std::move(ip);
+  const auto& attrs = d.schema.attr_args;
+  for (size_t k = 0; k < attrs.size(); ++k)
+    if (attrs[k].name == "device" && attrs[k].type == ArgType::Device) d.device_attr = static_cast<int>(k);
+  // a composite's meta is its definition run on meta tensors (its parts have meta functions)
+  if ((d.meta_by_compute || d.has(kComposite)) && !d.meta) d.meta = meta_via_compute(&d);
+  if (!d.want_inplace) return;
+  auto ip = std::make_unique<OpDef>(d);
+  ip->name = d.name + "_";
+  ip->schema.name = ip->name;
+  ip->traits |= kInplace;
+  ip->functional = &d;
+  ip->inplace = nullptr;
+  ip->want_inplace = false;
+  d.inplace = ip.get();
+  if (r.ops.count(ip->name)) {
+    r.errors.push_back("op '" + ip->name + "' registered twice (as an op and as " + d.name + "'s in-place variant)");
+    return;
   }
-  r.finalized = true;
+  r.ops[ip->name] = std::move(ip);
 }
 
 void ensure_final() {
   Registry& r = registry();
-  std::call_once(r.once, finalize);
+  if (!r.has_pending.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<OpDef*> todo;
+  todo.swap(r.pending);
+  for (OpDef* d : todo) {
+    if (std::find(r.invalid.begin(), r.invalid.end(), d) != r.invalid.end()) {
+      auto it = r.ops.find(d->name);
+      r.rejected.push_back(std::move(it->second));
+      r.ops.erase(it);
+      continue;
+    }
+    finalize_one(r, *d);
+  }
+  r.invalid.clear();
+  r.has_pending.store(false, std::memory_order_release);
 }
 
 }  // namespace
@@ -127,6 +170,7 @@ Schema parse_schema(const std::string& text) {
     else if (type == "str") d.type = ArgType::Str;
     else if (type == "Scalar") d.type = ArgType::Scalar;
     else if (type == "ScalarType") d.type = ArgType::ScalarType;
+    else if (type == "Device") d.type = ArgType::Device;
     else fail(ErrorKind::Runtime, "unknown type '", type, "' in schema ", text);
     if (d.type == ArgType::Tensor || d.type == ArgType::TensorList) {
       s.order.push_back({true, static_cast<int>(s.tensor_args.size())});
@@ -149,7 +193,7 @@ std::vector<std::string> trait_names(uint64_t t) {
       {kComparison, "comparison"},   {kBackwardHelper, "backward_helper"},
       {kDataDependentShape, "data_dependent_shape"}, {kNonDifferentiable, "non_differentiable"},
       {kOptimizer, "optimizer"}, {kComposite, "composite"}, {kAliasedOutputOk, "aliased_output_ok"},
-      {kNoInputOverlap, "no_input_overlap"}};
+      {kNoInputOverlap, "no_input_overlap"}, {kScan, "scan"}};
   std::vector<std::string> out;
   for (auto& p : names)
     if (t & p.first) out.push_back(p.second);
@@ -213,23 +257,68 @@ const std::vector<double>& Attrs::floats(int k) const {
   fail(ErrorKind::Type, "attribute ", k, ": expected a list of floats");
 }
 
+Device Attrs::device(int k) const {
+  if (auto p = std::get_if<Device>(&at(k))) return *p;
+  fail(ErrorKind::Type, "attribute ", k, ": expected a device");
+}
+
+// ---- trait data ---------------------------------------------------------------------------------------
+const char* combiner_name(Combiner c) {
+  switch (c) {
+    case Combiner::None: return "none";
+    case Combiner::Sum: return "sum";
+    case Combiner::Mean: return "mean";
+    case Combiner::Max: return "max";
+    case Combiner::Min: return "min";
+    case Combiner::Prod: return "prod";
+    case Combiner::Any: return "any";
+    case Combiner::All: return "all";
+  }
+  return "?";
+}
+std::string SbpAxis::str() const {
+  if (kind == Split) return "S(" + std::to_string(dim) + ")";
+  if (kind == Broadcast) return "B";
+  return std::string("P(") + combiner_name(partial) + ")";
+}
+std::string SbpSignature::str() const {
+  std::string s;
+  for (size_t i = 0; i < inputs.size(); ++i) s += (i ? ", " : "") + inputs[i].str();
+  s += " -> ";
+  for (size_t i = 0; i < outputs.size(); ++i) s += (i ? ", " : "") + outputs[i].str();
+  return s;
+}
+
 // ---- builder ------------------------------------------------------------------------------------------
 OpBuilder& OpBuilder::make(const char* name) {
   Registry& r = registry();
-  FLOW_RUNTIME_CHECK(!r.finalized, "op '", name, "' registered after the registry was finalized");
-  FLOW_RUNTIME_CHECK(r.ops.find(name) == r.ops.end(), "op '", name, "' registered twice");
+  std::lock_guard<std::mutex> lock(r.mu);
   auto def = std::make_unique<OpDef>();
   def->name = name;
   OpDef* raw = def.get();
-  r.ops[name] = std::move(def);
+  if (r.ops.find(name) != r.ops.end()) {
+    r.errors.push_back(std::string("op '") + name + "' registered twice");
+    r.rejected.push_back(std::move(def));
+  } else {
+    r.ops[name] = std::move(def);
+    r.pending.push_back(raw);
+    r.has_pending.store(true, std::memory_order_release);
+  }
   static std::vector<std::unique_ptr<OpBuilder>>* builders = new std::vector<std::unique_ptr<OpBuilder>>();
   builders->push_back(std::unique_ptr<OpBuilder>(new OpBuilder(raw)));
   return *builders->back();
 }
 OpBuilder& OpBuilder::schema(const char* text) {
-  def_->schema = parse_schema(text);
-  FLOW_RUNTIME_CHECK(def_->schema.name == def_->name, "schema name '", def_->schema.name,
-                     "' does not match op '", def_->name, "'");
+  try {
+    def_->schema = parse_schema(text);
+    FLOW_RUNTIME_CHECK(def_->schema.name == def_->name, "schema name '", def_->schema.name,
+                       "' does not match op '", def_->name, "'");
+  } catch (const std::exception& e) {  // recorded, not thrown: this runs in a static initializer
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.errors.push_back(std::string("op '") + def_->name + "': " + e.what());
+    r.invalid.push_back(def_);
+  }
   return *this;
 }
 OpBuilder& OpBuilder::traits(uint64_t t) { def_->traits |= t; return *this; }
@@ -261,6 +350,41 @@ OpBuilder& OpBuilder::save_outputs(std::vector<int> idx, std::vector<std::vector
 }
 OpBuilder& OpBuilder::nondiff_outputs(std::vector<int> idx) { def_->nondiff_outputs = std::move(idx); return *this; }
 OpBuilder& OpBuilder::inplace_variant() { def_->want_inplace = true; return *this; }
+OpBuilder& OpBuilder::meta_from_compute() { def_->meta_by_compute = true; return *this; }
+OpBuilder& OpBuilder::combiner(Combiner c) { def_->combiner = c; return *this; }
+OpBuilder& OpBuilder::einsum(const char* spec) { def_->einsum = spec; return *this; }
+OpBuilder& OpBuilder::dims(DimsFn f) { def_->dims = std::move(f); return *this; }
+OpBuilder& OpBuilder::dims_attr(const char* name) {
+  std::string n = name;
+  OpDef* d = def_;
+  def_->dims = [d, n](const TensorList& in, const Attrs& a) {
+    int64_t nd = in.empty() || !in[0].defined() ? 0 : in[0].dim();
+    int k = -1;
+    for (size_t j = 0; j < d->schema.attr_args.size(); ++j)
+      if (d->schema.attr_args[j].name == n) k = static_cast<int>(j);
+    std::vector<int64_t> out;
+    const AttrValue& v = k < 0 || k >= static_cast<int>(a.values.size()) ? AttrValue{} : a.values[k];
+    if (auto p = std::get_if<int64_t>(&v)) out.push_back(*p);
+    else if (auto q = std::get_if<std::vector<int64_t>>(&v)) out = *q;
+    if (out.empty())  // None or [] reduce over every dim
+      for (int64_t i = 0; i < nd; ++i) out.push_back(i);
+    for (int64_t& x : out) x = wrap_dim(x, std::max<int64_t>(nd, 1), d->name.c_str());
+    return out;
+  };
+  return *this;
+}
+OpBuilder& OpBuilder::dim_map(DimMapFn f) { def_->dim_map = std::move(f); return *this; }
+OpBuilder& OpBuilder::sbp_rule(SbpRuleFn f) { def_->sbp_rule = std::move(f); return *this; }
+OpBuilder& OpBuilder::decomposition(ComputeFn f) { def_->decomposition = std::move(f); return *this; }
+
+std::vector<std::string> take_registration_errors() {
+  ensure_final();
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<std::string> out;
+  out.swap(r.errors);
+  return out;
+}
 
 const OpDef* find_op(const std::string& name) {
   ensure_final();
@@ -322,12 +446,14 @@ Device common_device(const TensorList& in, const char* op) {
   std::optional<Device> d;
   for (const Tensor& t : in) {
     if (!t.defined() || t.impl()->is_wrapped_number) continue;
+    // a 0-dim CPU tensor goes with tensors on any device, as in PyTorch (an optimizer's step counter)
+    if (t.dim() == 0 && t.device().type == DeviceType::CPU) continue;
     if (!d) d = t.device();
     else if (*d != t.device())
       fail(ErrorKind::Runtime, op, ": Expected all tensors to be on the same device, but found at least two devices, ",
            d->str(), " and ", t.device().str(), "!");
   }
-  return d ? *d : Device{};
+  return d ? *d : Device{};  // CPU scalars alone run on the CPU
 }
 
 }  // namespace flow

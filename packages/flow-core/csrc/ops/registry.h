@@ -17,7 +17,9 @@
 //       });
 //
 // Schema types: Tensor, Tensor?, Tensor[], Tensor?[], int, int?, int[], int[]?, float, float?, float[],
-// bool, bool?, str, str?, Scalar, Scalar?, ScalarType, ScalarType?. Tensor params are inputs (at most one list
+// bool, bool?, str, str?, Scalar, Scalar?, ScalarType, ScalarType?, Device?. An attribute named `device` (type
+// Device?) makes the op run on that device when it has no tensor input there (creation ops); None = the
+// inputs' device, or the CPU. Tensor params are inputs (at most one list
 // among them, the last tensor param); the rest are attributes. Inputs reach kernels flattened in schema order.
 #pragma once
 #include <functional>
@@ -29,6 +31,7 @@
 
 #include "../core/scalar.h"
 #include "../core/tensor.h"
+#include "op_traits.h"
 
 namespace flow {
 
@@ -64,12 +67,15 @@ enum OpTrait : uint64_t {
   // Reads its inputs in another order than it writes its output (gather/scatter/index_* kernels): an output
   // (out= or the in-place self) sharing any memory with another input raises, as PyTorch's assert_no_overlap.
   kNoInputOverlap = 1u << 22,
+  // A running combination along one dim (cumsum, cumprod, cummax, logcumsumexp): the output keeps the input's
+  // shape, so it is not a reduction, but the dim it scans cannot be split without communication.
+  kScan = 1u << 23,
 };
 std::vector<std::string> trait_names(uint64_t traits);
 
 // ---- schema -------------------------------------------------------------------------------------------
 enum class ArgType : int8_t {
-  Tensor, TensorList, Int, IntList, Float, FloatList, Bool, Str, Scalar, ScalarType
+  Tensor, TensorList, Int, IntList, Float, FloatList, Bool, Str, Scalar, ScalarType, Device
 };
 struct ArgDef {
   std::string name;
@@ -96,7 +102,7 @@ Schema parse_schema(const std::string& text);
 
 // ---- attributes ---------------------------------------------------------------------------------------
 using AttrValue = std::variant<std::monostate, bool, int64_t, double, std::vector<int64_t>, std::vector<double>,
-                               std::string, Scalar, DType>;
+                               std::string, Scalar, DType, Device>;
 
 struct Attrs {
   std::vector<AttrValue> values;
@@ -119,6 +125,7 @@ struct Attrs {
   std::optional<int64_t> opt_i(int k) const { return none(k) ? std::nullopt : std::optional<int64_t>(i(k)); }
   std::optional<double> opt_f(int k) const { return none(k) ? std::nullopt : std::optional<double>(f(k)); }
   std::optional<DType> opt_dtype(int k) const { return none(k) ? std::nullopt : std::optional<DType>(dtype(k)); }
+  Device device(int k) const;
   // by name (a linear search over the schema; fine outside the hottest ops)
   int64_t i(const char* n) const { return i(index(n)); }
   double f(const char* n) const { return f(index(n)); }
@@ -167,6 +174,18 @@ struct OpDef {
   const OpDef* functional = nullptr;   // for an in-place variant: the op it mutates with
   std::vector<int> nondiff_outputs;    // e.g. indices returned by max(dim)
   bool want_inplace = false;
+  int device_attr = -1;          // index of the `device` attribute, -1 when the op has none
+  // Its compute function only builds metadata (views, compositions of other ops): on meta tensors it runs as
+  // is, and it also serves as the meta function.
+  bool meta_by_compute = false;
+
+  // Trait data (op_traits.h): what SBP inference and fusion read.
+  Combiner combiner = Combiner::None;  // reductions and scans: how elements combine
+  std::string einsum;                  // matmul-like: "ij,jk->ik" ("..." for batch dims)
+  DimsFn dims;                         // the dims it acts along
+  DimMapFn dim_map;                    // views/reshapes: split dims carried from input 0 to output 0
+  SbpRuleFn sbp_rule;                  // a per-op rule replacing the trait-derived candidates
+  ComputeFn decomposition;             // the op written with other registry ops (for layers without a rule)
 
   bool has(uint64_t t) const { return (traits & t) != 0; }
   // Whether the k-th saved input (output) must be kept when the op runs on `inputs`: one of the inputs
@@ -211,6 +230,15 @@ class OpBuilder {
   OpBuilder& save_outputs(std::vector<int> idx, std::vector<std::vector<int>> needed_by);
   OpBuilder& nondiff_outputs(std::vector<int> idx);
   OpBuilder& inplace_variant();
+  // Trait data (see OpDef).
+  OpBuilder& meta_from_compute();
+  OpBuilder& combiner(Combiner c);
+  OpBuilder& einsum(const char* spec);
+  OpBuilder& dims(DimsFn f);
+  OpBuilder& dims_attr(const char* name);  // the dims are attribute `name` (int or int[]; empty/None: all)
+  OpBuilder& dim_map(DimMapFn f);
+  OpBuilder& sbp_rule(SbpRuleFn f);
+  OpBuilder& decomposition(ComputeFn f);
 
  private:
   explicit OpBuilder(OpDef* def) : def_(def) {}
@@ -226,6 +254,9 @@ class OpBuilder {
 const OpDef* find_op(const std::string& name);
 const OpDef& get_op(const std::string& name);
 std::vector<const OpDef*> all_ops();
+// Problems found while ops registered (a name taken twice, a bad schema), cleared once read. Plugins' static
+// initializers cannot raise; the loader asks this after loading a library.
+std::vector<std::string> take_registration_errors();
 
 // ---- helpers for op authors ---------------------------------------------------------------------------
 // Broadcast two shapes (raises RuntimeError naming `op` on mismatch).

@@ -188,6 +188,7 @@ void zero_triangle(const Tensor& t, int64_t k, bool lower) {
 FLOW_OP(cat)
     .schema("cat(Tensor[] tensors, int dim=0) -> Tensor")
     .traits(kShape)
+    .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
       int64_t d;
       DType dt;
@@ -244,6 +245,7 @@ FLOW_OP(split_backward)
 FLOW_OP(flip)
     .schema("flip(Tensor self, int[] dims) -> Tensor")
     .traits(kShape)
+    .dims_attr("dims")
     .meta(same_meta)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       const Tensor& t = in[0];
@@ -267,6 +269,7 @@ FLOW_OP(flip)
 FLOW_OP(roll)
     .schema("roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor")
     .traits(kShape)
+    .dims_attr("dims")
     .meta([](const TensorList& in, const Attrs& a) {
       const auto& sh = a.ints(0);
       const auto& dims = a.ints(1);
@@ -327,6 +330,14 @@ FLOW_TRI_OP(triu, false)
 FLOW_OP(one_hot)
     .schema("one_hot(Tensor self, int num_classes=-1) -> Tensor")
     .traits(kIndexing | kNonDifferentiable)
+    .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
+      FLOW_RUNTIME_CHECK(in[0].dtype() == DType::Int64, "one_hot is only applicable to index tensor of type LongTensor.");
+      FLOW_CHECK(a.i(0) >= 0, NotImplemented, "one_hot: without num_classes the result's shape depends on the "
+                 "values (pass num_classes)");
+      Shape s = in[0].sizes();
+      s.push_back(a.i(0));
+      return {{s, DType::Int64, in[0].device()}};
+    })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
       FLOW_RUNTIME_CHECK(t.dtype() == DType::Int64, "one_hot is only applicable to index tensor of type LongTensor.");

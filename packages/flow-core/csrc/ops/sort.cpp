@@ -102,6 +102,7 @@ Tensor pick_backward(BackwardCtx& c, const Tensor& g, const Tensor& indices, int
 FLOW_OP(sort)
     .schema("sort(Tensor self, int dim=-1, bool descending=False, *, bool stable=False) -> (Tensor values, Tensor indices)")
     .traits(kIndexing)
+    .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
       int64_t d = wrap_dim(a.i(0), std::max<int64_t>(in[0].dim(), 1), "sort");
       return sort_meta(in[0], d, in[0].dim() == 0 ? 1 : in[0].sizes()[d]);
@@ -124,6 +125,7 @@ FLOW_OP(sort)
 FLOW_OP(topk)
     .schema("topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)")
     .traits(kIndexing)
+    .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
       int64_t d = wrap_dim(a.i(1), std::max<int64_t>(in[0].dim(), 1), "topk");
       int64_t n = in[0].dim() == 0 ? 1 : in[0].sizes()[d], k = a.i(0);

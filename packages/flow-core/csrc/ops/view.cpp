@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "../kernels/cpu/loops.h"
+#include "dim_maps.h"
 #include "functions.h"
 #include "view_util.h"
 
@@ -103,6 +104,7 @@ Tensor split_backward(const TensorList& grads, const Shape& in_sizes, const std:
 FLOW_OP(view)
     .schema("view(Tensor self, int[] size) -> Tensor")
     .traits(kView | kShape)
+    .dim_map(dimmap::reshape_map)
     .meta([](const TensorList& in, const Attrs& a) { return meta_of(view_shape(in[0], a, "view"), in[0]); })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
@@ -117,6 +119,7 @@ FLOW_OP(view)
 FLOW_OP(reshape)
     .schema("reshape(Tensor self, int[] shape) -> Tensor")
     .traits(kView | kShape)
+    .dim_map(dimmap::reshape_map)
     .meta([](const TensorList& in, const Attrs& a) { return meta_of(view_shape(in[0], a, "reshape"), in[0]); })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
@@ -161,6 +164,7 @@ static Shape expand_shape(const Tensor& t, const std::vector<int64_t>& size, Sha
 FLOW_OP(expand)
     .schema("expand(Tensor self, int[] size) -> Tensor")
     .traits(kView | kShape)
+    .dim_map(dimmap::expand_map)
     .meta([](const TensorList& in, const Attrs& a) { return meta_of(expand_shape(in[0], a.ints(0), nullptr), in[0]); })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape st;
@@ -186,6 +190,7 @@ static std::vector<int64_t> check_perm(const std::vector<int64_t>& dims, int64_t
 FLOW_OP(permute)
     .schema("permute(Tensor self, int[] dims) -> Tensor")
     .traits(kView | kShape)
+    .dim_map(dimmap::permute_map)
     .meta([](const TensorList& in, const Attrs& a) {
       auto p = check_perm(a.ints(0), in[0].dim());
       Shape s(p.size());
@@ -211,6 +216,7 @@ FLOW_OP(permute)
 FLOW_OP(transpose)
     .schema("transpose(Tensor self, int dim0, int dim1) -> Tensor")
     .traits(kView | kShape)
+    .dim_map(dimmap::transpose_map)
     .meta([](const TensorList& in, const Attrs& a) {
       Shape s = in[0].sizes();
       if (!s.empty()) std::swap(s[wrap_dim(a.i(0), in[0].dim(), "transpose")], s[wrap_dim(a.i(1), in[0].dim(), "transpose")]);
@@ -233,6 +239,7 @@ FLOW_OP(transpose)
 FLOW_OP(unsqueeze)
     .schema("unsqueeze(Tensor self, int dim) -> Tensor")
     .traits(kView | kShape)
+    .dim_map(dimmap::unsqueeze_map)
     .meta([](const TensorList& in, const Attrs& a) {
       Shape s = in[0].sizes();
       s.insert(s.begin() + wrap_dim(a.i(0), in[0].dim() + 1, "unsqueeze"), 1);
@@ -275,6 +282,7 @@ static Tensor squeeze_impl(const Tensor& t, const std::vector<int64_t>& dims_in,
 FLOW_OP(squeeze_dim)
     .schema("squeeze_dim(Tensor self, int dim) -> Tensor")
     .traits(kView | kShape)
+    .dim_map(dimmap::squeeze_map)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList { return {squeeze_impl(in[0], {a.i(0)}, false)}; })
     .meta([](const TensorList& in, const Attrs& a) { return meta_of(squeeze_impl(empty_meta(in[0].sizes(), in[0].dtype(), in[0].device()), {a.i(0)}, false).sizes(), in[0]); })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList { return {ops::reshape(g[0], c.input_meta(0).sizes)}; });
@@ -282,6 +290,8 @@ FLOW_OP(squeeze_dim)
 FLOW_OP(squeeze)
     .schema("squeeze(Tensor self, int[]? dim=None) -> Tensor")
     .traits(kView | kShape)
+    .dim_map(dimmap::squeeze_map)
+    .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       return {a.none(0) ? squeeze_impl(in[0], {}, true) : squeeze_impl(in[0], a.ints(0), false)};
     })
@@ -291,6 +301,8 @@ FLOW_OP(squeeze)
 FLOW_OP(slice)
     .schema("slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor")
     .traits(kView | kIndexing)
+    .dim_map(dimmap::slice_map)
+    .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
       FLOW_INDEX_CHECK(t.dim() > 0, "slice() cannot be applied to a 0-dim tensor.");
@@ -312,6 +324,7 @@ FLOW_OP(slice)
 FLOW_OP(slice_backward)
     .schema("slice_backward(Tensor grad, int[] input_sizes, int dim, int? start, int? end, int step) -> Tensor")
     .traits(kBackwardHelper)
+    .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape sizes(a.ints(0).begin(), a.ints(0).end());
       AttrValue st = a.at(2), en = a.at(3);
@@ -338,6 +351,8 @@ FLOW_OP(slice_backward)
 FLOW_OP(split_with_sizes)
     .schema("split_with_sizes(Tensor self, int[] split_sizes, int dim=0) -> Tensor[]")
     .traits(kView | kIndexing)
+    .dim_map(dimmap::split_map)
+    .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
       FLOW_RUNTIME_CHECK(t.dim() > 0, "split expects at least a 1-dimensional tensor");
@@ -373,6 +388,8 @@ FLOW_OP(split_with_sizes)
 FLOW_OP(unbind)
     .schema("unbind(Tensor self, int dim=0) -> Tensor[]")
     .traits(kView | kIndexing)
+    .dim_map(dimmap::select_map)
+    .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
       FLOW_INDEX_CHECK(t.dim() > 0, "Dimension specified as ", a.i(0), " but tensor has no dimensions");
@@ -398,6 +415,8 @@ FLOW_OP(unbind)
 FLOW_OP(select)
     .schema("select(Tensor self, int dim, int index) -> Tensor")
     .traits(kView | kIndexing)
+    .dim_map(dimmap::select_map)
+    .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
       FLOW_INDEX_CHECK(t.dim() > 0, "select() cannot be applied to a 0-dim tensor.");
@@ -424,6 +443,8 @@ FLOW_OP(select)
 FLOW_OP(diagonal)
     .schema("diagonal(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor")
     .traits(kView)
+    .dim_map(dimmap::diagonal_map)
+    .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
       // torch's errors: the dims are checked like any dim argument (IndexError)
@@ -460,6 +481,7 @@ FLOW_OP(diagonal)
 FLOW_OP(diagonal_backward)
     .schema("diagonal_backward(Tensor grad, int[] input_sizes, int offset, int dim1, int dim2) -> Tensor")
     .traits(kBackwardHelper)
+    .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape sizes(a.ints(0).begin(), a.ints(0).end());
       return {scatter_into_zeros(in[0], sizes, [&](const Tensor& z) {
@@ -473,6 +495,7 @@ FLOW_OP(diagonal_backward)
 FLOW_OP(as_strided)
     .schema("as_strided(Tensor self, int[] size, int[] stride, int? storage_offset=None) -> Tensor")
     .traits(kView)
+    .meta_from_compute()
     .save_inputs({0})
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
@@ -503,6 +526,9 @@ FLOW_OP(as_strided)
 FLOW_OP(as_strided_backward)
     .schema("as_strided_backward(Tensor grad, Tensor input, int[] size, int[] stride, int storage_offset) -> Tensor")
     .traits(kBackwardHelper)
+    .meta([](const TensorList& in, const Attrs&) -> std::vector<TensorMeta> {
+      return {{in[1].sizes(), in[0].dtype(), in[0].device()}};
+    })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& grad = in[0];
       const Tensor& inp = in[1];
@@ -582,6 +608,7 @@ FLOW_OP(view_scatter)
 FLOW_OP(strided_view)
     .schema("strided_view(Tensor base, int[] size, int[] stride, int offset) -> Tensor")
     .traits(kBackwardHelper | kView)
+    .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& b = in[0];
       FLOW_RUNTIME_CHECK(b.is_contiguous(), "strided_view: base must be contiguous");

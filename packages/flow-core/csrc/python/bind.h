@@ -40,9 +40,13 @@ nb::object dtype_object(DType d);
 bool to_dtype(PyObject* o, DType& out);
 DType dtype_arg(nb::handle o);
 Device device_arg(nb::handle o);
+bool to_device(nb::handle o, Device& out);  // false when `o` is not a device, device string or index
 nb::object device_object(const Device& d);
 
 nb::object attr_to_py(const AttrValue& v);
+// t's values readable from Python: t itself, or what interception makes of the `_materialize` op for a tensor
+// a handler owns (a global tensor gathered, a traced value refused).
+Tensor readable(const Tensor& t);
 nb::object scalar_to_py(Scalar s);
 
 void init_tensor(nb::module_& m);

@@ -38,7 +38,21 @@ static TensorList python_intercept(const OpDef& op, const TensorList& inputs, co
   return out;
 }
 
+Tensor readable(const Tensor& t) {
+  if (t.has_storage() && !dispatch::intercepted({t})) return t;
+  const OpDef& op = get_op("_materialize");
+  Attrs a;
+  a.schema = &op.schema;
+  return dispatch::call1(op, {t}, a);
+}
+
 void init_dispatch(nb::module_& m) {
+  m.def("_tensor_handlers", []() {
+    nb::list out;
+    for (const auto& h : dispatch::tensor_handlers()) out.append(nb::make_tuple(h.name, h.priority, h.key));
+    return out;
+  });
+  m.def("_handler_key", [](const Tensor& t) { return static_cast<int>(t.impl()->handler_key); });
   m.def("_set_dispatch_handler", [](nb::object fn) {
     g_handler = fn.release();
     dispatch::set_intercept_hook(&python_intercept);

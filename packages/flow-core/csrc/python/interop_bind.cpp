@@ -92,10 +92,11 @@ static nb::ndarray<> to_ndarray(const Tensor& t) {
 }
 
 void init_interop(nb::module_& m) {
-  m.def("_to_numpy", [](const Tensor& t) {
-    FLOW_TYPE_CHECK(t.dtype() != DType::BFloat16, "Got unsupported ScalarType BFloat16");
-    FLOW_TYPE_CHECK(t.device().is_cpu(), "can't convert ", t.device().str(),
+  m.def("_to_numpy", [](const Tensor& t0) {
+    FLOW_TYPE_CHECK(t0.dtype() != DType::BFloat16, "Got unsupported ScalarType BFloat16");
+    FLOW_TYPE_CHECK(t0.device().is_cpu(), "can't convert ", t0.device().str(),
                     " device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.");
+    Tensor t = readable(t0);
     nb::ndarray<nb::numpy> a(to_ndarray(t));
     return a.cast();
   });

@@ -44,6 +44,8 @@ NB_MODULE(_C, m) {
   m.def("get_num_threads", &get_num_threads);
   m.def("set_num_threads", &set_num_threads);
   m.def("cuda_is_built", &cuda_is_built);
+  // The libstdc++ ABI this build uses: plugins must compile with the same (oneflow.sysconfig).
+  m.def("_cxx11_abi", []() { return static_cast<int>(_GLIBCXX_USE_CXX11_ABI); });
   m.def("_allocator_stats", []() {
     auto s = cpu_allocator_stats();
     nb::dict d;

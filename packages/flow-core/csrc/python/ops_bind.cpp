@@ -30,16 +30,28 @@ static const char* type_name(ArgType t) {
     case ArgType::Str: return "str";
     case ArgType::Scalar: return "Number";
     case ArgType::ScalarType: return "dtype";
+    case ArgType::Device: return "device";
   }
   return "?";
 }
 
 [[noreturn]] static void bad_arg(const OpDef& op, const ArgDef& a, int pos, nb::handle v) {
   std::string got = nb::str(nb::handle(v.type()).attr("__name__")).c_str();
+  std::string hint;
+  if (a.type == ArgType::Tensor || a.type == ArgType::TensorList) {
+    // a NumPy array or another framework's tensor: name it in full ("not Tensor" would read as ours) and say
+    // how to convert (an error path only: the import costs nothing on successful calls)
+    nb::object errs = nb::module_::import_("oneflow._input_errors");
+    nb::object name = errs.attr("foreign_type_name")(v);
+    if (!name.is_none()) {
+      got = nb::cast<std::string>(name);
+      hint = " " + nb::cast<std::string>(errs.attr("conversion_hint")(v));
+    }
+  }
   if (pos >= 0)
     fail(ErrorKind::Type, op.name, "(): argument '", a.name, "' (position ", pos + 1, ") must be ", type_name(a.type),
-         ", not ", got);
-  fail(ErrorKind::Type, op.name, "(): argument '", a.name, "' must be ", type_name(a.type), ", not ", got);
+         ", not ", got, hint);
+  fail(ErrorKind::Type, op.name, "(): argument '", a.name, "' must be ", type_name(a.type), ", not ", got, hint);
 }
 
 static bool to_int(PyObject* o, int64_t& out) {
@@ -141,6 +153,11 @@ static AttrValue parse_attr(const OpDef& op, const ArgDef& a, int pos, nb::handl
       if (to_dtype(o, d)) return d;
       break;
     }
+    case ArgType::Device: {
+      Device d;
+      if (to_device(v, d)) return d;
+      break;
+    }
     default:
       break;
   }
@@ -240,6 +257,32 @@ void parse_args(const OpDef& op, PyObject* const* args, size_t nargs, PyObject* 
   }
 }
 
+// The schema's spelling of an argument's type ("Tensor?", "int[]", "ScalarType?", ...).
+static std::string schema_type_name(const ArgDef& a) {
+  static const char* names[] = {"Tensor", "Tensor[]", "int", "int[]", "float", "float[]", "bool", "str",
+                                "Scalar", "ScalarType", "Device"};
+  std::string t = names[static_cast<int>(a.type)];
+  if (a.type == ArgType::TensorList && a.list_elem_optional) t = "Tensor?[]";
+  return a.optional ? t + "?" : t;
+}
+
+// A handler's (inputs, attrs-by-name) as the dispatcher's TensorList and Attrs; absent attributes take their
+// schema defaults.
+static void handler_args(const OpDef& op, nb::handle inputs, nb::dict attrs, TensorList& in, Attrs& a) {
+  const Schema& s = op.functional ? op.functional->schema : op.schema;
+  for (nb::handle e : nb::borrow<nb::sequence>(inputs)) {
+    if (e.is_none()) in.emplace_back();
+    else in.push_back(to_tensor_arg(e, op.name.c_str(), "inputs"));
+  }
+  a.schema = &s;
+  a.values.resize(s.attr_args.size());
+  for (size_t k = 0; k < s.attr_args.size(); ++k) {
+    const ArgDef& d = s.attr_args[k];
+    if (attrs.contains(d.name.c_str())) a.values[k] = parse_attr(op, d, -1, attrs[d.name.c_str()]);
+    else a.values[k] = dispatch::parse_default(d);
+  }
+}
+
 static nb::object results_to_py(const OpDef& op, TensorList&& r) {
   const Schema& s = op.functional ? op.functional->schema : op.schema;
   if (s.num_outputs == 1 && r.size() == 1) return wrap(std::move(r[0]));
@@ -297,8 +340,7 @@ static PyObject* call_with_out(const OpDef& op, const TensorList& inputs, const 
       }
       resize_(o, r[i].sizes());
     }
-    ops::copy_into(o, r[i]);
-    o.bump_version();
+    ops::copy_(o, r[i]);  // through the dispatcher (handlers see the write); bumps o's version
   }
   Py_INCREF(out);
   return out;
@@ -391,23 +433,84 @@ void init_ops(nb::module_& m) {
                  })
                  .def("redispatch", [](const OpHandle& h, nb::handle inputs, nb::dict attrs) {
                    // Run the op on `inputs` with attributes given by name (what dispatch handlers receive).
-                   const OpDef& op = *h.op;
-                   const Schema& s = op.functional ? op.functional->schema : op.schema;
                    TensorList in;
-                   for (nb::handle e : nb::borrow<nb::sequence>(inputs)) {
-                     if (e.is_none()) in.emplace_back();
-                     else in.push_back(to_tensor_arg(e, op.name.c_str(), "inputs"));
-                   }
                    Attrs a;
-                   a.schema = &s;
-                   a.values.resize(s.attr_args.size());
-                   for (size_t k = 0; k < s.attr_args.size(); ++k) {
-                     const ArgDef& d = s.attr_args[k];
-                     if (attrs.contains(d.name.c_str())) a.values[k] = parse_attr(op, d, -1, attrs[d.name.c_str()]);
-                     else a.values[k] = dispatch::parse_default(d);
-                   }
-                   return results_to_py(op, dispatch::call(op, in, a));
+                   handler_args(*h.op, inputs, attrs, in, a);
+                   return results_to_py(*h.op, dispatch::call(*h.op, in, a));
                  }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
+                 .def("meta", [](const OpHandle& h, nb::handle inputs, nb::dict attrs) {
+                   // Output metadata without running the op: a list of (shape, dtype, device), one per output.
+                   TensorList in;
+                   Attrs a;
+                   handler_args(*h.op, inputs, attrs, in, a);
+                   const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
+                   nb::list out;
+                   for (const TensorMeta& m : dispatch::infer_meta(op, in, a)) {
+                     nb::list shape;
+                     for (int64_t s : m.sizes) shape.append(s);
+                     out.append(nb::make_tuple(nb::tuple(shape), dtype_object(m.dtype), device_object(m.device)));
+                   }
+                   return out;
+                 }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
+                 .def_prop_ro("arguments", [](const OpHandle& h) {
+                   // The schema as data, in PyTorch's FunctionSchema terms: one dict per parameter in order.
+                   const Schema& s = h.op->functional ? h.op->functional->schema : h.op->schema;
+                   nb::list out;
+                   for (auto [is_t, idx] : s.order) {
+                     const ArgDef& a = is_t ? s.tensor_args[idx] : s.attr_args[idx];
+                     nb::dict d;
+                     d["name"] = a.name;
+                     d["type"] = schema_type_name(a);
+                     d["is_tensor"] = is_t;
+                     d["optional"] = a.optional;
+                     d["kwarg_only"] = a.kwarg_only;
+                     d["has_default"] = a.has_default;
+                     if (a.has_default) d["default"] = is_t ? nb::none() : attr_to_py(dispatch::parse_default(a));
+                     out.append(d);
+                   }
+                   return out;
+                 })
+                 // Trait data (ops/op_traits.h): what SBP inference and fusion read.
+                 .def_prop_ro("combiner", [](const OpHandle& h) -> nb::object {
+                   const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
+                   if (op.combiner == Combiner::None) return nb::none();
+                   return nb::str(combiner_name(op.combiner));
+                 })
+                 .def_prop_ro("einsum", [](const OpHandle& h) -> nb::object {
+                   const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
+                   return op.einsum.empty() ? nb::none() : nb::object(nb::str(op.einsum.c_str()));
+                 })
+                 .def("dims", [](const OpHandle& h, nb::handle inputs, nb::dict attrs) -> nb::object {
+                   const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
+                   if (!op.dims) return nb::none();
+                   TensorList in;
+                   Attrs a;
+                   handler_args(*h.op, inputs, attrs, in, a);
+                   return nb::cast(op.dims(in, a));
+                 }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
+                 .def("dim_map", [](const OpHandle& h, nb::handle inputs, nb::dict attrs) -> nb::object {
+                   const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
+                   if (!op.dim_map) return nb::none();
+                   TensorList in;
+                   Attrs a;
+                   handler_args(*h.op, inputs, attrs, in, a);
+                   nb::list out;
+                   for (auto [x, y] : op.dim_map(in, a)) out.append(nb::make_tuple(x, y));
+                   return out;
+                 }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
+                 .def("sbp_signatures", [](const OpHandle& h, nb::handle inputs, nb::dict attrs) {
+                   // Candidate 1-D SBP signatures as text ("S(0), B -> S(0)"), from the op's traits.
+                   TensorList in;
+                   Attrs a;
+                   handler_args(*h.op, inputs, attrs, in, a);
+                   std::vector<std::string> out;
+                   for (const SbpSignature& sig : sbp_candidates(*h.op, in, a)) out.push_back(sig.str());
+                   return out;
+                 }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
+                 .def_prop_ro("num_outputs", [](const OpHandle& h) {
+                   const Schema& s = h.op->functional ? h.op->functional->schema : h.op->schema;
+                   return s.num_outputs;  // -1: a variable number (Tensor[])
+                 })
                  .def("__repr__", [](const OpHandle& h) { return "<oneflow op " + h.op->name + ">"; })
                  .def("__eq__", [](const OpHandle& a, const OpHandle& b) { return a.op == b.op; })
                  .def("__eq__", [](const OpHandle&, nb::handle) { return nb::borrow(Py_NotImplemented); })
@@ -422,7 +525,28 @@ void init_ops(nb::module_& m) {
                  });
   g_op_type = cls;
   nb::module_ ops = m.def_submodule("ops", "Every registered op, callable with its schema's arguments.");
+  {
+    std::vector<std::string> errors = take_registration_errors();  // the core's own: a bug, fail the import
+    if (!errors.empty()) fail(ErrorKind::Runtime, "flow-core's ops failed to register: ", errors.front());
+  }
   for (const OpDef* op : all_ops()) ops.attr(op->name.c_str()) = make_op_handle(op);
+  // After a plugin library registered ops: handles for the new ones (their names are returned), or the
+  // registration errors it caused as a RuntimeError.
+  m.def("_refresh_ops", [ops]() {
+    std::vector<std::string> errors = take_registration_errors();
+    nb::list added;  // the ops that did register get their handles even when others failed
+    for (const OpDef* op : all_ops())
+      if (!nb::hasattr(ops, op->name.c_str())) {
+        ops.attr(op->name.c_str()) = make_op_handle(op);
+        added.append(op->name);
+      }
+    if (!errors.empty()) {
+      std::string msg = "registering ops failed:";
+      for (const std::string& e : errors) msg += "\n  " + e;
+      fail(ErrorKind::Runtime, msg);
+    }
+    return added;
+  });
   m.def("list_ops", []() {
     nb::list out;
     for (const OpDef* op : all_ops()) {

@@ -117,20 +117,7 @@ static Attrs attrs_for(const char* name, std::vector<AttrValue> v = {}) {
     return binop<REV>(op, a, self, other);                                   \
   });
 
-static Tensor detach(const Tensor& t) {
-  auto impl = std::make_shared<TensorImpl>();
-  TensorImpl* s = t.impl();
-  impl->storage = s->storage;
-  impl->sizes = s->sizes;
-  impl->strides = s->strides;
-  impl->offset = s->offset;
-  impl->numel = s->numel;
-  impl->dtype = s->dtype;
-  impl->device = s->device;
-  impl->contiguous = s->contiguous;
-  impl->is_inference = s->is_inference;
-  return Tensor(std::move(impl));
-}
+static Tensor detach(const Tensor& t) { return shallow_copy(t); }
 
 void init_tensor(nb::module_& m) {
   auto cls = nb::class_<PyTensor>(m, "TensorBase", nb::dynamic_attr(), nb::is_weak_referenceable());
@@ -264,8 +251,10 @@ void init_tensor(nb::module_& m) {
                      d->contiguous = s->contiguous;
                    })
       .def("item", [](nb::handle h) -> nb::object {
-        const Tensor& t = self_t(h);
-        FLOW_RUNTIME_CHECK(t.numel() == 1, "a Tensor with ", t.numel(), " elements cannot be converted to Scalar");
+        const Tensor& t0 = self_t(h);
+        FLOW_RUNTIME_CHECK(t0.device().type != DeviceType::Meta, "Tensor.item() cannot be called on meta tensors");
+        FLOW_RUNTIME_CHECK(t0.numel() == 1, "a Tensor with ", t0.numel(), " elements cannot be converted to Scalar");
+        Tensor t = readable(t0);
         return dispatch_all(t.dtype(), "item", [&](auto tag) -> nb::object {
           using T = typename decltype(tag)::type;
           T v = *t.data<T>();
@@ -372,19 +361,24 @@ void init_tensor(nb::module_& m) {
     return wrap(t);
   }, nb::arg("cls"), nb::arg("shape"), nb::arg("dtype"), nb::arg("device").none() = nb::none(),
      nb::arg("requires_grad") = false);
-  // Tensors the creation functions allocate inside inference_mode are inference tensors, as in PyTorch.
-  auto created = [](Tensor t) {
-    t.impl()->is_inference = autograd::InferenceMode::is_enabled();
-    return wrap(t);
+  // The creation functions allocate through the registry's empty/empty_strided ops (so modes see them, and
+  // device= is honoured); the dispatcher marks tensors made inside inference_mode as inference tensors.
+  auto opt = [](nb::handle h, auto conv) -> AttrValue {
+    if (h.is_none()) return std::monostate{};
+    return conv(h);
   };
-  m.def("_empty", [created](std::vector<int64_t> shape, nb::handle dtype, nb::handle device) {
-    return created(empty(Shape(shape.begin(), shape.end()), dtype_arg(dtype), device_arg(device)));
+  m.def("_empty", [opt](std::vector<int64_t> shape, nb::handle dtype, nb::handle device) {
+    const OpDef& op = FLOW_OPDEF("empty");
+    Attrs a{shape, opt(dtype, dtype_arg), opt(device, device_arg)};
+    a.schema = &op.schema;
+    return wrap(dispatch::call1(op, {}, a));
   }, nb::arg("shape"), nb::arg("dtype"), nb::arg("device").none() = nb::none());
-  m.def("_empty_strided", [created](std::vector<int64_t> shape, std::vector<int64_t> stride, nb::handle dtype,
-                                    nb::handle device) {
-    FLOW_RUNTIME_CHECK(shape.size() == stride.size(), "empty_strided: mismatch in length of strides and shape");
-    return created(empty_strided(Shape(shape.begin(), shape.end()), Shape(stride.begin(), stride.end()),
-                                 dtype_arg(dtype), device_arg(device)));
+  m.def("_empty_strided", [opt](std::vector<int64_t> shape, std::vector<int64_t> stride, nb::handle dtype,
+                                nb::handle device) {
+    const OpDef& op = FLOW_OPDEF("empty_strided");
+    Attrs a{shape, stride, opt(dtype, dtype_arg), opt(device, device_arg)};
+    a.schema = &op.schema;
+    return wrap(dispatch::call1(op, {}, a));
   }, nb::arg("shape"), nb::arg("stride"), nb::arg("dtype"), nb::arg("device").none() = nb::none());
   m.def("_wrapped_scalar", [](nb::handle v) { return wrap(to_tensor_arg(v, "scalar", "value")); });
   m.def("_result_type", [](nb::handle seq) {

@@ -41,6 +41,19 @@ Device device_arg(nb::handle o) {
   fail(ErrorKind::Type, "expected a device or a device string, got ", nb::str(nb::handle(o.type())).c_str());
 }
 
+bool to_device(nb::handle o, Device& out) {
+  PyDevice* p = nullptr;
+  if (nb::try_cast<PyDevice*>(o, p) && p) {
+    out = p->d;
+    return true;
+  }
+  if (nb::isinstance<nb::str>(o) || (nb::isinstance<nb::int_>(o) && !nb::isinstance<nb::bool_>(o))) {
+    out = device_arg(o);
+    return true;
+  }
+  return false;
+}
+
 nb::object device_object(const Device& d) { return nb::cast(PyDevice{d}); }
 
 bool to_scalar(PyObject* o, Scalar& out) {
@@ -100,6 +113,7 @@ nb::object attr_to_py(const AttrValue& v) {
         else if constexpr (std::is_same_v<X, std::string>) return nb::str(x.c_str());
         else if constexpr (std::is_same_v<X, Scalar>) return scalar_to_py(x);
         else if constexpr (std::is_same_v<X, DType>) return dtype_object(x);
+        else if constexpr (std::is_same_v<X, Device>) return device_object(x);
         else {
           nb::list l;
           for (auto e : x) l.append(e);

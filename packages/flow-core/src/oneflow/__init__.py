@@ -104,7 +104,7 @@ from . import special  # noqa: E402,F401
 from . import func  # noqa: E402,F401
 from .func import vmap  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401
-from . import compiler, return_types, signal, testing  # noqa: E402,F401
+from . import compiler, ops, return_types, signal, sysconfig, testing  # noqa: E402,F401
 from .compiler import compile  # noqa: E402,F401  (runs eagerly: there is no graph compiler yet)
 
 

@@ -53,6 +53,21 @@ class Tensor(_C.TensorBase):
             raise TypeError(f"Tensor(): unexpected keyword arguments {sorted(kwargs)}")
         self._assign(_legacy_new(_C.get_default_dtype(), args, device, "Tensor"))
 
+    def __getattr__(self, name):
+        # Reached only when the normal lookup fails: an attribute a plugin registers as the entry point
+        # ``Tensor.<name>`` is installed on the class now (see oneflow._plugins). Private names never are.
+        if not name.startswith("_"):
+            from . import _plugins
+
+            if _plugins.install_tensor_attribute(name) is not None:
+                return getattr(self, name)
+            if _plugins.package_for(_plugins.TENSOR_PREFIX + name) is not None:
+                # a known plugin attribute's stand-in raised (Python then tries here): keep its message
+                raise _plugins.missing(_plugins.TENSOR_PREFIX + name)
+        e = AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        e.name, e.obj = name, self  # what Python's own error carries (its "Did you mean" hint reads them)
+        raise e
+
     # ---- conversion -------------------------------------------------------------------------------------
     def numpy(self, *, force=False):
         r"""The tensor's memory as a NumPy array (shared, no copy).
@@ -159,6 +174,7 @@ class Tensor(_C.TensorBase):
         return object.__format__(self, spec)
 
     def has_storage_data(self):
+        """Whether the tensor has memory behind it (False for meta tensors, which carry only metadata)."""
         return not self.is_meta
 
     def __reduce_ex__(self, proto):
@@ -247,12 +263,17 @@ class Tensor(_C.TensorBase):
             return self if args[0] == self.dtype else _C.ops.to_dtype(self, args[0])
         dtype, device, copy, fmt = _parse_to(args, kwargs)
         out = self
+        dev = None
         if device is not None:
             from ._ops.creation import _device
 
-            _device(device)  # raises the build's error for a device it does not have
+            dev = _device(device) or _C.device("cpu")  # raises the build's error for a device it does not have
         if dtype is not None and dtype != self.dtype:
             out = _C.ops.to_dtype(out, dtype)
+        if dev is not None and dev != self.device:
+            if self.device.type == "meta":
+                raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+            out = _C.ops.to_device(out, device=dev)
         if fmt is not None:
             from ._ops.memory_format import to_format
 
@@ -262,9 +283,12 @@ class Tensor(_C.TensorBase):
         return out
 
     def cpu(self, memory_format=None):
+        """The tensor on the CPU (``self`` when it is there already)."""
         return self if memory_format is None else self.to(memory_format=memory_format)
 
     def cuda(self, device=None, non_blocking=False, memory_format=None):
+        """A copy on a CUDA device (``device``, default the current one); a build without CUDA raises a clear
+        error."""
         return self.to("cuda" if device is None else device)
 
     def type(self, dtype=None, non_blocking=False, **kwargs):
@@ -348,9 +372,11 @@ class Tensor(_C.TensorBase):
         return self.to(_C.bool, memory_format=memory_format)
 
     def is_floating_point(self):
+        """Whether the dtype is a floating-point one (float16, bfloat16, float32 or float64)."""
         return self.dtype.is_floating_point
 
     def is_complex(self):
+        """Whether the dtype is complex: always False, as there are no complex dtypes yet."""
         return False
 
     def is_pinned(self, device=None):
@@ -375,9 +401,11 @@ class Tensor(_C.TensorBase):
         return _C._is_shared(self)
 
     def get_device(self):
+        """The CUDA device index of the tensor, or -1 for a CPU tensor."""
         return -1 if self.device.type == "cpu" else (self.device.index or 0)
 
     def size_bytes(self):
+        """The size of the elements in bytes: ``numel() * element_size()``."""
         return self.numel() * self.element_size()
 
     @property
@@ -389,11 +417,15 @@ class Tensor(_C.TensorBase):
         return self.numel() * self.element_size()
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        """A new tensor copied from ``data`` (like :func:`oneflow.tensor`), with this tensor's dtype unless
+        ``dtype`` is given."""
         from ._ops import creation
 
-        return creation.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return creation.tensor(data, dtype=dtype or self.dtype, device=self.device if device is None else device,
+                               requires_grad=requires_grad)
 
     def type_as(self, other):
+        """This tensor converted to ``other``'s dtype (``self`` itself when they match)."""
         return self.to(other.dtype)
 
     @classmethod
@@ -479,8 +511,8 @@ _TYPE_DTYPES = {v: k for k, v in _TYPE_NAMES.items()}
 
 
 def _numpy_of(t):
-    """A NumPy view of ``t``'s data for reading (detached; bfloat16, which NumPy lacks, as a float32 copy)."""
-    t = t.detach()
+    """A NumPy view of ``t``'s data for reading (bfloat16, which NumPy lacks, as a float32 copy). Not detached
+    first: the read ignores autograd, and a subclass must reach its handler as itself."""
     if t.dtype == _C.bfloat16:
         t = _C.ops.to_dtype(t, _C.float32)
     return _C._to_numpy(t)

@@ -81,14 +81,27 @@ def _is_index(x):
 
 
 def _device(device):
-    """Validates ``device`` (only CPU memory exists in a CPU build; others raise the build's device error)."""
-    if device is not None:
-        if isinstance(device, builtins.int) and not isinstance(device, builtins.bool):
-            device = _C.device("cuda", device)  # an index names an accelerator, as in PyTorch
-        d = device if isinstance(device, _C.device) else _C.device(device)
-        if d.type != "cpu":
-            _C._empty([0], _C.float32, d)
-    return None
+    """``device`` as the creation ops' ``device`` attribute: ``None`` for the CPU (the default unless
+    ``set_default_device`` chose another), else a ``oneflow.device``. Devices this build lacks raise its error."""
+    if device is None:
+        return _default_device[0]
+    if isinstance(device, builtins.int) and not isinstance(device, builtins.bool):
+        device = _C.device("cuda", device)  # an index names an accelerator, as in PyTorch
+    d = device if isinstance(device, _C.device) else _C.device(device)
+    if d.type == "cpu":
+        return None
+    if d.type != "meta":
+        _C._empty([0], _C.float32, d)  # raises the build's device error
+    return d
+
+
+# The device factory functions allocate on when given none (set_default_device); None: the CPU.
+_default_device = [None]
+
+
+def _like_device(input, device):
+    """The device of a ``*_like`` result: ``device``, else ``input``'s."""
+    return _device(input.device if device is None else device)
 
 
 def _check_requires_grad(dtype):
@@ -135,8 +148,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, out=None, pin_mem
     """An uninitialised tensor of the given size."""
     shape = _kw_size(size, kw.pop("size", None), "empty")
     _reject(kw, "empty")
-    _device(device)
-    t = _C._empty(shape, dtype or _C.get_default_dtype(), None)
+    t = _C._empty(shape, dtype or _C.get_default_dtype(), _device(device))
     if memory_format is not None:
         from .memory_format import to_format
 
@@ -158,8 +170,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
                            f"({len(strides)})")
     if 0 not in shape and builtins.any(st < 0 for st in strides):
         raise RuntimeError(f"Storage size calculation overflowed with sizes={shape} and strides={strides}")
-    _device(device)
-    t = _C._empty_strided(shape, strides, dtype or _C.get_default_dtype(), None)
+    t = _C._empty_strided(shape, strides, dtype or _C.get_default_dtype(), _device(device))
     return _finish(t, requires_grad)
 
 
@@ -190,9 +201,9 @@ def _fill_number(value, dtype, op):
 
 
 def _filled(shape, value, dtype, device, requires_grad, out, op="full"):
-    _device(device)
-    t = _C._empty(shape, dtype, None)
-    _C.ops.fill_(t, _fill_number(value, dtype, op))
+    """The registry's ``full`` op (one op that interception modes see as the allocation it is); ``device`` is
+    already resolved by ``_device``."""
+    t = _C.ops.full(shape, _fill_number(value, dtype, op), dtype=dtype, device=device)
     return _finish(t, requires_grad, out)
 
 
@@ -228,21 +239,21 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     shape = _shape((_sequence_arg(size, "full", "size", 1),), "full")
     if dtype is None:
         dtype = _fill_dtype(fill_value)
-    return _filled(shape, fill_value, dtype, device, requires_grad, out)
+    return _filled(shape, fill_value, dtype, _device(device), requires_grad, out)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False, **kw):
     """A tensor of zeros (default dtype unless ``dtype``)."""
     shape = _kw_size(size, kw.pop("size", None), "zeros")
     _reject(kw, "zeros")
-    return _filled(shape, 0, dtype or _C.get_default_dtype(), device, requires_grad, out)
+    return _filled(shape, 0, dtype or _C.get_default_dtype(), _device(device), requires_grad, out)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False, **kw):
     """A tensor of ones (default dtype unless ``dtype``)."""
     shape = _kw_size(size, kw.pop("size", None), "ones")
     _reject(kw, "ones")
-    return _filled(shape, 1, dtype or _C.get_default_dtype(), device, requires_grad, out)
+    return _filled(shape, 1, dtype or _C.get_default_dtype(), _device(device), requires_grad, out)
 
 
 def _like(input, op):
@@ -274,13 +285,14 @@ def like_layout(input, t, memory_format):
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
                pin_memory=False):
     """An uninitialised tensor shaped (and, by default, strided) like ``input`` (its dtype unless ``dtype``)."""
-    _device(device)
-    t = like_layout(input, _C._empty(_like(input, "empty_like"), dtype or input.dtype, None), memory_format)
+    shape = _like(input, "empty_like")
+    t = like_layout(input, _C._empty(shape, dtype or input.dtype, _like_device(input, device)), memory_format)
     return _finish(t, requires_grad)
 
 
 def _filled_like(input, op, value, dtype, device, requires_grad, memory_format):
-    t = like_layout(input, _filled(_like(input, op), value, dtype or input.dtype, device, False, None, op),
+    shape = _like(input, op)
+    t = like_layout(input, _filled(shape, value, dtype or input.dtype, _like_device(input, device), False, None, op),
                     memory_format)
     return _finish(t, requires_grad)
 
@@ -305,13 +317,12 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """A 0-dim tensor holding ``s`` (default dtype unless ``dtype``)."""
-    return _filled([], s, dtype or _C.get_default_dtype(), device, requires_grad, None)
+    return _filled([], s, dtype or _C.get_default_dtype(), _device(device), requires_grad, None)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
     """An ``n`` x ``m`` (default ``n`` x ``n``) matrix with ones on the diagonal."""
-    _device(device)
-    return _finish(_C.ops.eye(n, m, dtype=dtype), requires_grad, out)
+    return _finish(_C.ops.eye(n, m, dtype=dtype, device=_device(device)), requires_grad, out)
 
 
 # tensors from data and ranges live in their own modules; imported here too, as other modules import them

@@ -44,8 +44,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
     """Uniform samples from [0, 1) of the given size (default float dtype)."""
     shape = _kw_size(size, kw.pop("size", None), "rand")
     _reject(kw, "rand")
-    _device(device)
-    t = _C._empty(shape, _float_dtype(dtype, "rand"), None)
+    t = _C._empty(shape, _float_dtype(dtype, "rand"), _device(device))
     _C.ops.uniform_(t, 0.0, 1.0, generator=_gen(generator, "rand"))
     return _finish(t, requires_grad, out)
 
@@ -55,8 +54,7 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, o
     """Standard normal samples of the given size (default float dtype)."""
     shape = _kw_size(size, kw.pop("size", None), "randn")
     _reject(kw, "randn")
-    _device(device)
-    t = _C._empty(shape, _float_dtype(dtype, "randn"), None)
+    t = _C._empty(shape, _float_dtype(dtype, "randn"), _device(device))
     _C.ops.normal_(t, 0.0, 1.0, generator=_gen(generator, "randn"))
     return _finish(t, requires_grad, out)
 
@@ -95,8 +93,7 @@ def randint(*args, generator=None, dtype=None, device=None, requires_grad=False,
         raise TypeError("randint() missing required arguments: expected randint(low=0, high, size)")
     low = 0 if low is None else _int(low, "randint", "low")
     high = _int(high, "randint", "high")
-    _device(device)
-    t = _C._empty(_shape((size,), "randint"), dtype or _C.int64, None)
+    t = _C._empty(_shape((size,), "randint"), dtype or _C.int64, _device(device))
     _C.ops.random_(t, low, high, generator=_gen(generator, "randint"))
     return _finish(t, requires_grad, out)
 
@@ -104,22 +101,21 @@ def randint(*args, generator=None, dtype=None, device=None, requires_grad=False,
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
              pin_memory=False):
     """A random permutation of 0..n-1 (int64 unless ``dtype``)."""
-    _device(device)
-    t = _C.ops.randperm(n, dtype=dtype, generator=_gen(generator, "randperm"))
+    t = _C.ops.randperm(n, dtype=dtype, generator=_gen(generator, "randperm"), device=_device(device))
     return _finish(t, requires_grad, out)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
               generator=None):
     """Uniform [0, 1) samples shaped (and, by default, strided) like ``input``."""
-    t = rand(list(input.shape), dtype=dtype or input.dtype, device=device, generator=generator)
+    t = rand(list(input.shape), dtype=dtype or input.dtype, device=device or input.device, generator=generator)
     return _like_finish(input, t, memory_format, requires_grad)
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
                generator=None):
     """Standard normal samples shaped (and, by default, strided) like ``input``."""
-    t = randn(list(input.shape), dtype=dtype or input.dtype, device=device, generator=generator)
+    t = randn(list(input.shape), dtype=dtype or input.dtype, device=device or input.device, generator=generator)
     return _like_finish(input, t, memory_format, requires_grad)
 
 
@@ -128,7 +124,8 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
     """Integers from [low, high) shaped like ``input`` (its dtype unless ``dtype``); ``randint_like(input, high)``."""
     if high is None:
         low, high = 0, low
-    t = randint(low, high, list(input.shape), dtype=dtype or input.dtype, device=device, generator=generator)
+    t = randint(low, high, list(input.shape), dtype=dtype or input.dtype, device=device or input.device,
+                generator=generator)
     return _like_finish(input, t, memory_format, requires_grad)
 
 
@@ -186,8 +183,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         if size is None:
             raise TypeError("normal() received an invalid combination of arguments: with float mean and std, "
                             "size is required")
-        _device(device)
-        t = _C._empty(_shape((size,), "normal"), dtype or _C.get_default_dtype(), None)
+        t = _C._empty(_shape((size,), "normal"), dtype or _C.get_default_dtype(), _device(device))
         _C.ops.normal_(t, builtins.float(mean), builtins.float(std), generator=handle)
         return _finish(t, requires_grad, out)
     if size is not None:
@@ -309,6 +305,10 @@ def _bernoulli_(self, p=0.5, *, generator=None):
 
 
 def _bernoulli(self, p=None, *, generator=None):
+    """bernoulli(p=None, *, generator=None) -> Tensor
+
+    0/1 samples shaped like ``self``: each 1 with probability ``p``, or with the probability in ``self`` when
+    ``p`` is None (see :func:`oneflow.bernoulli`)."""
     return bernoulli(self, p, generator=generator)
 
 

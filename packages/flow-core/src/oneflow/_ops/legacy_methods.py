@@ -139,7 +139,8 @@ def _new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_
     """An uninitialised tensor with the given ``size`` and ``stride`` (dtype defaults to ``self``'s)."""
     from .creation import empty_strided
 
-    return empty_strided(size, stride, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad, **kw)
+    return empty_strided(size, stride, dtype=dtype or self.dtype, device=self.device if device is None else device,
+                         requires_grad=requires_grad, **kw)
 
 
 TENSOR_METHODS = {

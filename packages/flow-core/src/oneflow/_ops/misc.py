@@ -178,11 +178,12 @@ atleast_1d, atleast_2d, atleast_3d = _atleast(1), _atleast(2), _atleast(3)
 def _new(kind):
     def method(self, *size, dtype=None, device=None, requires_grad=False, **kw):
         dt = dtype or self.dtype
+        dev = self.device if device is None else device  # as PyTorch: self's device unless given
         if kind == "full":
             shape, value = size[0], size[1] if len(size) > 1 else kw.pop("fill_value")
-            return creation.full(list(shape), value, dtype=dt, requires_grad=requires_grad)
+            return creation.full(list(shape), value, dtype=dt, device=dev, requires_grad=requires_grad)
         fn = {"zeros": creation.zeros, "ones": creation.ones, "empty": creation.empty}[kind]
-        return fn(*size, dtype=dt, requires_grad=requires_grad)
+        return fn(*size, dtype=dt, device=dev, requires_grad=requires_grad)
     method.__name__ = f"new_{kind}"
     method.__doc__ = f"A new tensor of ``size`` like ``torch.Tensor.new_{kind}`` (dtype defaults to self's)."
     return method

@@ -52,8 +52,7 @@ def arange(start=0, end=_UNSET, step=1, *, dtype=None, device=None, requires_gra
         _no_bool(dtype, "arange")
         if not dtype.is_floating_point and builtins.int(step) == 0 and step != 0:
             raise ValueError("step must be nonzero")  # a fractional step truncated to an integer dtype
-    _device(device)
-    return _finish(_C.ops.arange(start, end, step, dtype=dtype), requires_grad, out)
+    return _finish(_C.ops.arange(start, end, step, dtype=dtype, device=_device(device)), requires_grad, out)
 
 
 def range(start=0, end=_UNSET, step=1, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
@@ -139,12 +138,12 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     _scalar_bound(end, "linspace", "end")
     if dtype is not None:
         _no_bool(dtype, "linspace")
-    _device(device)
+    dev = _device(device)
     target = dtype or _C.get_default_dtype()
-    if target in (_C.float16, _C.bfloat16) and isinstance(steps, builtins.int) and steps > 0:
+    if target in (_C.float16, _C.bfloat16) and isinstance(steps, builtins.int) and steps > 0 and dev is None:
         t = _linspace_half(start, end, steps, target)
     else:
-        t = _C.ops.linspace(start, end, steps, dtype=dtype)
+        t = _C.ops.linspace(start, end, steps, dtype=dtype, device=dev)
     return _finish(t, requires_grad, out)
 
 
@@ -163,8 +162,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     _scalar_bound(end, "logspace", "end")
     if dtype is not None:
         _no_bool(dtype, "logspace")
-    _device(device)
-    t = _C.ops.logspace(start, end, steps, base, dtype=dtype)
+    t = _C.ops.logspace(start, end, steps, base, dtype=dtype, device=_device(device))
     return _finish(t, requires_grad, out)
 
 

@@ -57,29 +57,36 @@ def is_deterministic_algorithms_warn_only_enabled():
 
 
 def set_default_device(device):
-    """Sets the device factory functions allocate on. Only ``'cpu'`` (or ``None``, which resets to it) exists
-    in this build; other devices raise the error ``oneflow.ones(1, device=...)`` raises."""
-    if device is not None:
-        d = device if isinstance(device, _C.device) else _C.device(device)
-        if d.type != "cpu":
-            from .creation import _device
+    """Sets the device factory functions allocate on when given none: ``'cpu'`` (or ``None``, which resets to
+    it), or ``'meta'`` (tensors with metadata only). Other devices raise the error ``oneflow.ones(1, device=...)``
+    raises in this build."""
+    from . import creation
 
-            _device(d)
+    creation._default_device[0] = None if device is None else creation._device(device)
 
 
 def get_default_device():
-    """The device factory functions allocate on: ``device(type='cpu')`` in this build."""
-    return _C.device("cpu")
+    """The device factory functions allocate on when given none (``device(type='cpu')`` unless
+    :func:`set_default_device` chose another)."""
+    from . import creation
+
+    return creation._default_device[0] or _C.device("cpu")
 
 
 def _device_enter(self):
-    # ``with oneflow.device(d):`` makes d the factory functions' default, as in PyTorch; CPU is the only
-    # device of this build, so entering validates d (raising the build's device error for others)
+    # ``with oneflow.device(d):`` makes d the factory functions' default, as in PyTorch, until the block ends
+    from . import creation
+
+    stack = creation.__dict__.setdefault("_device_stack", [])
+    stack.append(creation._default_device[0])
     set_default_device(self)
     return self
 
 
 def _device_exit(self, *exc):
+    from . import creation
+
+    creation._default_device[0] = creation.__dict__.get("_device_stack", [None]).pop()
     return False
 
 

@@ -274,12 +274,17 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     the ``int64`` range raises ``ValueError``; a number out of a narrower integer ``dtype``'s range raises
     ``RuntimeError``.
     """
-    _device(device)
+    dev = _device(device)
     if isinstance(data, _C.TensorBase):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than "
                       "oneflow.tensor(sourceTensor).", UserWarning, stacklevel=2)
-    return _finish(_copy_of(data, dtype), requires_grad)
+    return _finish(_place(_C.ops.lift_fresh(_copy_of(data, dtype)), dev), requires_grad)
+
+
+def _place(t, dev):
+    """``t`` on the device ``_device`` resolved (None: where it is, the CPU)."""
+    return t if dev is None or t.device == dev else _C.ops.to_device(t, device=dev)
 
 
 def _shared_ndarray(arr, what="array"):
@@ -323,14 +328,14 @@ def as_tensor(data, *, dtype=None, device=None):
     A tensor with the same dtype is returned as is; a NumPy array is shared (a read-only one with a warning;
     one with negative strides is copied, where PyTorch raises). Other data are copied as by :func:`tensor`.
     """
-    _device(device)
+    dev = _device(device)
     if isinstance(data, _C.TensorBase):
-        return data if dtype is None or dtype == data.dtype else _C.ops.to_dtype(data, dtype)
+        return _place(data if dtype is None or dtype == data.dtype else _C.ops.to_dtype(data, dtype), dev)
     if isinstance(data, np.ndarray):
         _np_flow_dtype(data.dtype)
         t = _copy_of(data, None) if _negative_strides(data) else _shared_ndarray(data)
-        return t if dtype is None or dtype == t.dtype else _C.ops.to_dtype(t, dtype)
-    return _copy_of(data, dtype)
+        return _place(t if dtype is None or dtype == t.dtype else _C.ops.to_dtype(t, dtype), dev)
+    return _place(_C.ops.lift_fresh(_copy_of(data, dtype)), dev)
 
 
 

@@ -18,7 +18,7 @@ ONEFLOW_ONLY = frozenset({
     "avg_pool_backward", "clamp_backward", "clamp_min_for_index", "convolution_backward_input",
     "convolution_backward_weight", "hardshrink_", "max_dim", "max_pool", "max_pool_backward", "max_pool_gather",
     "min_dim", "pad_backward", "softplus_", "softshrink_", "split_backward", "squeeze_dim", "strided_view",
-    "to_dtype", "unique", "upsample_linear", "upsample_linear_backward", "upsample_nearest",
+    "to_device", "to_dtype", "unique", "upsample_linear", "upsample_linear_backward", "upsample_nearest",
     "upsample_nearest_backward", "view_dtype", "view_scatter",
 })
 
