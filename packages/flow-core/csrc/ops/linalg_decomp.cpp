@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../autograd/grad_mode.h"
 #include "../kernels/cpu/parallel.h"
 #include "linalg.h"
 #include "nnops_util.h"
@@ -442,6 +443,52 @@ FLOW_OP(linalg_solve_triangular)
       return {ga, c.needs(1) ? gb : Tensor()};
     });
 
+
+// X = (F F^T)^-1 B for a lower factor F, or (F^T F)^-1 B for an upper one: two triangular solves that read only
+// F's triangle. Batch dims broadcast. The gradient for F is that of the full product (torch's), not one restricted
+// to F's triangle.
+FLOW_OP(cholesky_solve)
+    .schema("cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor")
+    .meta_from_compute()
+    .cpu([](const TensorList& in, const Attrs& at) -> TensorList {
+      const Tensor &B = in[0], &F = in[1];
+      FLOW_RUNTIME_CHECK(B.dim() >= 2, "b should have at least 2 dimensions, but has ", B.dim(), " dimensions instead");
+      FLOW_RUNTIME_CHECK(F.dim() >= 2, "u should have at least 2 dimensions, but has ", F.dim(), " dimensions instead");
+      FLOW_RUNTIME_CHECK(F.size(-1) == F.size(-2) && F.size(-1) == B.size(-2), "Incompatible matrix sizes for "
+                         "cholesky_solve: each A matrix is ", F.size(-2), " by ", F.size(-1), " but each b matrix is ",
+                         B.size(-2), " by ", B.size(-1));
+      FLOW_RUNTIME_CHECK(B.dtype() == F.dtype(), "cholesky_solve: Expected b and A to have the same dtype, but found b "
+                         "of type ", torch_type_name(B.dtype()), " and A of type ", torch_type_name(F.dtype()),
+                         " instead.");
+      if (!is_floating(B.dtype())) fail_not_implemented("cholesky_solve_cpu", B.dtype());
+      autograd::AutoGradMode no_grad(false);  // the op is recorded as one node, with the backward below
+      Shape batch = broadcast_shapes(Shape(B.sizes().begin(), B.sizes().end() - 2),
+                                     Shape(F.sizes().begin(), F.sizes().end() - 2), "cholesky_solve");
+      auto with_batch = [&](const Tensor& t) {
+        Shape s = batch;
+        s.insert(s.end(), t.sizes().end() - 2, t.sizes().end());
+        return ops::expand(t, s);
+      };
+      Tensor b = with_batch(B), f = with_batch(F);
+      const bool upper = at.b(0);
+      Tensor first = upper ? mT(f) : f, second = upper ? f : mT(f);  // A = first @ second, first lower
+      Tensor y = ops::call1("linalg_solve_triangular", {first, b}, {false, false});
+      return {ops::call1("linalg_solve_triangular", {second, y}, {true, false})};
+    })
+    .save_inputs({1})
+    .save_outputs({0}, {{1}})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      const bool upper = c.attrs.b(0);
+      const Tensor& F = c.input(1);
+      Tensor gb = ops::call1("cholesky_solve", {g[0], F}, {upper});  // A^-1 g
+      Tensor gf;
+      if (c.needs(1)) {
+        Tensor both = ops::matmul(gb, mT(c.output(0)));
+        both = ops::add(both, mT(both));
+        gf = ops::neg(upper ? ops::matmul(F, both) : ops::matmul(both, F));
+      }
+      return {c.needs(0) ? gb : Tensor(), gf};
+    });
 
 // ---- LU: the factorization (LAPACK's getrf layout and 1-based int32 pivots), unpacking and solving ----------
 namespace {

@@ -1,8 +1,10 @@
 // nll_loss (the training hot path, after log_softmax) with class weights, ignore_index, N-D inputs
 // (N, C, d1, ...) and, for cross_entropy, label smoothing. Every loss here is linear in its input, so the
 // backward helper's own backward is the loss again (double backward for free).
+#include <algorithm>
 #include <cmath>
 
+#include "../autograd/grad_mode.h"
 #include "../kernels/cpu/parallel.h"
 #include "nnops_util.h"
 
@@ -190,6 +192,50 @@ TensorList nll_grad(BackwardCtx& c, const TensorList& g) {
           Tensor()};
 }
 
+
+// ---- linear + cross entropy in row chunks (nn.functional.linear_cross_entropy with options) --------------------
+// Per-row losses w[t] * (logsumexp(z) - z[t]) of z = x W^T + b, a chunk of rows at a time, so the full (N, C)
+// logits never exist. The backward recomputes each chunk's logits from x and W instead of keeping them (the
+// memory-for-compute trade of LLM vocabulary heads), and their softmax rather than reusing the forward's
+// log-sum-exp, so that it stays differentiable in x and W (double backward).
+
+Tensor matmul(const Tensor& a, const Tensor& b) { return ops::call1("matmul", {a, b}); }
+
+Tensor chunk_logits(const Tensor& x, const Tensor& w, const Tensor& b, int64_t s, int64_t e) {
+  Tensor z = matmul(ops::slice(x, 0, s, e), ops::transpose(w, 0, 1));
+  return b.defined() ? ops::add(z, b) : z;
+}
+
+// The row ranges [s, e) of the chunks; zero rows still make one (empty) chunk, so results keep their shapes.
+std::vector<std::pair<int64_t, int64_t>> row_chunks(int64_t n, int64_t rows) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t s = 0; s == 0 || s < n; s += rows) out.push_back({s, std::min(n, s + rows)});
+  return out;
+}
+
+// Ignored rows' targets may be any value: clamped, they index safely and are then weighted by zero.
+Tensor clamped_targets(const Tensor& t, int64_t classes) {
+  return ops::call1("clamp", {t}, {Scalar(int64_t(0)), Scalar(std::max<int64_t>(classes - 1, 0))});
+}
+
+std::vector<TensorMeta> linear_ce_meta(const TensorList& in, const Attrs& a) {
+  const Tensor &x = in[0], &w = in[1], &b = in[2], &t = in[3], &cw = in[4];
+  const char* op = "linear_cross_entropy";
+  FLOW_RUNTIME_CHECK(x.dim() == 2 && w.dim() == 2, op, ": the chunked path takes a 2-D input and linear_weight, got ",
+                     x.dim(), "-D and ", w.dim(), "-D");
+  FLOW_RUNTIME_CHECK(x.size(1) == w.size(1), op, ": input has ", x.size(1), " features but linear_weight has ",
+                     w.size(1));
+  FLOW_RUNTIME_CHECK(!b.defined() || (b.dim() == 1 && b.size(0) == w.size(0)), op, ": linear_bias must have shape [",
+                     w.size(0), "], got ", shape_str(b.defined() ? b.sizes() : Shape{}));
+  FLOW_RUNTIME_CHECK(t.dim() == 1 && t.size(0) == x.size(0) && !is_floating(t.dtype()), op, ": expected class-index "
+                     "targets of shape [", x.size(0), "], got ", shape_str(t.sizes()));
+  FLOW_RUNTIME_CHECK(!cw.defined() || (cw.dim() == 1 && cw.size(0) == w.size(0)), op, ": weight must have ",
+                     w.size(0), " elements, one per class");
+  FLOW_RUNTIME_CHECK(a.i(1) > 0, op, ": the chunk size must be positive, got ", a.i(1));
+  TensorMeta m{{x.size(0)}, x.dtype(), x.device()};
+  return {m, m};
+}
+
 }  // namespace
 
 FLOW_OP(nll_loss)
@@ -226,6 +272,68 @@ FLOW_OP(nll_loss_backward)
         dg = ops::call1("_nll_loss_smoothed", {g[0], c.input(2), c.input(3)},
                         {c.attrs.str(0), c.attrs.i(1), c.attrs.f(2)});
       return {dg, Tensor(), Tensor(), Tensor()};
+    });
+
+// Outputs: the per-row losses and the row weights (0 for ignored rows: the 'mean' denominator).
+FLOW_OP(_linear_cross_entropy_chunked)
+    .schema("_linear_cross_entropy_chunked(Tensor input, Tensor linear_weight, Tensor? linear_bias, Tensor target, "
+            "Tensor? weight, int ignore_index, int chunk_rows) -> (Tensor, Tensor)")
+    .traits(kLoss)
+    .meta(linear_ce_meta)
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      linear_ce_meta(in, a);
+      const Tensor &x = in[0], &w = in[1], &b = in[2], &t = in[3], &cw = in[4];
+      const int64_t ignore = a.i(0), classes = w.size(0);
+      checked_targets(t, classes, ignore);
+      autograd::AutoGradMode no_grad(false);  // recorded as one node, with the backward below
+      Tensor tc = clamped_targets(t, classes);
+      TensorList lses, picked;
+      for (auto [s, e] : row_chunks(x.size(0), a.i(1))) {
+        Tensor z = chunk_logits(x, w, b, s, e);
+        lses.push_back(ops::call1("logsumexp", {z}, {std::vector<int64_t>{1}, false}));
+        Tensor idx = ops::unsqueeze(ops::slice(tc, 0, s, e), 1);
+        picked.push_back(ops::squeeze(ops::call1("gather", {z, idx}, {int64_t(1)}), 1));
+      }
+      Tensor lse = ops::call1("cat", lses, {int64_t(0)}), zt = ops::call1("cat", picked, {int64_t(0)});
+      Tensor wt = ops::to_dtype(ops::call1("ne", {t, ops::wrapped_scalar(Scalar(ignore))}), x.dtype());
+      if (cw.defined()) wt = ops::mul(wt, ops::call1("index_select", {cw, tc}, {int64_t(0)}));
+      return {ops::to_dtype(ops::mul(ops::sub(lse, zt), wt), x.dtype()), ops::to_dtype(wt, x.dtype())};
+    })
+    .save_inputs({0, 1, 2, 3})
+    .save_outputs({1})
+    .nondiff_outputs({1})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      TensorList grads(5);
+      if (!g[0].defined()) return grads;
+      const Tensor &x = c.input(0), &w = c.input(1), &b = c.input(2);
+      const Tensor& wt = c.output(1);
+      const int64_t classes = w.size(0);
+      Tensor tc = clamped_targets(c.input(3), classes);
+      Tensor scale = ops::mul(g[0], wt);  // d loss_i / d z_i = scale_i * (softmax(z_i) - onehot(t_i))
+      Tensor cls = ops::unsqueeze(ops::call1("arange", {}, {Scalar(int64_t(0)), Scalar(classes), Scalar(int64_t(1)),
+                                                            DType::Int64, std::monostate{}}), 0);
+      TensorList dxs;
+      Tensor dw, db;
+      for (auto [s, e] : row_chunks(x.size(0), c.attrs.i(1))) {
+        Tensor z = chunk_logits(x, w, b, s, e);
+        Tensor p = ops::call1("softmax", {z}, {int64_t(1), std::monostate{}});
+        Tensor onehot = ops::call1("eq", {ops::unsqueeze(ops::slice(tc, 0, s, e), 1), cls});
+        Tensor dz = ops::mul(ops::sub(p, ops::to_dtype(onehot, p.dtype())),
+                             ops::unsqueeze(ops::slice(scale, 0, s, e), 1));
+        if (c.needs(0)) dxs.push_back(matmul(dz, w));
+        if (c.needs(1)) {
+          Tensor part = matmul(ops::transpose(dz, 0, 1), ops::slice(x, 0, s, e));
+          dw = dw.defined() ? ops::add(dw, part) : part;
+        }
+        if (c.needs(2)) {
+          Tensor col = ops::sum(dz, {0});
+          db = db.defined() ? ops::add(db, col) : col;
+        }
+      }
+      if (c.needs(0)) grads[0] = ops::call1("cat", dxs, {int64_t(0)});
+      grads[1] = dw;
+      grads[2] = db;
+      return grads;
     });
 
 }  // namespace flow

@@ -2,6 +2,7 @@
 // in-place running-stat updates in training, running statistics in eval), native_layer_norm and
 // native_group_norm. Statistics accumulate in double (two passes: mean, then centred sum of squares),
 // so float results match PyTorch to rounding.
+#include <algorithm>
 #include <cmath>
 #include <exception>
 
@@ -630,5 +631,81 @@ FLOW_OP(native_group_norm_backward)
       rows_bwd_kernel(in, out, g, in[1].size(1), "group_norm_backward");
     })
     .backward([](BackwardCtx&, const TensorList&) -> TensorList { helper_not_differentiable("group_norm_backward"); });
+
+// ---- CrossMapLRN2d: PyTorch's legacy local response normalisation across channels ----------------------------
+namespace {
+
+// (C, C) 0/1 matrices of the legacy kernel: fwd[c][j] whether channel j's square enters channel c's scale,
+// bwd[c][j] whether channel j's ratio enters channel c's gradient. They replay the reference's running-window
+// loops, which are not LocalResponseNorm's symmetric window (the forward never drops channel 0, the backward
+// window is shifted), so that values and gradients match PyTorch's. The divisions truncate as the reference's.
+Tensor cross_map_window(int64_t C, int64_t size, bool backward, DType dtype) {
+  // allocated and written directly, not through ops: a tensor from an intercepting mode may have no data to write
+  Tensor m = empty({C, C}, DType::Float64, Device{});
+  double* p = m.data<double>();
+  std::fill(p, p + C * C, 0.0);
+  if (backward) {
+    const int64_t inv_pre_pad = static_cast<int64_t>(size - (size - 1) / 2.0);
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t j = 0; j < C; ++j) p[c * C + j] = c <= inv_pre_pad + j && inv_pre_pad + j <= c + size - 1;
+  } else if (C > 0) {
+    const int64_t pre_pad = static_cast<int64_t>((size - 1) / 2.0 + 1);  // >= 1 for size >= 1
+    for (int64_t j = 0; j < std::min(pre_pad, C); ++j) p[j] = 1;
+    for (int64_t c = 1; c < C; ++c) {
+      std::copy(p + (c - 1) * C, p + c * C, p + c * C);
+      if (c + pre_pad - 1 < C) p[c * C + c + pre_pad - 1] += 1;
+      if (c > pre_pad) p[c * C + c - pre_pad] -= 1;
+    }
+  }
+  return ops::to_dtype(m, dtype);
+}
+
+void check_cross_map_lrn(const Tensor& x, int64_t size) {
+  FLOW_VALUE_CHECK(x.dim() == 4, "CrossMapLRN2d: Expected input to be 4D, got ", x.dim(), "D instead.");
+  FLOW_VALUE_CHECK(size >= 1, "CrossMapLRN2d: size must be positive, got ", size);
+  FLOW_RUNTIME_CHECK(is_floating(x.dtype()), "CrossMapLRN2d: expected a floating point input, got ",
+                     torch_type_name(x.dtype()));
+}
+
+// window (C, C) applied across the channels of v (N, C, H, W): out[n, c] = sum_j window[c, j] v[n, j]
+Tensor across_channels(const Tensor& window, const Tensor& v) {
+  Shape flat{v.size(0), v.size(1), v.size(2) * v.size(3)};
+  return ops::reshape(ops::call1("matmul", {window, ops::reshape(v, flat)}), v.sizes());
+}
+
+// k + alpha / size * (the window's sum of squares)
+Tensor cross_map_scale(const Tensor& x, const Attrs& a) {
+  const int64_t size = a.i(0);
+  Tensor sq = across_channels(cross_map_window(x.size(1), size, false, x.dtype()), ops::mul(x, x));
+  return ops::add(ops::mul(sq, Scalar(a.f(1) / size)), Scalar(a.f(3)));
+}
+
+}  // namespace
+
+FLOW_OP(_cross_map_lrn2d)
+    .schema("_cross_map_lrn2d(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1) -> Tensor")
+    .traits(kNormalization)
+    .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
+      check_cross_map_lrn(in[0], a.i(0));
+      return {{in[0].sizes(), in[0].dtype(), in[0].device()}};
+    })
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+      check_cross_map_lrn(in[0], a.i(0));
+      autograd::AutoGradMode no_grad(false);  // recorded as one node, with the backward below
+      return {ops::mul(ops::call1("pow", {cross_map_scale(in[0], a), ops::wrapped_scalar(Scalar(-a.f(2)))}), in[0])};
+    })
+    .save_inputs({0})
+    .save_outputs({0})
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      // the scale is recomputed (one product over channels) rather than kept as a second output
+      const Tensor &x = c.input(0), &y = c.output(0);
+      const int64_t size = c.attrs.i(0);
+      const double beta = c.attrs.f(2), cache_ratio = 2 * c.attrs.f(1) * beta / size;
+      Tensor scale = cross_map_scale(x, c.attrs);
+      Tensor ratio = across_channels(cross_map_window(x.size(1), size, true, x.dtype()),
+                                     ops::div(ops::mul(g[0], y), scale));
+      Tensor direct = ops::mul(ops::call1("pow", {scale, ops::wrapped_scalar(Scalar(-beta))}), g[0]);
+      return {ops::sub(direct, ops::mul(ops::mul(x, ratio), Scalar(cache_ratio)))};
+    });
 
 }  // namespace flow

@@ -10,6 +10,7 @@
 // so results are identical for any number of threads. Non-contiguous outputs are generated contiguously and
 // copied, so a strided view gets the same numbers, in logical order, as a contiguous tensor of its shape.
 #include "random.h"
+#include "../autograd/grad_mode.h"
 #include "unary_vec.h"
 
 #include <algorithm>
@@ -305,6 +306,39 @@ FLOW_OP(normal)
     })
     .inplace_variant()
     .backward(zero_grad);
+
+// normal(mean, std) with tensor mean and/or std (the other a wrapped number), broadcast: standard normals in the
+// result dtype, scaled and shifted. The result takes the dtype of mean, or of std when mean is a number. As in
+// PyTorch the gradients w.r.t. mean and std are zero: the sampling is not reparameterised (write
+// mean + std * randn_like(mean) for that).
+FLOW_OP(_normal_tensor)
+    .schema("_normal_tensor(Tensor mean, Tensor std, *, int? generator=None) -> Tensor")
+    .traits(kRandom | kBroadcastBinary)
+    .meta([](const TensorList& in, const Attrs&) -> std::vector<TensorMeta> {
+      for (const Tensor& t : in)
+        if (!t.impl()->is_wrapped_number && !is_floating(t.dtype()))
+          fail_not_implemented("normal_kernel_cpu", t.dtype());
+      const Tensor& shaper = in[0].impl()->is_wrapped_number ? in[1] : in[0];
+      return {{broadcast_shapes(in[0].sizes(), in[1].sizes(), "normal"), shaper.dtype(), shaper.device()}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      autograd::AutoGradMode no_grad(false);  // the op is recorded as one node, with the zero gradients below
+      const Tensor& std = in[1];
+      Tensor sd = ops::contiguous(ops::to_dtype(std, DType::Float64));
+      const double* sp = sd.data<double>();
+      for (int64_t i = 0; i < sd.numel(); ++i) {
+        if (!(sp[i] < 0)) continue;  // NaN passes, as in PyTorch
+        if (std.impl()->is_wrapped_number)
+          fail(ErrorKind::Runtime, "normal expects std >= 0.0, but found std ", sp[i]);
+        fail(ErrorKind::Runtime, "normal expects all elements of std >= 0.0");
+      }
+      Tensor z = empty(out[0].sizes(), out[0].dtype(), out[0].device());
+      normal_kernel(z, 0.0, 1.0, *generator_attr(a, 0));
+      ops::copy_into(out[0], ops::add(ops::mul(z, std), in[0]));
+    })
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {c.needs(0) ? ops::zeros_like(g[0]) : Tensor(), c.needs(1) ? ops::zeros_like(g[0]) : Tensor()};
+    });
 
 FLOW_OP(exponential)
     .schema("exponential(Tensor self, float lambd=1, *, int? generator=None) -> Tensor")

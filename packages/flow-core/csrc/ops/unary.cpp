@@ -13,6 +13,7 @@ namespace flow {
 namespace {
 
 constexpr double kLn2 = 0.69314718055994530942;
+constexpr double kPi = 3.14159265358979323846;
 constexpr double kLn10 = 2.30258509299404568402;
 constexpr double k2OverSqrtPi = 1.12837916709551257390;
 constexpr double kSqrtPiOver2 = 0.88622692545275801365;
@@ -155,6 +156,20 @@ FLOW_OP(frac)
     })
     .inplace_variant()
     .backward([](BackwardCtx&, const TensorList& g) -> TensorList { return {G}; });
+
+// The argument of a real number: pi below zero, else 0 (NaN stays NaN). Integer and bool inputs give the default
+// float dtype, as PyTorch's. Piecewise constant, so its gradient is zero (not g * 0, which would pass NaNs on).
+FLOW_OP(angle)
+    .schema("angle(Tensor self) -> Tensor")
+    .traits(kElementwise | kUnary)
+    .meta(meta_unary_float)
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
+      unary_float_kernel("angle", in[0], out[0], [](auto tag) {
+        using A = acc_t<typename decltype(tag)::type>;
+        return [](A x) -> A { return x < A(0) ? A(kPi) : (x == x ? A(0) : x); };
+      });
+    })
+    .backward([](BackwardCtx&, const TensorList& g) -> TensorList { return {ops::zeros_like(g[0])}; });
 
 // ---- ops that keep integer dtypes ---------------------------------------------------------------------
 

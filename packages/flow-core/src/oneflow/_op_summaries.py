@@ -10,6 +10,7 @@ SUMMARIES = {
     "abs": "The absolute value of each element.",
     "acos": "The inverse cosine of each element, in radians.",
     "acosh": "The inverse hyperbolic cosine of each element.",
+    "angle": "The argument of each element: ``pi`` below zero, else 0 (NaN stays NaN).",
     "asin": "The inverse sine of each element, in radians.",
     "asinh": "The inverse hyperbolic sine of each element.",
     "atan": "The inverse tangent of each element, in radians.",
@@ -180,6 +181,8 @@ SUMMARIES = {
     "linalg_inv": "The inverse of a square matrix (or batch).",
     "linalg_solve": "The solution ``X`` of ``A @ X = B``.",
     "linalg_solve_triangular": "The solution of a triangular system ``A @ X = B``.",
+    "cholesky_solve": "The solution ``X`` of ``A @ X = input`` from the Cholesky factor ``input2`` of ``A`` "
+                      "(lower, or upper when ``upper``), of which only the triangle is read.",
     "linalg_lu_factor_ex": "The LU factorisation with partial pivoting, its pivots and an ``info`` code.",
     "linalg_lu_solve": "The solution of ``A @ X = B`` from ``A``'s LU factorisation.",
     "lu_unpack": "The P, L and U matrices of an LU factorisation from its packed form.",
@@ -244,6 +247,8 @@ SUMMARIES = {
     "randperm": "A random permutation of the integers 0 to ``n - 1``.",
     "uniform": "A tensor of ``input``'s shape filled from the uniform distribution on [``from``, ``to``).",
     "normal": "A tensor of ``input``'s shape filled from the normal distribution N(``mean``, ``std`` ** 2).",
+    "_normal_tensor": "Samples from the normal distributions N(``mean``, ``std`` ** 2), one per element of the "
+                      "broadcast ``mean`` and ``std``.",
     "exponential": "A tensor of ``input``'s shape filled from the exponential distribution of rate ``lambd``.",
     "random": "A tensor of ``input``'s shape filled with random integers from [``from``, ``to``).",
     "bernoulli": "Samples 0 or 1 with probability ``p`` (or with the probabilities in ``input`` when ``p`` is None).",
@@ -257,6 +262,9 @@ SUMMARIES = {
     "kl_div": "The Kullback-Leibler divergence between ``target`` and the distribution whose log-probabilities are "
               "``input``.",
     "nll_loss": "The negative log likelihood of the ``target`` classes, from log-probabilities ``input``.",
+    "_linear_cross_entropy_chunked": "The per-row cross entropy of ``input @ linear_weight.T + linear_bias`` "
+                                     "against class indices ``target``, computed ``chunk_rows`` rows at a time, "
+                                     "and the row weights.",
     "binary_cross_entropy": "The binary cross entropy between probabilities ``input`` and ``target``.",
     "binary_cross_entropy_with_logits": "The binary cross entropy between ``sigmoid(input)`` and ``target``, "
                                         "computed stably from the logits.",
@@ -269,6 +277,8 @@ SUMMARIES = {
                          "the indices.",
     "upsample_nearest": "Nearest-neighbour resizing of the spatial dimensions to ``output_size``.",
     "upsample_linear": "Linear, bilinear or trilinear resizing of the spatial dimensions to ``output_size``.",
+    "_cross_map_lrn2d": "PyTorch's legacy local response normalisation across channels (CrossMapLRN2d) of a "
+                        "4-D input.",
     "native_batch_norm": "Batch normalisation; returns the output and the saved mean and inverse standard "
                          "deviation, and updates the running statistics when ``training``.",
     "native_layer_norm": "Layer normalisation over the last ``normalized_shape`` dimensions; returns the output, "

@@ -1,17 +1,14 @@
 """The complex-number API on real tensors (PyTorch code calls it on any tensor): real/imag, conj and its
-variants, is_conj/is_neg, angle, isreal, adjoint and ``Tensor.H``. Complex dtypes do not exist, so each is the
-identity, a zero or the real-valued answer."""
-import math
+variants, is_conj/is_neg, isreal, adjoint and ``Tensor.H``. Complex dtypes do not exist, so each is the
+identity, a zero or the real-valued answer. ``angle`` is a registry op (ops/unary.cpp)."""
 import warnings
 
 from .. import _C
-from ..autograd.function import Function
-from ._inplace_util import _float_dtype
 
 ops = _C.ops
 
-__all__ = ["real", "imag", "conj", "conj_physical", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "angle",
-           "isreal", "adjoint"]
+__all__ = ["real", "imag", "conj", "conj_physical", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "isreal",
+           "adjoint"]
 
 
 
@@ -42,25 +39,6 @@ def is_conj(input):
 def is_neg(input):
     """Whether ``input`` has its negative bit set (never, for real tensors)."""
     return False
-
-
-class _Angle(Function):
-    @staticmethod
-    def forward(ctx, x, dtype):
-        ctx.shape, ctx.dtype = list(x.shape), dtype
-        xf = ops.to_dtype(x, dtype) if x.dtype != dtype else x
-        body = ops.where(ops.lt(xf, 0.0), math.pi, 0.0)
-        return ops.to_dtype(ops.where(ops.isnan(xf), xf, body), dtype)
-
-    @staticmethod
-    def backward(ctx, g):
-        return ops.mul(g, 0.0), None  # the argument of a real number is piecewise constant
-
-
-def angle(input):
-    """The argument of each element: 0 for ``x >= 0``, ``pi`` for ``x < 0``; NaN stays NaN. Integer inputs give
-    the default float dtype."""
-    return _Angle.apply(input, _float_dtype(input.dtype))
 
 
 def isreal(input):
@@ -95,5 +73,5 @@ TENSOR_METHODS = {
     "resolve_conj": resolve_conj, "resolve_neg": resolve_neg,
     "real": property(real, doc="The real part: the tensor itself."),
     "imag": property(imag, doc="The imaginary part: raises RuntimeError for real dtypes."),
-    "angle": angle, "isreal": isreal, "adjoint": adjoint, "H": property(_H),
+    "isreal": isreal, "adjoint": adjoint, "H": property(_H),
 }

@@ -7,7 +7,6 @@ import builtins
 import importlib
 
 from .. import _C
-from ..autograd.function import Function
 from ._names import torch_dtype_name
 from .creation import _device, _finish, _kw_size, _reject, _shape
 
@@ -136,43 +135,6 @@ def _like_finish(input, t, memory_format, requires_grad):
     return t.requires_grad_() if requires_grad else t
 
 
-def _zeros(shape, dtype):
-    t = _C._empty(shape, dtype, None)
-    _C.ops.fill_(t, 0)
-    return t
-
-
-class _Normal(Function):
-    """normal with tensor mean and/or std. As in PyTorch the gradients w.r.t. mean and std are zero (sampling
-    is not reparameterised; write ``mean + std * randn_like(mean)`` for that)."""
-
-    @staticmethod
-    def forward(ctx, mean, std, mean_value, std_value, shape, dtype, handle):
-        ctx.shapes = (None if mean is None else list(mean.shape), None if std is None else list(std.shape),
-                      dtype)
-        out = _C._empty(shape, dtype, None)
-        _C.ops.normal_(out, 0.0, 1.0, generator=handle)
-        out = out * (std if std is not None else std_value)
-        return _C.ops.to_dtype(out + (mean if mean is not None else mean_value), dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        ms, ss, dt = ctx.shapes
-        return (None if ms is None else _zeros(ms, dt), None if ss is None else _zeros(ss, dt),
-                None, None, None, None, None)
-
-
-def _broadcast(a, b):
-    n = max(len(a), len(b))
-    a, b = [1] * (n - len(a)) + a, [1] * (n - len(b)) + b
-    out = []
-    for x, y in zip(a, b):
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(f"normal: the size of mean {a} must match the size of std {b} (or broadcast)")
-        out.append(y if x == 1 else x)
-    return out
-
-
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None,
            requires_grad=False, layout=None, pin_memory=False):
     """Normal samples: ``normal(mean_tensor, std_tensor)``, ``normal(mean_tensor, std=1.0)``,
@@ -189,20 +151,9 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     if size is not None:
         raise TypeError("normal() received an invalid combination of arguments: size is only allowed with float "
                         "mean and std")
-    for name, v in (("mean", mean), ("std", std)):
-        if isinstance(v, _C.TensorBase) and not v.dtype.is_floating_point:
-            raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{v.dtype}' ({name})")
-    if st:
-        if std.numel() > 0 and (_C._to_numpy(_C.ops.to_dtype(std.detach(), _C.float64)) < 0).any():
-            raise RuntimeError("normal expects all elements of std >= 0.0")
-    elif std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    if mt and st:
-        shape, dtype = _broadcast(list(mean.shape), list(std.shape)), mean.dtype
-    else:
-        shape, dtype = list((mean if mt else std).shape), (mean if mt else std).dtype
-    r = _Normal.apply(mean if mt else None, std if st else None, None if mt else builtins.float(mean),
-                      None if st else builtins.float(std), shape, dtype, handle)
+    # the registry op checks dtypes, broadcasting and std >= 0, and samples
+    r = _C.ops._normal_tensor(mean if mt else builtins.float(mean), std if st else builtins.float(std),
+                              generator=handle)
     return _finish(r, False, out)
 
 

@@ -5,7 +5,6 @@ import warnings
 from .. import _C
 from ._names import reject_dtype, torch_dtype_name
 from .creation import _finish
-from ..autograd.function import Function
 from ..amp._policy import autocast_policy
 
 ops = _C.ops
@@ -13,7 +12,7 @@ ops = _C.ops
 __all__ = ["einsum", "matmul", "mm", "bmm", "dot", "vdot", "mv", "outer", "ger", "addmm", "baddbmm", "addmv",
            "inner", "trace", "kron", "diag", "diagflat", "diag_embed", "cross", "dist", "cov", "corrcoef",
            "chain_matmul", "tensordot", "addr", "addbmm", "inverse", "det", "logdet", "slogdet", "cholesky",
-           "matrix_power", "svd", "pinverse", "qr", "geqrf", "orgqr", "matrix_exp", "lu_unpack", "cholesky_solve",
+           "matrix_power", "svd", "pinverse", "qr", "geqrf", "orgqr", "matrix_exp", "lu_unpack",
            "cholesky_inverse"]
 
 
@@ -530,49 +529,11 @@ def _cholesky_factor_check(fn, L):
                            f"{L.shape[-1]} matrices")
 
 
-class _CholeskySolve(Function):
-    """X = (F F^T)^-1 B for a lower factor F (or (F^T F)^-1 B for an upper one): two triangular solves that
-    read only F's triangle, with torch's gradient for the factor, that of the full product F F^T."""
-
-    @staticmethod
-    def forward(ctx, B, F, upper):
-        Ft = ops.transpose(F, -2, -1)
-        first, second = (Ft, F) if upper else (F, Ft)  # A = first @ second, first lower
-        X = solve_triangular(second, solve_triangular(first, B, upper=False), upper=True)
-        ctx.save_for_backward(F, X)
-        ctx.upper = upper
-        return X
-
-    @staticmethod
-    def backward(ctx, g):
-        F, X = ctx.saved_tensors
-        gB = _CholeskySolve.apply(g, F, ctx.upper)  # A^-1 g
-        both = ops.matmul(gB, ops.transpose(X, -2, -1))
-        both = ops.add(both, ops.transpose(both, -2, -1))
-        gF = ops.neg(ops.matmul(F, both) if ctx.upper else ops.matmul(both, F))
-        return gB, gF, None
-
-
-def cholesky_solve(input, input2, upper=False, *, out=None):
-    """The solution X of ``A X = input`` given the Cholesky factor ``input2`` of A (lower: A = L L^T, or upper:
-    A = U^T U), of which only the triangle is read. Batch dims broadcast."""
-    B, L = input, input2
-    if B.dim() < 2:
-        raise RuntimeError(f"b should have at least 2 dimensions, but has {B.dim()} dimensions instead")
-    if L.dim() < 2:
-        raise RuntimeError(f"u should have at least 2 dimensions, but has {L.dim()} dimensions instead")
-    if L.shape[-1] != L.shape[-2] or L.shape[-1] != B.shape[-2]:
-        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is {L.shape[-2]} by "
-                           f"{L.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
-    B, L = _common_batch(B, L)
-    return _finish(_CholeskySolve.apply(B, L, upper), False, out)
-
-
 def cholesky_inverse(input, upper=False, *, out=None):
     """The inverse of A from its Cholesky factor ``input`` (lower: A = L L^T, or upper: A = U^T U)."""
     _cholesky_factor_check("cholesky_inverse", input)
     eye = ops.expand(ops.eye(input.shape[-1], dtype=input.dtype), list(input.shape))
-    return cholesky_solve(eye, input, upper, out=out)
+    return ops.cholesky_solve(eye, input, upper, out=out)
 
 
 TENSOR_METHODS = {
@@ -582,6 +543,6 @@ TENSOR_METHODS = {
     "cross": cross, "dist": dist, "cov": cov, "corrcoef": corrcoef, "addr": addr, "addbmm": addbmm,
     "inverse": inverse, "det": det, "logdet": logdet, "slogdet": slogdet, "cholesky": cholesky,
     "matrix_power": matrix_power, "svd": svd, "pinverse": pinverse, "qr": qr, "geqrf": geqrf, "orgqr": orgqr,
-    "matrix_exp": matrix_exp, "lu_unpack": lu_unpack, "cholesky_solve": cholesky_solve,
+    "matrix_exp": matrix_exp, "lu_unpack": lu_unpack,
     "cholesky_inverse": cholesky_inverse,
 }

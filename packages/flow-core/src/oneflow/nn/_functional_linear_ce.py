@@ -3,14 +3,13 @@ linear projection, optionally computed in chunks of rows so the full ``(N, num_c
 
 Without ``options`` it is ``cross_entropy(linear(input, W, b), target, ...)``. With a
 :class:`LinearCrossEntropyOptions`, 2-D inputs with class-index targets and no label smoothing run the chunked
-path: the forward keeps one log-sum-exp per row, and the backward recomputes each chunk's logits (the usual
-memory-for-compute trade of LLM vocabulary heads). Other configurations fall back to the reference with a
-warning, as PyTorch's do."""
+path, the registry op ``_linear_cross_entropy_chunked`` (ops/nnops_nll.cpp): the backward recomputes each chunk's
+logits (the usual memory-for-compute trade of LLM vocabulary
+heads). Other configurations fall back to the reference with a warning, as PyTorch's do."""
 import dataclasses
 import warnings
 
 from .. import _C
-from ..autograd.function import Function
 
 ops = _C.ops
 
@@ -44,58 +43,6 @@ class LinearCrossEntropyOptions:
                              f"{self.acc_policy!r}")
         if self.batch_chunk_size is not None and self.batch_chunk_size <= 0:
             raise ValueError(f"batch_chunk_size must be positive, got {self.batch_chunk_size}")
-
-
-def _chunks(n, rows):
-    return [(s, min(n, s + rows)) for s in range(0, n, rows)]
-
-
-class _ChunkedLinearCE(Function):
-    """Per-row losses ``w[t] * (logsumexp(z) - z[t])`` of ``z = x W^T + b``, chunk by chunk; the backward
-    recomputes each chunk's logits from x and W."""
-
-    @staticmethod
-    def forward(ctx, x, w, b, target, weight, ignore_index, rows):
-        n = x.shape[0]
-        lses, picked = [], []
-        for s, e in _chunks(n, rows):
-            z = ops.matmul(x[s:e], ops.transpose(w, 0, 1))
-            if b is not None:
-                z = ops.add(z, b)
-            lses.append(ops.logsumexp(z, [1], False))
-            t = ops.clamp(target[s:e], 0, w.shape[0] - 1)  # ignored rows' targets may be out of range
-            picked.append(ops.squeeze(ops.gather(z, 1, ops.unsqueeze(t, 1)), 1))
-        lse = ops.cat(lses, 0)
-        z_t = ops.cat(picked, 0)
-        keep = ops.ne(target, ignore_index)
-        wt = ops.to_dtype(keep, x.dtype)
-        if weight is not None:
-            wt = ops.mul(wt, ops.index_select(weight, 0, ops.clamp(target, 0, w.shape[0] - 1)))
-        ctx.save_for_backward(x, w, b, target, lse, wt)
-        ctx.rows = rows
-        return ops.mul(ops.sub(lse, z_t), wt), wt
-
-    @staticmethod
-    def backward(ctx, g, _gw):
-        x, w, b, target, lse, wt = ctx.saved_tensors
-        scale = ops.mul(g, wt)  # d loss_i / d z_i = scale_i * (softmax(z_i) - onehot(t_i))
-        dxs, dw, db = [], None, None
-        classes = w.shape[0]
-        for s, e in _chunks(x.shape[0], ctx.rows):
-            z = ops.matmul(x[s:e], ops.transpose(w, 0, 1))
-            if b is not None:
-                z = ops.add(z, b)
-            p = ops.exp(ops.sub(z, ops.unsqueeze(lse[s:e], 1)))
-            onehot = ops.to_dtype(ops.eq(ops.unsqueeze(ops.clamp(target[s:e], 0, classes - 1), 1),
-                                         ops.unsqueeze(ops.arange(0, classes, 1), 0)), x.dtype)
-            dz = ops.mul(ops.sub(p, onehot), ops.unsqueeze(scale[s:e], 1))
-            dxs.append(ops.matmul(dz, w))
-            part = ops.matmul(ops.transpose(dz, 0, 1), x[s:e])
-            dw = part if dw is None else ops.add(dw, part)
-            if b is not None:
-                col = ops.sum(dz, [0], False)
-                db = col if db is None else ops.add(db, col)
-        return ops.cat(dxs, 0), dw, db, None, None, None, None
 
 
 def _reference(input, linear_weight, target, linear_bias, weight, reduction, ignore_index, label_smoothing):
@@ -142,7 +89,7 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
     classes = linear_weight.shape[0]
     rows = options.batch_chunk_size or max(1, _AUTO_CHUNK_ELEMENTS // max(1, classes))
     ignore = -100 if ignore_index is None else ignore_index
-    per_row, wt = _ChunkedLinearCE.apply(input, linear_weight, linear_bias, target, weight, ignore, rows)
+    per_row, wt = ops._linear_cross_entropy_chunked(input, linear_weight, linear_bias, target, weight, ignore, rows)
     if reduction == "none":
         return per_row
     total = ops.sum(per_row, [0], False)

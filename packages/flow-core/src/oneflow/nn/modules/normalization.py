@@ -7,7 +7,6 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
 from .lazy import LazyModuleMixin
-from ...autograd.function import Function
 from .module import Module, _no_grad
 from ._layer_utils import _factory
 
@@ -427,61 +426,17 @@ class LocalResponseNorm(_ResponseNormBase):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
 
 
-
-def _cross_map_windows(channels, size):
-    """(C, C) 0/1 matrices of PyTorch's legacy CrossMapLRN2d: ``fwd[c, j]`` whether channel j's square enters the
-    scale of channel c, ``bwd[c, j]`` whether channel j's ratio enters channel c's gradient. Both replay the
-    reference's running-window loops, which are not the symmetric window of LocalResponseNorm (the forward never
-    drops channel 0, the backward window is shifted), so that values and gradients match PyTorch's."""
-    import numpy as np
-
-    pre_pad = int((size - 1) / 2 + 1)
-    fwd = np.zeros((channels, channels))
-    fwd[0, :min(pre_pad, channels)] = 1
-    for c in range(1, channels):
-        fwd[c] = fwd[c - 1]
-        if c < channels - pre_pad + 1:
-            fwd[c, c + pre_pad - 1] += 1
-        if c > pre_pad:
-            fwd[c, c - pre_pad] -= 1
-    inv_pre_pad = int(size - (size - 1) / 2)
-    c, j = np.arange(channels)[:, None], np.arange(channels)[None, :]
-    bwd = ((c <= inv_pre_pad + j) & (inv_pre_pad + j <= c + size - 1)).astype(np.float64)
-    return fwd, bwd
-
-
-class _CrossMapLRN2dFn(Function):
-    @staticmethod
-    def forward(ctx, input, size, alpha, beta, k):
-        if input.dim() != 4:
-            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
-        flow = _flow()
-        fwd, bwd = (flow.tensor(m, dtype=input.dtype, device=input.device)
-                    for m in _cross_map_windows(input.shape[1], size))
-        scale = flow.einsum("dc,nchw->ndhw", fwd, input * input) * (alpha / size) + k
-        output = scale.pow(-beta) * input
-        ctx.save_for_backward(input, output, scale, bwd)
-        ctx.coef = (beta, 2 * alpha * beta / size)
-        return output
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        input, output, scale, bwd = ctx.saved_tensors
-        beta, cache_ratio = ctx.coef
-        ratio = _flow().einsum("cd,ndhw->nchw", bwd, grad_output * output / scale)
-        return scale.pow(-beta) * grad_output - cache_ratio * input * ratio, None, None, None, None
-
-
 class CrossMapLRN2d(_ResponseNormBase):
     """PyTorch's legacy local response normalisation across the channels of a 4-D (N, C, H, W) input,
     ``b_c = a_c * (k + alpha / size * sum_{c' in window} a_{c'}^2) ^ -beta``, with its reference kernel's
-    windows and hand-written backward (which differ slightly from LocalResponseNorm's)."""
+    windows and hand-written backward (which differ slightly from LocalResponseNorm's): the registry op
+    ``_cross_map_lrn2d`` (ops/nnops_norm.cpp)."""
 
     def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
         super().__init__(size, alpha, beta, k)
 
     def forward(self, input):
-        return _CrossMapLRN2dFn.apply(input, self.size, self.alpha, self.beta, self.k)
+        return _ops._cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)
 
 
 class RMSNorm(Module):
