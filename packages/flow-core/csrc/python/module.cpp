@@ -5,6 +5,7 @@
 #include <nanobind/stl/string.h>
 
 #include "bind.h"
+#include "errors.h"
 
 namespace flow::py {
 
@@ -25,12 +26,7 @@ NB_MODULE(_C, m) {
     try {
       std::rethrow_exception(p);
     } catch (const Error& e) {
-      PyObject* t = e.kind() == ErrorKind::Type ? PyExc_TypeError
-                    : e.kind() == ErrorKind::Value ? PyExc_ValueError
-                    : e.kind() == ErrorKind::Index ? PyExc_IndexError
-                    : e.kind() == ErrorKind::NotImplemented ? PyExc_NotImplementedError
-                                                             : PyExc_RuntimeError;
-      PyErr_SetString(t, e.what());
+      set_python_error(e);
     }
   });
   init_types(m);
