@@ -46,8 +46,8 @@ def test_a_plugin_op_registers_and_runs(tmp_path):
 #include <oneflow/ops/functions.h>
 #include <oneflow/ops/registry.h>
 using namespace flow;
-FLOW_OP(test_plugin_twice)
-    .schema("test_plugin_twice(Tensor self) -> Tensor")
+FLOW_OP(_test_plugin_twice)
+    .schema("_test_plugin_twice(Tensor self) -> Tensor")
     .traits(kElementwise | kUnary)
     .meta([](const TensorList& in, const Attrs&) -> std::vector<TensorMeta> {
       return {{in[0].sizes(), in[0].dtype(), in[0].device()}};
@@ -58,14 +58,14 @@ FLOW_OP(test_plugin_twice)
     .inplace_variant()
     .backward([](BackwardCtx&, const TensorList& g) -> TensorList { return {ops::mul(g[0], Scalar(2.0))}; });
 ''')
-    assert sorted(flow.ops.load_library(lib)) == ["test_plugin_twice", "test_plugin_twice_"]
+    assert sorted(flow.ops.load_library(lib)) == ["_test_plugin_twice", "_test_plugin_twice_"]
     x = flow.tensor([1.0, 2.0], requires_grad=True)
-    y = flow.ops.test_plugin_twice(x)
+    y = flow.ops._test_plugin_twice(x)
     y.sum().backward()
     assert y.tolist() == [2.0, 4.0] and x.grad.tolist() == [2.0, 2.0]
     z = flow.tensor([3.0])
-    assert z.test_plugin_twice_() is z and z.tolist() == [6.0]  # the in-place variant, as a method
-    assert flow.ops.test_plugin_twice(flow.zeros(3, device="meta")).device.type == "meta"
+    assert z._test_plugin_twice_() is z and z.tolist() == [6.0]  # the in-place variant, as a method
+    assert flow.ops._test_plugin_twice(flow.zeros(3, device="meta")).device.type == "meta"
 
 
 @needs_compiler
@@ -74,15 +74,15 @@ def test_registration_problems_raise_and_the_process_survives(tmp_path):
 #include <oneflow/ops/registry.h>
 using namespace flow;
 FLOW_OP(add).schema("add(Tensor self) -> Tensor");                      // taken by the core
-FLOW_OP(test_plugin_bad_schema).schema("test_plugin_bad_schema(Tensr x) -> Tensor");
-FLOW_OP(test_plugin_fine).schema("test_plugin_fine(Tensor self) -> Tensor")
+FLOW_OP(_test_plugin_bad_schema).schema("_test_plugin_bad_schema(Tensr x) -> Tensor");
+FLOW_OP(_test_plugin_fine).schema("_test_plugin_fine(Tensor self) -> Tensor")
     .cpu([](const TensorList& in, const Attrs&) -> TensorList { return {in[0]}; })
     .meta_from_compute();
 ''')
     with pytest.raises(RuntimeError) as err:
         flow.ops.load_library(lib)
     assert "op 'add' registered twice" in str(err.value)
-    assert "test_plugin_bad_schema" in str(err.value) and "unknown type 'Tensr'" in str(err.value)
+    assert "_test_plugin_bad_schema" in str(err.value) and "unknown type 'Tensr'" in str(err.value)
     assert (flow.ones(2) + 1).tolist() == [2.0, 2.0]  # the core's add is untouched
-    assert flow.ops.test_plugin_fine(flow.ones(1)).tolist() == [1.0]  # the library's good op did register
-    assert not hasattr(flow.ops, "test_plugin_bad_schema")  # the broken one did not
+    assert flow.ops._test_plugin_fine(flow.ones(1)).tolist() == [1.0]  # the library's good op did register
+    assert not hasattr(flow.ops, "_test_plugin_bad_schema")  # the broken one did not

@@ -73,7 +73,6 @@ def _skip_if_installed(name):
     ("from oneflow import placement", "flow-dist"),
     ("from oneflow.distributed import init_process_group", "flow-dist"),
     ("import oneflow.distributed.launch", "flow-dist"),
-    ("from oneflow.nn.parallel import DistributedDataParallel", "flow-dist"),
 ])
 def test_imports_of_missing_plugins_name_their_package(statement, package):
     for name in ("nn.Graph", "mock_torch", "one_embedding", "placement", "distributed",
@@ -140,6 +139,12 @@ def test_tensor_plugin_attributes_without_flow_dist():
 def test_ddp_without_flow_dist():
     _skip_if_installed("nn.parallel.DistributedDataParallel")
     assert flow.nn.parallel is sys.modules["oneflow.nn.parallel"]
+    # programs import DDP whether or not they run distributed (torch's habit): the import works, using it raises
+    from oneflow.nn.parallel import DistributedDataParallel as DDP
+
+    assert DDP.__name__ == "DistributedDataParallel"
+    with pytest.raises(AttributeError, match="nn.parallel.DistributedDataParallel is provided by the 'flow-dist'"):
+        DDP(flow.nn.Linear(1, 1))
     with pytest.raises(AttributeError, match="nn.parallel.DistributedDataParallel is provided by the 'flow-dist'"):
         flow.nn.parallel.DistributedDataParallel(flow.nn.Linear(1, 1))
     with pytest.raises(AttributeError, match="module 'oneflow.nn.parallel' has no attribute 'Nope'"):
@@ -276,7 +281,7 @@ def test_tensor_attributes_from_the_plugin(fake_plugins):
     t = flow.ones(2, 3)
     assert t.is_global is True and t.placement == "fake-placement"
     assert t.to_global("p", sbp="s") == ("global", (2, 3), "p", "s")
-    assert t.total() == 6.0  # a name flow-core doesn't know, found by Tensor.__getattr__
+    assert t.total() == 6.0  # a name flow-core doesn't know: its stand-in came with the entry points
     assert isinstance(flow.Tensor.placement, property)
     assert flow.nn.Parameter(t).is_global is True  # installed on the class: subclasses see it too
     sys.path.remove(str(fake_plugins))  # the plugin goes away: flow-core's stand-ins come back
