@@ -19,13 +19,13 @@ T_NP = (rng.random((1024, 1024)) > 0.5).astype(np.float32)
 def cases(L):
     """name -> zero-argument callable, built on the same data for either framework."""
     F = L.nn.functional
-    A, B, I, T = L.tensor(A_NP), L.tensor(B_NP), L.tensor(IDX_NP), L.tensor(T_NP)
+    A, B, IDX, T = L.tensor(A_NP), L.tensor(B_NP), L.tensor(IDX_NP), L.tensor(T_NP)
     P = L.tensor(np.abs(A_NP) + 0.1)
-    O = L.empty(1024, 1024)
+    OUT = L.empty(1024, 1024)
     G = L.tensor(A_NP, requires_grad=True)
     H = A.to(L.float16)
     return {
-        "add out=": lambda: L.add(A, B, out=O),
+        "add out=": lambda: L.add(A, B, out=OUT),
         "abs": lambda: A.abs(),
         "clamp": lambda: A.clamp(-0.5, 0.5),
         "pow -0.5": lambda: P.pow(-0.5),
@@ -43,8 +43,8 @@ def cases(L):
         "binary_cross_entropy": lambda: F.binary_cross_entropy(P.clamp(max=1.0) * 0.9, T),
         "cat dim 0": lambda: L.cat([A, B]),
         "cat dim 1": lambda: L.cat([A, B], 1),
-        "gather last dim": lambda: L.gather(A, 1, I),
-        "scatter_add last dim": lambda: L.zeros(1024, 1024).scatter_add_(1, I, A),
+        "gather last dim": lambda: L.gather(A, 1, IDX),
+        "scatter_add last dim": lambda: L.zeros(1024, 1024).scatter_add_(1, IDX, A),
         "topk k=10": lambda: L.topk(A, 10, dim=1),
         "sort": lambda: L.sort(A, dim=1),
         "cumsum": lambda: A.cumsum(1),

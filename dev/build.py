@@ -35,7 +35,9 @@ def main():
         if not os.path.lexists(link):
             os.symlink(os.path.join(CORE, "csrc"), link)
         # the binding module and the core library it links (found beside it through $ORIGIN)
-        for so in glob.glob(os.path.join(args.build_dir, "_C*.so")) + glob.glob(os.path.join(args.build_dir, "libflow_core.so")):
+        built = [*glob.glob(os.path.join(args.build_dir, "_C*.so")),
+                 *glob.glob(os.path.join(args.build_dir, "libflow_core.so"))]
+        for so in built:
             dst = os.path.join(CORE, "src", "oneflow", os.path.basename(so))
             tmp = dst + ".tmp"
             shutil.copy2(so, tmp)

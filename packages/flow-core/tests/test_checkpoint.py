@@ -1,7 +1,6 @@
 """utils.checkpoint: the same outputs and gradients as running the model directly (and as torch's
 checkpoint), random ops recomputed with the forward's random state, fewer tensors kept alive, errors."""
 import gc
-import warnings
 import weakref
 
 import numpy as np
@@ -300,7 +299,9 @@ def test_autocast_state_is_restored_for_the_recomputation():
         xi = flow.tensor(x, requires_grad=True)
         lin.zero_grad()
         with flow.autocast("cpu", dtype=flow.bfloat16):
-            f = lambda t: lin(t).relu()
+            def f(t):
+                return lin(t).relu()
+
             y = f(xi) if mode is None else checkpoint(f, xi, use_reentrant=mode)
         assert y.dtype == flow.bfloat16
         y.float().sum().backward()

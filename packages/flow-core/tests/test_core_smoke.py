@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import oneflow as flow
-from helpers import assert_close, check_vs_torch, gradcheck, torch
+from helpers import check_vs_torch, gradcheck, torch
 
 
 def test_add_broadcast_and_scalars():

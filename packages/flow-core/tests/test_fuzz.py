@@ -93,7 +93,6 @@ def _layout(data, arr):
         return base, lambda t: t.transpose(0, -1)
     if kind == "strided" and arr.ndim >= 1:
         base = np.repeat(arr, 2, axis=-1)
-        n = arr.shape[-1]
         return base, (lambda t: t[..., ::2]) if hasattr(flow.Tensor, "__getitem__") else (lambda t: t)
     return arr, lambda t: t
 

@@ -50,7 +50,7 @@ def test_state_dict_round_trip_and_strict_errors():
     del sd["running"]
     with pytest.raises(RuntimeError, match='(?s)Missing key\\(s\\) in state_dict: "running".*Unexpected key\\(s\\).*"extra"'):
         b.load_state_dict(sd)
-    r = b.load_state_dict(sd, strict=False)
+    b.load_state_dict(sd, strict=False)
     sd = a.state_dict()
     sd["w"] = flow.ones(2, 2)
     with pytest.raises(RuntimeError, match="size mismatch for w"):

@@ -6,7 +6,7 @@ import torch.nn.functional as TF
 
 import oneflow as flow
 import oneflow.nn.functional as F
-from helpers import assert_close, check_vs_torch, gradcheck, to_np
+from helpers import assert_close, check_vs_torch, gradcheck
 
 rng = np.random.default_rng(0)
 

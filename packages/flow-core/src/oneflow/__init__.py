@@ -76,10 +76,13 @@ from ._registry_api import export_ops as _export_ops  # noqa: E402
 
 _export_ops(globals())
 del _export_ops
+from . import linalg  # noqa: E402,F401
 
 from . import nn  # noqa: E402,F401
 from . import autograd  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
+from .utils import checkpoint as _ckpt, data as _data, dlpack as _dlpack  # noqa: E402  (loaded eagerly, as in torch)
+del _ckpt, _data, _dlpack
 from . import distributions  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from .amp.autocast_mode import *  # noqa: E402,F401,F403  (autocast, is_autocast_enabled, get_autocast_dtype, ...)
@@ -104,6 +107,8 @@ from . import special  # noqa: E402,F401
 from . import func  # noqa: E402,F401
 from .func import vmap  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401
+from .autograd import profiler as _autograd_profiler  # noqa: E402  (PyTorch's torch.autograd.profiler)
+del _autograd_profiler
 from . import compiler, ops, return_types, signal, sysconfig, testing  # noqa: E402,F401
 from .compiler import compile  # noqa: E402,F401  (runs eagerly: there is no graph compiler yet)
 

@@ -98,12 +98,13 @@ def refresh():
             delattr(sys.modules[parent], child)
     tensor = sys.modules.get("oneflow._tensor")
     if tensor is not None:
-        for name in _tensor_installed:
+        for name in _tensor_installed | _tensor_stand_ins:
             if TENSOR_PREFIX + name in KNOWN:
                 setattr(tensor.Tensor, name, _TensorPluginAttribute(name))
-            else:  # a name only the plugin knew: back to Tensor.__getattr__
+            elif name in tensor.Tensor.__dict__:  # a name only the plugin knew: gone until read again
                 delattr(tensor.Tensor, name)
     _tensor_installed.clear()
+    _tensor_stand_ins.clear()
 
 
 def entry_points():
@@ -113,7 +114,25 @@ def entry_points():
         eps = metadata.entry_points()
         group = eps.select(group=GROUP) if hasattr(eps, "select") else eps.get(GROUP, [])
         _entry_points = {ep.name: ep for ep in group}
+        _install_unknown_tensor_stand_ins()
     return _entry_points
+
+
+def _install_unknown_tensor_stand_ins():
+    # Tensor attributes only a plugin knows get their stand-in when the entry points are read (any plugin
+    # lookup), not through a Tensor.__getattr__: defining one would slow every attribute read of every tensor
+    # (CPython then leaves the type's attribute lookups unspecialised).
+    tensor = sys.modules.get("oneflow._tensor")
+    if tensor is None:
+        return
+    for full in _entry_points:
+        name = full[len(TENSOR_PREFIX):]
+        if full.startswith(TENSOR_PREFIX) and full not in KNOWN and name not in tensor.Tensor.__dict__:
+            setattr(tensor.Tensor, name, _TensorPluginAttribute(name))
+            _tensor_stand_ins.add(name)
+
+
+_tensor_stand_ins = set()  # stand-ins installed for names flow-core does not know
 
 
 def available():

@@ -1,10 +1,10 @@
 """``oneflow.Tensor``: the Python half of the tensor (the C++ half is ``_C.TensorBase``)."""
 import builtins
-import weakref
 
 import numpy as np
 
 from . import _C
+from ._post_accumulate_hooks import _python_post_accumulate_hooks
 
 
 class Size(tuple):
@@ -52,21 +52,6 @@ class Tensor(_C.TensorBase):
         if kwargs:
             raise TypeError(f"Tensor(): unexpected keyword arguments {sorted(kwargs)}")
         self._assign(_legacy_new(_C.get_default_dtype(), args, device, "Tensor"))
-
-    def __getattr__(self, name):
-        # Reached only when the normal lookup fails: an attribute a plugin registers as the entry point
-        # ``Tensor.<name>`` is installed on the class now (see oneflow._plugins). Private names never are.
-        if not name.startswith("_"):
-            from . import _plugins
-
-            if _plugins.install_tensor_attribute(name) is not None:
-                return getattr(self, name)
-            if _plugins.package_for(_plugins.TENSOR_PREFIX + name) is not None:
-                # a known plugin attribute's stand-in raised (Python then tries here): keep its message
-                raise _plugins.missing(_plugins.TENSOR_PREFIX + name)
-        e = AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
-        e.name, e.obj = name, self  # what Python's own error carries (its "Did you mean" hint reads them)
-        raise e
 
     # ---- conversion -------------------------------------------------------------------------------------
     def numpy(self, *, force=False):
@@ -311,66 +296,6 @@ class Tensor(_C.TensorBase):
             return self.to(dtype)
         raise TypeError("dtype must be a type, str, or dtype object")
 
-    def float(self, memory_format=None):
-        """``self.to(oneflow.float32)``."""
-        if memory_format is None:
-            return self if self.dtype == _C.float32 else _C.ops.to_dtype(self, _C.float32)
-        return self.to(_C.float32, memory_format=memory_format)
-
-    def double(self, memory_format=None):
-        """``self.to(oneflow.float64)``."""
-        if memory_format is None:
-            return self if self.dtype == _C.float64 else _C.ops.to_dtype(self, _C.float64)
-        return self.to(_C.float64, memory_format=memory_format)
-
-    def half(self, memory_format=None):
-        """``self.to(oneflow.float16)``."""
-        if memory_format is None:
-            return self if self.dtype == _C.float16 else _C.ops.to_dtype(self, _C.float16)
-        return self.to(_C.float16, memory_format=memory_format)
-
-    def bfloat16(self, memory_format=None):
-        """``self.to(oneflow.bfloat16)``."""
-        if memory_format is None:
-            return self if self.dtype == _C.bfloat16 else _C.ops.to_dtype(self, _C.bfloat16)
-        return self.to(_C.bfloat16, memory_format=memory_format)
-
-    def long(self, memory_format=None):
-        """``self.to(oneflow.int64)``."""
-        if memory_format is None:
-            return self if self.dtype == _C.int64 else _C.ops.to_dtype(self, _C.int64)
-        return self.to(_C.int64, memory_format=memory_format)
-
-    def int(self, memory_format=None):
-        """``self.to(oneflow.int32)``."""
-        if memory_format is None:
-            return self if self.dtype == _C.int32 else _C.ops.to_dtype(self, _C.int32)
-        return self.to(_C.int32, memory_format=memory_format)
-
-    def short(self, memory_format=None):
-        """``self.to(oneflow.int16)``."""
-        if memory_format is None:
-            return self if self.dtype == _C.int16 else _C.ops.to_dtype(self, _C.int16)
-        return self.to(_C.int16, memory_format=memory_format)
-
-    def char(self, memory_format=None):
-        """``self.to(oneflow.int8)``."""
-        if memory_format is None:
-            return self if self.dtype == _C.int8 else _C.ops.to_dtype(self, _C.int8)
-        return self.to(_C.int8, memory_format=memory_format)
-
-    def byte(self, memory_format=None):
-        """``self.to(oneflow.uint8)``."""
-        if memory_format is None:
-            return self if self.dtype == _C.uint8 else _C.ops.to_dtype(self, _C.uint8)
-        return self.to(_C.uint8, memory_format=memory_format)
-
-    def bool(self, memory_format=None):
-        """``self.to(oneflow.bool)``."""
-        if memory_format is None:
-            return self if self.dtype == _C.bool else _C.ops.to_dtype(self, _C.bool)
-        return self.to(_C.bool, memory_format=memory_format)
-
     def is_floating_point(self):
         """Whether the dtype is a floating-point one (float16, bfloat16, float32 or float64)."""
         return self.dtype.is_floating_point
@@ -433,6 +358,46 @@ class Tensor(_C.TensorBase):
         return None
 
 
+# The dtype-conversion methods, one per legacy tensor type: (method, dtype, the dtype's name in oneflow).
+_CAST_METHODS = (
+    ("float", _C.float32, "float32"),
+    ("double", _C.float64, "float64"),
+    ("half", _C.float16, "float16"),
+    ("bfloat16", _C.bfloat16, "bfloat16"),
+    ("long", _C.int64, "int64"),
+    ("int", _C.int32, "int32"),
+    ("short", _C.int16, "int16"),
+    ("char", _C.int8, "int8"),
+    ("byte", _C.uint8, "uint8"),
+    ("bool", _C.bool, "bool"),
+)
+
+
+def _make_cast_method(name, dtype, dtype_name):
+    def cast(self, memory_format=None):
+        # the plain call skips ``to``'s argument parsing: these run in every model's hot path
+        if memory_format is None:
+            return self if self.dtype == dtype else _C.ops.to_dtype(self, dtype)
+        return self.to(dtype, memory_format=memory_format)
+
+    cast.__name__ = name
+    cast.__qualname__ = f"Tensor.{name}"
+    cast.__doc__ = f"""{name}(memory_format=oneflow.preserve_format) -> Tensor
+
+    ``self.{name}()`` is equivalent to ``self.to(oneflow.{dtype_name})``. See :meth:`to`.
+
+    Args:
+        memory_format (:class:`oneflow.memory_format`, optional): the desired memory format of
+            returned Tensor. Default: ``oneflow.preserve_format``.
+    """
+    return cast
+
+
+for _name, _dtype, _dtype_name in _CAST_METHODS:
+    setattr(Tensor, _name, _make_cast_method(_name, _dtype, _dtype_name))
+del _name, _dtype, _dtype_name
+
+
 def _hook_name(hook):
     return getattr(hook, "__name__", type(hook).__name__)
 
@@ -463,21 +428,6 @@ def _checked_post_accumulate_hook(hook):
         return r
 
     return checked
-
-
-# The post-accumulate-grad hooks of each live tensor, by id: ``backward(inputs=...)`` accumulates in Python, out
-# of the engine's reach, and runs these itself. An entry goes with its tensor.
-_post_accumulate_hooks = {}
-
-
-def _python_post_accumulate_hooks(tensor, create=False):
-    hooks = _post_accumulate_hooks.get(id(tensor))
-    if hooks is None:
-        if not create:
-            return ()
-        hooks = _post_accumulate_hooks[id(tensor)] = []
-        weakref.finalize(tensor, _post_accumulate_hooks.pop, id(tensor), None)
-    return hooks
 
 
 class _PostAccumulateHandle:

@@ -7,9 +7,9 @@ because an inner transform keeps its graph (``create_graph=True``) for the outer
 """
 import functools
 
-import oneflow as flow
-
 from .. import _C
+from .._ops.index import stack
+from ..autograd import enable_grad
 from ..autograd.functional import _autograd_grad
 from ..utils._pytree import tree_flatten, tree_unflatten, treespec_pprint
 from .argnums import differentiable_args
@@ -123,7 +123,7 @@ def vjp(func, *primals, has_aux=False):
         if create_graph is None:
             create_graph = grad_enabled and (graph_needed or is_nested()
                                              or any(getattr(c, "requires_grad", False) for c in flat_ct))
-        with flow.enable_grad():  # the backward of a differentiable graph is recorded only in grad mode
+        with enable_grad():  # the backward of a differentiable graph is recorded only in grad mode
             grads = _autograd_grad(flat_out, flat_x, flat_ct, create_graph=create_graph, retain_graph=retain_graph)
         res = tree_unflatten(materialize(grads, flat_x), spec)
         return unwrap(res, ours, created_nested or is_nested(), grad_enabled)
@@ -152,7 +152,7 @@ def _jacobian_rows(output, flat_x, create_graph):
     blocks = []
     for x, r in zip(flat_x, rows):
         shape = tuple(output.shape) + tuple(x.shape)
-        blocks.append(flow.stack(r, 0).reshape(shape) if r else x.detach().new_zeros(shape))
+        blocks.append(stack(r, 0).reshape(shape) if r else x.detach().new_zeros(shape))
     return blocks
 
 

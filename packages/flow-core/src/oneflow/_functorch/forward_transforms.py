@@ -9,10 +9,10 @@ One forward evaluation serves many products (jacfwd's columns, linearize's ``jvp
 """
 import functools
 
-import oneflow as flow
-
 from .. import _C
-from ..autograd import grad as _grad
+from .._ops.index import stack
+from .._tensor import Size
+from ..autograd import enable_grad, grad as _grad
 from ..utils._pytree import tree_flatten, tree_unflatten
 from .argnums import differentiable_args, select_argnums
 from .checks import check_aux, check_tensor_outputs, split_aux, zeros_like
@@ -131,7 +131,7 @@ def _jacobian_columns(push, flat_out, flat_x, create_graph):
         for k, x in enumerate(flat_x):
             shape = tuple(o.shape) + tuple(x.shape)
             c = cols[i][k]
-            row.append(flow.stack(c, -1).reshape(shape) if c else o.detach().new_zeros(shape))
+            row.append(stack(c, -1).reshape(shape) if c else o.detach().new_zeros(shape))
         blocks.append(row)
     return blocks
 
@@ -194,13 +194,13 @@ def linearize(func, *primals):
             for what, got, want in (("shape", tuple(t.shape), shape), ("device", t.device, device),
                                     ("dtype", t.dtype, dtype)):
                 if got != want:
-                    got = flow.Size(got) if what == "shape" else got
-                    want = flow.Size(want) if what == "shape" else want
+                    got = Size(got) if what == "shape" else got
+                    want = Size(want) if what == "shape" else want
                     raise RuntimeError(f"tangent:{idx} with {what} {got} in flattened pytree doesn't match the "
                                        f"{what} {want} of the corresponding primal.")
         grad_enabled = _C.is_grad_enabled()
         create_graph = grad_enabled and (graph_needed or is_nested() or any(t.requires_grad for t in flat_t))
-        with flow.enable_grad():
+        with enable_grad():
             jv = push(flat_t, create_graph)
         res = tree_unflatten([zeros_like(o) if t is None else t for t, o in zip(jv, flat_out)], out_spec)
         return unwrap(res, ours, created_nested or is_nested(), grad_enabled)

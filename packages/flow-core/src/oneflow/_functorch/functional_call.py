@@ -1,6 +1,6 @@
 """``stack_module_state`` (PyTorch's ``torch.func.stack_module_state``): the parameters and buffers of several
 models of the same class, stacked along a new dim 0, to run an ensemble with ``vmap`` and ``functional_call``."""
-import oneflow as flow
+from .._ops.index import stack
 
 __all__ = ["stack_module_state"]
 
@@ -9,7 +9,7 @@ def _stacked_leaf(tensors, name):
     all_require = all(t.requires_grad for t in tensors)
     if not all_require and any(t.requires_grad for t in tensors):
         raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
-    stacked = flow.stack(list(tensors))
+    stacked = stack(list(tensors))
     # a new leaf: the ensemble's parameters are trained as one tensor, apart from the models'
     return stacked.detach().requires_grad_() if all_require else stacked
 

@@ -16,9 +16,9 @@ a little per op; 'different' and 'same' do without it.
 """
 import functools
 
-import oneflow as flow
-
 from .. import _C
+from .._ops.binary import equal
+from .._ops.index import stack
 from ..utils._pytree import _broadcast_to_and_flatten, tree_flatten, tree_map, tree_unflatten
 from .randomness import SameDraws, check_randomness_arg, guard
 
@@ -121,7 +121,7 @@ def _same_for_all(values):
         if v is first:
             continue
         if isinstance(first, _C.TensorBase) and isinstance(v, _C.TensorBase):
-            if tuple(v.shape) != tuple(first.shape) or not bool(flow.equal(v.detach(), first.detach())):
+            if tuple(v.shape) != tuple(first.shape) or not bool(equal(v.detach(), first.detach())):
                 return False
         elif isinstance(first, _C.TensorBase) or isinstance(v, _C.TensorBase) or not v == first:
             return False
@@ -149,7 +149,7 @@ def _combine(outputs, out_dims, func, batch_size):
             bad = next(v for v in values if not isinstance(v, _C.TensorBase))
             raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type {type(bad)}. Did you "
                              "mean to set out_dims= to None for output?")
-        stacked = flow.stack(values, d)
+        stacked = stack(values, d)
         combined.append(stacked if batch_size else stacked.narrow(d, 0, 0))
     return tree_unflatten(combined, out_spec)
 

@@ -1,35 +1,20 @@
 """Tensor creation: filled tensors (empty, zeros, ones, full and their *_like forms, empty_strided, eye,
-scalar_tensor) and the argument helpers shared with tensor_data.py (tensors from Python and NumPy data) and
-ranges.py (arange, range, linspace, logspace)."""
+scalar_tensor), with the constructors of tensor_data.py (tensors from Python and NumPy data) and ranges.py
+(arange, range, linspace, logspace) re-exported. The argument helpers all three share are in _creation_args.py."""
 import builtins
-import warnings
 
 import numpy as np
 
 from .. import _C
 from .._printing import set_printoptions  # noqa: F401  (exported as oneflow.set_printoptions)
+from ._creation_args import (  # noqa: F401  (other modules and the tests reach these through creation)
+    _UNSET, _check_requires_grad, _default_device, _device, _finish, _typename, _warn_once, _warned)
+# the data and range constructors live in their own modules; other modules import them from here
+from .ranges import arange, linspace, logspace, range  # noqa: F401
+from .tensor_data import _copy_of, _is_sequence, as_tensor, asarray, from_dlpack, from_numpy, tensor  # noqa: F401
 
 __all__ = ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "scalar_tensor",
            "eye", "set_printoptions", "empty_strided"]
-
-_UNSET = object()
-
-_warned = set()
-
-
-def _warn_once(key, message, stacklevel):
-    if key not in _warned:
-        _warned.add(key)
-        warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
-
-
-def _typename(obj):
-    """The type name PyTorch's argument errors use: ``list``, ``numpy.float32``, ``Tensor``."""
-    if isinstance(obj, _C.TensorBase):
-        return "Tensor"
-    cls = type(obj)
-    module = cls.__module__.split(".")[0]
-    return cls.__name__ if module == "builtins" else f"{module}.{cls.__name__}"
 
 
 def _shape(size, op="empty", arg="size"):
@@ -80,50 +65,9 @@ def _is_index(x):
     return False
 
 
-def _device(device):
-    """``device`` as the creation ops' ``device`` attribute: ``None`` for the CPU (the default unless
-    ``set_default_device`` chose another), else a ``oneflow.device``. Devices this build lacks raise its error."""
-    if device is None:
-        return _default_device[0]
-    if isinstance(device, builtins.int) and not isinstance(device, builtins.bool):
-        device = _C.device("cuda", device)  # an index names an accelerator, as in PyTorch
-    d = device if isinstance(device, _C.device) else _C.device(device)
-    if d.type == "cpu":
-        return None
-    if d.type != "meta":
-        _C._empty([0], _C.float32, d)  # raises the build's device error
-    return d
-
-
-# The device factory functions allocate on when given none (set_default_device); None: the CPU.
-_default_device = [None]
-
-
 def _like_device(input, device):
     """The device of a ``*_like`` result: ``device``, else ``input``'s."""
     return _device(input.device if device is None else device)
-
-
-def _check_requires_grad(dtype):
-    # the creation functions' own wording (requires_grad_() on a tensor words it differently, as in PyTorch)
-    if not dtype.is_floating_point:
-        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
-
-
-def _finish(t, requires_grad, out=None):
-    if out is not None:
-        if list(out.shape) != list(t.shape):  # resized like the ops' out= (silently when it was empty)
-            if out.numel() != 0:
-                warnings.warn(f"An output with one or more elements was resized since it had shape "
-                              f"{list(out.shape)}, which does not match the required output shape {list(t.shape)}. "
-                              "Pass outputs with zero elements to resize them silently.", UserWarning, stacklevel=3)
-            out.resize_(list(t.shape))
-        _C.ops.copy_(out, t)
-        return out
-    if requires_grad:
-        _check_requires_grad(t.dtype)
-        t.requires_grad_(True)
-    return t
 
 
 def _kw_size(size, kwargs_size, op):
@@ -324,9 +268,3 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None, la
     """An ``n`` x ``m`` (default ``n`` x ``n``) matrix with ones on the diagonal."""
     return _finish(_C.ops.eye(n, m, dtype=dtype, device=_device(device)), requires_grad, out)
 
-
-# tensors from data and ranges live in their own modules; imported here too, as other modules import them
-# from .creation
-from .ranges import arange, linspace, logspace, range  # noqa: E402,F401
-from .tensor_data import (_copy_of, _is_sequence, as_tensor, asarray, from_dlpack, from_numpy,  # noqa: E402,F401
-                          tensor)

@@ -1,6 +1,5 @@
 """Norm-based ops: pairwise distances (``cdist``) and sub-tensor norm clipping (``renorm``), composed from
 ``linalg_vector_norm`` so they are differentiable."""
-import math
 
 from .. import _C
 from ._names import torch_dtype_name

@@ -22,7 +22,8 @@ _INT_LIMITS = {
 
 def _check_dtype(kind, type):
     if not isinstance(type, _C.dtype):
-        raise TypeError(f"{kind}(): argument 'type' (position 1) must be oneflow.dtype, not {builtins.type(type).__name__}")
+        raise TypeError(f"{kind}(): argument 'type' (position 1) must be oneflow.dtype, "
+                        f"not {builtins.type(type).__name__}")
 
 
 class _Info:

@@ -81,7 +81,8 @@ def is_nonzero(input):
 
     Whether the single element of a one-element tensor is nonzero; other sizes raise ``RuntimeError``."""
     if input.numel() != 1:
-        raise RuntimeError(f"Boolean value of Tensor with {'no values' if input.numel() == 0 else 'more than one value'} is ambiguous")
+        what = "no values" if input.numel() == 0 else "more than one value"
+        raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")
     return builtins.bool(input.item())
 
 

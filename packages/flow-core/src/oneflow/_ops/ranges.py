@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from .. import _C
-from .creation import _UNSET, _device, _finish, _typename
+from ._creation_args import _UNSET, _device, _finish, _typename
 
 __all__ = ["arange", "range", "linspace", "logspace"]
 

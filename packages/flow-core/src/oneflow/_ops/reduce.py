@@ -2,10 +2,7 @@
 (full, along a dim with named (values, indices) results, or elementwise with a tensor), ``var``/``std`` with
 ``unbiased``, ``norm``, ``aminmax`` and ``linalg.vector_norm``."""
 import builtins
-import importlib
 import math
-import sys
-import types
 import warnings
 
 from .. import _C
@@ -182,10 +179,9 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
                 raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
             return ops.linalg_vector_norm(input, 2.0, dim, keepdim, dtype=dtype)
         if p == "nuc":
-            linalg = sys.modules["oneflow"].__dict__.get("linalg")
-            matrix_norm = getattr(linalg, "matrix_norm", None)
-            if matrix_norm is None:
-                raise NotImplementedError("norm(p='nuc') needs oneflow.linalg.matrix_norm (singular values)")
+            # oneflow.linalg builds its norms on this module: it can only be imported here, at call time
+            from ..linalg import matrix_norm
+
             # no dim means every dim, as in PyTorch: only a matrix has a nuclear norm then
             dims = tuple(dim) if dim is not None else tuple(range(input.dim()))
             return matrix_norm(input, "nuc", dim=dims, keepdim=keepdim, dtype=dtype)
@@ -528,26 +524,6 @@ def sum_to_size(self, *size):
         return self
     r = ops.sum(self, dims, True)
     return ops.reshape(r, size)
-
-
-def _attach_linalg():
-    """``oneflow.linalg.vector_norm``: added to the linalg namespace, created if no other family made one."""
-    flow = sys.modules.get("oneflow")
-    if flow is None:
-        return
-    ns = flow.__dict__.get("linalg")
-    if ns is None:
-        try:
-            ns = importlib.import_module("oneflow.linalg")
-        except ImportError:
-            ns = types.ModuleType("oneflow.linalg", "Linear algebra functions, like torch.linalg.")
-            sys.modules["oneflow.linalg"] = ns
-        flow.linalg = ns
-    if not hasattr(ns, "vector_norm"):
-        ns.vector_norm = vector_norm
-
-
-_attach_linalg()
 
 
 def _tensor_max(self, dim=None, keepdim=False, *, other=None):

@@ -1,6 +1,7 @@
 """Process-wide settings and predicates of PyTorch's top level that this CPU build keeps in Python:
-the checks of the intra-op thread count, the inter-op thread count, denormal flushing, warn-always, the legacy default tensor type, the deterministic debug
-mode, and the ``get_device`` / ``is_storage`` / ``is_distributed`` queries."""
+the checks of the intra-op thread count, the inter-op thread count, denormal flushing, warn-always, the legacy
+default tensor type, the deterministic debug mode, and the ``get_device`` / ``is_storage`` / ``is_distributed``
+queries."""
 import builtins
 import numbers
 import os
@@ -8,8 +9,8 @@ import warnings
 
 from .. import _C
 
-__all__ = ["set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "set_flush_denormal", "set_warn_always",
-           "is_warn_always_enabled", "set_default_tensor_type", "get_deterministic_debug_mode",
+__all__ = ["set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "set_flush_denormal",
+           "set_warn_always", "is_warn_always_enabled", "set_default_tensor_type", "get_deterministic_debug_mode",
            "set_deterministic_debug_mode", "get_device", "is_storage", "is_distributed"]
 
 # PyTorch defaults the inter-op pool to the hardware concurrency; there is no such pool here, so the number is

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from .. import _C
-from .creation import _UNSET, _device, _finish, _typename, _warn_once
+from ._creation_args import _UNSET, _device, _finish, _typename, _warn_once
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack"]
 

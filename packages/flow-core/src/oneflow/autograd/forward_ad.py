@@ -29,7 +29,8 @@ from typing import NamedTuple, Optional
 
 from .. import _C
 from .._dispatch import DispatchMode
-from . import _GradModeBase, grad as _grad
+from ._engine import grad as _grad
+from .grad_mode import _GradModeBase
 
 __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "dual_level"]
 

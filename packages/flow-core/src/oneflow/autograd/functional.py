@@ -3,7 +3,8 @@ hessian of a Python function of tensors, built on ``autograd.grad``. jvp and hvp
 trick (the gradient of a vjp with respect to its vector); Jacobians are assembled one row (reverse mode) or
 one column (forward mode) at a time, which ``vectorize=True`` also does here, with the same results."""
 from .. import _C
-from . import enable_grad, grad as _grad
+from ._engine import grad as _grad
+from .grad_mode import enable_grad
 
 __all__ = ["vjp", "jvp", "vhp", "hvp", "jacobian", "hessian"]
 

@@ -101,9 +101,16 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 3, "conv_transpose3d")
 
 
+def _pool_stride(stride, kernel, nd):
+    """A pooling op's stride: ``None`` or an empty sequence mean the kernel size, as in torch."""
+    if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0):
+        return kernel
+    return _tuple(stride, nd, "stride")
+
+
 def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd):
     k = _tuple(kernel_size, nd, "kernel_size")
-    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tuple(stride, nd, "stride")
+    s = _pool_stride(stride, k, nd)
     out, idx = ops.max_pool(input, k, s, _tuple(padding, nd, "padding"), _tuple(dilation, nd, "dilation"),
                             bool(ceil_mode))
     return (out, idx) if return_indices else out
@@ -144,7 +151,7 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd):
     k = _tuple(kernel_size, nd, "kernel_size")
-    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tuple(stride, nd, "stride")
+    s = _pool_stride(stride, k, nd)
     return ops.avg_pool(input, k, s, _tuple(padding, nd, "padding"), bool(ceil_mode), bool(count_include_pad),
                         divisor_override)
 
@@ -459,23 +466,23 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     osz = _tuple(output_size, 2, "output_size")
     k, d, p, s = _sliding_args(kernel_size, dilation, padding, stride)
     x = ops.unsqueeze(input, 0) if input.dim() == 2 else input
-    n, ck, l = x.shape
+    n, ck, length = x.shape
     kk = k[0] * k[1]
     if ck % kk:
         raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, "
                            f"but got input.size(1)={ck} and kernel_size=({k[0]}, {k[1]}).")
     blocks = _blocks(osz, k, d, p, s)
-    if min(blocks) < 1 or blocks[0] * blocks[1] != l:
+    if min(blocks) < 1 or blocks[0] * blocks[1] != length:
         raise RuntimeError(f"Given output_size=({osz[0]}, {osz[1]}), kernel_size=({k[0]}, {k[1]}), "
                            f"dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), stride=({s[0]}, {s[1]}), expected "
                            f"size of input's dimension 2 to match the calculated number of sliding blocks "
-                           f"{blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)={l}.")
+                           f"{blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)={length}.")
     c = ck // kk
     hp, wp = osz[0] + 2 * p[0], osz[1] + 2 * p[1]
     idx = _im2col_index(wp, k, d, s, blocks)
     from .._ops.creation import zeros
 
-    src = ops.reshape(x, [n, c, kk * l])
+    src = ops.reshape(x, [n, c, kk * length])
     out = ops.scatter_add(zeros([n, c, hp * wp], dtype=x.dtype), 2,
                           ops.expand(ops.reshape(idx, [1, 1, -1]), [n, c, idx.shape[0]]), src)
     out = ops.reshape(out, [n, c, hp, wp])

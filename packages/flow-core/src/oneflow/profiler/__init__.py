@@ -38,6 +38,3 @@ class ExecutionTraceObserver:
 
     def __init__(self, *args, **kwargs):
         raise NotImplementedError("ExecutionTraceObserver is not supported by oneflow's profiler")
-
-
-from ..autograd import profiler as _autograd_profiler  # noqa: E402,F401  (makes oneflow.autograd.profiler available)

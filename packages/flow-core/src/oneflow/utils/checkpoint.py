@@ -5,13 +5,13 @@ reaches it. Trades one extra forward of that piece for its activation memory.
 import contextlib
 import warnings
 
-import oneflow as flow
-
 from .. import _C
+from ..amp.autocast_mode import autocast as _autocast
 from ..amp.autocast_mode import get_autocast_dtype, is_autocast_cache_enabled, is_autocast_enabled
-from ..autograd import Function
+from ..autograd import Function, _is_checkpoint_valid, backward, enable_grad
 from ..autograd.graph import saved_tensors_hooks
-from ..random import fork_rng
+from ..nn.modules.container import Sequential
+from ..random import fork_rng, get_rng_state, set_rng_state
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "noop_context_fn"]
 
@@ -38,7 +38,7 @@ def _forward_state(preserve_rng_state):
     """What a recomputation must replay of the forward: its random state (when asked) and its autocast."""
     autocast = {"device_type": "cpu", "dtype": get_autocast_dtype("cpu"), "enabled": is_autocast_enabled("cpu"),
                 "cache_enabled": is_autocast_cache_enabled()}
-    return (flow.get_rng_state() if preserve_rng_state else None), autocast
+    return (get_rng_state() if preserve_rng_state else None), autocast
 
 
 @contextlib.contextmanager
@@ -46,9 +46,9 @@ def _replaying(state):
     """Runs the block in the forward's random and autocast state (see _forward_state); the caller's are
     restored after."""
     rng_state, autocast = state
-    with fork_rng(enabled=rng_state is not None), flow.autocast(**autocast):
+    with fork_rng(enabled=rng_state is not None), _autocast(**autocast):
         if rng_state is not None:
-            flow.set_rng_state(rng_state)
+            set_rng_state(rng_state)
         yield
 
 
@@ -68,18 +68,18 @@ class _CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        if not flow.autograd._is_checkpoint_valid():
+        if not _is_checkpoint_valid():
             raise RuntimeError(_REENTRANT_GRAD_ERROR)
         args = list(ctx.plain)
         for i, t in zip(ctx.tensor_idx, ctx.saved_tensors):
             args[i] = t.detach().requires_grad_(t.requires_grad)
-        with _replaying(ctx.forward_state), flow.enable_grad():
+        with _replaying(ctx.forward_state), enable_grad():
             outputs = ctx.run_function(*args)
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
         pairs = [(o, g) for o, g in zip(outputs, grads) if _is_tensor(o) and o.requires_grad and g is not None]
         if not pairs:
             raise RuntimeError("none of output has requires_grad=True, this checkpoint() is not necessary")
-        flow.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
+        backward([o for o, _ in pairs], [g for _, g in pairs])
         return (None, None) + tuple(a.grad if _is_tensor(a) else None for a in args)
 
 
@@ -122,7 +122,7 @@ class _Frame:
                 store.append(t.detach())  # no reference to the rerun's graph, which is dropped at once
                 return len(store) - 1
 
-            with saved_tensors_hooks(keep, store.__getitem__), flow.enable_grad():
+            with saved_tensors_hooks(keep, store.__getitem__), enable_grad():
                 self.recompute()
             if len(store) <= idx or len(store) < len(self.metadata):
                 raise CheckpointError(
@@ -253,7 +253,7 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
             return x
         return forward
 
-    if isinstance(functions, flow.nn.Sequential):
+    if isinstance(functions, Sequential):
         functions = list(functions.children())
     segment_size = len(functions) // segments
     end = -1

@@ -2,7 +2,6 @@
 ``oneflow.nn.functional`` with ``torch.nn``'s constructor arguments and ``extra_repr``."""
 import warnings
 
-from ... import _C
 from .. import functional as F
 from ..parameter import Parameter
 from .module import Module

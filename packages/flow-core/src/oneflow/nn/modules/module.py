@@ -1,12 +1,12 @@
 """``nn.Module``: the base class of every layer and model, with PyTorch's semantics."""
 import functools
-import itertools
 import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
 from ... import _C, _input_errors
 from ..._tensor import Tensor
+from ...utils.hooks import RemovableHandle
 from ..parameter import Buffer, Parameter
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
@@ -21,25 +21,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return f"_IncompatibleKeys(missing_keys={self.missing_keys!r}, unexpected_keys={self.unexpected_keys!r})"
 
     __str__ = __repr__
-
-
-class RemovableHandle:
-    """Returned by the ``register_*_hook`` methods; ``remove()`` unregisters the hook."""
-
-    _next_id = itertools.count()
-
-    def __init__(self, hooks_dict):
-        self.hooks_dict = hooks_dict
-        self.id = next(RemovableHandle._next_id)
-
-    def remove(self):
-        self.hooks_dict.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 # Hooks common to every module (``register_module_*``): forward and backward hooks run before each module's own,
@@ -745,7 +726,7 @@ class Module:
                     "values, if incompatible_keys need to be modified, it should be done inplace.")
 
         load(self, state_dict)
-        del load
+        load = None  # the closure refers to itself: this frees it without waiting for the cycle collector
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")
@@ -796,7 +777,8 @@ class Module:
     # ---- hooks and call -----------------------------------------------------------------------------
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
         """``hook(module, args) -> None or new args`` runs before ``forward``."""
-        h = RemovableHandle(self._forward_pre_hooks)
+        # the handle also forgets the hook's kwargs flag, so a removed hook leaves nothing behind
+        h = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)
         self._forward_pre_hooks[h.id] = hook
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs.add(h.id)
@@ -806,7 +788,9 @@ class Module:
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
         """``hook(module, args, output) -> None or new output`` runs after ``forward``."""
-        h = RemovableHandle(self._forward_hooks)
+        h = RemovableHandle(
+            self._forward_hooks, extra_dict=[self._forward_hooks_with_kwargs, self._forward_hooks_always_called]
+        )
         self._forward_hooks[h.id] = hook
         if with_kwargs:
             self._forward_hooks_with_kwargs.add(h.id)

@@ -2,8 +2,9 @@
 ``torch.nn.utils.fusion``): one layer computing ``bn(layer(x))`` with the running statistics."""
 import copy
 
-import oneflow as flow
-
+from ... import _C
+from ..._ops.creation import ones_like, zeros_like
+from ...autograd import no_grad
 from ..parameter import Parameter
 
 __all__ = ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]
@@ -36,12 +37,12 @@ def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, trans
     biases and affine terms count as zero / one. Results keep the convolution's dtypes."""
     w_dtype = conv_w.dtype
     b_dtype = conv_b.dtype if conv_b is not None else w_dtype
-    conv_b = flow.zeros_like(bn_rm) if conv_b is None else conv_b
-    bn_w = flow.ones_like(bn_rm) if bn_w is None else bn_w
-    bn_b = flow.zeros_like(bn_rm) if bn_b is None else bn_b
-    rsqrt = flow.rsqrt(bn_rv + bn_eps)
+    conv_b = zeros_like(bn_rm) if conv_b is None else conv_b
+    bn_w = ones_like(bn_rm) if bn_w is None else bn_w
+    bn_b = zeros_like(bn_rm) if bn_b is None else bn_b
+    rsqrt = _C.ops.rsqrt(bn_rv + bn_eps)
     shape = ([1, -1] if transpose else [-1, 1]) + [1] * (conv_w.dim() - 2)
-    with flow.no_grad():
+    with no_grad():
         w = (conv_w * (bn_w * rsqrt).reshape(shape)).to(dtype=w_dtype)
         b = ((conv_b - bn_rm) * rsqrt * bn_w + bn_b).to(dtype=b_dtype)
     return Parameter(w, conv_w.requires_grad), Parameter(b, conv_b.requires_grad)
@@ -65,9 +66,9 @@ def fuse_linear_bn_weights(linear_w, linear_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b)
     """(weight, bias) Parameters of a linear layer followed by batch norm with these statistics."""
     w_dtype = linear_w.dtype
     b_dtype = linear_b.dtype if linear_b is not None else w_dtype
-    linear_b = flow.zeros_like(bn_rm) if linear_b is None else linear_b
-    with flow.no_grad():
-        scale = bn_w * flow.rsqrt(bn_rv + bn_eps)
+    linear_b = zeros_like(bn_rm) if linear_b is None else linear_b
+    with no_grad():
+        scale = bn_w * _C.ops.rsqrt(bn_rv + bn_eps)
         w = linear_w * scale.unsqueeze(-1).to(dtype=w_dtype)
         b = ((linear_b - bn_rm) * scale + bn_b).to(dtype=b_dtype)
     return Parameter(w, linear_w.requires_grad), Parameter(b, linear_b.requires_grad)

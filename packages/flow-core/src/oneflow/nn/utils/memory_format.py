@@ -1,6 +1,6 @@
 """Converting the weights of (transposed) convolutions to another memory format
 (``oneflow.nn.utils.convert_conv2d_weight_memory_format`` and its 3-D counterpart), as in PyTorch."""
-import oneflow as flow
+from ..modules.conv import Conv2d, Conv3d, ConvTranspose2d, ConvTranspose3d
 
 __all__ = ["convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format"]
 
@@ -26,7 +26,7 @@ def convert_conv2d_weight_memory_format(module, memory_format):
     Returns:
         ``module``.
     """
-    return _convert_weights(module, (flow.nn.Conv2d, flow.nn.ConvTranspose2d), memory_format)
+    return _convert_weights(module, (Conv2d, ConvTranspose2d), memory_format)
 
 
 def convert_conv3d_weight_memory_format(module, memory_format):
@@ -40,4 +40,4 @@ def convert_conv3d_weight_memory_format(module, memory_format):
     Returns:
         ``module``.
     """
-    return _convert_weights(module, (flow.nn.Conv3d, flow.nn.ConvTranspose3d), memory_format)
+    return _convert_weights(module, (Conv3d, ConvTranspose3d), memory_format)

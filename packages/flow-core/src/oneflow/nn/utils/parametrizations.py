@@ -3,8 +3,15 @@
 ``nn.utils``."""
 from enum import Enum, auto
 
-import oneflow as flow
-
+from ... import _C, linalg
+from ..._ops.binary import allclose, where
+from ..._ops.creation import eye, zeros_like
+from ..._ops.creation_random import randn
+from ..._ops.dtype_info import finfo
+from ..._ops.index import cat
+from ..._ops.linalg import dot, geqrf, matmul, mv
+from ..._tensor import Tensor
+from ...autograd import no_grad
 from .. import functional as F
 from ..modules.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from ..modules.module import Module
@@ -18,17 +25,17 @@ __all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 # ---- the linear algebra behind ``orthogonal``: flow.linalg.matrix_exp / householder_product and flow.geqrf
 def _make_orthogonal(A):
     """The Q of ``A = QR`` (A tall) normalised so that diag(R) is non-negative, which makes it unique."""
-    X, tau = flow.geqrf(A)
-    Q = flow.linalg.householder_product(X, tau)
+    X, tau = geqrf(A)
+    Q = linalg.householder_product(X, tau)
     return Q * X.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
 
 
 def _is_orthogonal(Q, eps=None):
     n, k = Q.shape[-2], Q.shape[-1]
-    Id = flow.eye(k, dtype=Q.dtype, device=Q.device)
+    Id = eye(k, dtype=Q.dtype, device=Q.device)
     # a tolerance that grows with the size, but stays small
-    eps = 10.0 * n * flow.finfo(Q.dtype).eps
-    return flow.allclose(flow.matmul(Q.mT, Q), Id, atol=eps)
+    eps = 10.0 * n * finfo(Q.dtype).eps
+    return allclose(matmul(Q.mT, Q), Id, atol=eps)
 
 
 class _OrthMaps(Enum):
@@ -59,29 +66,29 @@ class _Orthogonal(Module):
             # only the n*k - k(k-1)/2 entries of the lower trapezoid are parameters
             X = X.tril()
             if n != k:
-                X = flow.cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], dim=-1)
+                X = cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], dim=-1)
             A = X - X.mT
             if self.orthogonal_map == _OrthMaps.matrix_exp:
-                Q = flow.linalg.matrix_exp(A)
+                Q = linalg.matrix_exp(A)
             else:
                 # the Cayley retraction (I + A/2)(I - A/2)^{-1}
-                Id = flow.eye(n, dtype=A.dtype, device=A.device)
-                Q = flow.linalg.solve(flow.add(Id, A, alpha=-0.5), flow.add(Id, A, alpha=0.5))
+                Id = eye(n, dtype=A.dtype, device=A.device)
+                Q = linalg.solve(_C.ops.add(Id, A, alpha=-0.5), _C.ops.add(Id, A, alpha=0.5))
             if n != k:
                 Q = Q[..., :k]
         else:
             A = X.tril(diagonal=-1)
             tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
-            Q = flow.linalg.householder_product(A, tau)
+            Q = linalg.householder_product(A, tau)
             # the diagonal of X holds the signs (+-1) of the columns; the int cast keeps it out of the gradient
             Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
         if hasattr(self, "base"):
-            Q = flow.matmul(self.base, Q)
+            Q = matmul(self.base, Q)
         if transposed:
             Q = Q.mT
         return Q
 
-    @flow.no_grad()
+    @no_grad()
     def right_inverse(self, Q):
         if Q.shape != self.shape:
             raise ValueError(f"Expected a matrix or batch of matrices of shape {self.shape}. "
@@ -97,22 +104,22 @@ class _Orthogonal(Module):
             if self.orthogonal_map in (_OrthMaps.cayley, _OrthMaps.matrix_exp):
                 raise NotImplementedError("It is not possible to assign to the matrix exponential "
                                           "or the Cayley parametrizations when use_trivialization=False.")
-            A, tau = flow.geqrf(Q)
+            A, tau = geqrf(Q)
             # diag(R) > 0 makes the decomposition unique; the forward reads those signs from the diagonal, and
             # flips the columns whose reflector geqrf skipped (tau == 0) since it always reflects
             signs = A.diagonal(dim1=-2, dim2=-1).sign()
-            signs = flow.where(tau == 0.0, -signs, signs)
+            signs = where(tau == 0.0, -signs, signs)
             A.diagonal(dim1=-2, dim2=-1).copy_(signs)
             return A.mT if transpose else A
         if n == k:
             Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
         else:
             # complete Q to a full n x n orthogonal matrix
-            N = flow.randn(*(tuple(Q.shape[:-2]) + (n, n - k)), dtype=Q.dtype, device=Q.device)
-            Q = _make_orthogonal(flow.cat([Q, N], dim=-1))
+            N = randn(*(tuple(Q.shape[:-2]) + (n, n - k)), dtype=Q.dtype, device=Q.device)
+            Q = _make_orthogonal(cat([Q, N], dim=-1))
         self.base = Q
         # -Id, because the householder map reads the diagonal: householder(-Id) == Id, as do the other maps
-        neg_Id = flow.zeros_like(Q_init)
+        neg_Id = zeros_like(Q_init)
         neg_Id.diagonal(dim1=-2, dim2=-1).fill_(-1.0)
         return neg_Id
 
@@ -128,7 +135,7 @@ def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization
     decomposition. Assigning ``module.<name> = Q`` sets it likewise. Returns ``module``.
     """
     weight = getattr(module, name, None)
-    if not isinstance(weight, flow.Tensor):
+    if not isinstance(weight, Tensor):
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
     # on vectors the maps would act on the sphere, which surprises more than it helps
     if weight.ndim < 2:
@@ -194,12 +201,12 @@ class _SpectralNorm(Module):
             self.register_buffer("_v", F.normalize(mat.new_empty(w).normal_(0, 1), dim=0, eps=self.eps))
             self._power_method(mat, 15)
 
-    @flow.no_grad()
+    @no_grad()
     def _power_method(self, mat, n_power_iterations):
         # in place, so that the buffers stay the same tensors (and in the state dict)
         for _ in range(n_power_iterations):
-            self._u.copy_(F.normalize(flow.mv(mat, self._v), dim=0, eps=self.eps))
-            self._v.copy_(F.normalize(flow.mv(mat.t(), self._u), dim=0, eps=self.eps))
+            self._u.copy_(F.normalize(mv(mat, self._v), dim=0, eps=self.eps))
+            self._v.copy_(F.normalize(mv(mat.t(), self._u), dim=0, eps=self.eps))
 
     def forward(self, weight):
         if weight.dim() == 1:
@@ -209,7 +216,7 @@ class _SpectralNorm(Module):
             self._power_method(mat, self.n_power_iterations)
         # clones: a second forward's power iteration must not change what this one's backward uses
         u, v = self._u.clone(), self._v.clone()
-        sigma = flow.dot(u, flow.mv(mat, v))
+        sigma = dot(u, mv(mat, v))
         return weight / sigma
 
     def right_inverse(self, value):
@@ -222,7 +229,7 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     of ``parametrizations.<name>[0]``). ``dim`` defaults to 1 for transposed convolutions, else 0.
     Returns ``module``."""
     weight = getattr(module, name, None)
-    if not isinstance(weight, flow.Tensor):
+    if not isinstance(weight, Tensor):
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
     if dim is None:
         dim = 1 if isinstance(module, (ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)) else 0

@@ -8,8 +8,8 @@ The module's class is swapped for a subclass carrying one property per parametri
 import copy
 from contextlib import contextmanager
 
-import oneflow as flow
-
+from ..._tensor import Tensor
+from ...autograd import no_grad
 from ..modules.container import ModuleDict, ModuleList
 from ..parameter import Parameter
 
@@ -57,7 +57,7 @@ class ParametrizationList(ModuleList):
         super().__init__(modules)
         self.unsafe = unsafe
         original_shape, original_dtype = tuple(original.shape), original.dtype
-        with flow.no_grad():
+        with no_grad():
             new = original
             for module in reversed(self):
                 if hasattr(module, "right_inverse"):
@@ -65,21 +65,21 @@ class ParametrizationList(ModuleList):
                         new = module.right_inverse(new)
                     except NotImplementedError:
                         pass
-        if not isinstance(new, (flow.Tensor, list, tuple)):
+        if not isinstance(new, (Tensor, list, tuple)):
             raise ValueError("'right_inverse' must return a Tensor or a Sequence of tensors (list, tuple...). "
                              f"Got {type(new).__name__}")
-        self.is_tensor = isinstance(new, flow.Tensor)
+        self.is_tensor = isinstance(new, Tensor)
         self.ntensors = 1 if self.is_tensor else len(new)
         if self.is_tensor:
             if original.dtype != new.dtype:
                 raise ValueError("When `right_inverse` outputs one tensor, it may not change the dtype.\n"
                                  f"original.dtype: {original.dtype}\nright_inverse(original).dtype: {new.dtype}")
-            with flow.no_grad():
+            with no_grad():
                 _assign(original, new)
             _register_parameter_or_buffer(self, "original", original)
         else:
             for i, originali in enumerate(new):
-                if not isinstance(originali, flow.Tensor):
+                if not isinstance(originali, Tensor):
                     raise ValueError("'right_inverse' must return a Tensor or a Sequence of tensors (list, tuple...)."
                                      f" Got element {i} of the sequence with type {type(originali).__name__}.")
                 originali = originali.detach()
@@ -90,7 +90,7 @@ class ParametrizationList(ModuleList):
         if not self.unsafe:
             # the parametrization must give back a tensor like the one it replaces
             z = self()
-            if not isinstance(z, flow.Tensor):
+            if not isinstance(z, Tensor):
                 raise ValueError(f"A parametrization must return a tensor. Got {type(z).__name__}.")
             if z.dtype != original_dtype:
                 raise ValueError("Registering a parametrization may not change the dtype of the tensor, unless "
@@ -103,13 +103,13 @@ class ParametrizationList(ModuleList):
 
     def right_inverse(self, value):
         """Store the tensor(s) whose parametrization is ``value`` (what assigning ``module.<name>`` does)."""
-        with flow.no_grad():
+        with no_grad():
             for module in reversed(self):
                 if not hasattr(module, "right_inverse"):
                     raise RuntimeError(f"parametrization {type(module).__name__} does not implement right_inverse.")
                 value = module.right_inverse(value)
             if self.is_tensor:
-                if not isinstance(value, flow.Tensor):
+                if not isinstance(value, Tensor):
                     raise ValueError(f"`right_inverse` should return a tensor. Got {type(value).__name__}")
                 if value.dtype != self.original.dtype:
                     raise ValueError(f"The tensor returned by `right_inverse` has dtype {value.dtype} while "
@@ -186,7 +186,7 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
         if not unsafe:
             y = getattr(module, tensor_name)
             x = parametrization(y)
-            if not isinstance(x, flow.Tensor):
+            if not isinstance(x, Tensor):
                 raise ValueError(f"A parametrization must return a tensor. Got {type(x).__name__}.")
             if x.dtype != y.dtype or tuple(x.shape) != tuple(y.shape):
                 raise ValueError("Registering a parametrization may not change the shape or dtype of the tensor, "
@@ -197,7 +197,7 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
                 except NotImplementedError:
                     pass
                 else:
-                    if not isinstance(z, flow.Tensor) or z.dtype != y.dtype or tuple(z.shape) != tuple(y.shape):
+                    if not isinstance(z, Tensor) or z.dtype != y.dtype or tuple(z.shape) != tuple(y.shape):
                         raise ValueError("right_inverse must return a tensor of the shape and dtype it was given")
         module.parametrizations[tensor_name].append(parametrization)
         module.parametrizations[tensor_name].unsafe |= unsafe
@@ -234,7 +234,7 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
     if parametrizations.is_tensor:
         original = parametrizations.original
         if leave_parametrized:
-            with flow.no_grad():
+            with no_grad():
                 t = getattr(module, tensor_name)
                 _assign(original, t)
     else:

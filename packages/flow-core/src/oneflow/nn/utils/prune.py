@@ -6,8 +6,11 @@ import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 
-import oneflow as flow
-
+from ... import _C
+from ..._ops.creation import ones_like, zeros_like
+from ..._ops.creation_random import rand, rand_like
+from ..._ops.index import topk
+from ..._ops.reduce import kthvalue, norm
 from .convert_parameters import parameters_to_vector
 
 __all__ = ["BasePruningMethod", "PruningContainer", "Identity", "RandomUnstructured", "L1Unstructured",
@@ -82,7 +85,7 @@ class BasePruningMethod(ABC):
         if first:
             module.register_parameter(name + "_orig", orig)
             del module._parameters[name]
-            default_mask = flow.ones_like(orig)
+            default_mask = ones_like(orig)
         else:
             default_mask = getattr(module, name + "_mask").detach().clone()
 
@@ -110,7 +113,7 @@ class BasePruningMethod(ABC):
                                      f"{importance_scores.shape} vs {t.shape}")
         else:
             importance_scores = t
-        default_mask = default_mask if default_mask is not None else flow.ones_like(t)
+        default_mask = default_mask if default_mask is not None else ones_like(t)
         return t * self.compute_mask(importance_scores, default_mask=default_mask)
 
     def remove(self, module):
@@ -211,7 +214,7 @@ class RandomUnstructured(BasePruningMethod):
 
     def compute_mask(self, t, default_mask):
         return _unstructured_mask(t, self.amount, default_mask,
-                                  lambda k: flow.topk(flow.rand_like(t).view(-1), k=k).indices)
+                                  lambda k: topk(rand_like(t).view(-1), k=k).indices)
 
     @classmethod
     def apply(cls, module, name, amount):
@@ -231,7 +234,7 @@ class L1Unstructured(BasePruningMethod):
 
     def compute_mask(self, t, default_mask):
         return _unstructured_mask(t, self.amount, default_mask,
-                                  lambda k: flow.topk(flow.abs(t).view(-1), k=k, largest=False).indices)
+                                  lambda k: topk(_C.ops.abs(t).view(-1), k=k, largest=False).indices)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
@@ -260,8 +263,8 @@ class RandomStructured(BasePruningMethod):
         tensor_size, nparams_toprune = _structured_counts(t, self.amount, self.dim)
         if nparams_toprune == 0:
             return default_mask
-        prob = flow.rand(tensor_size, device=t.device)
-        threshold = flow.kthvalue(prob, k=nparams_toprune).values
+        prob = rand(tensor_size, device=t.device)
+        threshold = kthvalue(prob, k=nparams_toprune).values
         mask = _channel_mask(t, self.dim, prob > threshold)
         mask *= default_mask.to(dtype=mask.dtype)
         return mask
@@ -292,7 +295,7 @@ class LnStructured(BasePruningMethod):
         """
         tensor_size, nparams_toprune = _structured_counts(t, self.amount, self.dim)
         # topk of the kept channels (not bottom-k of the pruned ones) so that ties break as in PyTorch.
-        kept = flow.topk(_compute_norm(t, self.n, self.dim), k=tensor_size - nparams_toprune, largest=True)
+        kept = topk(_compute_norm(t, self.n, self.dim), k=tensor_size - nparams_toprune, largest=True)
         if nparams_toprune == 0:
             return default_mask
         mask = _channel_mask(t, self.dim, kept.indices)
@@ -380,7 +383,7 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
 
     scores = parameters_to_vector([importance_scores.get((module, name), getattr(module, name))
                                    for module, name in parameters])
-    default_mask = parameters_to_vector([getattr(module, name + "_mask", flow.ones_like(getattr(module, name)))
+    default_mask = parameters_to_vector([getattr(module, name + "_mask", ones_like(getattr(module, name)))
                                          for module, name in parameters])
     container = PruningContainer()
     container._tensor_name = "temp"
@@ -428,7 +431,7 @@ def is_pruned(module):
 
 def _channel_mask(t, dim, channels):
     """A mask shaped like ``t``: ones on the ``channels`` (indices or a boolean mask) along ``dim``."""
-    mask = flow.zeros_like(t)
+    mask = zeros_like(t)
     slc = [slice(None)] * t.dim()
     slc[dim] = channels
     mask[tuple(slc)] = 1
@@ -495,4 +498,4 @@ def _compute_norm(t, n, dim):
     """The L\\ ``n``-norm of each channel of ``t`` along ``dim`` (over all the other dimensions)."""
     dims = list(range(t.dim()))
     dims.remove(dims[dim])
-    return flow.norm(t, p=n, dim=dims)
+    return norm(t, p=n, dim=dims)

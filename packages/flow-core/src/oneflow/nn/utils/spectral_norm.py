@@ -1,8 +1,9 @@
 """Spectral normalization as a forward pre-hook (PyTorch's ``torch.nn.utils.spectral_norm``): the weight is
 divided by its largest singular value, estimated by power iteration (one step per training forward)."""
-import oneflow as flow
-
+from ..._ops.linalg import dot, mv
+from ...autograd import no_grad
 from .. import functional as F
+from ..modules.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from ..parameter import Parameter, UninitializedParameter
 from . import _prehooks
 
@@ -38,14 +39,14 @@ class SpectralNorm:
         v = getattr(module, self.name + "_v")
         mat = self.reshape_weight_to_matrix(weight)
         if do_power_iteration:
-            with flow.no_grad():
+            with no_grad():
                 # u and v are updated in place (they are buffers), then cloned so that a second forward
                 # before backward does not modify what the first one saved
                 for _ in range(self.n_power_iterations):
-                    v.copy_(F.normalize(flow.mv(mat.t(), u), dim=0, eps=self.eps))
-                    u.copy_(F.normalize(flow.mv(mat, v), dim=0, eps=self.eps))
+                    v.copy_(F.normalize(mv(mat.t(), u), dim=0, eps=self.eps))
+                    u.copy_(F.normalize(mv(mat, v), dim=0, eps=self.eps))
                 u, v = u.clone(), v.clone()
-        sigma = flow.dot(u, flow.mv(mat, v))
+        sigma = dot(u, mv(mat, v))
         return weight / sigma
 
     @staticmethod
@@ -58,7 +59,7 @@ class SpectralNorm:
         if isinstance(weight, UninitializedParameter):
             raise ValueError("The module passed to `SpectralNorm` can't have uninitialized parameters. Make sure "
                              "to run the dummy forward before applying spectral normalization")
-        with flow.no_grad():
+        with no_grad():
             h, w = fn.reshape_weight_to_matrix(weight).shape
             u = F.normalize(weight.new_empty(h).normal_(0, 1), dim=0, eps=fn.eps)
             v = F.normalize(weight.new_empty(w).normal_(0, 1), dim=0, eps=fn.eps)
@@ -72,7 +73,7 @@ class SpectralNorm:
         return fn
 
     def remove(self, module):
-        with flow.no_grad():
+        with no_grad():
             weight = self.compute_weight(module, do_power_iteration=False)
         delattr(module, self.name)
         delattr(module, self.name + "_u")
@@ -89,7 +90,7 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     ``n_power_iterations`` power-iteration steps per training forward (none in eval mode). ``dim`` is the
     output dimension (default 0, 1 for transposed convolutions). Returns ``module``."""
     if dim is None:
-        transposed = (flow.nn.ConvTranspose1d, flow.nn.ConvTranspose2d, flow.nn.ConvTranspose3d)
+        transposed = (ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)
         dim = 1 if isinstance(module, transposed) else 0
     SpectralNorm.apply(module, name, n_power_iterations, dim, eps)
     return module

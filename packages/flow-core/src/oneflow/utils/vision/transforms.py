@@ -140,20 +140,20 @@ def _pad(img, padding, fill=0, padding_mode="constant"):
     if padding_mode not in _NP_PAD_MODES:
         raise ValueError("Padding mode should be either constant, edge, reflect or symmetric")
     if isinstance(padding, numbers.Number):
-        l = t = r = b = int(padding)
+        left = t = r = b = int(padding)
     elif len(padding) == 1:
-        l = t = r = b = int(padding[0])
+        left = t = r = b = int(padding[0])
     elif len(padding) == 2:
-        l, t = int(padding[0]), int(padding[1])
-        r, b = l, t
+        left, t = int(padding[0]), int(padding[1])
+        r, b = left, t
     elif len(padding) == 4:
-        l, t, r, b = (int(p) for p in padding)
+        left, t, r, b = (int(p) for p in padding)
     else:
         raise ValueError(f"Padding must be an int or a 1, 2, or 4 element tuple, not a {len(padding)} element tuple")
     tensor = _is_tensor(img)
     a = img.detach().numpy() if tensor else img
     # spatial dims last in a tensor (..., C, H, W), first in an array (H, W, C)
-    width = [(0, 0)] * (a.ndim - 2) + [(t, b), (l, r)] if tensor else [(t, b), (l, r)] + [(0, 0)] * (a.ndim - 2)
+    width = [(0, 0)] * (a.ndim - 2) + [(t, b), (left, r)] if tensor else [(t, b), (left, r)] + [(0, 0)] * (a.ndim - 2)
     if padding_mode == "constant" and isinstance(fill, (tuple, list)):
         # one fill value per channel, as torchvision: the border takes the channel's value
         out = np.empty(tuple(n + lo + hi for n, (lo, hi) in zip(a.shape, width)), dtype=a.dtype)

@@ -1,4 +1,4 @@
-"""nn modules of the layersb family against PyTorch: activations (forward, grads, repr), losses (all options,
+"""nn modules against PyTorch: activations (forward, grads, repr), losses (all options,
 weight buffers), RNN/LSTM/GRU and cells, MultiheadAttention and the Transformer family. Weights are copied from
 a torch module into ours through state_dict, so forward outputs and all gradients must agree."""
 import warnings

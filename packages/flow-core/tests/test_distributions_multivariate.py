@@ -1,6 +1,6 @@
-"""The multivariate and matrix distributions added to oneflow.distributions (LowRankMultivariateNormal, Wishart,
-LKJCholesky, MixtureSameFamily, LogisticNormal), ExponentialFamily's Bregman entropies and the new KL divergences,
-against torch.distributions."""
+"""The multivariate and matrix distributions of oneflow.distributions (LowRankMultivariateNormal, Wishart,
+LKJCholesky, MixtureSameFamily, LogisticNormal), ExponentialFamily's Bregman entropies and the KL divergences
+between them, against torch.distributions."""
 import warnings
 
 import numpy as np

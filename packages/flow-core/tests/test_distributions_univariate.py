@@ -1,4 +1,4 @@
-"""The distributions added to oneflow.distributions with scalar or vector events (Chi2, InverseGamma, FisherSnedecor,
+"""The oneflow.distributions with scalar or vector events (Chi2, InverseGamma, FisherSnedecor,
 Pareto, GeneralizedPareto, Weibull, Kumaraswamy, HalfCauchy, VonMises, ContinuousBernoulli, NegativeBinomial, the
 relaxed Bernoulli / categorical family and the straight-through OneHotCategorical) against torch.distributions:
 values, gradients, expand, samples, pathwise gradients and validation errors."""

@@ -1,6 +1,7 @@
-"""Functions of ``oneflow.nn.functional`` that the layer modules need beyond the core families:
-``embedding_bag``, ``pixel_shuffle``/``pixel_unshuffle``, ``alpha_dropout``/``feature_alpha_dropout`` and
-``local_response_norm`` (torch.nn.functional signatures), written on top of registered ops."""
+"""The functional forms of the less common layer modules (torch.nn.functional signatures), written on top of
+registered ops: ``embedding_bag``, ``pixel_shuffle``/``pixel_unshuffle``, ``alpha_dropout``/
+``feature_alpha_dropout``, ``local_response_norm``, ``rms_norm``, ``lp_pool1d/2d/3d`` and
+``max_unpool1d/2d/3d``."""
 import numpy as _np
 
 from .. import _C

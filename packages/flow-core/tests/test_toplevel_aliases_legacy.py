@@ -1,4 +1,4 @@
-"""Top-level functions and Tensor methods that closed gaps with PyTorch: constants, process-wide settings,
+"""Top-level functions and Tensor methods against PyTorch: constants, process-wide settings,
 gradient, histogramdd, the unsafe splits, the legacy norms, ATen-level aliases, in-place aliases,
 as_strided_scatter, return_types, and the storage-related methods (set_, is_set_to, storage_type)."""
 import pickle
