@@ -28,8 +28,8 @@ Tensor validate_grad(const Tensor& g, const InputMeta& meta, const std::string& 
         if (meta.sizes[k] != 1 && meta.sizes[k] != r.sizes()[lead + k]) ok = false;
     }
     if (!ok)
-      fail(ErrorKind::Runtime, "Function ", node_name, " returned an invalid gradient at index ", i,
-           " - got ", shape_str(r.sizes()), " but expected shape compatible with ", shape_str(meta.sizes));
+      fail(ErrorKind::Runtime, "Function ", node_name, " returned an invalid gradient at index ", i, " - got ",
+           shape_str(r.sizes()), " but expected shape compatible with ", shape_str(meta.sizes));
     r = ops::sum_to(r, meta.sizes);
   }
   if (r.dtype() != meta.dtype && is_floating(meta.dtype)) r = ops::to_dtype(r, meta.dtype);
@@ -56,7 +56,8 @@ TensorList run_backward(const TensorList& roots, const TensorList& grad_roots, b
   TensorList root_grads;
   for (size_t i = 0; i < roots.size(); ++i) {
     const Tensor& r = roots[i];
-    FLOW_RUNTIME_CHECK(r.requires_grad(), "element ", i, " of tensors does not require grad and does not have a grad_fn");
+    FLOW_RUNTIME_CHECK(r.requires_grad(), "element ", i,
+                       " of tensors does not require grad and does not have a grad_fn");
     Tensor g = grad_roots[i];
     if (!g.defined()) {
       FLOW_RUNTIME_CHECK(r.numel() == 1, "grad can be implicitly created only for scalar outputs");

@@ -16,15 +16,15 @@ bool Tensor::requires_grad() const {
 void Tensor::set_requires_grad(bool r) const {
   auto* m = impl_->autograd.get();
   if (m && m->grad_fn) {
-    FLOW_RUNTIME_CHECK(r, "you can only change requires_grad flags of leaf variables. If you want to use a "
-                          "computed variable in a subgraph that doesn't require differentiation use "
-                          "var_no_grad = var.detach().");
+    FLOW_RUNTIME_CHECK(r,
+                       "you can only change requires_grad flags of leaf variables. If you want to use a "
+                       "computed variable in a subgraph that doesn't require differentiation use "
+                       "var_no_grad = var.detach().");
     return;
   }
   if (r) {
-    FLOW_RUNTIME_CHECK(is_floating(impl_->dtype),
-                       "only Tensors of floating point dtype can require gradients (got ", dtype_name(impl_->dtype),
-                       ")");
+    FLOW_RUNTIME_CHECK(is_floating(impl_->dtype), "only Tensors of floating point dtype can require gradients (got ",
+                       dtype_name(impl_->dtype), ")");
     FLOW_RUNTIME_CHECK(!impl_->is_inference || autograd::InferenceMode::is_enabled(),
                        "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
   }

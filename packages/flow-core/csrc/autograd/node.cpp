@@ -34,7 +34,8 @@ void pop_pack_hook() {
 SavedTensor SavedTensor::save(const Tensor& t, bool is_output) {
   SavedTensor s;
   if (!t.defined()) return s;
-  FLOW_RUNTIME_CHECK(!t.impl()->is_inference, "Inference tensors cannot be saved for backward. Please do not use "
+  FLOW_RUNTIME_CHECK(!t.impl()->is_inference,
+                     "Inference tensors cannot be saved for backward. Please do not use "
                      "Tensors created in inference mode in computation tracked by autograd. To work around you can "
                      "make a clone to get a normal tensor and use it in autograd.");
   s.version = t.version();
@@ -76,8 +77,8 @@ Tensor SavedTensor::unpack(const std::shared_ptr<Node>& owner, const char* node_
   if (!packed && data.version() != version) {
     fail(ErrorKind::Runtime,
          "one of the variables needed for gradient computation has been modified by an inplace operation: [",
-         dtype_name(data.dtype()), " ", shape_str(data.sizes()), "], which is ", is_output ? "output" : "input",
-         " of ", node_name, ", is at version ", data.version(), "; expected version ", version,
+         dtype_name(data.dtype()), " ", shape_str(data.sizes()), "], which is ", is_output ? "output" : "input", " of ",
+         node_name, ", is at version ", data.version(), "; expected version ", version,
          " instead. Hint: the backtrace further above can point to the operation that failed to compute its "
          "gradient.");
   }
@@ -254,7 +255,7 @@ void record_op(const OpDef& op, const TensorList& inputs, const Attrs& attrs, Te
       node->saved_inputs.push_back(SavedTensor::save((*inplace_saved_self)[0], false));
     } else {
       node->saved_inputs.push_back(idx < static_cast<int>(inputs.size()) ? SavedTensor::save(inputs[idx], false)
-                                                                          : SavedTensor());
+                                                                         : SavedTensor());
     }
   }
   // Outputs get their history before they are saved, so saved outputs know their output_nr.

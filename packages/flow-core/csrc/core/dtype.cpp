@@ -8,8 +8,8 @@ int64_t itemsize(DType t) {
 }
 
 const char* dtype_name(DType t) {
-  static constexpr const char* names[] = {"bool",    "uint8",    "int8",    "int16",  "int32",
-                                          "int64",   "float16",  "bfloat16", "float32", "float64"};
+  static constexpr const char* names[] = {"bool",  "uint8",   "int8",     "int16",   "int32",
+                                          "int64", "float16", "bfloat16", "float32", "float64"};
   return names[static_cast<int>(t)];
 }
 
@@ -35,7 +35,8 @@ DType promote_types(DType a, DType b) {
 }
 
 const char* torch_type_name(DType t) {
-  static constexpr const char* names[] = {"Bool", "Byte", "Char", "Short", "Int", "Long", "Half", "BFloat16", "Float", "Double"};
+  static constexpr const char* names[] = {"Bool", "Byte", "Char",     "Short", "Int",
+                                          "Long", "Half", "BFloat16", "Float", "Double"};
   return names[static_cast<int>(t)];
 }
 

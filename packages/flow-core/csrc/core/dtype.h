@@ -37,10 +37,10 @@ void set_default_float_dtype(DType t);
 
 template <DType D>
 struct CppType;
-#define FLOW_CPP_TYPE(D, T)      \
-  template <>                    \
-  struct CppType<DType::D> {     \
-    using type = T;              \
+#define FLOW_CPP_TYPE(D, T)  \
+  template <>                \
+  struct CppType<DType::D> { \
+    using type = T;          \
   };
 FLOW_CPP_TYPE(Bool, bool)
 FLOW_CPP_TYPE(UInt8, uint8_t)
@@ -56,9 +56,9 @@ FLOW_CPP_TYPE(Float64, double)
 
 template <typename T>
 struct DTypeOf;
-#define FLOW_DTYPE_OF(D, T) \
-  template <>               \
-  struct DTypeOf<T> {       \
+#define FLOW_DTYPE_OF(D, T)                  \
+  template <>                                \
+  struct DTypeOf<T> {                        \
     static constexpr DType value = DType::D; \
   };
 FLOW_DTYPE_OF(Bool, bool)
@@ -75,9 +75,15 @@ FLOW_DTYPE_OF(Float64, double)
 
 // The type arithmetic is done in: float for the 16-bit floats, the type itself otherwise.
 template <typename T>
-struct AccType { using type = T; };
-template <> struct AccType<Half> { using type = float; };
-template <> struct AccType<BFloat16> { using type = float; };
+struct AccType {
+  using type = T;
+};
+template <> struct AccType<Half> {
+  using type = float;
+};
+template <> struct AccType<BFloat16> {
+  using type = float;
+};
 template <typename T>
 using acc_t = typename AccType<T>::type;
 
@@ -87,23 +93,22 @@ struct TypeTag {
 };
 
 // Dispatch helpers: call f(TypeTag<T>{}) for the C++ type of `t`. `op` names the caller in errors.
-#define FLOW_DT_CASE(D)        \
-  case DType::D:              \
-    return f(TypeTag<typename CppType<DType::D>::type>{});
+#define FLOW_DT_CASE(D) \
+  case DType::D: return f(TypeTag<typename CppType<DType::D>::type>{});
 
 template <typename F>
 decltype(auto) dispatch_all(DType t, const char* op, F&& f) {
   switch (t) {
-    FLOW_DT_CASE(Bool) FLOW_DT_CASE(UInt8) FLOW_DT_CASE(Int8) FLOW_DT_CASE(Int16) FLOW_DT_CASE(Int32)
-    FLOW_DT_CASE(Int64) FLOW_DT_CASE(Float16) FLOW_DT_CASE(BFloat16) FLOW_DT_CASE(Float32) FLOW_DT_CASE(Float64)
+    FLOW_DT_CASE(Bool)
+    FLOW_DT_CASE(UInt8) FLOW_DT_CASE(Int8) FLOW_DT_CASE(Int16) FLOW_DT_CASE(Int32) FLOW_DT_CASE(Int64)
+        FLOW_DT_CASE(Float16) FLOW_DT_CASE(BFloat16) FLOW_DT_CASE(Float32) FLOW_DT_CASE(Float64)
   }
   fail(ErrorKind::Type, op, ": unsupported dtype");
 }
 template <typename F>
 decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
   switch (t) {
-    FLOW_DT_CASE(Float16) FLOW_DT_CASE(BFloat16) FLOW_DT_CASE(Float32) FLOW_DT_CASE(Float64)
-    default: break;
+    FLOW_DT_CASE(Float16) FLOW_DT_CASE(BFloat16) FLOW_DT_CASE(Float32) FLOW_DT_CASE(Float64) default : break;
   }
   fail(ErrorKind::Type, op, ": expected a floating point tensor, got ", dtype_name(t));
 }
@@ -111,9 +116,9 @@ decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
 template <typename F>
 decltype(auto) dispatch_numeric(DType t, const char* op, F&& f) {
   switch (t) {
-    FLOW_DT_CASE(UInt8) FLOW_DT_CASE(Int8) FLOW_DT_CASE(Int16) FLOW_DT_CASE(Int32) FLOW_DT_CASE(Int64)
-    FLOW_DT_CASE(Float16) FLOW_DT_CASE(BFloat16) FLOW_DT_CASE(Float32) FLOW_DT_CASE(Float64)
-    default: break;
+    FLOW_DT_CASE(UInt8)
+    FLOW_DT_CASE(Int8) FLOW_DT_CASE(Int16) FLOW_DT_CASE(Int32) FLOW_DT_CASE(Int64) FLOW_DT_CASE(Float16)
+        FLOW_DT_CASE(BFloat16) FLOW_DT_CASE(Float32) FLOW_DT_CASE(Float64) default : break;
   }
   fail(ErrorKind::Type, op, ": not supported for ", dtype_name(t));
 }
@@ -123,8 +128,8 @@ decltype(auto) dispatch_integral(DType t, const char* op, F&& f, bool with_bool 
     case DType::Bool:
       if (with_bool) return f(TypeTag<bool>{});
       break;
-    FLOW_DT_CASE(UInt8) FLOW_DT_CASE(Int8) FLOW_DT_CASE(Int16) FLOW_DT_CASE(Int32) FLOW_DT_CASE(Int64)
-    default: break;
+      FLOW_DT_CASE(UInt8)
+      FLOW_DT_CASE(Int8) FLOW_DT_CASE(Int16) FLOW_DT_CASE(Int32) FLOW_DT_CASE(Int64) default : break;
   }
   fail(ErrorKind::Type, op, ": expected an integral tensor, got ", dtype_name(t));
 }

@@ -41,8 +41,8 @@ template <typename... Args>
 }  // namespace flow
 
 // FLOW_CHECK(cond, kind, msg...) raises a Python exception of `kind` when `cond` is false.
-#define FLOW_CHECK(cond, kind, ...)                         \
-  do {                                                      \
+#define FLOW_CHECK(cond, kind, ...)                                  \
+  do {                                                               \
     if (!(cond)) ::flow::fail(::flow::ErrorKind::kind, __VA_ARGS__); \
   } while (0)
 #define FLOW_RUNTIME_CHECK(cond, ...) FLOW_CHECK(cond, Runtime, __VA_ARGS__)

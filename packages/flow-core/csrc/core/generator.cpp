@@ -64,8 +64,7 @@ std::vector<uint8_t> Generator::get_state() const {
 }
 
 void Generator::set_state(const uint8_t* data, size_t nbytes) {
-  FLOW_RUNTIME_CHECK(nbytes == kStateBytes, "RNG state is wrong size: expected ", kStateBytes, " bytes, got ",
-                     nbytes);
+  FLOW_RUNTIME_CHECK(nbytes == kStateBytes, "RNG state is wrong size: expected ", kStateBytes, " bytes, got ", nbytes);
   uint64_t s = 0, o = 0;
   for (int i = 0; i < 8; ++i) {
     s |= uint64_t(data[i]) << (8 * i);

@@ -41,8 +41,8 @@ inline void float_to_bfloat16_run(const float* s, BFloat16* d, int64_t n) {
     for (int k = 0; k < 2; ++k) {
       __m256 x = _mm256_loadu_ps(s + i + 8 * k);
       __m256i b = _mm256_castps_si256(x);
-      __m256i r = _mm256_srli_epi32(_mm256_add_epi32(b, _mm256_add_epi32(bias, _mm256_and_si256(
-                                                            _mm256_srli_epi32(b, 16), one))), 16);
+      __m256i r = _mm256_srli_epi32(
+          _mm256_add_epi32(b, _mm256_add_epi32(bias, _mm256_and_si256(_mm256_srli_epi32(b, 16), one))), 16);
       h[k] = _mm256_blendv_epi8(r, qnan, _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)));
     }
     // packus works within 128-bit lanes: reorder the quadwords to restore element order

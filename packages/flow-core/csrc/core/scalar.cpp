@@ -42,15 +42,15 @@ bool overflows(const Scalar& s) {
     }
     int64_t i = s.to_int();
     if constexpr (std::is_same_v<T, int64_t>) return false;
-    else if constexpr (std::is_unsigned_v<T>) return i > int64_t(std::numeric_limits<T>::max()) ||
-                                                   -i > int64_t(std::numeric_limits<T>::max());
+    else if constexpr (std::is_unsigned_v<T>)
+      return i > int64_t(std::numeric_limits<T>::max()) || -i > int64_t(std::numeric_limits<T>::max());
     else return i < int64_t(std::numeric_limits<T>::lowest()) || i > int64_t(std::numeric_limits<T>::max());
   } else {
     double d = s.to_double();
     if (!std::isfinite(d)) return false;
-    double lim = std::is_same_v<T, Half> ? 65504.0 : std::is_same_v<T, BFloat16>
-                                                         ? 3.3895313892515355e38
-                                                         : static_cast<double>(std::numeric_limits<float>::max());
+    double lim = std::is_same_v<T, Half>       ? 65504.0
+                 : std::is_same_v<T, BFloat16> ? 3.3895313892515355e38
+                                               : static_cast<double>(std::numeric_limits<float>::max());
     if constexpr (std::is_same_v<T, double>) return false;
     return d < -lim || d > lim;
   }

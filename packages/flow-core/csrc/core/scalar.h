@@ -38,7 +38,9 @@ struct Scalar {
     return kind == Kind::Bool ? DType::Bool : kind == Kind::Int ? DType::Int64 : default_float_dtype();
   }
   std::string str() const {
-    return kind == Kind::Float ? std::to_string(v.d) : kind == Kind::Int ? std::to_string(v.i) : (v.b ? "True" : "False");
+    return kind == Kind::Float ? std::to_string(v.d)
+           : kind == Kind::Int ? std::to_string(v.i)
+                               : (v.b ? "True" : "False");
   }
 };
 

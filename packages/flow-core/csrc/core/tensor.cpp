@@ -63,8 +63,8 @@ int64_t shape_numel(const Shape& sizes) {
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   int64_t lo = ndim == 0 ? -1 : -ndim, hi = ndim == 0 ? 0 : ndim - 1;
   if (dim < lo || dim > hi)
-    fail(ErrorKind::Index, op, ": Dimension out of range (expected to be in range of [", lo, ", ", hi,
-         "], but got ", dim, ")");
+    fail(ErrorKind::Index, op, ": Dimension out of range (expected to be in range of [", lo, ", ", hi, "], but got ",
+         dim, ")");
   return dim < 0 ? dim + std::max<int64_t>(ndim, 1) : dim;
 }
 
@@ -103,8 +103,8 @@ Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Devi
   }
   int64_t nbytes = 0;
   overflow |= __builtin_mul_overflow(extent, flow::itemsize(dtype), &nbytes);
-  FLOW_RUNTIME_CHECK(!overflow, "Storage size calculation overflowed with sizes=", shape_str(sizes), " and strides=",
-                     shape_str(strides));
+  FLOW_RUNTIME_CHECK(!overflow, "Storage size calculation overflowed with sizes=", shape_str(sizes),
+                     " and strides=", shape_str(strides));
   if (device.type == DeviceType::Meta) return Tensor(std::move(impl));  // metadata only: no memory behind it
   auto st = std::make_shared<Storage>();
   st->nbytes = static_cast<size_t>(nbytes);
@@ -225,9 +225,9 @@ Tensor make_view(const Tensor& src, Shape sizes, Shape strides, int64_t offset) 
 Tensor make_view(const Tensor& src, Shape sizes, Shape strides, int64_t offset, DType dtype) {
   const auto& storage = src.impl()->storage;
   const int64_t limit = storage ? static_cast<int64_t>(storage->nbytes) / flow::itemsize(dtype) : 0;
-  FLOW_RUNTIME_CHECK(!storage || geometry_within(sizes, strides, offset, limit),
-                     "view of size ", shape_str(sizes), ", stride ", shape_str(strides), " and offset ", offset,
-                     " is out of bounds for a storage of ", storage ? storage->nbytes : 0, " bytes");
+  FLOW_RUNTIME_CHECK(!storage || geometry_within(sizes, strides, offset, limit), "view of size ", shape_str(sizes),
+                     ", stride ", shape_str(strides), " and offset ", offset, " is out of bounds for a storage of ",
+                     storage ? storage->nbytes : 0, " bytes");
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = src.impl()->storage;
   impl->sizes = std::move(sizes);

@@ -24,12 +24,9 @@ AttrValue parse_default(const ArgDef& a) {
   const std::string& t = a.default_text;
   if (!a.has_default || t == "None") return std::monostate{};
   switch (a.type) {
-    case ArgType::Bool:
-      return t == "True" || t == "true" || t == "1";
-    case ArgType::Int:
-      return static_cast<int64_t>(std::stoll(t));
-    case ArgType::Float:
-      return std::stod(t);
+    case ArgType::Bool: return t == "True" || t == "true" || t == "1";
+    case ArgType::Int: return static_cast<int64_t>(std::stoll(t));
+    case ArgType::Float: return std::stod(t);
     case ArgType::Scalar:
       if (t == "True" || t == "False") return Scalar(t == "True");
       if (t.find_first_of(".eEn") != std::string::npos) return Scalar(std::stod(t));
@@ -51,10 +48,8 @@ AttrValue parse_default(const ArgDef& a) {
       }
       return v;
     }
-    case ArgType::FloatList:
-      return std::vector<double>{};
-    default:
-      return std::monostate{};
+    case ArgType::FloatList: return std::vector<double>{};
+    default: return std::monostate{};
   }
 }
 
@@ -62,8 +57,8 @@ void fill_defaults(const OpDef& op, Attrs& attrs) {
   attrs.schema = &op.schema;
   const auto& args = op.schema.attr_args;
   for (size_t k = attrs.values.size(); k < args.size(); ++k) {
-    FLOW_TYPE_CHECK(args[k].has_default || args[k].optional, op.name, "() missing required argument '",
-                    args[k].name, "'");
+    FLOW_TYPE_CHECK(args[k].has_default || args[k].optional, op.name, "() missing required argument '", args[k].name,
+                    "'");
     attrs.values.push_back(parse_default(args[k]));
   }
 }
@@ -100,8 +95,10 @@ int register_tensor_handler(const std::string& name, int priority, TensorHandler
 }
 
 void set_handler_key(const Tensor& t, int key) {
-  FLOW_RUNTIME_CHECK(key >= 0 && key <= static_cast<int>(handler_table().size()), "set_handler_key: no tensor "
-                     "handler has key ", key);
+  FLOW_RUNTIME_CHECK(key >= 0 && key <= static_cast<int>(handler_table().size()),
+                     "set_handler_key: no tensor "
+                     "handler has key ",
+                     key);
   t.impl()->handler_key = static_cast<uint8_t>(key);
 }
 
@@ -152,8 +149,7 @@ static Tensor empty_like_inputs(const TensorMeta& m, const TensorList& inputs, D
     if (!t.defined() || t.dim() == 0 || t.dim() > nd) continue;
     std::vector<int64_t> s(nd, 0);
     int64_t off = nd - t.dim();
-    for (int64_t i = 0; i < t.dim(); ++i)
-      s[off + i] = (t.size(i) == 1 && shape[off + i] != 1) ? 0 : t.stride(i);
+    for (int64_t i = 0; i < t.dim(); ++i) s[off + i] = (t.size(i) == 1 && shape[off + i] != 1) ? 0 : t.stride(i);
     st.push_back(std::move(s));
   }
   auto should_swap = [&](int64_t d0, int64_t d1) {
@@ -304,7 +300,8 @@ static TensorList inplace_on_view(const OpDef& f, const TensorList& inputs, cons
   Tensor base(self.impl()->base);
   if (base.is_leaf() && base.requires_grad())
     fail(ErrorKind::Runtime, "a view of a leaf Variable that requires grad is being used in an in-place operation.");
-  FLOW_RUNTIME_CHECK(base.is_contiguous(), f.name, "_: in-place on a view of a non-contiguous tensor that requires grad is not supported");
+  FLOW_RUNTIME_CHECK(base.is_contiguous(), f.name,
+                     "_: in-place on a view of a non-contiguous tensor that requires grad is not supported");
   // An op that saves its input gets a snapshot of the view (recorded as a clone, so gradients still reach
   // the view's history): the view itself is overwritten below.
   TensorList args = inputs;

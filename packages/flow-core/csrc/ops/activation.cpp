@@ -18,13 +18,13 @@ constexpr double kGeluBeta = 0.79788456080286535588;  // sqrt(2 / pi)
 constexpr double kGeluKappa = 0.044715;
 
 // Float-only activation: forward functor from make_f(tag), error naming PyTorch's kernel for other dtypes.
-#define FLOW_FLOAT_ACT_KERNEL(NAME, ...)                                                   \
-  [](const TensorList& in, const TensorList& out, const Attrs& a) {                         \
-    unary_float_kernel(NAME, in[0], out[0], [&a](auto tag) {                                \
-      using A = acc_t<typename decltype(tag)::type>;                                       \
-      (void)a;                                                                              \
-      __VA_ARGS__                                                                           \
-    });                                                                                     \
+#define FLOW_FLOAT_ACT_KERNEL(NAME, ...)                            \
+  [](const TensorList& in, const TensorList& out, const Attrs& a) { \
+    unary_float_kernel(NAME, in[0], out[0], [&a](auto tag) {        \
+      using A = acc_t<typename decltype(tag)::type>;                \
+      (void)a;                                                      \
+      __VA_ARGS__                                                   \
+    });                                                             \
   }
 
 Tensor X(BackwardCtx& c) { return c.input(0); }
@@ -225,9 +225,7 @@ FLOW_OP(sigmoid)
     .cpu_out(FLOW_FLOAT_ACT_KERNEL("sigmoid", return [](A x) -> A { return vsigmoid<A>(x); };))
     .save_outputs({0})
     .inplace_variant()
-    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {ops::sigmoid_backward(g[0], Y(c))};
-    });
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList { return {ops::sigmoid_backward(g[0], Y(c))}; });
 
 FLOW_OP(tanh)
     .schema("tanh(Tensor self) -> Tensor")
@@ -259,9 +257,8 @@ FLOW_OP(gelu)
       if (a.str(0) == "tanh") {
         unary_float_kernel("gelu", in[0], out[0], [](auto tag) {
           using A = acc_t<typename decltype(tag)::type>;
-          return [](A x) -> A {
-            return A(0.5) * x * (A(1) + vtanh<A>(A(kGeluBeta) * (x + A(kGeluKappa) * x * x * x)));
-          };
+          return
+              [](A x) -> A { return A(0.5) * x * (A(1) + vtanh<A>(A(kGeluBeta) * (x + A(kGeluKappa) * x * x * x))); };
         });
       } else {
         unary_float_kernel("gelu", in[0], out[0], [](auto tag) {
@@ -281,9 +278,8 @@ FLOW_OP(softplus)
     .traits(kAct)
     .meta(float_only("softplus_cpu"))
     .cpu_out(FLOW_FLOAT_ACT_KERNEL("softplus", const A b = static_cast<A>(a.f(0)); const A t = static_cast<A>(a.f(1));
-                                   return [b, t](A x) -> A {
-                                     return (x * b) > t ? x : std::log1p(vexp<A>(x * b)) / b;
-                                   };))
+                                   return
+                                   [b, t](A x) -> A { return (x * b) > t ? x : std::log1p(vexp<A>(x * b)) / b; };))
     .save_inputs({0})
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
@@ -294,8 +290,7 @@ FLOW_OP(mish)
     .schema("mish(Tensor self) -> Tensor")
     .traits(kAct)
     .meta(float_only("mish_cpu"))
-    .cpu_out(FLOW_FLOAT_ACT_KERNEL("mish",
-                                   return [](A x) -> A { return x * vtanh<A>(std::log1p(vexp<A>(x))); };))
+    .cpu_out(FLOW_FLOAT_ACT_KERNEL("mish", return [](A x) -> A { return x * vtanh<A>(std::log1p(vexp<A>(x))); };))
     .save_inputs({0})
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
@@ -310,10 +305,11 @@ FLOW_OP(log_sigmoid)
     .schema("log_sigmoid(Tensor self) -> Tensor")
     .traits(kAct)
     .meta(float_only("log_sigmoid_cpu"))
-    .cpu_out(FLOW_FLOAT_ACT_KERNEL("log_sigmoid", return [](A x) -> A {
-      A ax = x < A(0) ? -x : x;
-      return (x < A(0) ? x : A(0)) - std::log1p(vexp<A>(-ax));
-    };))
+    .cpu_out(FLOW_FLOAT_ACT_KERNEL("log_sigmoid",
+                                   return [](A x) -> A {
+                                     A ax = x < A(0) ? -x : x;
+                                     return (x < A(0) ? x : A(0)) - std::log1p(vexp<A>(-ax));
+                                   };))
     .save_inputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       return {ops::mul(g[0], ops::sigmoid(ops::neg(X(c))))};

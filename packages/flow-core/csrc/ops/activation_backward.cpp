@@ -26,18 +26,18 @@ A bound(const Attrs& a, int k, double if_none) {
 
 }  // namespace
 
-#define FLOW_MASK_HELPER(NAME, SCHEMA, ...)                                                        \
-  FLOW_OP(NAME)                                                                                  \
-      .schema(SCHEMA)                                                                            \
-      .traits(kHelper)                                                                           \
-      .meta(meta_grad_helper)                                                                    \
-      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                \
-        grad_kernel(#NAME, in, out[0], [&a](auto tag) {                                          \
-          using A = acc_t<typename decltype(tag)::type>;                                        \
-          __VA_ARGS__                                                                            \
-        });                                                                                      \
-      })                                                                                         \
-      .save_inputs({1})                                                                          \
+#define FLOW_MASK_HELPER(NAME, SCHEMA, ...)                                      \
+  FLOW_OP(NAME)                                                                  \
+      .schema(SCHEMA)                                                            \
+      .traits(kHelper)                                                           \
+      .meta(meta_grad_helper)                                                    \
+      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) { \
+    grad_kernel(#NAME, in, out[0], [&a](auto tag) {                              \
+      using A = acc_t<typename decltype(tag)::type>;                             \
+      __VA_ARGS__                                                                \
+    });                                                                          \
+  })                                                                             \
+      .save_inputs({1})                                                          \
       .backward([](BackwardCtx& c, const TensorList& g) { return mask_helper_backward(#NAME, c, g); });
 
 // relu (on its output, threshold 0) and threshold: grad where x > threshold (NaN passes).
@@ -63,8 +63,7 @@ FLOW_MASK_HELPER(leaky_relu_backward,
 FLOW_MASK_HELPER(hardshrink_backward, "hardshrink_backward(Tensor grad_out, Tensor self, Scalar lambd) -> Tensor",
                  const A l = bound<A>(a, 0, 0.0);
                  return [l](A g, A x) -> A { return ((x >= -l) & (x <= l)) ? A(0) : g; };)
-FLOW_MASK_HELPER(hardsigmoid_backward, "hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor",
-                 (void)a;
+FLOW_MASK_HELPER(hardsigmoid_backward, "hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor", (void)a;
                  return [](A g, A x) -> A { return ((x > A(-3)) & (x < A(3))) ? g / A(6) : A(0); };)
 
 // grad * y * (1 - y) with y = sigmoid(x).
@@ -254,7 +253,8 @@ FLOW_OP(softplus_backward)
       return {c.needs(0) ? ops::call1("softplus_backward", {gg, x}, c.attrs.values) : Tensor(), gx};
     });
 
-// hardswish'(x) = 0 up to -3, x/3 + 1/2 on (-3, 3), 1 from 3 (PyTorch's boundary choice); its derivative is 1/3 strictly inside.
+// hardswish'(x) = 0 up to -3, x/3 + 1/2 on (-3, 3), 1 from 3 (PyTorch's boundary choice); its derivative is 1/3
+// strictly inside.
 FLOW_OP(hardswish_backward)
     .schema("hardswish_backward(Tensor grad_output, Tensor self) -> Tensor")
     .traits(kHelper)

@@ -13,7 +13,8 @@ auto all_types = [](DType t, const char* n, auto&& f) { dispatch_all(t, n, f); }
 template <typename T>
 void check_alpha(const char* op, Scalar alpha) {
   if constexpr (std::is_integral_v<T>)
-    FLOW_RUNTIME_CHECK(!alpha.is_float(), "For integral input tensors, argument alpha must not be a floating point number.");
+    FLOW_RUNTIME_CHECK(!alpha.is_float(),
+                       "For integral input tensors, argument alpha must not be a floating point number.");
 }
 
 void add_kernel(const TensorList& in, const TensorList& out, const Attrs& a, double sign, const char* name) {
@@ -134,7 +135,9 @@ FLOW_OP(div)
           using T = typename decltype(tag)::type;
           using A = acc_t<T>;
           if constexpr (std::is_same_v<T, bool>) {
-            fail_not_implemented(mode == "floor" ? "div_floor_cpu" : mode == "trunc" ? "div_trunc_cpu" : "div_true_cpu",
+            fail_not_implemented(mode == "floor"   ? "div_floor_cpu"
+                                 : mode == "trunc" ? "div_trunc_cpu"
+                                                   : "div_true_cpu",
                                  DType::Bool);
           } else if constexpr (std::is_integral_v<A>) {
             // integer division by zero is an error, not UB; checked first so that in-place calls write nothing.

@@ -249,7 +249,9 @@ FLOW_OP(remainder)
     .schema("remainder(Tensor self, Tensor other) -> Tensor")
     .traits(kElementwise | kBroadcastBinary)
     .meta(meta_no_bool("remainder_cpu"))
-    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) { mod_kernel<true>("remainder", in, out[0]); })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
+      mod_kernel<true>("remainder", in, out[0]);
+    })
     .save_inputs({0, 1})
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {

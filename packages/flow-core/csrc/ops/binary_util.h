@@ -35,8 +35,8 @@ inline MetaFn meta_float(const char* kernel, bool allow_integral) {
   return [kernel, allow_integral](const TensorList& in, const Attrs&) {
     DType rt = result_type(in);
     if (!allow_integral && !is_floating(rt)) not_implemented(kernel, rt);
-    return std::vector<TensorMeta>{{broadcast_shapes(in[0].sizes(), in[1].sizes(), kernel), float_result_type(in),
-                                    common_device(in, kernel)}};
+    return std::vector<TensorMeta>{
+        {broadcast_shapes(in[0].sizes(), in[1].sizes(), kernel), float_result_type(in), common_device(in, kernel)}};
   };
 }
 

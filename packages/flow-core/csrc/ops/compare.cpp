@@ -38,9 +38,8 @@ void compare_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
 // the loop runs on bytes with bitwise operators, which vectorise.
 template <typename F>
 void logical_kernel(const TensorList& in, const TensorList& out, F f) {
-  with_compute_dtype(in, out[0], DType::Bool, DType::Bool, [&](const Tensor& o, const TensorList& c) {
-    binary_loop<uint8_t, uint8_t>(o, c[0], c[1], f);
-  });
+  with_compute_dtype(in, out[0], DType::Bool, DType::Bool,
+                     [&](const Tensor& o, const TensorList& c) { binary_loop<uint8_t, uint8_t>(o, c[0], c[1], f); });
 }
 
 MetaFn meta_integral(const char* kernel, bool allow_bool) {
@@ -61,7 +60,8 @@ void bitwise_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
       using T = typename decltype(tag)::type;
       if constexpr (B == Bit::And) binary_loop<T, T>(o, c[0], c[1], [](T x, T y) { return static_cast<T>(x & y); });
       else if constexpr (B == Bit::Or) binary_loop<T, T>(o, c[0], c[1], [](T x, T y) { return static_cast<T>(x | y); });
-      else if constexpr (B == Bit::Xor) binary_loop<T, T>(o, c[0], c[1], [](T x, T y) { return static_cast<T>(x ^ y); });
+      else if constexpr (B == Bit::Xor)
+        binary_loop<T, T>(o, c[0], c[1], [](T x, T y) { return static_cast<T>(x ^ y); });
       else if constexpr (std::is_same_v<T, bool>) fail(ErrorKind::NotImplemented, "shift: not implemented for 'Bool'");
       else if constexpr (B == Bit::Lshift) {
         // PyTorch: shifts by a negative amount or by >= the bit width give 0
@@ -131,12 +131,12 @@ Tensor bool_scalar(bool v) { return ops::scalar_tensor(Scalar(v), DType::Bool); 
 
 }  // namespace
 
-#define FLOW_COMPARE_OP(NAME, C)                                          \
-  FLOW_OP(NAME)                                                           \
-      .schema(#NAME "(Tensor self, Tensor other) -> Tensor")              \
+#define FLOW_COMPARE_OP(NAME, C)                                                  \
+  FLOW_OP(NAME)                                                                   \
+      .schema(#NAME "(Tensor self, Tensor other) -> Tensor")                      \
       .traits(kElementwise | kBroadcastBinary | kComparison | kNonDifferentiable) \
-      .meta(meta_compare)                                                 \
-      .cpu_out(compare_kernel<C>)                                         \
+      .meta(meta_compare)                                                         \
+      .cpu_out(compare_kernel<C>)                                                 \
       .inplace_variant();
 
 FLOW_COMPARE_OP(eq, Cmp::Eq)
@@ -174,12 +174,12 @@ FLOW_OP(logical_xor)
     })
     .inplace_variant();
 
-#define FLOW_BITWISE_OP(NAME, B, KERNEL, WITH_BOOL)                       \
-  FLOW_OP(NAME)                                                           \
-      .schema(#NAME "(Tensor self, Tensor other) -> Tensor")              \
-      .traits(kElementwise | kBroadcastBinary | kNonDifferentiable)       \
-      .meta(meta_integral(KERNEL, WITH_BOOL))                             \
-      .cpu_out(bitwise_kernel<B>)                                         \
+#define FLOW_BITWISE_OP(NAME, B, KERNEL, WITH_BOOL)                 \
+  FLOW_OP(NAME)                                                     \
+      .schema(#NAME "(Tensor self, Tensor other) -> Tensor")        \
+      .traits(kElementwise | kBroadcastBinary | kNonDifferentiable) \
+      .meta(meta_integral(KERNEL, WITH_BOOL))                       \
+      .cpu_out(bitwise_kernel<B>)                                   \
       .inplace_variant();
 
 FLOW_BITWISE_OP(bitwise_and, Bit::And, "bitwise_and_cpu", true)

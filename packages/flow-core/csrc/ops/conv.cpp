@@ -63,16 +63,16 @@ ConvArgs check_conv(const TensorList& in, const Attrs& a) {
   r.output_padding = expand_param(a.ints(4), ns, "output_padding");
   FLOW_RUNTIME_CHECK(x.dtype() == w.dtype(), "Input type (", dtype_name(x.dtype()), ") and weight type (",
                      dtype_name(w.dtype()), ") should be the same");
-  FLOW_RUNTIME_CHECK(!b.defined() || b.dtype() == w.dtype(), "Input type (", dtype_name(x.dtype()),
-                     ") and bias type (", dtype_name(b.dtype()), ") should be the same");
+  FLOW_RUNTIME_CHECK(!b.defined() || b.dtype() == w.dtype(), "Input type (", dtype_name(x.dtype()), ") and bias type (",
+                     dtype_name(b.dtype()), ") should be the same");
   int64_t G = r.g.groups;
   int64_t out_ch;
   if (!r.transposed) {
     FLOW_RUNTIME_CHECK(w.size(0) % G == 0, "Given groups=", G, ", expected weight to be divisible by ", G,
                        " at dimension 0, but got weight of size ", shape_str(w.sizes()), " instead");
     FLOW_RUNTIME_CHECK(x.size(1) == w.size(1) * G, "Given groups=", G, ", weight of size ", shape_str(w.sizes()),
-                       ", expected input", shape_str(x.sizes()), " to have ", w.size(1) * G,
-                       " channels, but got ", x.size(1), " channels instead");
+                       ", expected input", shape_str(x.sizes()), " to have ", w.size(1) * G, " channels, but got ",
+                       x.size(1), " channels instead");
     out_ch = w.size(0);
   } else {
     FLOW_RUNTIME_CHECK(x.size(1) == w.size(0), "Given transposed=1, weight of size ", shape_str(w.sizes()),
@@ -96,8 +96,10 @@ ConvArgs check_conv(const TensorList& in, const Attrs& a) {
     } else {
       int64_t op = r.output_padding[i];
       FLOW_RUNTIME_CHECK(op >= 0, "negative output_padding is not supported");
-      FLOW_RUNTIME_CHECK(op < s || op < d, "output padding must be smaller than either stride or dilation, but got "
-                         "output_padding=", op, " stride=", s, " dilation=", d);
+      FLOW_RUNTIME_CHECK(op < s || op < d,
+                         "output padding must be smaller than either stride or dilation, but got "
+                         "output_padding=",
+                         op, " stride=", s, " dilation=", d);
       o = (n - 1) * s - 2 * p + d * (k - 1) + op + 1;
     }
     ok = ok && o > 0;
@@ -105,8 +107,8 @@ ConvArgs check_conv(const TensorList& in, const Attrs& a) {
     out_sp.push_back(o);
     r.out.push_back(o);
   }
-  FLOW_RUNTIME_CHECK(ok, "Given input size per channel: ", shape_str(in_sp), ". Calculated output size per channel: ",
-                     shape_str(out_sp), ". Output size is too small");
+  FLOW_RUNTIME_CHECK(ok, "Given input size per channel: ", shape_str(in_sp),
+                     ". Calculated output size per channel: ", shape_str(out_sp), ". Output size is too small");
   return r;
 }
 
@@ -142,8 +144,8 @@ ConvGeom helper_geom(const Attrs& a, size_t ns) { return geom_from(a, ns, 1, 4);
 
 // The gradient helpers are ops a user can call too: their arguments must describe a convolution of input
 // shape x and weight shape w whose output has grad's shape, or the kernels would read out of bounds.
-ConvGeom checked_helper_geom(const Tensor& grad, const Tensor& other, const Shape& x, const Shape& w,
-                             const Attrs& a, const char* op) {
+ConvGeom checked_helper_geom(const Tensor& grad, const Tensor& other, const Shape& x, const Shape& w, const Attrs& a,
+                             const char* op) {
   FLOW_RUNTIME_CHECK(w.size() >= 3 && w.size() <= 5 && x.size() == w.size() && grad.dim() == int64_t(w.size()), op,
                      ": expected grad, input and weight of one rank from 3 to 5, got grad ", shape_str(grad.sizes()),
                      ", input ", shape_str(x), ", weight ", shape_str(w));
@@ -193,8 +195,9 @@ Tensor crop(const Tensor& t, const std::vector<int64_t>& pads) {
 }  // namespace
 
 FLOW_OP(convolution)
-    .schema("convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, "
-            "bool transposed, int[] output_padding, int groups) -> Tensor")
+    .schema(
+        "convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, "
+        "bool transposed, int[] output_padding, int groups) -> Tensor")
     .traits(kConvolution)
     .meta([](const TensorList& in, const Attrs& a) {
       ConvArgs r = check_conv(in, a);
@@ -237,8 +240,9 @@ FLOW_OP(convolution)
     });
 
 FLOW_OP(convolution_backward_input)
-    .schema("convolution_backward_input(Tensor grad, Tensor weight, int[] input_sizes, int[] stride, int[] padding, "
-            "int[] dilation, int groups) -> Tensor")
+    .schema(
+        "convolution_backward_input(Tensor grad, Tensor weight, int[] input_sizes, int[] stride, int[] padding, "
+        "int[] dilation, int groups) -> Tensor")
     .traits(kConvolution | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
       return std::vector<TensorMeta>{{Shape(a.ints(0).begin(), a.ints(0).end()), in[0].dtype(), in[0].device()}};
@@ -256,8 +260,9 @@ FLOW_OP(convolution_backward_input)
     });
 
 FLOW_OP(convolution_backward_weight)
-    .schema("convolution_backward_weight(Tensor grad, Tensor input, int[] weight_sizes, int[] stride, int[] padding, "
-            "int[] dilation, int groups) -> Tensor")
+    .schema(
+        "convolution_backward_weight(Tensor grad, Tensor input, int[] weight_sizes, int[] stride, int[] padding, "
+        "int[] dilation, int groups) -> Tensor")
     .traits(kConvolution | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
       return std::vector<TensorMeta>{{Shape(a.ints(0).begin(), a.ints(0).end()), in[0].dtype(), in[0].device()}};

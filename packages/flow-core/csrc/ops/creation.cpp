@@ -130,8 +130,9 @@ FLOW_OP(linspace)
     });
 
 FLOW_OP(logspace)
-    .schema("logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, "
-            "Device? device=None) -> Tensor")
+    .schema(
+        "logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, "
+        "Device? device=None) -> Tensor")
     .traits(kCreation | kNonDifferentiable)
     .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
       return {{Shape{check_steps(a.i(2), "logspace")}, float_or(a, 4), Device{}}};

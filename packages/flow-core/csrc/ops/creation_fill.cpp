@@ -10,14 +10,13 @@ namespace {
 Shape size_of(const Attrs& a, const char* op) {
   const auto& v = a.ints(0);
   for (int64_t s : v)
-    FLOW_RUNTIME_CHECK(s >= 0, op, ": Trying to create tensor with negative dimension ", s, ": ", shape_str(Shape(v.begin(), v.end())));
+    FLOW_RUNTIME_CHECK(s >= 0, op, ": Trying to create tensor with negative dimension ", s, ": ",
+                       shape_str(Shape(v.begin(), v.end())));
   return Shape(v.begin(), v.end());
 }
 
 // full's dtype without dtype=: from the fill value's kind, as PyTorch infers it.
-DType fill_dtype(Scalar v) {
-  return v.is_bool() ? DType::Bool : v.is_int() ? DType::Int64 : default_float_dtype();
-}
+DType fill_dtype(Scalar v) { return v.is_bool() ? DType::Bool : v.is_int() ? DType::Int64 : default_float_dtype(); }
 
 // One out-kernel for every filled op: the value comes from the attributes (full) or is fixed (zeros, ones).
 OutKernelFn fill_with(std::optional<Scalar> fixed) {

@@ -36,7 +36,8 @@ inline Pairs permute_map(const TensorList& in, const Attrs& a) {
   const int64_t nd = rank(in);
   Pairs p;
   const auto& dims = a.ints(0);
-  for (size_t o = 0; o < dims.size() && nd > 0; ++o) p.push_back({wrap_dim(dims[o], nd, "permute"), static_cast<int64_t>(o)});
+  for (size_t o = 0; o < dims.size() && nd > 0; ++o)
+    p.push_back({wrap_dim(dims[o], nd, "permute"), static_cast<int64_t>(o)});
   return p;
 }
 
@@ -54,7 +55,8 @@ inline Pairs squeeze_map(const TensorList& in, const Attrs& a) {
   const AttrValue& v = a.at(0);
   if (auto i = std::get_if<int64_t>(&v)) named.push_back(*i);
   else if (auto l = std::get_if<std::vector<int64_t>>(&v)) named = *l;
-  else for (int64_t i = 0; i < nd; ++i) named.push_back(i);
+  else
+    for (int64_t i = 0; i < nd; ++i) named.push_back(i);
   std::vector<int64_t> gone;
   for (int64_t d : named) {
     if (nd == 0) break;

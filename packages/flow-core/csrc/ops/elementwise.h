@@ -8,7 +8,8 @@ namespace flow {
 
 // Broadcast shape; dtype = result_type (optionally forced to `out_dtype`).
 inline std::vector<TensorMeta> meta_binary(const TensorList& in, const Attrs&) {
-  return {{broadcast_shapes(in[0].sizes(), in[1].sizes(), "binary op"), result_type(in), common_device(in, "binary op")}};
+  return {
+      {broadcast_shapes(in[0].sizes(), in[1].sizes(), "binary op"), result_type(in), common_device(in, "binary op")}};
 }
 inline std::vector<TensorMeta> meta_compare(const TensorList& in, const Attrs&) {
   return {{broadcast_shapes(in[0].sizes(), in[1].sizes(), "comparison"), DType::Bool, common_device(in, "comparison")}};
@@ -62,6 +63,8 @@ void binary_arith_kernel(const char* name, const TensorList& in, const Tensor& o
 }
 
 template <typename F>
-void dispatch_all_fn(DType t, const char* op, F&& f) { dispatch_all(t, op, std::forward<F>(f)); }
+void dispatch_all_fn(DType t, const char* op, F&& f) {
+  dispatch_all(t, op, std::forward<F>(f));
+}
 
 }  // namespace flow

@@ -82,7 +82,9 @@ void check_scatter(const Tensor& self, int64_t dim, const Tensor& index, const T
   }
 }
 
-int64_t gdim(const Tensor& self, int64_t dim, const char* op) { return wrap_dim(dim, std::max<int64_t>(self.dim(), 1), op); }
+int64_t gdim(const Tensor& self, int64_t dim, const char* op) {
+  return wrap_dim(dim, std::max<int64_t>(self.dim(), 1), op);
+}
 
 std::vector<TensorMeta> same_as_self(const TensorList& in, const Attrs&) {
   return {{in[0].sizes(), in[0].dtype(), in[0].device()}};
@@ -163,7 +165,9 @@ FLOW_OP(scatter_add)
 
 // scatter_reduce: sum/prod/mean/amax/amin; include_self=False ignores self's values at scattered positions.
 FLOW_OP(scatter_reduce)
-    .schema("scatter_reduce(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor")
+    .schema(
+        "scatter_reduce(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> "
+        "Tensor")
     .traits(kIndexing | kNoInputOverlap)
     .meta([](const TensorList& in, const Attrs& a) {
       check_scatter(in[0], gdim(in[0], a.i(0), "scatter_reduce"), in[1], in[2], "scatter_reduce");
@@ -215,7 +219,8 @@ FLOW_OP(scatter_reduce)
       Tensor ix = c.input(1), self = c.input(0), src = c.input(2), out = c.output(0);
       Tensor gs, gsrc;
       if (red == "sum") {
-        if (c.needs(0)) gs = include_self ? g[0] : ops::call1("scatter", {g[0], ix, ops::wrapped_scalar(Scalar(0.0))}, {dim});
+        if (c.needs(0))
+          gs = include_self ? g[0] : ops::call1("scatter", {g[0], ix, ops::wrapped_scalar(Scalar(0.0))}, {dim});
         if (c.needs(2)) gsrc = ops::call1("gather", {g[0], ix}, {dim});
       } else if (red == "mean") {
         Tensor ones = ops::ones_like(src);
@@ -223,7 +228,8 @@ FLOW_OP(scatter_reduce)
                                 {dim, std::string("sum"), true});
         cnt = ops::call1("clamp_min_for_index", {cnt});
         Tensor gm = ops::div(g[0], cnt);
-        if (c.needs(0)) gs = include_self ? gm : ops::call1("scatter", {gm, ix, ops::wrapped_scalar(Scalar(0.0))}, {dim});
+        if (c.needs(0))
+          gs = include_self ? gm : ops::call1("scatter", {gm, ix, ops::wrapped_scalar(Scalar(0.0))}, {dim});
         if (c.needs(2)) gsrc = ops::call1("gather", {gm, ix}, {dim});
       } else if (red == "amax" || red == "amin") {
         // gradient split evenly among the elements equal to the result (PyTorch's rule)
@@ -255,8 +261,8 @@ FLOW_OP(scatter_reduce)
           Tensor single = call("logical_and", {zero, call("eq", {nzero, ops::wrapped_scalar(Scalar(1.0))})});
           Tensor with_single = call("scatter_reduce", {self, ix, call("masked_fill", {src, single, one})}, sr);
           Tensor via_single = call("gather", {ops::mul(g[0], with_single), ix}, {dim});
-          Tensor via_result = ops::div(call("gather", {ops::mul(g[0], out), ix}, {dim}),
-                                       call("masked_fill", {src, zero, one}));
+          Tensor via_result =
+              ops::div(call("gather", {ops::mul(g[0], out), ix}, {dim}), call("masked_fill", {src, zero, one}));
           gsrc = ops::where(single, via_single, via_result);
         }
       } else {
@@ -296,8 +302,8 @@ void along_dim(const Tensor& t, int64_t dim, const Tensor& ix, const Shape& size
 void index_reduce_into(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, Reduce r) {
   Tensor o = as1d(out), s = as1d(src), ix0 = vector_index(index, "index_add");
   bool copy = r == Reduce::Assign;
-  Tensor ix = idx::wrapped_index(ix0, o.sizes()[dim], dim, ErrorKind::Index, nullptr, false,
-                                 copy ? "index_copy_(): " : "");
+  Tensor ix =
+      idx::wrapped_index(ix0, o.sizes()[dim], dim, ErrorKind::Index, nullptr, false, copy ? "index_copy_(): " : "");
   if (s.numel() == 0) return;
   Tensor o_r, ix_r;
   along_dim(o, dim, ix, s.sizes(), o_r, ix_r);
@@ -316,8 +322,8 @@ void check_index_source(const Tensor& self, int64_t dim, const Tensor& index, co
                      ") should be equal to source.size(dim): (", sr.sizes()[dim], "), for dim: ", dim);
   for (int64_t d = 0; d < s.dim(); ++d)
     if (d != dim)
-      FLOW_RUNTIME_CHECK(s.sizes()[d] == sr.sizes()[d], op, "(): self (", shape_str(self.sizes()),
-                         ") and source (", shape_str(src.sizes()), ") must have the same size at dimension ", d);
+      FLOW_RUNTIME_CHECK(s.sizes()[d] == sr.sizes()[d], op, "(): self (", shape_str(self.sizes()), ") and source (",
+                         shape_str(src.sizes()), ") must have the same size at dimension ", d);
   FLOW_RUNTIME_CHECK(src.dtype() == self.dtype(), op, "(): self (", dtype_name(self.dtype()), ") and source (",
                      dtype_name(src.dtype()), ") must have the same scalar type");
 }
@@ -349,7 +355,8 @@ FLOW_OP(index_select)
         const int64_t* ip = ix.data<int64_t>();
         const char* sp = static_cast<const char*>(self.raw_data());
         char* op = static_cast<char*>(o.raw_data());
-        parallel_for(outer * n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(inner, 1)), [&](int64_t b, int64_t e) {
+        parallel_for(outer * n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(inner, 1)),
+                     [&](int64_t b, int64_t e) {
           for (int64_t r = b; r < e; ++r) {
             int64_t oo = r / n, k = r % n;
             std::memcpy(op + r * inner, sp + (oo * size + ip[k]) * inner, inner);
@@ -390,7 +397,8 @@ FLOW_OP(index_add)
         gsrc = ops::call1("index_select", {g[0], c.input(1)}, {c.attrs.i(0)});
         Scalar alpha = c.attrs.s(1);
         if (alpha.to_double() != 1.0) gsrc = ops::mul(gsrc, alpha);
-        if (c.input_meta(2).sizes.size() != static_cast<size_t>(gsrc.dim())) gsrc = ops::reshape(gsrc, c.input_meta(2).sizes);
+        if (c.input_meta(2).sizes.size() != static_cast<size_t>(gsrc.dim()))
+          gsrc = ops::reshape(gsrc, c.input_meta(2).sizes);
       }
       return {c.needs(0) ? g[0] : Tensor(), Tensor(), gsrc};
     });
@@ -417,7 +425,8 @@ FLOW_OP(index_copy)
       }
       if (c.needs(2)) {
         gsrc = ops::call1("index_select", {g[0], c.input(1)}, {dim});
-        if (c.input_meta(2).sizes.size() != static_cast<size_t>(gsrc.dim())) gsrc = ops::reshape(gsrc, c.input_meta(2).sizes);
+        if (c.input_meta(2).sizes.size() != static_cast<size_t>(gsrc.dim()))
+          gsrc = ops::reshape(gsrc, c.input_meta(2).sizes);
       }
       return {gs, Tensor(), gsrc};
     });
@@ -469,8 +478,9 @@ FLOW_OP(masked_fill)
     .traits(kIndexing | kElementwise | kAliasedOutputOk)
     .meta([](const TensorList& in, const Attrs&) -> std::vector<TensorMeta> {
       check_bool_mask(in[1], "masked_fill_");
-      FLOW_RUNTIME_CHECK(in[2].dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
-                         in[2].dim(), " dimension(s).");
+      FLOW_RUNTIME_CHECK(in[2].dim() == 0,
+                         "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ", in[2].dim(),
+                         " dimension(s).");
       if (in[2].has_storage()) check_scalar_fits(binary::scalar_value(in[2]), in[0].dtype());
       return {{broadcast_shapes(in[0].sizes(), in[1].sizes(), "masked_fill"), in[0].dtype(), in[0].device()}};
     })
@@ -483,7 +493,8 @@ FLOW_OP(masked_fill)
         using T = typename decltype(tag)::type;
         const T val = *v.data<T>();
         if (o.is_same(self)) {
-          for_each_element<2>({&o, &mask}, o.sizes(), [val](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t n) {
+          for_each_element<2>({&o, &mask}, o.sizes(),
+                              [val](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t n) {
             for (int64_t i = 0; i < n; ++i)
               if (*reinterpret_cast<const bool*>(p[1] + i * s[1])) *reinterpret_cast<T*>(p[0] + i * s[0]) = val;
           });
@@ -568,9 +579,11 @@ FLOW_OP(masked_scatter)
     .schema("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor")
     .traits(kIndexing)
     .meta([](const TensorList& in, const Attrs&) -> std::vector<TensorMeta> {
-      FLOW_RUNTIME_CHECK(in[1].dtype() == DType::Bool, "masked_scatter_ only supports boolean masks, but got mask with dtype ",
+      FLOW_RUNTIME_CHECK(in[1].dtype() == DType::Bool,
+                         "masked_scatter_ only supports boolean masks, but got mask with dtype ",
                          dtype_name(in[1].dtype()));
-      FLOW_RUNTIME_CHECK(in[0].dtype() == in[2].dtype(), "masked_scatter: expected self and source to have same dtypes but got ",
+      FLOW_RUNTIME_CHECK(in[0].dtype() == in[2].dtype(),
+                         "masked_scatter: expected self and source to have same dtypes but got ",
                          dtype_name(in[0].dtype()), " and ", dtype_name(in[2].dtype()));
       return {{broadcast_shapes(in[0].sizes(), in[1].sizes(), "masked_scatter"), in[0].dtype(), in[0].device()}};
     })

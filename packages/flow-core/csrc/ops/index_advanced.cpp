@@ -19,7 +19,8 @@ struct AdvPlan {
 TensorList expand_indices(const Tensor& target, const TensorList& indices) {
   TensorList out;
   int64_t consumed = 0;
-  for (const Tensor& ix : indices) consumed += !ix.defined() ? 1 : (ix.dtype() == DType::Bool || ix.dtype() == DType::UInt8) ? ix.dim() : 1;
+  for (const Tensor& ix : indices)
+    consumed += !ix.defined() ? 1 : (ix.dtype() == DType::Bool || ix.dtype() == DType::UInt8) ? ix.dim() : 1;
   FLOW_INDEX_CHECK(consumed <= target.dim(), "too many indices for tensor of dimension ", target.dim(), " (got ",
                    consumed, ")");
   for (const Tensor& ix : indices) {
@@ -124,7 +125,8 @@ Tensor broadcast_values(const Tensor& v, const Shape& shape) {
   Tensor vv = v;
   // leading size-1 dims of values beyond the result's rank are dropped (PyTorch's slicePrefix1sDims)
   while (vv.dim() > static_cast<int64_t>(shape.size()) && vv.sizes()[0] == 1)
-    vv = make_view(vv, Shape(vv.sizes().begin() + 1, vv.sizes().end()), Shape(vv.strides().begin() + 1, vv.strides().end()), vv.offset());
+    vv = make_view(vv, Shape(vv.sizes().begin() + 1, vv.sizes().end()),
+                   Shape(vv.strides().begin() + 1, vv.strides().end()), vv.offset());
   bool ok = vv.dim() <= static_cast<int64_t>(shape.size());
   Shape st(shape.size(), 0);
   for (int64_t i = 0; ok && i < vv.dim(); ++i) {
@@ -212,8 +214,9 @@ FLOW_OP(index_put)
     .traits(kIndexing)
     .meta([](const TensorList& in, const Attrs&) -> std::vector<TensorMeta> {
       FLOW_RUNTIME_CHECK(in[1].dtype() == in[0].dtype() || in[1].impl()->is_wrapped_number,
-                         "Index put requires the source and destination dtypes match, got ", torch_type_name(in[0].dtype()),
-                         " for the destination and ", torch_type_name(in[1].dtype()), " for the source.");
+                         "Index put requires the source and destination dtypes match, got ",
+                         torch_type_name(in[0].dtype()), " for the destination and ", torch_type_name(in[1].dtype()),
+                         " for the source.");
       return {{in[0].sizes(), in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {

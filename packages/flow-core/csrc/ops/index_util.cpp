@@ -177,9 +177,13 @@ void offset_scatter(const Tensor& dst_r, const Tensor& src_r, const Tensor& off_
         case Reduce::Mean: return with_op([](T* d, A v) { *d = static_cast<T>(static_cast<A>(*d) + v); });
         case Reduce::Mul: return with_op([](T* d, A v) { *d = static_cast<T>(static_cast<A>(*d) * v); });
         case Reduce::Max:
-          return with_op([](T* d, A v) { if (isnan_v(v) || v > static_cast<A>(*d)) *d = static_cast<T>(v); });
+          return with_op([](T* d, A v) {
+            if (isnan_v(v) || v > static_cast<A>(*d)) *d = static_cast<T>(v);
+          });
         case Reduce::Min:
-          return with_op([](T* d, A v) { if (isnan_v(v) || v < static_cast<A>(*d)) *d = static_cast<T>(v); });
+          return with_op([](T* d, A v) {
+            if (isnan_v(v) || v < static_cast<A>(*d)) *d = static_cast<T>(v);
+          });
         default: break;
       }
     }

@@ -74,9 +74,9 @@ std::vector<TensorMeta> meta_dot(const TensorList& in, const char* op) {
                      "D tensors");
   FLOW_RUNTIME_CHECK(a.dtype() == b.dtype(), op, " : expected both vectors to have same dtype, but found ",
                      torch_type_name(a.dtype()), " and ", torch_type_name(b.dtype()));
-  FLOW_RUNTIME_CHECK(a.size(0) == b.size(0), "inconsistent tensor size, expected tensor [", a.size(0),
-                     "] and src [", b.size(0), "] to have the same number of elements, but got ", a.size(0), " and ",
-                     b.size(0), " elements respectively");
+  FLOW_RUNTIME_CHECK(a.size(0) == b.size(0), "inconsistent tensor size, expected tensor [", a.size(0), "] and src [",
+                     b.size(0), "] to have the same number of elements, but got ", a.size(0), " and ", b.size(0),
+                     " elements respectively");
   return {{{}, a.dtype(), common_device(in, op)}};
 }
 
@@ -154,7 +154,9 @@ FLOW_OP(bmm)
     .traits(kMatmulLike)
     .einsum("bij,bjk->bik")
     .meta(meta_bmm)
-    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) { batched_gemm(in[0], in[1], out[0], 1.0, 0.0); })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
+      batched_gemm(in[0], in[1], out[0], 1.0, 0.0);
+    })
     .save_inputs({0, 1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       return {c.needs(0) ? ops::bmm(g[0], ops::transpose(c.input(1), 1, 2)) : Tensor(),
@@ -176,8 +178,8 @@ FLOW_OP(addmm)
     .save_inputs({1, 2})
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      Tensor gx = c.needs(1) ? scaled(mm_like(g[0], ops::transpose(c.input(2), 0, 1), c.input(1)), c.attrs, 1)
-                             : Tensor();
+      Tensor gx =
+          c.needs(1) ? scaled(mm_like(g[0], ops::transpose(c.input(2), 0, 1), c.input(1)), c.attrs, 1) : Tensor();
       // Linear's backward (a bias row, a transposed weight): the weight gradient packs g^T, and the bias
       // gradient, g's column sums, comes from that same pass instead of a second one.
       const Shape& bias = c.input_meta(0).sizes;
@@ -197,8 +199,10 @@ FLOW_OP(_mm_t_colsum)
     .traits(kMatmulLike)
     .meta([](const TensorList& in, const Attrs&) -> std::vector<TensorMeta> {
       const Tensor &g = in[0], &x = in[1];
-      FLOW_RUNTIME_CHECK(g.dim() == 2 && x.dim() == 2 && g.size(0) == x.size(0), "_mm_t_colsum: expected grad "
-                         "(T x O) and input (T x I) matrices, got ", dims_str(g), " and ", dims_str(x));
+      FLOW_RUNTIME_CHECK(g.dim() == 2 && x.dim() == 2 && g.size(0) == x.size(0),
+                         "_mm_t_colsum: expected grad "
+                         "(T x O) and input (T x I) matrices, got ",
+                         dims_str(g), " and ", dims_str(x));
       check_same_dtype(g, x, "_mm_t_colsum: expected grad and input");
       Device d = common_device(in, "_mm_t_colsum");
       return {{{g.size(1), x.size(1)}, g.dtype(), d}, {{g.size(1)}, g.dtype(), d}};
@@ -393,8 +397,8 @@ namespace {
 // strided, never copied) operands.
 Tensor matmul_impl(const Tensor& a, const Tensor& b) {
   int64_t da = a.dim(), db = b.dim();
-  FLOW_RUNTIME_CHECK(da > 0 && db > 0, "both arguments to matmul need to be at least 1D, but they are ", da,
-                     "D and ", db, "D");
+  FLOW_RUNTIME_CHECK(da > 0 && db > 0, "both arguments to matmul need to be at least 1D, but they are ", da, "D and ",
+                     db, "D");
   if (da == 1 && db == 1) return ops::call1("dot", {a, b});
   if (da == 2 && db == 1) return ops::mv(a, b);
   if (da == 1 && db == 2) return ops::squeeze(ops::mm(ops::unsqueeze(a, 0), b), 0);

@@ -23,8 +23,8 @@ struct Batch {
 
 Batch square_batch(const Tensor& a, const char* op) {
   FLOW_RUNTIME_CHECK(a.dim() >= 2, op, ": The input tensor A must have at least 2 dimensions.");
-  FLOW_RUNTIME_CHECK(a.size(-1) == a.size(-2), op, ": A must be batches of square matrices, but they are ",
-                     a.size(-2), " by ", a.size(-1), " matrices");
+  FLOW_RUNTIME_CHECK(a.size(-1) == a.size(-2), op, ": A must be batches of square matrices, but they are ", a.size(-2),
+                     " by ", a.size(-1), " matrices");
   FLOW_RUNTIME_CHECK(is_floating(a.dtype()), op, ": Expected a floating point tensor as input. Got ",
                      torch_type_name(a.dtype()));
   Batch b;
@@ -143,8 +143,10 @@ void over_batch(const Batch& b, F f) {
 std::vector<TensorMeta> rhs_meta(const TensorList& in, const char* op) {
   const Tensor &A = in[0], &B = in[1];
   Batch b = square_batch(A, op);
-  FLOW_RUNTIME_CHECK(B.dim() == A.dim() && B.size(-2) == b.n, op, ": Incompatible shapes of A and B for the "
-                     "equation AX = B (", shape_str(A.sizes()), " and ", shape_str(B.sizes()), ")");
+  FLOW_RUNTIME_CHECK(B.dim() == A.dim() && B.size(-2) == b.n, op,
+                     ": Incompatible shapes of A and B for the "
+                     "equation AX = B (",
+                     shape_str(A.sizes()), " and ", shape_str(B.sizes()), ")");
   for (int64_t i = 0; i + 2 < B.dim(); ++i)
     FLOW_RUNTIME_CHECK(B.size(i) == A.size(i), op, ": A and B must have the same batch shape");
   FLOW_RUNTIME_CHECK(B.dtype() == A.dtype(), op, ": Expected A and B to have the same dtype, but found A of type ",
@@ -188,8 +190,10 @@ int64_t cholesky_lower(const double* A, double* L, int64_t n) {
 }
 
 std::string cholesky_error(const char* op, const Batch& b, int64_t i, int64_t info) {
-  return std::string(op) + ": " + batch_prefix(b, i) + "The factorization could not be completed because the input "
-         "is not positive-definite (the leading minor of order " + std::to_string(info) + " is not positive-definite).";
+  return std::string(op) + ": " + batch_prefix(b, i) +
+         "The factorization could not be completed because the input "
+         "is not positive-definite (the leading minor of order " +
+         std::to_string(info) + " is not positive-definite).";
 }
 
 // Murray (2016): with P = L^T gL and Phi(P) its lower triangle with the diagonal halved,
@@ -197,8 +201,8 @@ std::string cholesky_error(const char* op, const Batch& b, int64_t i, int64_t in
 Tensor cholesky_backward(const Tensor& factor, const Tensor& grad, bool upper) {
   Tensor L = upper ? mT(factor) : factor, gl = upper ? mT(grad) : grad;
   Tensor p = ops::matmul(mT(L), gl);
-  Tensor phi = ops::mul(ops::add(ops::call1("tril", {p}, {int64_t(0)}), ops::call1("tril", {p}, {int64_t(-1)})),
-                        Scalar(0.5));
+  Tensor phi =
+      ops::mul(ops::add(ops::call1("tril", {p}, {int64_t(0)}), ops::call1("tril", {p}, {int64_t(-1)})), Scalar(0.5));
   Tensor linv = ops::call1("linalg_inv", {L});
   Tensor ga = ops::matmul(ops::matmul(mT(linv), phi), linv);
   return ops::mul(ops::add(ga, mT(ga)), Scalar(0.5));
@@ -443,7 +447,6 @@ FLOW_OP(linalg_solve_triangular)
       return {ga, c.needs(1) ? gb : Tensor()};
     });
 
-
 // X = (F F^T)^-1 B for a lower factor F, or (F^T F)^-1 B for an upper one: two triangular solves that read only
 // F's triangle. Batch dims broadcast. The gradient for F is that of the full product (torch's), not one restricted
 // to F's triangle.
@@ -454,12 +457,14 @@ FLOW_OP(cholesky_solve)
       const Tensor &B = in[0], &F = in[1];
       FLOW_RUNTIME_CHECK(B.dim() >= 2, "b should have at least 2 dimensions, but has ", B.dim(), " dimensions instead");
       FLOW_RUNTIME_CHECK(F.dim() >= 2, "u should have at least 2 dimensions, but has ", F.dim(), " dimensions instead");
-      FLOW_RUNTIME_CHECK(F.size(-1) == F.size(-2) && F.size(-1) == B.size(-2), "Incompatible matrix sizes for "
-                         "cholesky_solve: each A matrix is ", F.size(-2), " by ", F.size(-1), " but each b matrix is ",
-                         B.size(-2), " by ", B.size(-1));
-      FLOW_RUNTIME_CHECK(B.dtype() == F.dtype(), "cholesky_solve: Expected b and A to have the same dtype, but found b "
-                         "of type ", torch_type_name(B.dtype()), " and A of type ", torch_type_name(F.dtype()),
-                         " instead.");
+      FLOW_RUNTIME_CHECK(F.size(-1) == F.size(-2) && F.size(-1) == B.size(-2),
+                         "Incompatible matrix sizes for "
+                         "cholesky_solve: each A matrix is ",
+                         F.size(-2), " by ", F.size(-1), " but each b matrix is ", B.size(-2), " by ", B.size(-1));
+      FLOW_RUNTIME_CHECK(B.dtype() == F.dtype(),
+                         "cholesky_solve: Expected b and A to have the same dtype, but found b "
+                         "of type ",
+                         torch_type_name(B.dtype()), " and A of type ", torch_type_name(F.dtype()), " instead.");
       if (!is_floating(B.dtype())) fail_not_implemented("cholesky_solve_cpu", B.dtype());
       autograd::AutoGradMode no_grad(false);  // the op is recorded as one node, with the backward below
       Shape batch = broadcast_shapes(Shape(B.sizes().begin(), B.sizes().end() - 2),
@@ -508,8 +513,10 @@ Shape with(Shape s, std::initializer_list<int64_t> tail) {
 // [i + 1, m] as getrf makes them (out of range is refused rather than read out of bounds).
 void read_pivots(const int32_t* p, int64_t k, int64_t m, int64_t* piv, const char* op) {
   for (int64_t i = 0; i < k; ++i) {
-    FLOW_RUNTIME_CHECK(p[i] >= 1 && p[i] <= m, op, ": pivots must be between 1 and ", m, " (as linalg.lu_factor "
-                       "returns them), but got ", p[i]);
+    FLOW_RUNTIME_CHECK(p[i] >= 1 && p[i] <= m, op, ": pivots must be between 1 and ", m,
+                       " (as linalg.lu_factor "
+                       "returns them), but got ",
+                       p[i]);
     piv[i] = p[i] - 1;
   }
 }
@@ -548,8 +555,8 @@ Tensor lu_backward(Tensor gL, Tensor gU, const Tensor& P, const Tensor& L, const
     if (gU.defined())
       gA = ops::call1("cat", {ops::add(gA, ops::slice(gU, -1, 0, k)), ops::slice(gU, -1, k, n)}, {int64_t(-1)});
     gA = solve_tri(mT(L), gA, true, true, true);
-    if (!gU.defined()) gA = ops::call1("pad", {gA}, {std::vector<int64_t>{0, n - k}, std::string("constant"),
-                                                     std::monostate{}});
+    if (!gU.defined())
+      gA = ops::call1("pad", {gA}, {std::vector<int64_t>{0, n - k}, std::string("constant"), std::monostate{}});
   } else {
     Tensor L1 = ops::slice(L, -2, 0, k);
     if (gU.defined()) gA = ops::matmul(gU, mT(U));
@@ -561,8 +568,8 @@ Tensor lu_backward(Tensor gL, Tensor gU, const Tensor& P, const Tensor& L, const
     if (gL.defined())
       gA = ops::call1("cat", {ops::add(gA, ops::slice(gL, -2, 0, k)), ops::slice(gL, -2, k, m)}, {int64_t(-2)});
     gA = solve_tri(mT(U), gA, false, false);
-    if (!gL.defined()) gA = ops::call1("pad", {gA}, {std::vector<int64_t>{0, 0, 0, m - k}, std::string("constant"),
-                                                     std::monostate{}});
+    if (!gL.defined())
+      gA = ops::call1("pad", {gA}, {std::vector<int64_t>{0, 0, 0, m - k}, std::string("constant"), std::monostate{}});
   }
   return ops::matmul(P, gA);
 }
@@ -572,12 +579,14 @@ Tensor lu_backward(Tensor gL, Tensor gU, const Tensor& P, const Tensor& L, const
 // LU (..., m, n) holds L below the diagonal and U on and above it; pivots (..., min(m, n)) are getrf's 1-based
 // row swaps; info is 0, or k for the first zero pivot U[k-1][k-1] (the factorization is still returned).
 FLOW_OP(linalg_lu_factor_ex)
-    .schema("linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> "
-            "(Tensor LU, Tensor pivots, Tensor info)")
+    .schema(
+        "linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> "
+        "(Tensor LU, Tensor pivots, Tensor info)")
     .meta([](const TensorList& in, const Attrs& at) {
       const Tensor& a = in[0];
-      FLOW_RUNTIME_CHECK(a.dim() >= 2, "torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: ",
-                         shape_str(a.sizes()), " instead");
+      FLOW_RUNTIME_CHECK(a.dim() >= 2,
+                         "torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: ", shape_str(a.sizes()),
+                         " instead");
       FLOW_CHECK(a.dtype() == DType::Float32 || a.dtype() == DType::Float64, NotImplemented,
                  "\"lu_cpu\" not implemented for '", torch_type_name(a.dtype()), "'");
       FLOW_RUNTIME_CHECK(at.b(0), "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
@@ -606,8 +615,9 @@ FLOW_OP(linalg_lu_factor_ex)
       if (at.b(1))
         for (int64_t i = 0; i < count; ++i)
           FLOW_RUNTIME_CHECK(ip[i] == 0, "torch.linalg.lu_factor_ex: ",
-                             batch.empty() ? std::string() : "(Batch element " + std::to_string(i) + "): ", "U[",
-                             ip[i], ",", ip[i], "] is zero and using it on lu_solve would result in a division by "
+                             batch.empty() ? std::string() : "(Batch element " + std::to_string(i) + "): ", "U[", ip[i],
+                             ",", ip[i],
+                             "] is zero and using it on lu_solve would result in a division by "
                              "zero. If you still want to perform the factorization, consider calling "
                              "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)");
       ops::copy_into(out[0], a);
@@ -627,13 +637,15 @@ FLOW_OP(linalg_lu_factor_ex)
 // A = P L U from lu_factor's LU and pivots: P (..., m, m), L (..., m, k) unit lower, U (..., k, n); the parts
 // not asked for are empty, as in torch.
 FLOW_OP(lu_unpack)
-    .schema("lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> "
-            "(Tensor P, Tensor L, Tensor U)")
+    .schema(
+        "lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> "
+        "(Tensor P, Tensor L, Tensor U)")
     .meta([](const TensorList& in, const Attrs& at) {
       const Tensor &lu = in[0], &piv = in[1];
       FLOW_RUNTIME_CHECK(lu.dim() >= 2, "torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: ",
                          shape_str(lu.sizes()), " instead");
-      FLOW_RUNTIME_CHECK(piv.dtype() == DType::Int32, "torch.lu_unpack: LU_pivots is expected to be a contiguous "
+      FLOW_RUNTIME_CHECK(piv.dtype() == DType::Int32,
+                         "torch.lu_unpack: LU_pivots is expected to be a contiguous "
                          "tensor of torch.int32 dtype.\nNote: this function is intended to be used with the output "
                          "produced by torch.linalg.lu_factor");
       const int64_t m = lu.size(-2), n = lu.size(-1), k = std::min(m, n);
@@ -675,11 +687,11 @@ FLOW_OP(lu_unpack)
       const int64_t m = lu[lu.size() - 2], n = lu.back(), k = std::min(m, n);
       Tensor gLU;
       if (g[1].defined())
-        gLU = ops::call1("pad", {triangular("tril", g[1], -1)}, {std::vector<int64_t>{0, n - k},
-                                                                 std::string("constant"), std::monostate{}});
+        gLU = ops::call1("pad", {triangular("tril", g[1], -1)},
+                         {std::vector<int64_t>{0, n - k}, std::string("constant"), std::monostate{}});
       if (g[2].defined()) {
-        Tensor t = ops::call1("pad", {triangular("triu", g[2], 0)}, {std::vector<int64_t>{0, 0, 0, m - k},
-                                                                     std::string("constant"), std::monostate{}});
+        Tensor t = ops::call1("pad", {triangular("triu", g[2], 0)},
+                              {std::vector<int64_t>{0, 0, 0, m - k}, std::string("constant"), std::monostate{}});
         gLU = gLU.defined() ? ops::add(gLU, t) : t;
       }
       return {gLU, Tensor()};
@@ -692,26 +704,35 @@ FLOW_OP(linalg_lu_solve)
     .meta([](const TensorList& in, const Attrs& at) {
       const Tensor &lu = in[0], &piv = in[1], &B = in[2];
       FLOW_RUNTIME_CHECK(lu.dim() >= 2, "torch.linalg.lu_solve: The input tensor A must have at least 2 dimensions.");
-      FLOW_RUNTIME_CHECK(lu.size(-1) == lu.size(-2), "torch.linalg.lu_solve: A must be batches of square matrices, "
-                         "but they are ", lu.size(-2), " by ", lu.size(-1), " matrices");
+      FLOW_RUNTIME_CHECK(lu.size(-1) == lu.size(-2),
+                         "torch.linalg.lu_solve: A must be batches of square matrices, "
+                         "but they are ",
+                         lu.size(-2), " by ", lu.size(-1), " matrices");
       FLOW_RUNTIME_CHECK(B.dim() >= 2, "linalg.lu_solve: The input tensor B must have at least 2 dimensions.");
-      FLOW_RUNTIME_CHECK(piv.dtype() == DType::Int32, "linalg.lu_solve: pivots should be a Tensor of scalar type "
+      FLOW_RUNTIME_CHECK(piv.dtype() == DType::Int32,
+                         "linalg.lu_solve: pivots should be a Tensor of scalar type "
                          "torch.int32");
       FLOW_CHECK(lu.dtype() == DType::Float32 || lu.dtype() == DType::Float64, NotImplemented,
                  "\"linalg_lu_solve\" not implemented for '", torch_type_name(lu.dtype()), "'");
-      FLOW_RUNTIME_CHECK(B.dtype() == lu.dtype(), "linalg.lu_solve: Expected LU and B to have the same dtype, but "
-                         "found LU of type ", torch_type_name(lu.dtype()), " and B of type ",
-                         torch_type_name(B.dtype()), " instead");
+      FLOW_RUNTIME_CHECK(B.dtype() == lu.dtype(),
+                         "linalg.lu_solve: Expected LU and B to have the same dtype, but "
+                         "found LU of type ",
+                         torch_type_name(lu.dtype()), " and B of type ", torch_type_name(B.dtype()), " instead");
       const bool left = at.b(0);
       const int64_t n = lu.size(-1);
-      FLOW_RUNTIME_CHECK(B.size(left ? -2 : -1) == n, "linalg.lu_solve: Incompatible shapes of A and B for the "
-                         "equation ", left ? "AX = B (" : "XA = B (", lu.size(-2), "x", n, " and ", B.size(-2), "x",
-                         B.size(-1), ")");
+      FLOW_RUNTIME_CHECK(B.size(left ? -2 : -1) == n,
+                         "linalg.lu_solve: Incompatible shapes of A and B for the "
+                         "equation ",
+                         left ? "AX = B (" : "XA = B (", lu.size(-2), "x", n, " and ", B.size(-2), "x", B.size(-1),
+                         ")");
       Shape batch = batch_of(lu, 2);
-      FLOW_RUNTIME_CHECK(piv.dim() >= 1 && piv.size(-1) == n, "linalg.lu_solve: Number of pivots per batch should be "
+      FLOW_RUNTIME_CHECK(piv.dim() >= 1 && piv.size(-1) == n,
+                         "linalg.lu_solve: Number of pivots per batch should be "
                          "same as the dimension of the matrix");
-      FLOW_RUNTIME_CHECK(batch_of(piv, 1) == batch, "linalg.lu_solve: Expected LU.shape[:-1] and pivots.shape to be "
-                         "the same, but got pivots with shape ", shape_str(piv.sizes()), " instead");
+      FLOW_RUNTIME_CHECK(batch_of(piv, 1) == batch,
+                         "linalg.lu_solve: Expected LU.shape[:-1] and pivots.shape to be "
+                         "the same, but got pivots with shape ",
+                         shape_str(piv.sizes()), " instead");
       FLOW_RUNTIME_CHECK(batch_of(B, 2) == batch, "linalg.lu_solve: LU and B must have the same batch shape");
       return std::vector<TensorMeta>{{B.sizes(), B.dtype(), lu.device()}};
     })

@@ -14,8 +14,8 @@ constexpr int kEllBase = 52;  // labels 0..51 are letters; ellipsis dims get kEl
 int letter_id(char ch) {
   if (ch >= 'a' && ch <= 'z') return ch - 'a';
   if (ch >= 'A' && ch <= 'Z') return 26 + (ch - 'A');
-  fail(ErrorKind::Runtime, "einsum(): invalid subscript given at index: operand subscript must be in [a-zA-Z] but got '",
-       ch, "'");
+  fail(ErrorKind::Runtime,
+       "einsum(): invalid subscript given at index: operand subscript must be in [a-zA-Z] but got '", ch, "'");
 }
 
 struct Term {
@@ -29,8 +29,8 @@ Term parse_term(const std::string& s, const char* what) {
     char ch = s[i];
     if (ch == ' ') continue;
     if (ch == '.') {
-      FLOW_RUNTIME_CHECK(!t.has_ell && s.compare(i, 3, "...") == 0,
-                         "einsum(): found '.' for ", what, " that is not part of any ellipsis");
+      FLOW_RUNTIME_CHECK(!t.has_ell && s.compare(i, 3, "...") == 0, "einsum(): found '.' for ", what,
+                         " that is not part of any ellipsis");
       t.has_ell = true;
       t.labels.push_back(-1);
       i += 2;
@@ -131,7 +131,8 @@ Tensor einsum_impl(const std::string& eq, const TensorList& ops_in) {
       }
       FLOW_RUNTIME_CHECK(std::find(out.begin(), out.end(), l) == out.end(), "einsum(): output subscript ",
                          static_cast<char>(l < 26 ? 'a' + l : 'A' + l - 26), " appears more than once in the output");
-      FLOW_RUNTIME_CHECK(size.count(l), "einsum(): output subscript ", static_cast<char>(l < 26 ? 'a' + l : 'A' + l - 26),
+      FLOW_RUNTIME_CHECK(size.count(l), "einsum(): output subscript ",
+                         static_cast<char>(l < 26 ? 'a' + l : 'A' + l - 26),
                          " does not appear in the equation for any input operand");
       out.push_back(l);
     }

@@ -184,12 +184,14 @@ FLOW_OP(linalg_qr)
     .save_outputs({0, 1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const std::string& mode = c.attrs.str(0);
-      FLOW_RUNTIME_CHECK(mode != "r", "The derivative of linalg.qr depends on Q, which is not computed when "
+      FLOW_RUNTIME_CHECK(mode != "r",
+                         "The derivative of linalg.qr depends on Q, which is not computed when "
                          "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to differentiate "
                          "through linalg.qr.");
       Tensor Q = c.output(0), R = c.output(1);
       const int64_t m = Q.size(-2), n = R.size(-1);
-      FLOW_RUNTIME_CHECK(mode == "reduced" || m <= n, "The QR decomposition is not differentiable when "
+      FLOW_RUNTIME_CHECK(mode == "reduced" || m <= n,
+                         "The QR decomposition is not differentiable when "
                          "mode='complete' and nrows > ncols.");
       if (!g[0].defined() && !g[1].defined()) return {Tensor()};
       if (m >= n) return {qr_backward_tall(g[0], g[1], Q, R)};
@@ -239,10 +241,14 @@ FLOW_OP(linalg_matrix_exp)
     .meta([](const TensorList& in, const Attrs&) {
       const Tensor& a = in[0];
       FLOW_RUNTIME_CHECK(a.dim() >= 2, "linalg.matrix_exp: The input tensor A must have at least 2 dimensions.");
-      FLOW_RUNTIME_CHECK(is_floating(a.dtype()), "linalg.matrix_exp: Expected a floating point or complex tensor as "
-                         "input. Got ", torch_type_name(a.dtype()));
-      FLOW_RUNTIME_CHECK(a.size(-1) == a.size(-2), "linalg.matrix_exp: A must be batches of square matrices, but they "
-                         "are ", a.size(-2), " by ", a.size(-1), " matrices");
+      FLOW_RUNTIME_CHECK(is_floating(a.dtype()),
+                         "linalg.matrix_exp: Expected a floating point or complex tensor as "
+                         "input. Got ",
+                         torch_type_name(a.dtype()));
+      FLOW_RUNTIME_CHECK(a.size(-1) == a.size(-2),
+                         "linalg.matrix_exp: A must be batches of square matrices, but they "
+                         "are ",
+                         a.size(-2), " by ", a.size(-1), " matrices");
       return std::vector<TensorMeta>{{a.sizes(), a.dtype(), a.device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {

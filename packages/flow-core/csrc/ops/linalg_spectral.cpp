@@ -171,8 +171,10 @@ Tensor mT(const Tensor& t) { return ops::transpose(t, -2, -1); }
 std::vector<TensorMeta> svd_meta(const TensorList& in, bool full) {
   const Tensor& a = in[0];
   FLOW_RUNTIME_CHECK(a.dim() >= 2, "linalg.svd: The input tensor A must have at least 2 dimensions.");
-  FLOW_RUNTIME_CHECK(is_floating(a.dtype()), "linalg.svd: Expected a floating point or complex tensor as input. "
-                     "Got ", torch_type_name(a.dtype()));
+  FLOW_RUNTIME_CHECK(is_floating(a.dtype()),
+                     "linalg.svd: Expected a floating point or complex tensor as input. "
+                     "Got ",
+                     torch_type_name(a.dtype()));
   FLOW_CHECK(a.dtype() == DType::Float32 || a.dtype() == DType::Float64, NotImplemented,
              "\"linalg_svd_cpu\" not implemented for '", torch_type_name(a.dtype()), "'");
   const int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
@@ -201,7 +203,8 @@ FLOW_OP(linalg_svd)
       {
         const double* p = a.data<double>();
         for (int64_t i = 0, e = a.numel(); i < e; ++i)
-          FLOW_RUNTIME_CHECK(std::isfinite(p[i]), "linalg.svd: The algorithm failed to converge because the input "
+          FLOW_RUNTIME_CHECK(std::isfinite(p[i]),
+                             "linalg.svd: The algorithm failed to converge because the input "
                              "matrix contained non-finite values.");
       }
       Tensor u = ops::zeros({std::max<int64_t>(count, 1), r, ucols}, DType::Float64);
@@ -288,8 +291,7 @@ FLOW_OP(linalg_eigh)
       FLOW_RUNTIME_CHECK(a.size(-1) == a.size(-2), "linalg.eigh: A must be batches of square matrices, but they are ",
                          a.size(-2), " by ", a.size(-1), " matrices");
       FLOW_CHECK(a.dtype() == DType::Float32 || a.dtype() == DType::Float64, NotImplemented,
-                 "\"linalg_eigh_cpu\" not implemented for '",
-                 torch_type_name(a.dtype()), "'");
+                 "\"linalg_eigh_cpu\" not implemented for '", torch_type_name(a.dtype()), "'");
       Shape l(a.sizes().begin(), a.sizes().end() - 1);
       return {{l, a.dtype(), a.device()}, {a.sizes(), a.dtype(), a.device()}};
     })

@@ -49,8 +49,10 @@ CtcGeom ctc_geometry(const Tensor& lp, const Tensor& targets, const Attrs& a) {
     FLOW_RUNTIME_CHECK(targets.numel() >= pos, "ctc_loss: the concatenated targets hold ", targets.numel(),
                        " labels, but target_lengths sum to ", pos);
   } else {
-    FLOW_RUNTIME_CHECK(targets.dim() == 2, "ctc_loss: targets must be 1-D (concatenated) or 2-D (batch_size, "
-                       "max_target_length), got ", targets.dim(), "-D");
+    FLOW_RUNTIME_CHECK(targets.dim() == 2,
+                       "ctc_loss: targets must be 1-D (concatenated) or 2-D (batch_size, "
+                       "max_target_length), got ",
+                       targets.dim(), "-D");
     FLOW_RUNTIME_CHECK(targets.size(0) == g.N, "Expected tensor to have size ", g.N, " at dimension 0, but got size ",
                        targets.size(0), " for argument #2 'targets' (while checking arguments for ctc_loss_cpu)");
     FLOW_RUNTIME_CHECK(targets.size(1) >= g.max_l, "Expected tensor to have size at least ", g.max_l,
@@ -178,8 +180,9 @@ void ctc_backward(const CtcGeom& g, const Tensor& grad_out, const Tensor& lp_in,
 
 // (negative log-likelihood per sample, log_alpha (N, T, 2 * max_target_length + 1) for the backward)
 FLOW_OP(_ctc_loss)
-    .schema("_ctc_loss(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, "
-            "bool zero_infinity=False) -> (Tensor, Tensor)")
+    .schema(
+        "_ctc_loss(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, "
+        "bool zero_infinity=False) -> (Tensor, Tensor)")
     .traits(kLoss)
     .meta([](const TensorList& in, const Attrs& a) {
       CtcGeom g = ctc_geometry(in[0], in[1], a);
@@ -191,8 +194,9 @@ FLOW_OP(_ctc_loss)
       dispatch_floating(in[0].dtype(), "ctc_loss", [&](auto tag) {
         using T = typename decltype(tag)::type;
         if constexpr (std::is_floating_point_v<T>) ctc_forward<T>(g, in[0], a.i(2), out[0], out[1]);
-        else fail(ErrorKind::NotImplemented, "\"ctc_loss_cpu\" not implemented for '", torch_type_name(in[0].dtype()),
-                  "'");
+        else
+          fail(ErrorKind::NotImplemented, "\"ctc_loss_cpu\" not implemented for '", torch_type_name(in[0].dtype()),
+               "'");
       });
     })
     .save_inputs({0, 1})
@@ -206,8 +210,9 @@ FLOW_OP(_ctc_loss)
     });
 
 FLOW_OP(_ctc_loss_backward)
-    .schema("_ctc_loss_backward(Tensor grad, Tensor log_probs, Tensor targets, Tensor neg_log_likelihood, "
-            "Tensor log_alpha, int[] input_lengths, int[] target_lengths, int blank, bool zero_infinity) -> Tensor")
+    .schema(
+        "_ctc_loss_backward(Tensor grad, Tensor log_probs, Tensor targets, Tensor neg_log_likelihood, "
+        "Tensor log_alpha, int[] input_lengths, int[] target_lengths, int blank, bool zero_infinity) -> Tensor")
     .traits(kLoss | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs&) {
       return std::vector<TensorMeta>{{in[1].sizes(), in[1].dtype(), in[1].device()}};
@@ -221,8 +226,9 @@ FLOW_OP(_ctc_loss_backward)
       dispatch_floating(in[1].dtype(), "ctc_loss_backward", [&](auto tag) {
         using T = typename decltype(tag)::type;
         if constexpr (std::is_floating_point_v<T>) ctc_backward<T>(g, in[0], in[1], in[3], in[4], a.i(2), a.b(3), o);
-        else fail(ErrorKind::NotImplemented, "\"ctc_loss_backward_cpu\" not implemented for '",
-                  torch_type_name(in[1].dtype()), "'");
+        else
+          fail(ErrorKind::NotImplemented, "\"ctc_loss_backward_cpu\" not implemented for '",
+               torch_type_name(in[1].dtype()), "'");
       });
       if (!o.is_same(out[0])) ops::copy_into(out[0], o);
     })

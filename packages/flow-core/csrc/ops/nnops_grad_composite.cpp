@@ -85,8 +85,7 @@ TensorList group_norm_grad_composite(const Tensor& g, const Tensor& x, const Ten
 }
 
 TensorList pointwise_loss_grad_composite(const Tensor& grad, const Tensor& x, const Tensor& t, const Tensor& w,
-                                         const Tensor& pw, const std::string& kind, bool mean_reduction,
-                                         double param) {
+                                         const Tensor& pw, const std::string& kind, bool mean_reduction, double param) {
   Tensor dx, dt;
   if (kind == "mse") {
     dx = ops::mul(ops::sub(x, t), Scalar(2.0));
@@ -130,8 +129,8 @@ TensorList pointwise_loss_grad_composite(const Tensor& grad, const Tensor& x, co
   if (w.defined() && (kind == "bce" || kind == "bce_logits")) dx = ops::mul(dx, w), dt = ops::mul(dt, w);
   Tensor gs = grad;
   if (mean_reduction) {
-    Shape s = broadcast_shapes(broadcast_shapes(x.sizes(), t.sizes(), "loss"),
-                               w.defined() ? w.sizes() : Shape{}, "loss");
+    Shape s =
+        broadcast_shapes(broadcast_shapes(x.sizes(), t.sizes(), "loss"), w.defined() ? w.sizes() : Shape{}, "loss");
     if (pw.defined()) s = broadcast_shapes(s, pw.sizes(), "loss");
     gs = ops::div(grad, num(static_cast<double>(shape_numel(s))));
   }

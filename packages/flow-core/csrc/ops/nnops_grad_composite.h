@@ -17,7 +17,6 @@ TensorList group_norm_grad_composite(const Tensor& g, const Tensor& x, const Ten
 
 // -> {grad_self, grad_target} of the broadcast shape; `kind` as in nnops_loss.cpp.
 TensorList pointwise_loss_grad_composite(const Tensor& grad, const Tensor& x, const Tensor& t, const Tensor& w,
-                                         const Tensor& pw, const std::string& kind, bool mean_reduction,
-                                         double param);
+                                         const Tensor& pw, const std::string& kind, bool mean_reduction, double param);
 
 }  // namespace flow::nn

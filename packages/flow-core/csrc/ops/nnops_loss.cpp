@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "../kernels/cpu/loops.h"
 #include "../autograd/grad_mode.h"
+#include "../kernels/cpu/loops.h"
 #include "nnops_grad_composite.h"
 #include "nnops_util.h"
 #include "unary_vec.h"
@@ -32,7 +32,9 @@ Kind kind_of(const std::string& s) {
 }
 
 template <typename A>
-A sgn(A v) { return static_cast<A>((v > A(0)) - (v < A(0))); }
+A sgn(A v) {
+  return static_cast<A>((v > A(0)) - (v < A(0)));
+}
 
 // softplus(-x) = log(1 + exp(-x)) = max(-x, 0) + log1p(exp(-|x|)), without overflow
 template <typename A>
@@ -128,8 +130,8 @@ LossGeom loss_geom(const Tensor& x, const Tensor& t, const Tensor& w, const Tens
     }
   if (!is_floating(d)) {
     // PyTorch's kernels for these reject integer dtypes as not implemented
-    for (auto [name, kernel] : {std::pair{"mse_loss", "mse_cpu"}, {"smooth_l1_loss", "smooth_l1_cpu"},
-                                {"huber_loss", "huber_cpu"}})
+    for (auto [name, kernel] :
+         {std::pair{"mse_loss", "mse_cpu"}, {"smooth_l1_loss", "smooth_l1_cpu"}, {"huber_loss", "huber_cpu"}})
       if (std::strcmp(op, name) == 0) fail_not_implemented(kernel, d);
     fail(ErrorKind::Runtime, op, ": expected floating point input and target, got ", dtype_name(x.dtype()), " and ",
          dtype_name(t.dtype()));
@@ -137,7 +139,9 @@ LossGeom loss_geom(const Tensor& x, const Tensor& t, const Tensor& w, const Tens
   return {s, d};
 }
 
-Tensor one_or(const Tensor& t, DType d) { return t.defined() ? nn::contig_as(t, d) : ops::scalar_tensor(Scalar(1.0), d); }
+Tensor one_or(const Tensor& t, DType d) {
+  return t.defined() ? nn::contig_as(t, d) : ops::scalar_tensor(Scalar(1.0), d);
+}
 
 struct LossSpec {
   Kind kind;
@@ -233,9 +237,7 @@ void loss_forward(const TensorList& in, const Tensor& out, const LossSpec& s, co
       using L = Loss<decltype(kc)::value, A>;
       for_each_element<5>({&elem, &x, &t, &w, &pw}, g.shape,
                           [p](std::array<char*, 5> ptr, std::array<int64_t, 5> st, int64_t n) {
-        auto ld = [&](int k, int64_t i) {
-          return static_cast<A>(*reinterpret_cast<const T*>(ptr[k] + i * st[k]));
-        };
+        auto ld = [&](int k, int64_t i) { return static_cast<A>(*reinterpret_cast<const T*>(ptr[k] + i * st[k])); };
         if (dense_run<T>(st, 3) && st[3] == 0 && st[4] == 0) {  // unweighted: an omp-simd loop
           T* o = reinterpret_cast<T*>(ptr[0]);
           const T *xs = reinterpret_cast<const T*>(ptr[1]), *ts = reinterpret_cast<const T*>(ptr[2]);
@@ -270,35 +272,36 @@ TensorList loss_backward(BackwardCtx& c, const TensorList& g, const char* kind, 
   TensorList in;
   for (size_t i = 0; i < 4; ++i) in.push_back(i < c.num_inputs() ? c.input(static_cast<int>(i)) : Tensor());
   // grad mode on: create_graph=True, so build the gradient from registered ops (differentiable again)
-  TensorList r = autograd::GradMode::is_enabled()
-      ? nn::pointwise_loss_grad_composite(g[0], in[0], in[1], in[2], in[3], kind,
-                                          nn::parse_reduction(red, "loss backward") == Reduction::Mean, param)
-      : ops::call("_pointwise_loss_backward", {g[0], in[0], in[1], in[2], in[3]},
-                           {std::string(kind), red, param, c.needs(1)});
+  TensorList r =
+      autograd::GradMode::is_enabled()
+          ? nn::pointwise_loss_grad_composite(g[0], in[0], in[1], in[2], in[3], kind,
+                                              nn::parse_reduction(red, "loss backward") == Reduction::Mean, param)
+          : ops::call("_pointwise_loss_backward", {g[0], in[0], in[1], in[2], in[3]},
+                      {std::string(kind), red, param, c.needs(1)});
   TensorList res{c.needs(0) ? r[0] : Tensor(), c.needs(1) ? r[1] : Tensor()};
   for (size_t i = 2; i < c.num_inputs(); ++i) res.push_back(Tensor());
   return res;
 }
 
 // Registers a loss op whose schema is "<name>(Tensor self, Tensor target, ...)"; `spec` reads the attrs.
-#define FLOW_POINTWISE_LOSS(NAME, SCHEMA, KIND_EXPR, RED_IDX, PARAM_EXPR, NSAVE)                              \
-  FLOW_OP(NAME)                                                                                            \
-      .schema(SCHEMA)                                                                                      \
-      .traits(kLoss)                                                                                       \
-      .meta([](const TensorList& in, const Attrs& a) {                                                     \
-        return loss_meta(in, nn::parse_reduction(a.str(RED_IDX), #NAME), #NAME);                           \
-      })                                                                                                   \
-      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                          \
-        TensorList full = in;                                                                              \
-        full.resize(4);                                                                                    \
-        loss_forward(full, out[0], LossSpec{kind_of(KIND_EXPR), nn::parse_reduction(a.str(RED_IDX), #NAME), \
-                                            PARAM_EXPR}, #NAME);                                          \
-      })                                                                                                   \
-      .save_inputs(NSAVE)                                                                                  \
-      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                                   \
-        const Attrs& a = c.attrs;                                                                          \
-        return loss_backward(c, g, KIND_EXPR, a.str(RED_IDX), PARAM_EXPR);                                 \
-      });
+#define FLOW_POINTWISE_LOSS(NAME, SCHEMA, KIND_EXPR, RED_IDX, PARAM_EXPR, NSAVE)                                     \
+  FLOW_OP(NAME)                                                                                                      \
+      .schema(SCHEMA)                                                                                                \
+      .traits(kLoss)                                                                                                 \
+      .meta([](const TensorList& in, const Attrs& a) {                                                               \
+    return loss_meta(in, nn::parse_reduction(a.str(RED_IDX), #NAME), #NAME);                                         \
+  })                                                                                                                 \
+      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                                     \
+    TensorList full = in;                                                                                            \
+    full.resize(4);                                                                                                  \
+    loss_forward(full, out[0], LossSpec{kind_of(KIND_EXPR), nn::parse_reduction(a.str(RED_IDX), #NAME), PARAM_EXPR}, \
+                 #NAME);                                                                                             \
+  })                                                                                                                 \
+      .save_inputs(NSAVE)                                                                                            \
+      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                                              \
+    const Attrs& a = c.attrs;                                                                                        \
+    return loss_backward(c, g, KIND_EXPR, a.str(RED_IDX), PARAM_EXPR);                                               \
+  });
 
 }  // namespace
 
@@ -310,13 +313,15 @@ FLOW_POINTWISE_LOSS(smooth_l1_loss,
                     "smooth_l1_loss(Tensor self, Tensor target, str reduction='mean', float beta=1.0) -> Tensor",
                     (a.f(1) == 0.0 ? "l1" : "smooth_l1"), 0, a.f(1), (std::vector<int>{0, 1}))
 FLOW_POINTWISE_LOSS(huber_loss,
-                    "huber_loss(Tensor self, Tensor target, str reduction='mean', float delta=1.0) -> Tensor",
-                    "huber", 0, a.f(1), (std::vector<int>{0, 1}))
-FLOW_POINTWISE_LOSS(binary_cross_entropy,
-                    "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') -> Tensor",
-                    "bce", 0, 0.0, (std::vector<int>{0, 1, 2}))
+                    "huber_loss(Tensor self, Tensor target, str reduction='mean', float delta=1.0) -> Tensor", "huber",
+                    0, a.f(1), (std::vector<int>{0, 1}))
+FLOW_POINTWISE_LOSS(
+    binary_cross_entropy,
+    "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') -> Tensor", "bce", 0,
+    0.0, (std::vector<int>{0, 1, 2}))
 FLOW_POINTWISE_LOSS(binary_cross_entropy_with_logits,
-                    "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction='mean') -> Tensor",
+                    "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? "
+                    "pos_weight=None, str reduction='mean') -> Tensor",
                     "bce_logits", 0, 0.0, (std::vector<int>{0, 1, 2, 3}))
 FLOW_POINTWISE_LOSS(kl_div,
                     "kl_div(Tensor self, Tensor target, str reduction='mean', *, bool log_target=False) -> Tensor",
@@ -324,7 +329,9 @@ FLOW_POINTWISE_LOSS(kl_div,
 
 // grad_self, grad_target of every pointwise loss (both of the broadcast shape; the engine sums them down).
 FLOW_OP(_pointwise_loss_backward)
-    .schema("_pointwise_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, Tensor? pos_weight, str kind, str reduction, float param, bool target_grad=True) -> (Tensor, Tensor)")
+    .schema(
+        "_pointwise_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, Tensor? pos_weight, "
+        "str kind, str reduction, float param, bool target_grad=True) -> (Tensor, Tensor)")
     .traits(kLoss | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
       // without target_grad the second result is empty: the target's gradient costs as much as the input's
@@ -351,32 +358,34 @@ FLOW_OP(_pointwise_loss_backward)
           using L = Loss<decltype(kc)::value, A>;
           // without target_grad, gt aliases gx and is never written (its partial is then dead code)
           auto run = [&](auto gt_tag) {
-          constexpr bool GT = decltype(gt_tag)::value;
-          for_each_element<7>({&gx, &gt, &gr, &x, &t, &w, &pw}, g.shape,
-                              [p, sc](std::array<char*, 7> ptr, std::array<int64_t, 7> st, int64_t n) {
-            auto ld = [&](int k, int64_t i) { return static_cast<A>(*reinterpret_cast<const T*>(ptr[k] + i * st[k])); };
-            if (dense_run<T>(st, 2) && dense_at<T>(st, 3) && dense_at<T>(st, 4) && st[2] == 0 && st[5] == 0 &&
-                st[6] == 0) {  // a reduced loss's one grad value, unweighted: an omp-simd loop
-              T *gxs = reinterpret_cast<T*>(ptr[0]), *gts = reinterpret_cast<T*>(ptr[1]);
-              const T *xs = reinterpret_cast<const T*>(ptr[3]), *ts = reinterpret_cast<const T*>(ptr[4]);
-              const A gv = ld(2, 0) * sc, wv = ld(5, 0), pwv = ld(6, 0);
+            constexpr bool GT = decltype(gt_tag)::value;
+            for_each_element<7>({&gx, &gt, &gr, &x, &t, &w, &pw}, g.shape,
+                                [p, sc](std::array<char*, 7> ptr, std::array<int64_t, 7> st, int64_t n) {
+              auto ld = [&](int k, int64_t i) {
+                return static_cast<A>(*reinterpret_cast<const T*>(ptr[k] + i * st[k]));
+              };
+              if (dense_run<T>(st, 2) && dense_at<T>(st, 3) && dense_at<T>(st, 4) && st[2] == 0 && st[5] == 0 &&
+                  st[6] == 0) {  // a reduced loss's one grad value, unweighted: an omp-simd loop
+                T *gxs = reinterpret_cast<T*>(ptr[0]), *gts = reinterpret_cast<T*>(ptr[1]);
+                const T *xs = reinterpret_cast<const T*>(ptr[3]), *ts = reinterpret_cast<const T*>(ptr[4]);
+                const A gv = ld(2, 0) * sc, wv = ld(5, 0), pwv = ld(6, 0);
 #pragma omp simd
+                for (int64_t i = 0; i < n; ++i) {
+                  A dx, dt;
+                  L::grads(static_cast<A>(xs[i]), static_cast<A>(ts[i]), wv, pwv, p, dx, dt);
+                  gxs[i] = static_cast<T>(gv * dx);
+                  if constexpr (GT) gts[i] = static_cast<T>(gv * dt);
+                }
+                return;
+              }
               for (int64_t i = 0; i < n; ++i) {
                 A dx, dt;
-                L::grads(static_cast<A>(xs[i]), static_cast<A>(ts[i]), wv, pwv, p, dx, dt);
-                gxs[i] = static_cast<T>(gv * dx);
-                if constexpr (GT) gts[i] = static_cast<T>(gv * dt);
+                L::grads(ld(3, i), ld(4, i), ld(5, i), ld(6, i), p, dx, dt);
+                A gv = ld(2, i) * sc;
+                *reinterpret_cast<T*>(ptr[0] + i * st[0]) = static_cast<T>(gv * dx);
+                if constexpr (GT) *reinterpret_cast<T*>(ptr[1] + i * st[1]) = static_cast<T>(gv * dt);
               }
-              return;
-            }
-            for (int64_t i = 0; i < n; ++i) {
-              A dx, dt;
-              L::grads(ld(3, i), ld(4, i), ld(5, i), ld(6, i), p, dx, dt);
-              A gv = ld(2, i) * sc;
-              *reinterpret_cast<T*>(ptr[0] + i * st[0]) = static_cast<T>(gv * dx);
-              if constexpr (GT) *reinterpret_cast<T*>(ptr[1] + i * st[1]) = static_cast<T>(gv * dt);
-            }
-          });
+            });
           };
           if (want_gt) run(std::true_type{});
           else run(std::false_type{});
@@ -386,7 +395,8 @@ FLOW_OP(_pointwise_loss_backward)
       if (want_gt && !gt.is_same(out[1])) ops::copy_into(out[1], gt);
     })
     .backward([](BackwardCtx&, const TensorList&) -> TensorList {
-      fail(ErrorKind::NotImplemented, "_pointwise_loss_backward: the fused backward kernel is not differentiable; "
+      fail(ErrorKind::NotImplemented,
+           "_pointwise_loss_backward: the fused backward kernel is not differentiable; "
            "differentiate the loss with create_graph=True instead");
     });
 

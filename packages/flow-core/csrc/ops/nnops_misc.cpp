@@ -16,7 +16,8 @@ using nn::contig_as;
 Tensor checked_indices(const Tensor& idx, int64_t num, const char* op) {
   FLOW_RUNTIME_CHECK(idx.dtype() == DType::Int64 || idx.dtype() == DType::Int32, op,
                      ": Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, "
-                     "Int; but got ", dtype_name(idx.dtype()), " instead");
+                     "Int; but got ",
+                     dtype_name(idx.dtype()), " instead");
   Tensor t = contig_as(idx, DType::Int64);
   const int64_t* p = t.data<int64_t>();
   for (int64_t i = 0, n = t.numel(); i < n; ++i)
@@ -50,13 +51,16 @@ Tensor factor_tensor(const Tensor& indices, int64_t num, int64_t padding_idx, bo
 }  // namespace
 
 FLOW_OP(embedding)
-    .schema("embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor")
+    .schema(
+        "embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, bool "
+        "sparse=False) -> Tensor")
     .traits(kIndexing)
     .meta([](const TensorList& in, const Attrs&) {
       FLOW_RUNTIME_CHECK(in[0].dim() == 2, "embedding: 'weight' must be 2-D, got ", in[0].dim(), "D");
       FLOW_RUNTIME_CHECK(in[1].dtype() == DType::Int64 || in[1].dtype() == DType::Int32,
                          "embedding: Expected tensor for argument #1 'indices' to have one of the following scalar "
-                         "types: Long, Int; but got ", dtype_name(in[1].dtype()), " instead");
+                         "types: Long, Int; but got ",
+                         dtype_name(in[1].dtype()), " instead");
       Shape s = in[1].sizes();
       s.push_back(in[0].size(1));
       return std::vector<TensorMeta>{{s, in[0].dtype(), in[0].device()}};
@@ -76,20 +80,22 @@ FLOW_OP(embedding)
           const char* src = wb + idx[i] * ws0;
           char* dst = ob + i * D * isz;
           if (ws1 == isz) std::memcpy(dst, src, D * isz);
-          else for (int64_t j = 0; j < D; ++j) std::memcpy(dst + j * isz, src + j * ws1, isz);
+          else
+            for (int64_t j = 0; j < D; ++j) std::memcpy(dst + j * isz, src + j * ws1, isz);
         }
       });
     })
     .save_inputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       int64_t num = c.input_meta(0).sizes[0];
-      return {ops::call1("embedding_dense_backward", {g[0], c.input(1)}, {num, c.attrs.i(0), c.attrs.b(1)}),
-              Tensor()};
+      return {ops::call1("embedding_dense_backward", {g[0], c.input(1)}, {num, c.attrs.i(0), c.attrs.b(1)}), Tensor()};
     });
 
 // grad_weight[idx[i]] += factor[i] * grad[i]; serial over positions per column block (no write races).
 FLOW_OP(embedding_dense_backward)
-    .schema("embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool scale_grad_by_freq) -> Tensor")
+    .schema(
+        "embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, bool "
+        "scale_grad_by_freq) -> Tensor")
     .traits(kIndexing | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
       int64_t D = in[0].dim() > 0 ? in[0].size(-1) : 1;

@@ -24,8 +24,10 @@ NllGeom nll_geometry(const Tensor& x, const Tensor& t, const Tensor& w, const ch
                      dtype_name(t.dtype()));
   NllGeom g;
   if (x.dim() == 1) {
-    FLOW_RUNTIME_CHECK(t.dim() == 0, op, ": 0D or 1D target tensor expected for 1D input, multi-target not supported"
-                       " (got target of ", t.dim(), " dims)");
+    FLOW_RUNTIME_CHECK(t.dim() == 0, op,
+                       ": 0D or 1D target tensor expected for 1D input, multi-target not supported"
+                       " (got target of ",
+                       t.dim(), " dims)");
     g.C = x.size(0);
   } else {
     g.N = x.size(0);
@@ -188,10 +190,8 @@ Tensor nll_backward(const Tensor& grad, const Tensor& self, const Tensor& target
 }
 
 TensorList nll_grad(BackwardCtx& c, const TensorList& g) {
-  return {c.needs(0) ? nll_backward(g[0], c.input(0), c.input(1), c.input(2), c.attrs) : Tensor(), Tensor(),
-          Tensor()};
+  return {c.needs(0) ? nll_backward(g[0], c.input(0), c.input(1), c.input(2), c.attrs) : Tensor(), Tensor(), Tensor()};
 }
-
 
 // ---- linear + cross entropy in row chunks (nn.functional.linear_cross_entropy with options) --------------------
 // Per-row losses w[t] * (logsumexp(z) - z[t]) of z = x W^T + b, a chunk of rows at a time, so the full (N, C)
@@ -227,10 +227,12 @@ std::vector<TensorMeta> linear_ce_meta(const TensorList& in, const Attrs& a) {
                      w.size(1));
   FLOW_RUNTIME_CHECK(!b.defined() || (b.dim() == 1 && b.size(0) == w.size(0)), op, ": linear_bias must have shape [",
                      w.size(0), "], got ", shape_str(b.defined() ? b.sizes() : Shape{}));
-  FLOW_RUNTIME_CHECK(t.dim() == 1 && t.size(0) == x.size(0) && !is_floating(t.dtype()), op, ": expected class-index "
-                     "targets of shape [", x.size(0), "], got ", shape_str(t.sizes()));
-  FLOW_RUNTIME_CHECK(!cw.defined() || (cw.dim() == 1 && cw.size(0) == w.size(0)), op, ": weight must have ",
-                     w.size(0), " elements, one per class");
+  FLOW_RUNTIME_CHECK(t.dim() == 1 && t.size(0) == x.size(0) && !is_floating(t.dtype()), op,
+                     ": expected class-index "
+                     "targets of shape [",
+                     x.size(0), "], got ", shape_str(t.sizes()));
+  FLOW_RUNTIME_CHECK(!cw.defined() || (cw.dim() == 1 && cw.size(0) == w.size(0)), op, ": weight must have ", w.size(0),
+                     " elements, one per class");
   FLOW_RUNTIME_CHECK(a.i(1) > 0, op, ": the chunk size must be positive, got ", a.i(1));
   TensorMeta m{{x.size(0)}, x.dtype(), x.device()};
   return {m, m};
@@ -239,7 +241,9 @@ std::vector<TensorMeta> linear_ce_meta(const TensorList& in, const Attrs& a) {
 }  // namespace
 
 FLOW_OP(nll_loss)
-    .schema("nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean', int ignore_index=-100) -> Tensor")
+    .schema(
+        "nll_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean', int ignore_index=-100) -> "
+        "Tensor")
     .traits(kLoss)
     .meta([](const TensorList& in, const Attrs& a) { return nll_meta(in, a, "nll_loss"); })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) { nll_kernel(in, out, a, "nll_loss"); })
@@ -248,7 +252,9 @@ FLOW_OP(nll_loss)
 
 // nll_loss plus cross_entropy's label-smoothing term, in one pass (used by cross_entropy).
 FLOW_OP(_nll_loss_smoothed)
-    .schema("_nll_loss_smoothed(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean', int ignore_index=-100, float label_smoothing=0.0) -> Tensor")
+    .schema(
+        "_nll_loss_smoothed(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean', int "
+        "ignore_index=-100, float label_smoothing=0.0) -> Tensor")
     .traits(kLoss | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) { return nll_meta(in, a, "cross_entropy"); })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
@@ -258,7 +264,9 @@ FLOW_OP(_nll_loss_smoothed)
     .backward(nll_grad);
 
 FLOW_OP(nll_loss_backward)
-    .schema("nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int ignore_index, float label_smoothing=0.0) -> Tensor")
+    .schema(
+        "nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, str reduction, int "
+        "ignore_index, float label_smoothing=0.0) -> Tensor")
     .traits(kLoss | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs&) {
       return std::vector<TensorMeta>{{in[1].sizes(), in[1].dtype(), in[1].device()}};
@@ -276,8 +284,9 @@ FLOW_OP(nll_loss_backward)
 
 // Outputs: the per-row losses and the row weights (0 for ignored rows: the 'mean' denominator).
 FLOW_OP(_linear_cross_entropy_chunked)
-    .schema("_linear_cross_entropy_chunked(Tensor input, Tensor linear_weight, Tensor? linear_bias, Tensor target, "
-            "Tensor? weight, int ignore_index, int chunk_rows) -> (Tensor, Tensor)")
+    .schema(
+        "_linear_cross_entropy_chunked(Tensor input, Tensor linear_weight, Tensor? linear_bias, Tensor target, "
+        "Tensor? weight, int ignore_index, int chunk_rows) -> (Tensor, Tensor)")
     .traits(kLoss)
     .meta(linear_ce_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
@@ -310,16 +319,18 @@ FLOW_OP(_linear_cross_entropy_chunked)
       const int64_t classes = w.size(0);
       Tensor tc = clamped_targets(c.input(3), classes);
       Tensor scale = ops::mul(g[0], wt);  // d loss_i / d z_i = scale_i * (softmax(z_i) - onehot(t_i))
-      Tensor cls = ops::unsqueeze(ops::call1("arange", {}, {Scalar(int64_t(0)), Scalar(classes), Scalar(int64_t(1)),
-                                                            DType::Int64, std::monostate{}}), 0);
+      Tensor cls = ops::unsqueeze(ops::call1("arange", {},
+                                             {Scalar(int64_t(0)), Scalar(classes), Scalar(int64_t(1)), DType::Int64,
+                                              std::monostate{}}),
+                                  0);
       TensorList dxs;
       Tensor dw, db;
       for (auto [s, e] : row_chunks(x.size(0), c.attrs.i(1))) {
         Tensor z = chunk_logits(x, w, b, s, e);
         Tensor p = ops::call1("softmax", {z}, {int64_t(1), std::monostate{}});
         Tensor onehot = ops::call1("eq", {ops::unsqueeze(ops::slice(tc, 0, s, e), 1), cls});
-        Tensor dz = ops::mul(ops::sub(p, ops::to_dtype(onehot, p.dtype())),
-                             ops::unsqueeze(ops::slice(scale, 0, s, e), 1));
+        Tensor dz =
+            ops::mul(ops::sub(p, ops::to_dtype(onehot, p.dtype())), ops::unsqueeze(ops::slice(scale, 0, s, e), 1));
         if (c.needs(0)) dxs.push_back(matmul(dz, w));
         if (c.needs(1)) {
           Tensor part = matmul(ops::transpose(dz, 0, 1), ops::slice(x, 0, s, e));

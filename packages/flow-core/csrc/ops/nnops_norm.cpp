@@ -10,8 +10,8 @@
 #include <immintrin.h>
 #endif
 
-#include "../kernels/cpu/parallel.h"
 #include "../autograd/grad_mode.h"
+#include "../kernels/cpu/parallel.h"
 #include "nnops_grad_composite.h"
 #include "nnops_util.h"
 
@@ -124,32 +124,26 @@ inline FLOW_AI double block_sum_f32(int64_t n, V&& vterm, S&& sterm) {
   return total;
 }
 inline FLOW_AI double sum_of(const float* p, int64_t n) {
-  return block_sum_f32(
-      n, [p](int64_t i) FLOW_AI { return _mm256_loadu_ps(p + i); }, [p](int64_t i) FLOW_AI { return p[i]; });
+  return block_sum_f32(n, [p](int64_t i) FLOW_AI { return _mm256_loadu_ps(p + i); },
+                       [p](int64_t i) FLOW_AI { return p[i]; });
 }
 inline FLOW_AI double centred_sumsq(const float* p, int64_t n, double mean) {
   const float m = static_cast<float>(mean);
   const __m256 vm = _mm256_set1_ps(m);
-  return block_sum_f32(
-      n,
-      [p, vm](int64_t i) FLOW_AI {
-        __m256 d = _mm256_sub_ps(_mm256_loadu_ps(p + i), vm);
-        return _mm256_mul_ps(d, d);
-      },
-      [p, m](int64_t i) FLOW_AI {
-        float d = p[i] - m;
-        return d * d;
-      });
+  return block_sum_f32(n, [p, vm](int64_t i) FLOW_AI {
+    __m256 d = _mm256_sub_ps(_mm256_loadu_ps(p + i), vm);
+    return _mm256_mul_ps(d, d);
+  }, [p, m](int64_t i) FLOW_AI {
+    float d = p[i] - m;
+    return d * d;
+  });
 }
 inline FLOW_AI double centred_dot(const float* g, const float* x, int64_t n, double mean) {
   const float m = static_cast<float>(mean);
   const __m256 vm = _mm256_set1_ps(m);
-  return block_sum_f32(
-      n,
-      [g, x, vm](int64_t i) FLOW_AI {
-        return _mm256_mul_ps(_mm256_loadu_ps(g + i), _mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
-      },
-      [g, x, m](int64_t i) FLOW_AI { return g[i] * (x[i] - m); });
+  return block_sum_f32(n, [g, x, vm](int64_t i) FLOW_AI {
+    return _mm256_mul_ps(_mm256_loadu_ps(g + i), _mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+  }, [g, x, m](int64_t i) FLOW_AI { return g[i] * (x[i] - m); });
 }
 #endif
 
@@ -181,7 +175,8 @@ struct OutBuf {
 bool composite_grad() { return autograd::GradMode::is_enabled(); }
 
 [[noreturn]] void helper_not_differentiable(const char* op) {
-  fail(ErrorKind::NotImplemented, op, ": the fused backward kernel is not differentiable; differentiate the "
+  fail(ErrorKind::NotImplemented, op,
+       ": the fused backward kernel is not differentiable; differentiate the "
        "forward op with create_graph=True instead");
 }
 
@@ -207,7 +202,8 @@ void batch_norm_fwd(const TensorList& in, const TensorList& out, const Attrs& a)
   const Tensor &rm = in[3], &rv = in[4];
   bool training = a.b(0);
   double momentum = a.f(1), eps = a.f(2);
-  for (int k = 1; k < 5; ++k) check_channel_param(in[k], g.C, op, k == 1 ? "weight" : k == 2 ? "bias" : k == 3 ? "running_mean" : "running_var");
+  for (int k = 1; k < 5; ++k)
+    check_channel_param(in[k], g.C, op, k == 1 ? "weight" : k == 2 ? "bias" : k == 3 ? "running_mean" : "running_var");
   FLOW_RUNTIME_CHECK(training || (rm.defined() && rv.defined()), op,
                      ": running_mean and running_var must be defined in evaluation mode");
   DType d = out[0].dtype(), sd = out[1].dtype();
@@ -364,7 +360,8 @@ void rows_bwd(const T* gr, const T* x, const SA* mean, const SA* rstd, const SA*
   // One pass over the rows does both: the input gradient of a row, then its share of the parameter grads
   // while the row is still in L1. Parameter grads are partial sums per thread chunk (double), merged
   // serially (P parameters).
-  int nt = std::max(1, std::min<int>(get_num_threads(), static_cast<int>(std::max<int64_t>(1, M * L / kParallelGrain))));
+  int nt =
+      std::max(1, std::min<int>(get_num_threads(), static_cast<int>(std::max<int64_t>(1, M * L / kParallelGrain))));
   constexpr int kRowsPerFlush = 16;
   std::vector<std::vector<double>> pw(nt, std::vector<double>(P, 0.0)), pb(nt, std::vector<double>(P, 0.0));
   parallel_for(nt, 1, [&](int64_t tb, int64_t te) {
@@ -414,7 +411,8 @@ void rows_bwd(const T* gr, const T* x, const SA* mean, const SA* rstd, const SA*
         } else {
 #pragma omp simd
           for (int64_t i = 0; i < L; ++i)
-            o[i] = static_cast<T>(a * static_cast<A>(gr_[i]) * static_cast<A>(wo[i]) + k * (static_cast<A>(xr[i]) - m) + c0);
+            o[i] = static_cast<T>(a * static_cast<A>(gr_[i]) * static_cast<A>(wo[i]) + k * (static_cast<A>(xr[i]) - m) +
+                                  c0);
         }
         // parameter grads: gw[idx] += g * xhat; gb[idx] += g
         const int64_t off = (r % g.G) * CL;
@@ -502,8 +500,10 @@ RowGeom layer_geom(const Tensor& x, const std::vector<int64_t>& ns, const Tensor
 RowGeom group_geom(const Tensor& x, int64_t G, const Tensor& w, const Tensor& b) {
   FLOW_RUNTIME_CHECK(x.dim() >= 2, "group_norm: expected input of at least 2 dims (N, C, *), got ", x.dim(), "D");
   int64_t N = x.size(0), C = x.size(1), hw = 1;
-  FLOW_RUNTIME_CHECK(G > 0 && C % G == 0, "Expected number of channels in input to be divisible by num_groups, but got"
-                     " input of shape ", shape_str(x.sizes()), " and num_groups=", G);
+  FLOW_RUNTIME_CHECK(G > 0 && C % G == 0,
+                     "Expected number of channels in input to be divisible by num_groups, but got"
+                     " input of shape ",
+                     shape_str(x.sizes()), " and num_groups=", G);
   for (int64_t i = 2; i < x.dim(); ++i) hw *= x.size(i);
   check_channel_param(w, C, "group_norm", "weight");
   check_channel_param(b, C, "group_norm", "bias");
@@ -519,12 +519,15 @@ Shape layer_stat_shape(const Tensor& x, size_t k) {
 }  // namespace
 
 FLOW_OP(native_batch_norm)
-    .schema("native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)")
+    .schema(
+        "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool "
+        "training, float momentum, float eps) -> (Tensor, Tensor, Tensor)")
     .traits(kNormalization)
     .meta([](const TensorList& in, const Attrs&) {
       BnGeom g = bn_geom(in[0]);
       DType d = nn::float_dtype_of(in[0], "batch_norm"), sd = stat_dtype(d);
-      return std::vector<TensorMeta>{{in[0].sizes(), d, in[0].device()}, {{g.C}, sd, in[0].device()},
+      return std::vector<TensorMeta>{{in[0].sizes(), d, in[0].device()},
+                                     {{g.C}, sd, in[0].device()},
                                      {{g.C}, sd, in[0].device()}};
     })
     .cpu_out(batch_norm_fwd)
@@ -532,35 +535,41 @@ FLOW_OP(native_batch_norm)
     .save_outputs({1, 2})
     .nondiff_outputs({1, 2})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      TensorList r = composite_grad()
-          ? nn::batch_norm_grad_composite(g[0], c.input(0), c.input(1), c.output(1), c.output(2), c.attrs.b(0),
-                                          c.attrs.f(2))
-          : ops::call("native_batch_norm_backward", {g[0], c.input(0), c.input(1), c.output(1), c.output(2)},
-                               {c.attrs.b(0), c.attrs.f(2)});
+      TensorList r = composite_grad() ? nn::batch_norm_grad_composite(g[0], c.input(0), c.input(1), c.output(1),
+                                                                      c.output(2), c.attrs.b(0), c.attrs.f(2))
+                                      : ops::call("native_batch_norm_backward",
+                                                  {g[0], c.input(0), c.input(1), c.output(1), c.output(2)},
+                                                  {c.attrs.b(0), c.attrs.f(2)});
       return {c.needs(0) ? r[0] : Tensor(), c.needs(1) ? r[1] : Tensor(), c.needs(2) ? r[2] : Tensor(), Tensor(),
               Tensor()};
     });
 
 FLOW_OP(native_batch_norm_backward)
-    .schema("native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor save_mean, Tensor save_invstd, bool train, float eps) -> (Tensor, Tensor, Tensor)")
+    .schema(
+        "native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor save_mean, Tensor "
+        "save_invstd, bool train, float eps) -> (Tensor, Tensor, Tensor)")
     .traits(kNormalization | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs&) {
       BnGeom g = bn_geom(in[1]);
       DType d = in[1].dtype();
-      return std::vector<TensorMeta>{{in[1].sizes(), d, in[1].device()}, {{g.C}, d, in[1].device()},
+      return std::vector<TensorMeta>{{in[1].sizes(), d, in[1].device()},
+                                     {{g.C}, d, in[1].device()},
                                      {{g.C}, d, in[1].device()}};
     })
     .cpu_out(batch_norm_bwd)
     .backward([](BackwardCtx&, const TensorList&) -> TensorList { helper_not_differentiable("batch_norm_backward"); });
 
 FLOW_OP(native_layer_norm)
-    .schema("native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> (Tensor, Tensor, Tensor)")
+    .schema(
+        "native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float "
+        "eps=1e-05) -> (Tensor, Tensor, Tensor)")
     .traits(kNormalization)
     .meta([](const TensorList& in, const Attrs& a) {
       layer_geom(in[0], a.ints(0), in[1], in[2]);
       DType d = nn::float_dtype_of(in[0], "layer_norm"), sd = stat_dtype(d);
       Shape ss = layer_stat_shape(in[0], a.ints(0).size());
-      return std::vector<TensorMeta>{{in[0].sizes(), d, in[0].device()}, {ss, sd, in[0].device()},
+      return std::vector<TensorMeta>{{in[0].sizes(), d, in[0].device()},
+                                     {ss, sd, in[0].device()},
                                      {ss, sd, in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
@@ -571,20 +580,23 @@ FLOW_OP(native_layer_norm)
     .nondiff_outputs({1, 2})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       TensorList r = composite_grad()
-          ? nn::layer_norm_grad_composite(g[0], c.input(0), c.input(1), c.attrs.ints(0), c.attrs.f(1))
-          : ops::call("native_layer_norm_backward", {g[0], c.input(0), c.output(1), c.output(2), c.input(1)},
-                               {c.attrs.ints(0)});
+                         ? nn::layer_norm_grad_composite(g[0], c.input(0), c.input(1), c.attrs.ints(0), c.attrs.f(1))
+                         : ops::call("native_layer_norm_backward",
+                                     {g[0], c.input(0), c.output(1), c.output(2), c.input(1)}, {c.attrs.ints(0)});
       return {c.needs(0) ? r[0] : Tensor(), c.needs(1) ? r[1] : Tensor(), c.needs(2) ? r[2] : Tensor()};
     });
 
 FLOW_OP(native_layer_norm_backward)
-    .schema("native_layer_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, int[] normalized_shape) -> (Tensor, Tensor, Tensor)")
+    .schema(
+        "native_layer_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, int[] "
+        "normalized_shape) -> (Tensor, Tensor, Tensor)")
     .traits(kNormalization | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
       layer_geom(in[1], a.ints(0), in[4], Tensor());  // validates normalized_shape against the input
       Shape ps(a.ints(0).begin(), a.ints(0).end());
       DType d = in[1].dtype();
-      return std::vector<TensorMeta>{{in[1].sizes(), d, in[1].device()}, {ps, d, in[1].device()},
+      return std::vector<TensorMeta>{{in[1].sizes(), d, in[1].device()},
+                                     {ps, d, in[1].device()},
                                      {ps, d, in[1].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
@@ -594,13 +606,16 @@ FLOW_OP(native_layer_norm_backward)
     .backward([](BackwardCtx&, const TensorList&) -> TensorList { helper_not_differentiable("layer_norm_backward"); });
 
 FLOW_OP(native_group_norm)
-    .schema("native_group_norm(Tensor input, Tensor? weight, Tensor? bias, int group, float eps) -> (Tensor, Tensor, Tensor)")
+    .schema(
+        "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, int group, float eps) -> (Tensor, Tensor, "
+        "Tensor)")
     .traits(kNormalization)
     .meta([](const TensorList& in, const Attrs& a) {
       group_geom(in[0], a.i(0), in[1], in[2]);
       DType d = nn::float_dtype_of(in[0], "group_norm"), sd = stat_dtype(d);
       Shape ss{in[0].size(0), a.i(0)};
-      return std::vector<TensorMeta>{{in[0].sizes(), d, in[0].device()}, {ss, sd, in[0].device()},
+      return std::vector<TensorMeta>{{in[0].sizes(), d, in[0].device()},
+                                     {ss, sd, in[0].device()},
                                      {ss, sd, in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
@@ -611,19 +626,22 @@ FLOW_OP(native_group_norm)
     .nondiff_outputs({1, 2})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       TensorList r = composite_grad()
-          ? nn::group_norm_grad_composite(g[0], c.input(0), c.input(1), c.attrs.i(0), c.attrs.f(1))
-          : ops::call("native_group_norm_backward", {g[0], c.input(0), c.output(1), c.output(2), c.input(1)},
-                               {c.attrs.i(0)});
+                         ? nn::group_norm_grad_composite(g[0], c.input(0), c.input(1), c.attrs.i(0), c.attrs.f(1))
+                         : ops::call("native_group_norm_backward",
+                                     {g[0], c.input(0), c.output(1), c.output(2), c.input(1)}, {c.attrs.i(0)});
       return {c.needs(0) ? r[0] : Tensor(), c.needs(1) ? r[1] : Tensor(), c.needs(2) ? r[2] : Tensor()};
     });
 
 FLOW_OP(native_group_norm_backward)
-    .schema("native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, int group) -> (Tensor, Tensor, Tensor)")
+    .schema(
+        "native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, int "
+        "group) -> (Tensor, Tensor, Tensor)")
     .traits(kNormalization | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
       group_geom(in[1], a.i(0), in[4], Tensor());  // validates the input's rank and the group count
       DType d = in[1].dtype();
-      return std::vector<TensorMeta>{{in[1].sizes(), d, in[1].device()}, {{in[1].size(1)}, d, in[1].device()},
+      return std::vector<TensorMeta>{{in[1].sizes(), d, in[1].device()},
+                                     {{in[1].size(1)}, d, in[1].device()},
                                      {{in[1].size(1)}, d, in[1].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
@@ -702,8 +720,8 @@ FLOW_OP(_cross_map_lrn2d)
       const int64_t size = c.attrs.i(0);
       const double beta = c.attrs.f(2), cache_ratio = 2 * c.attrs.f(1) * beta / size;
       Tensor scale = cross_map_scale(x, c.attrs);
-      Tensor ratio = across_channels(cross_map_window(x.size(1), size, true, x.dtype()),
-                                     ops::div(ops::mul(g[0], y), scale));
+      Tensor ratio =
+          across_channels(cross_map_window(x.size(1), size, true, x.dtype()), ops::div(ops::mul(g[0], y), scale));
       Tensor direct = ops::mul(ops::call1("pow", {scale, ops::wrapped_scalar(Scalar(-beta))}), g[0]);
       return {ops::sub(direct, ops::mul(ops::mul(x, ratio), Scalar(cache_ratio)))};
     });

@@ -106,7 +106,8 @@ void gather(const T* x, T* y, int64_t B, const std::vector<DimMap>& maps) {
   for (auto& m : maps) in_n *= m.in, out_n *= m.out;
   const int64_t last_out = maps[k - 1].out;
   const int64_t rows = B * (out_n / std::max<int64_t>(last_out, 1));
-  parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(last_out, 1)), [&](int64_t rb, int64_t re) {
+  parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(last_out, 1)),
+               [&](int64_t rb, int64_t re) {
     std::vector<int64_t> oc(k, 0);
     for (int64_t r = rb; r < re; ++r) {
       int64_t rem = r;
@@ -129,7 +130,10 @@ void gather(const T* x, T* y, int64_t B, const std::vector<DimMap>& maps) {
           int t = code % maps[d].taps;
           code /= maps[d].taps;
           int64_t i = maps[d].idx[t][oc[d]];
-          if (i < 0) { valid = false; break; }
+          if (i < 0) {
+            valid = false;
+            break;
+          }
           off = off * maps[d].in + i;
           wprod *= static_cast<A>(maps[d].w[t][oc[d]]);
         }
@@ -177,7 +181,10 @@ void scatter(const T* gy, T* gx, int64_t B, const std::vector<DimMap>& maps) {
             int t = code % maps[d].taps;
             code /= maps[d].taps;
             int64_t i = maps[d].idx[t][oc[d]];
-            if (i < 0) { valid = false; break; }
+            if (i < 0) {
+              valid = false;
+              break;
+            }
             off = off * maps[d].in + i;
             wprod *= static_cast<A>(maps[d].w[t][oc[d]]);
           }
@@ -238,8 +245,10 @@ struct PadSpec {
 PadSpec pad_spec(const Shape& in, const std::vector<int64_t>& pad, const std::string& mode) {
   FLOW_RUNTIME_CHECK(pad.size() % 2 == 0, "Padding length must be divisible by 2");
   int k = static_cast<int>(pad.size() / 2);
-  FLOW_RUNTIME_CHECK(k <= static_cast<int>(in.size()), "Padding length should be less than or equal to two times the "
-                     "input dimension but got padding length ", pad.size(), " and input of dimension ", in.size());
+  FLOW_RUNTIME_CHECK(k <= static_cast<int>(in.size()),
+                     "Padding length should be less than or equal to two times the "
+                     "input dimension but got padding length ",
+                     pad.size(), " and input of dimension ", in.size());
   FLOW_VALUE_CHECK(mode == "constant" || mode == "reflect" || mode == "replicate" || mode == "circular",
                    "Unrecognised padding mode ", mode);
   if (mode != "constant") {
@@ -259,9 +268,10 @@ PadSpec pad_spec(const Shape& in, const std::vector<int64_t>& pad, const std::st
                          s.hi[j], " resulted in a negative output size, which is invalid. Check dimension ", d,
                          " of your input.");
     } else if (mode == "reflect") {
-      FLOW_RUNTIME_CHECK(s.lo[j] < n && s.hi[j] < n, "Argument #4: Padding size should be less than the corresponding "
-                         "input dimension, but got: padding (", s.lo[j], ", ", s.hi[j], ") at dimension ", d,
-                         " of input ", shape_str(in));
+      FLOW_RUNTIME_CHECK(s.lo[j] < n && s.hi[j] < n,
+                         "Argument #4: Padding size should be less than the corresponding "
+                         "input dimension, but got: padding (",
+                         s.lo[j], ", ", s.hi[j], ") at dimension ", d, " of input ", shape_str(in));
     } else if (mode == "circular") {
       // the wrap reads what the negative pads leave, so a pad may not exceed that
       int64_t kept = n - std::max<int64_t>(-s.lo[j], 0) - std::max<int64_t>(-s.hi[j], 0);
@@ -296,11 +306,16 @@ Shape padded_shape(const Shape& in, const PadSpec& s) {
 int up_k(const Tensor& x, const std::vector<int64_t>& out_size, const char* op) {
   int k = static_cast<int>(out_size.size());
   FLOW_RUNTIME_CHECK(k >= 1 && k <= 3 && x.dim() == k + 2, op, ": expected a ", k + 2, "-D input (N, C, ",
-                     k == 1 ? "W" : k == 2 ? "H, W" : "D, H, W", ") for ", k, " output sizes, got ", x.dim(), "-D");
+                     k == 1   ? "W"
+                     : k == 2 ? "H, W"
+                              : "D, H, W",
+                     ") for ", k, " output sizes, got ", x.dim(), "-D");
   for (int j = 0; j < k; ++j) {
-    FLOW_RUNTIME_CHECK(out_size[j] > 0 && x.size(2 + j) > 0, op, ": Input and output sizes should be greater than 0, "
-                       "but got input (", shape_str(Shape(x.sizes().begin() + 2, x.sizes().end())),
-                       ") and output (", shape_str(out_size), ")");
+    FLOW_RUNTIME_CHECK(out_size[j] > 0 && x.size(2 + j) > 0, op,
+                       ": Input and output sizes should be greater than 0, "
+                       "but got input (",
+                       shape_str(Shape(x.sizes().begin() + 2, x.sizes().end())), ") and output (", shape_str(out_size),
+                       ")");
   }
   return k;
 }
@@ -314,10 +329,10 @@ Shape checked_up_input(const Tensor& grad, const Attrs& a, int scales_idx, const
                      " output sizes, got input_size ", shape_str(isz), " and grad_output ", shape_str(grad.sizes()));
   bool ok = grad.size(0) == isz[0] && grad.size(1) == isz[1];
   for (int j = 0; j < k; ++j) ok = ok && isz[2 + j] > 0 && osz[j] > 0 && grad.size(2 + j) == osz[j];
-  FLOW_RUNTIME_CHECK(ok, op, ": grad_output ", shape_str(grad.sizes()), " does not match input_size ",
-                     shape_str(isz), " upsampled to ", shape_str(osz));
-  FLOW_RUNTIME_CHECK(a.none(scales_idx) || static_cast<int>(a.floats(scales_idx).size()) == k, op,
-                     ": expected ", k, " scales, got ", a.floats(scales_idx).size());
+  FLOW_RUNTIME_CHECK(ok, op, ": grad_output ", shape_str(grad.sizes()), " does not match input_size ", shape_str(isz),
+                     " upsampled to ", shape_str(osz));
+  FLOW_RUNTIME_CHECK(a.none(scales_idx) || static_cast<int>(a.floats(scales_idx).size()) == k, op, ": expected ", k,
+                     " scales, got ", a.floats(scales_idx).size());
   return Shape(isz.begin(), isz.end());
 }
 
@@ -422,7 +437,9 @@ FLOW_OP(upsample_nearest)
     });
 
 FLOW_OP(upsample_nearest_backward)
-    .schema("upsample_nearest_backward(Tensor grad_output, int[] input_size, int[] output_size, float[]? scales=None) -> Tensor")
+    .schema(
+        "upsample_nearest_backward(Tensor grad_output, int[] input_size, int[] output_size, float[]? scales=None) -> "
+        "Tensor")
     .traits(kShape | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
       Shape s = checked_up_input(in[0], a, 2, "upsample_nearest_backward");
@@ -433,8 +450,7 @@ FLOW_OP(upsample_nearest_backward)
       int k = static_cast<int>(a.ints(1).size());
       run_map(in[0], out[0], k, true, "upsample_nearest_backward", [&](auto) {
         std::vector<DimMap> m;
-        for (int j = 0; j < k; ++j)
-          m.push_back(nearest_map(isz[2 + j], a.ints(1)[j], scale_at(a, 2, j), k == 2));
+        for (int j = 0; j < k; ++j) m.push_back(nearest_map(isz[2 + j], a.ints(1)[j], scale_at(a, 2, j), k == 2));
         return m;
       });
     })
@@ -466,7 +482,9 @@ FLOW_OP(upsample_linear)
     });
 
 FLOW_OP(upsample_linear_backward)
-    .schema("upsample_linear_backward(Tensor grad_output, int[] input_size, int[] output_size, bool align_corners, float[]? scales=None) -> Tensor")
+    .schema(
+        "upsample_linear_backward(Tensor grad_output, int[] input_size, int[] output_size, bool align_corners, "
+        "float[]? scales=None) -> Tensor")
     .traits(kShape | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
       Shape s = checked_up_input(in[0], a, 3, "upsample_linear_backward");

@@ -146,8 +146,7 @@ void softmax_bwd(const T* gr, const T* y, T* gi, const Geometry& g) {
           int64_t k = base + i * inner + j;
           if constexpr (Log)
             gi[k] = static_cast<T>(static_cast<A>(gr[k]) - vexp_nonpos<A>(static_cast<A>(y[k])) * s[j]);
-          else
-            gi[k] = static_cast<T>(static_cast<A>(y[k]) * (static_cast<A>(gr[k]) - s[j]));
+          else gi[k] = static_cast<T>(static_cast<A>(y[k]) * (static_cast<A>(gr[k]) - s[j]));
         }
     }
   });

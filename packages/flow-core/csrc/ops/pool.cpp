@@ -61,8 +61,10 @@ PoolPlan window_plan(const Tensor& x, const Attrs& a, bool has_dil, const char* 
   int64_t lead = x.dim() - static_cast<int64_t>(ns);
   for (int64_t i = 0; i < lead; ++i) pl.planes *= x.size(i);
   for (int64_t i = 1; i < lead; ++i)
-    FLOW_RUNTIME_CHECK(x.size(i) > 0, op, ": Expected input's non-batch dimensions to have positive length, but input has "
-                       "a shape of ", shape_str(x.sizes()));
+    FLOW_RUNTIME_CHECK(x.size(i) > 0, op,
+                       ": Expected input's non-batch dimensions to have positive length, but input has "
+                       "a shape of ",
+                       shape_str(x.sizes()));
   std::vector<int64_t> ins, outs;
   for (size_t i = 0; i < ns; ++i) {
     FLOW_RUNTIME_CHECK(k[i] > 0, op, ": kernel_size should be greater than zero, but got kernel_size=", k[i]);
@@ -105,8 +107,10 @@ PoolPlan adaptive_plan(const Tensor& x, const std::vector<int64_t>& osz, const c
     FLOW_RUNTIME_CHECK(osz[i] >= 0, op, ": elements of output_size must be greater than or equal to 0 but received {",
                        osz[i], "}");
     int64_t in = x.size(lead + i);
-    FLOW_RUNTIME_CHECK(in > 0 || osz[i] == 0, op, ": Expected input to have non-zero size for non-batch dimensions, but "
-                       "input has sizes ", shape_str(x.sizes()), " with dimension ", lead + i, " being empty");
+    FLOW_RUNTIME_CHECK(in > 0 || osz[i] == 0, op,
+                       ": Expected input to have non-zero size for non-batch dimensions, but "
+                       "input has sizes ",
+                       shape_str(x.sizes()), " with dimension ", lead + i, " being empty");
     pl.w[3 - ns + i].in = in;
     pl.w[3 - ns + i].out = osz[i];
   }
@@ -253,7 +257,8 @@ template <typename T>
 void max_pool_2x2_loop(const PoolPlan& pl, const T* x, T* y, int64_t* idx) {
   const int64_t win = pl.w[2].in, wout = pl.w[2].out, hout = pl.w[1].out;
   const int64_t ip = pl.in_plane(), op = pl.out_plane();
-  parallel_for(pl.planes * hout, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, wout * 4)), [=](int64_t b, int64_t e) {
+  parallel_for(pl.planes * hout, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, wout * 4)),
+               [=](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const int64_t pi = r / hout, o1 = r % hout;
       const T* r0 = x + pi * ip + 2 * o1 * win;
@@ -538,8 +543,9 @@ Tensor max_pool_grad(const Tensor& g, const Tensor& indices, const Shape& in_siz
 }  // namespace
 
 FLOW_OP(max_pool)
-    .schema("max_pool(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, int[] dilation=1, "
-            "bool ceil_mode=False) -> (Tensor, Tensor)")
+    .schema(
+        "max_pool(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, int[] dilation=1, "
+        "bool ceil_mode=False) -> (Tensor, Tensor)")
     .traits(kPooling)
     .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
       Shape osz;
@@ -607,8 +613,9 @@ FLOW_OP(max_pool_gather)
     });
 
 FLOW_OP(avg_pool)
-    .schema("avg_pool(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, bool ceil_mode=False, "
-            "bool count_include_pad=True, int? divisor_override=None) -> Tensor")
+    .schema(
+        "avg_pool(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, bool ceil_mode=False, "
+        "bool count_include_pad=True, int? divisor_override=None) -> Tensor")
     .traits(kPooling)
     .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
       Shape osz;
@@ -627,8 +634,9 @@ FLOW_OP(avg_pool)
     });
 
 FLOW_OP(avg_pool_backward)
-    .schema("avg_pool_backward(Tensor grad, int[] input_sizes, int[] kernel_size, int[] stride, int[] padding, "
-            "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor")
+    .schema(
+        "avg_pool_backward(Tensor grad, int[] input_sizes, int[] kernel_size, int[] stride, int[] padding, "
+        "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor")
     .traits(kPooling | kBackwardHelper)
     .meta(sized_by_attr)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {

@@ -42,14 +42,11 @@ std::vector<TensorMeta> same_meta(const TensorList& in, const Attrs&) {
 }
 
 // Random ops have zero gradient w.r.t. the tensor they take their shape from (as in PyTorch).
-TensorList zero_grad(BackwardCtx& c, const TensorList& g) {
-  return {c.needs(0) ? ops::zeros_like(g[0]) : Tensor()};
-}
+TensorList zero_grad(BackwardCtx& c, const TensorList& g) { return {c.needs(0) ? ops::zeros_like(g[0]) : Tensor()}; }
 
 void uniform_kernel(const Tensor& out, double from, double to, Generator& gen) {
   if (!is_floating(out.dtype())) fail_not_implemented("check_uniform_bounds", out.dtype());  // PyTorch's names
-  FLOW_RUNTIME_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
-                     " > to=", to);
+  FLOW_RUNTIME_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
   fill_contiguous(out, [&](const Tensor& o) {
     const int64_t n = o.numel();
     dispatch_floating(o.dtype(), "uniform_", [&](auto tag) {
@@ -127,8 +124,10 @@ void normal_kernel(const Tensor& out, double mean, double std, Generator& gen) {
 }
 
 void exponential_kernel(const Tensor& out, double lambd, Generator& gen) {
-  FLOW_RUNTIME_CHECK(is_floating(out.dtype()), "Exponential distribution is a continuous probability distribution. "
-                     "dtype must be a floating point but you specified ", torch_type_name(out.dtype()));
+  FLOW_RUNTIME_CHECK(is_floating(out.dtype()),
+                     "Exponential distribution is a continuous probability distribution. "
+                     "dtype must be a floating point but you specified ",
+                     torch_type_name(out.dtype()));
   FLOW_RUNTIME_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
   fill_contiguous(out, [&](const Tensor& o) {
     const int64_t n = o.numel();
@@ -168,7 +167,8 @@ int64_t random_max(DType d) {
 }
 int64_t random_min(DType d) {
   switch (d) {
-    case DType::Bool: case DType::UInt8: return 0;
+    case DType::Bool:
+    case DType::UInt8: return 0;
     case DType::Int8: return -128;
     case DType::Int16: return -32768;
     case DType::Int32: return -2147483648LL;
@@ -188,8 +188,10 @@ void random_kernel(const Tensor& out, std::optional<int64_t> from_opt, std::opti
     to_incl = *to_opt - 1;
   } else {
     to_incl = random_max(dt);
-    FLOW_RUNTIME_CHECK(from <= to_incl, "random_ expects 'from' casted to dtype to be less than or equal to "
-                       "'to_inc' casted to dtype, but got from=", from, " > to_inc=", to_incl);
+    FLOW_RUNTIME_CHECK(from <= to_incl,
+                       "random_ expects 'from' casted to dtype to be less than or equal to "
+                       "'to_inc' casted to dtype, but got from=",
+                       from, " > to_inc=", to_incl);
   }
   FLOW_RUNTIME_CHECK(from >= random_min(dt) && from <= random_max(dt), "random_: from is out of bounds for ",
                      dtype_name(dt));
@@ -328,8 +330,7 @@ FLOW_OP(_normal_tensor)
       const double* sp = sd.data<double>();
       for (int64_t i = 0; i < sd.numel(); ++i) {
         if (!(sp[i] < 0)) continue;  // NaN passes, as in PyTorch
-        if (std.impl()->is_wrapped_number)
-          fail(ErrorKind::Runtime, "normal expects std >= 0.0, but found std ", sp[i]);
+        if (std.impl()->is_wrapped_number) fail(ErrorKind::Runtime, "normal expects std >= 0.0, but found std ", sp[i]);
         fail(ErrorKind::Runtime, "normal expects all elements of std >= 0.0");
       }
       Tensor z = empty(out[0].sizes(), out[0].dtype(), out[0].device());

@@ -22,7 +22,9 @@ constexpr int uniform_bits() {
   else if constexpr (std::is_same_v<T, double>) return 53;
   else return 24;
 }
-inline float u01_float(uint32_t x, int bits) { return static_cast<float>(x >> (32 - bits)) * (1.0f / float(1u << bits)); }
+inline float u01_float(uint32_t x, int bits) {
+  return static_cast<float>(x >> (32 - bits)) * (1.0f / float(1u << bits));
+}
 inline double u01_double(uint32_t hi, uint32_t lo) {
   return static_cast<double>(((uint64_t(hi) << 32) | lo) >> 11) * (1.0 / 9007199254740992.0);
 }

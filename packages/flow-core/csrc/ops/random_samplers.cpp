@@ -173,9 +173,8 @@ FLOW_OP(poisson)
       const double* r = rates.data<double>();
       for (int64_t i = 0; i < rates.numel(); ++i)  // checked before any write
         FLOW_RUNTIME_CHECK(!(r[i] < 0), "invalid Poisson rate, expected rate to be non-negative");
-      sample_kernel(in, out[0], *generator_attr(a, 0), [](ElementStream& es, double lam, double) {
-        return sample_poisson(es, lam);
-      });
+      sample_kernel(in, out[0], *generator_attr(a, 0),
+                    [](ElementStream& es, double lam, double) { return sample_poisson(es, lam); });
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       return {c.needs(0) ? ops::zeros_like(g[0]) : Tensor()};  // counts do not move with the rate

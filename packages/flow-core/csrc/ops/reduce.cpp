@@ -19,7 +19,8 @@ std::vector<bool> mask_for_sizes(const Shape& sizes, const std::vector<int64_t>&
 Tensor restore_reduced(const Tensor& g, const Shape& in_sizes, const std::vector<bool>& mask, bool keepdim,
                        bool expand) {
   Tensor r = g;
-  if (!keepdim && static_cast<int64_t>(in_sizes.size()) != g.dim()) r = ops::reshape(g, reduced_sizes(in_sizes, mask, true));
+  if (!keepdim && static_cast<int64_t>(in_sizes.size()) != g.dim())
+    r = ops::reshape(g, reduced_sizes(in_sizes, mask, true));
   return expand && r.sizes() != in_sizes ? ops::expand(r, in_sizes) : r;
 }
 
@@ -41,12 +42,16 @@ DType sum_dtype(const Tensor& t, const Attrs& a, int dtype_idx) {
 DType mean_dtype(const Tensor& t, const Attrs& a, int dtype_idx, const char* op) {
   DType d = a.none(dtype_idx) ? t.dtype() : a.dtype(dtype_idx);
   if (std::string(op) == "nanmean") {  // PyTorch checks the input here, whatever dtype= asks for
-    FLOW_RUNTIME_CHECK(is_floating(t.dtype()), "nanmean(): expected input to have floating point or complex dtype "
-                       "but got ", torch_type_name(t.dtype()));
+    FLOW_RUNTIME_CHECK(is_floating(t.dtype()),
+                       "nanmean(): expected input to have floating point or complex dtype "
+                       "but got ",
+                       torch_type_name(t.dtype()));
   } else {
     FLOW_RUNTIME_CHECK(is_floating(d), op, "(): could not infer output dtype. ",
-                       a.none(dtype_idx) ? "Input" : "Optional", " dtype must be either a floating point or complex "
-                       "dtype. Got: ", dtype_name(d));
+                       a.none(dtype_idx) ? "Input" : "Optional",
+                       " dtype must be either a floating point or complex "
+                       "dtype. Got: ",
+                       dtype_name(d));
   }
   return d;
 }
@@ -105,10 +110,10 @@ void sum_like_kernel(const Tensor& in, const Tensor& out, const std::vector<int6
             A s;
             int64_t n;
           };
-          reduce_plan<T, SN>(
-              p, y, SN{A(0), 0}, [](SN a, E x) { return x != x ? a : SN{a.s + static_cast<A>(x), a.n + 1}; },
-              [](SN a, SN b) { return SN{a.s + b.s, a.n + b.n}; },
-              [](SN a, int64_t) { return static_cast<A>(a.s / static_cast<A>(a.n)); });
+          reduce_plan<T, SN>(p, y, SN{A(0), 0},
+                             [](SN a, E x) { return x != x ? a : SN{a.s + static_cast<A>(x), a.n + 1}; },
+                             [](SN a, SN b) { return SN{a.s + b.s, a.n + b.n}; },
+                             [](SN a, int64_t) { return static_cast<A>(a.s / static_cast<A>(a.n)); });
           return;
         }
         auto add = [](A a, A b) { return a + b; };

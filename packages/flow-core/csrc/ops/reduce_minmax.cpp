@@ -17,16 +17,15 @@ inline A pick(A acc, A x) {
 template <typename A, bool Max>
 constexpr A worst() {
   if constexpr (std::is_same_v<A, bool>) return !Max;
-  else if constexpr (std::is_floating_point_v<A>) return Max ? -std::numeric_limits<A>::infinity()
-                                                              : std::numeric_limits<A>::infinity();
+  else if constexpr (std::is_floating_point_v<A>)
+    return Max ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
   else return Max ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
 }
 
 void check_nonempty(const Tensor& t, const std::vector<bool>& mask, const char* op) {
   if (t.numel() != 0) return;
   for (int64_t d = 0; d < t.dim(); ++d)
-    FLOW_INDEX_CHECK(!(mask[d] && t.sizes()[d] == 0), op, "(): Expected reduction dim ", d,
-                     " to have non-zero size.");
+    FLOW_INDEX_CHECK(!(mask[d] && t.sizes()[d] == 0), op, "(): Expected reduction dim ", d, " to have non-zero size.");
 }
 
 template <bool Max>
@@ -72,7 +71,8 @@ void extreme_index_kernel(const Tensor& in, const Tensor* values, const Tensor& 
       bv = reduce_detail::fold_row<T, A>(row, n, static_cast<A>(row[0]), f, f);
       const bool nan = bv != bv;
       bi = 0;
-      while (bi < n - 1 && !(nan ? static_cast<A>(row[bi]) != static_cast<A>(row[bi]) : static_cast<A>(row[bi]) == bv)) ++bi;
+      while (bi < n - 1 && !(nan ? static_cast<A>(row[bi]) != static_cast<A>(row[bi]) : static_cast<A>(row[bi]) == bv))
+        ++bi;
     };
     if (!p.columns) {
       const int nt = get_num_threads();
@@ -160,7 +160,8 @@ std::vector<bool> amax_mask(const Tensor& t, const Attrs& a, const char* op) {
   const std::vector<int64_t>& dims = a.ints(0);
   std::vector<bool> m = reduce_mask(t, dims, op);
   if (t.numel() != 0) return m;
-  FLOW_RUNTIME_CHECK(!dims.empty(), op, "(): Expected reduction dim to be specified for input.numel() == 0. "
+  FLOW_RUNTIME_CHECK(!dims.empty(), op,
+                     "(): Expected reduction dim to be specified for input.numel() == 0. "
                      "Specify the reduction dim with the 'dim' argument.");
   for (int64_t d : dims)  // reduce_mask has checked the range; size() wraps a negative d
     FLOW_INDEX_CHECK(t.size(d) != 0, op, "(): Expected reduction dim ", d, " to have non-zero size.");
@@ -169,53 +170,55 @@ std::vector<bool> amax_mask(const Tensor& t, const Attrs& a, const char* op) {
 
 }  // namespace
 
-#define FLOW_AMAX_OP(NAME, MAX)                                                                              \
-  FLOW_OP(NAME)                                                                                              \
-      .schema(#NAME "(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor")                            \
-      .traits(kReduction)                                                                                    \
-      .combiner(MAX ? Combiner::Max : Combiner::Min)                                                         \
-      .dims_attr("dim")                                                                                      \
-      .meta([](const TensorList& in, const Attrs& a) {                                                      \
-        auto m = amax_mask(in[0], a, #NAME);                                                                 \
-        return std::vector<TensorMeta>{{reduced_sizes(in[0].sizes(), m, a.b(1)), in[0].dtype(), in[0].device()}}; \
-      })                                                                                                     \
-      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                            \
-        auto m = amax_mask(in[0], a, #NAME);                                                                 \
-        extreme_kernel<MAX>(in[0], out[0], m, #NAME);                                                        \
-      })                                                                                                     \
-      .save_inputs({0})                                                                                      \
-      .save_outputs({0})                                                                                     \
-      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                                     \
-        Tensor x = c.input(0);                                                                               \
-        return {evenly_distribute(g[0], x, c.output(0), mask_for_sizes(x.sizes(), c.attrs.ints(0), #NAME),   \
-                                  c.attrs.b(1), false)};                                                     \
-      });
+#define FLOW_AMAX_OP(NAME, MAX)                                                                                      \
+  FLOW_OP(NAME)                                                                                                      \
+      .schema(#NAME "(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor")                                     \
+      .traits(kReduction)                                                                                            \
+      .combiner(MAX ? Combiner::Max : Combiner::Min)                                                                 \
+      .dims_attr("dim")                                                                                              \
+      .meta([](const TensorList& in, const Attrs& a) {                                                               \
+    auto m = amax_mask(in[0], a, #NAME);                                                                             \
+    return std::vector<TensorMeta>{{reduced_sizes(in[0].sizes(), m, a.b(1)), in[0].dtype(), in[0].device()}};        \
+  })                                                                                                                 \
+      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                                     \
+    auto m = amax_mask(in[0], a, #NAME);                                                                             \
+    extreme_kernel<MAX>(in[0], out[0], m, #NAME);                                                                    \
+  })                                                                                                                 \
+      .save_inputs({0})                                                                                              \
+      .save_outputs({0})                                                                                             \
+      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                                              \
+    Tensor x = c.input(0);                                                                                           \
+    return {evenly_distribute(g[0], x, c.output(0), mask_for_sizes(x.sizes(), c.attrs.ints(0), #NAME), c.attrs.b(1), \
+                              false)};                                                                               \
+  });
 
 FLOW_AMAX_OP(amax, true)
 FLOW_AMAX_OP(amin, false)
 
-#define FLOW_FULL_EXTREME_OP(NAME, MAX)                                                                      \
-  FLOW_OP(NAME)                                                                                              \
-      .schema(#NAME "(Tensor self) -> Tensor")                                                               \
-      .traits(kReduction)                                                                                    \
-      .combiner(MAX ? Combiner::Max : Combiner::Min)                                                         \
-      .dims_attr("dim")                                                                                      \
-      .meta([](const TensorList& in, const Attrs&) {                                                        \
-        FLOW_RUNTIME_CHECK(in[0].numel() > 0, #NAME "(): Expected reduction dim to be specified for "         \
-                           "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");        \
-        return std::vector<TensorMeta>{{Shape{}, in[0].dtype(), in[0].device()}};                            \
-      })                                                                                                     \
-      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {                              \
-        FLOW_RUNTIME_CHECK(in[0].numel() > 0, #NAME "(): Expected reduction dim to be specified for "         \
-                           "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");        \
-        extreme_kernel<MAX>(in[0], out[0], std::vector<bool>(in[0].dim(), true), #NAME);                     \
-      })                                                                                                     \
-      .save_inputs({0})                                                                                      \
-      .save_outputs({0})                                                                                     \
-      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                                     \
-        Tensor x = c.input(0);                                                                               \
-        return {evenly_distribute(g[0], x, c.output(0), std::vector<bool>(x.dim(), true), false, true)};     \
-      });
+#define FLOW_FULL_EXTREME_OP(NAME, MAX)                                                              \
+  FLOW_OP(NAME)                                                                                      \
+      .schema(#NAME "(Tensor self) -> Tensor")                                                       \
+      .traits(kReduction)                                                                            \
+      .combiner(MAX ? Combiner::Max : Combiner::Min)                                                 \
+      .dims_attr("dim")                                                                              \
+      .meta([](const TensorList& in, const Attrs&) {                                                 \
+    FLOW_RUNTIME_CHECK(in[0].numel() > 0, #NAME                                                      \
+                       "(): Expected reduction dim to be specified for "                             \
+                       "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");    \
+    return std::vector<TensorMeta>{{Shape{}, in[0].dtype(), in[0].device()}};                        \
+  })                                                                                                 \
+      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {                       \
+    FLOW_RUNTIME_CHECK(in[0].numel() > 0, #NAME                                                      \
+                       "(): Expected reduction dim to be specified for "                             \
+                       "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");    \
+    extreme_kernel<MAX>(in[0], out[0], std::vector<bool>(in[0].dim(), true), #NAME);                 \
+  })                                                                                                 \
+      .save_inputs({0})                                                                              \
+      .save_outputs({0})                                                                             \
+      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                              \
+    Tensor x = c.input(0);                                                                           \
+    return {evenly_distribute(g[0], x, c.output(0), std::vector<bool>(x.dim(), true), false, true)}; \
+  });
 
 FLOW_FULL_EXTREME_OP(max, true)
 FLOW_FULL_EXTREME_OP(min, false)
@@ -232,52 +235,51 @@ std::vector<TensorMeta> dim_extreme_meta(const TensorList& in, const Attrs& a, c
 
 }  // namespace
 
-#define FLOW_DIM_EXTREME_OP(NAME, OPNAME, MAX)                                                               \
-  FLOW_OP(NAME)                                                                                              \
-      .schema(#NAME "(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")         \
-      .traits(kReduction)                                                                                    \
-      .dims_attr("dim")                                                                                      \
-      .meta([](const TensorList& in, const Attrs& a) { return dim_extreme_meta(in, a, OPNAME); })           \
-      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                            \
-        auto m = reduce_mask(in[0], {a.i(0)}, OPNAME);                                                       \
-        check_nonempty(in[0], m, OPNAME);                                                                    \
-        extreme_index_kernel<MAX>(in[0], &out[0], out[1], m, OPNAME);                                        \
-      })                                                                                                     \
-      .save_outputs({1})                                                                                     \
-      .nondiff_outputs({1})                                                                                  \
-      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                                     \
-        const Shape& s = c.input_meta(0).sizes;                                                              \
-        return {ops::call1("value_selecting_reduction_backward", {g[0], c.output(1)},                        \
-                           {c.attrs.i(0), std::vector<int64_t>(s.begin(), s.end()), c.attrs.b(1)})};        \
-      });
+#define FLOW_DIM_EXTREME_OP(NAME, OPNAME, MAX)                                                       \
+  FLOW_OP(NAME)                                                                                      \
+      .schema(#NAME "(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)") \
+      .traits(kReduction)                                                                            \
+      .dims_attr("dim")                                                                              \
+      .meta([](const TensorList& in, const Attrs& a) { return dim_extreme_meta(in, a, OPNAME); })    \
+      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                     \
+    auto m = reduce_mask(in[0], {a.i(0)}, OPNAME);                                                   \
+    check_nonempty(in[0], m, OPNAME);                                                                \
+    extreme_index_kernel<MAX>(in[0], &out[0], out[1], m, OPNAME);                                    \
+  })                                                                                                 \
+      .save_outputs({1})                                                                             \
+      .nondiff_outputs({1})                                                                          \
+      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                              \
+    const Shape& s = c.input_meta(0).sizes;                                                          \
+    return {ops::call1("value_selecting_reduction_backward", {g[0], c.output(1)},                    \
+                       {c.attrs.i(0), std::vector<int64_t>(s.begin(), s.end()), c.attrs.b(1)})};     \
+  });
 
 FLOW_DIM_EXTREME_OP(max_dim, "max", true)
 FLOW_DIM_EXTREME_OP(min_dim, "min", false)
 
-#define FLOW_ARG_EXTREME_OP(NAME, MAX)                                                                       \
-  FLOW_OP(NAME)                                                                                              \
-      .schema(#NAME "(Tensor self, int? dim=None, bool keepdim=False) -> Tensor")                           \
-      .traits(kReduction | kNonDifferentiable)                                                               \
-      .dims_attr("dim")                                                                                      \
-      .meta([](const TensorList& in, const Attrs& a) {                                                      \
-        const Tensor& t = in[0];                                                                             \
-        FLOW_RUNTIME_CHECK(t.dtype() != DType::Bool, #NAME "(): does not support bool input");               \
-        if (a.none(0)) {                                                                                     \
-          FLOW_INDEX_CHECK(t.numel() > 0, #NAME "(): Expected reduction dim to be specified for input.numel() == 0."); \
-          return std::vector<TensorMeta>{{a.b(1) ? Shape(t.dim(), 1) : Shape{}, DType::Int64, t.device()}};  \
-        }                                                                                                    \
-        auto m = reduce_mask(t, {a.i(0)}, #NAME);                                                            \
-        check_nonempty(t, m, #NAME);                                                                         \
-        return std::vector<TensorMeta>{{reduced_sizes(t.sizes(), m, a.b(1)), DType::Int64, t.device()}};    \
-      })                                                                                                     \
-      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                            \
-        const Tensor& t = in[0];                                                                             \
-        std::vector<bool> m = a.none(0) ? std::vector<bool>(t.dim(), true) : reduce_mask(t, {a.i(0)}, #NAME); \
-        FLOW_INDEX_CHECK(t.numel() > 0 || !a.none(0),                                                        \
-                         #NAME "(): Expected reduction dim to be specified for input.numel() == 0.");        \
-        check_nonempty(t, m, #NAME);                                                                         \
-        extreme_index_kernel<MAX>(t, nullptr, out[0], m, #NAME);                                             \
-      });
+#define FLOW_ARG_EXTREME_OP(NAME, MAX)                                                                             \
+  FLOW_OP(NAME)                                                                                                    \
+      .schema(#NAME "(Tensor self, int? dim=None, bool keepdim=False) -> Tensor")                                  \
+      .traits(kReduction | kNonDifferentiable)                                                                     \
+      .dims_attr("dim")                                                                                            \
+      .meta([](const TensorList& in, const Attrs& a) {                                                             \
+    const Tensor& t = in[0];                                                                                       \
+    FLOW_RUNTIME_CHECK(t.dtype() != DType::Bool, #NAME "(): does not support bool input");                         \
+    if (a.none(0)) {                                                                                               \
+      FLOW_INDEX_CHECK(t.numel() > 0, #NAME "(): Expected reduction dim to be specified for input.numel() == 0."); \
+      return std::vector<TensorMeta>{{a.b(1) ? Shape(t.dim(), 1) : Shape{}, DType::Int64, t.device()}};            \
+    }                                                                                                              \
+    auto m = reduce_mask(t, {a.i(0)}, #NAME);                                                                      \
+    check_nonempty(t, m, #NAME);                                                                                   \
+    return std::vector<TensorMeta>{{reduced_sizes(t.sizes(), m, a.b(1)), DType::Int64, t.device()}};               \
+  }).cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                                     \
+    const Tensor& t = in[0];                                                                                       \
+    std::vector<bool> m = a.none(0) ? std::vector<bool>(t.dim(), true) : reduce_mask(t, {a.i(0)}, #NAME);          \
+    FLOW_INDEX_CHECK(t.numel() > 0 || !a.none(0),                                                                  \
+                     #NAME "(): Expected reduction dim to be specified for input.numel() == 0.");                  \
+    check_nonempty(t, m, #NAME);                                                                                   \
+    extreme_index_kernel<MAX>(t, nullptr, out[0], m, #NAME);                                                       \
+  });
 
 FLOW_ARG_EXTREME_OP(argmax, true)
 FLOW_ARG_EXTREME_OP(argmin, false)
@@ -299,9 +301,8 @@ FLOW_OP(_reduce_eq_mask)
       dispatch_all(in[0].dtype(), "_reduce_eq_mask", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
-        binary_loop<T, T>(out[0], in[0], other, [nan_equal](A x, A y) {
-          return static_cast<A>(x == y || (nan_equal && x != x && y != y));
-        });
+        binary_loop<T, T>(out[0], in[0], other,
+                          [nan_equal](A x, A y) { return static_cast<A>(x == y || (nan_equal && x != x && y != y)); });
       });
     });
 
@@ -343,7 +344,8 @@ void select_along_dim(const Tensor& full, const Tensor& red, const Tensor& indic
 
 // The gradient of a value-selecting reduction along dim (max/min(dim), ...): grad scattered to `indices`.
 FLOW_OP(value_selecting_reduction_backward)
-    .schema("value_selecting_reduction_backward(Tensor grad, Tensor indices, int dim, int[] sizes, bool keepdim) -> Tensor")
+    .schema(
+        "value_selecting_reduction_backward(Tensor grad, Tensor indices, int dim, int[] sizes, bool keepdim) -> Tensor")
     .traits(kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
       const auto& s = a.ints(1);
@@ -413,20 +415,19 @@ void logical_kernel(const TensorList& in, const TensorList& out, const Attrs& a,
 
 }  // namespace
 
-#define FLOW_LOGICAL_OP(NAME, ALL)                                                                           \
-  FLOW_OP(NAME)                                                                                              \
-      .schema(#NAME "(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor")                         \
-      .traits(kReduction | kNonDifferentiable)                                                               \
-      .combiner(ALL ? Combiner::All : Combiner::Any)                                                         \
-      .dims_attr("dim")                                                                                      \
-      .meta([](const TensorList& in, const Attrs& a) {                                                      \
-        const Tensor& t = in[0];                                                                             \
-        DType dt = t.dtype() == DType::UInt8 ? DType::UInt8 : DType::Bool;                                  \
-        return std::vector<TensorMeta>{{reduced_sizes(t.sizes(), logical_mask(t, a, #NAME), a.b(1)), dt, t.device()}}; \
-      })                                                                                                     \
-      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                            \
-        logical_kernel<ALL>(in, out, a, #NAME);                                                              \
-      });
+#define FLOW_LOGICAL_OP(NAME, ALL)                                                                                 \
+  FLOW_OP(NAME)                                                                                                    \
+      .schema(#NAME "(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor")                                \
+      .traits(kReduction | kNonDifferentiable)                                                                     \
+      .combiner(ALL ? Combiner::All : Combiner::Any)                                                               \
+      .dims_attr("dim")                                                                                            \
+      .meta([](const TensorList& in, const Attrs& a) {                                                             \
+    const Tensor& t = in[0];                                                                                       \
+    DType dt = t.dtype() == DType::UInt8 ? DType::UInt8 : DType::Bool;                                             \
+    return std::vector<TensorMeta>{{reduced_sizes(t.sizes(), logical_mask(t, a, #NAME), a.b(1)), dt, t.device()}}; \
+  }).cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                                     \
+    logical_kernel<ALL>(in, out, a, #NAME);                                                                        \
+  });
 
 FLOW_LOGICAL_OP(all, true)
 FLOW_LOGICAL_OP(any, false)
@@ -446,16 +447,19 @@ FLOW_OP(count_nonzero)
       dispatch_all(t.dtype(), "count_nonzero", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using E = acc_t<T>;
-        reduce_plan<T, int64_t>(
-            p, o.data<int64_t>(), int64_t(0), [](int64_t acc, E x) { return acc + (x != E(0)); },
-            [](int64_t x, int64_t y) { return x + y; }, [](int64_t v, int64_t) { return v; });
+        reduce_plan<T, int64_t>(p, o.data<int64_t>(), int64_t(0), [](int64_t acc, E x) { return acc + (x != E(0)); },
+                                [](int64_t x, int64_t y) { return x + y; }, [](int64_t v, int64_t) { return v; });
       });
       if (!o.is_same(out[0])) ops::copy_into(out[0], o);
     });
 
 namespace ops {
-Tensor amax(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim) { return call1("amax", {t}, {dims, keepdim}); }
-Tensor amin(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim) { return call1("amin", {t}, {dims, keepdim}); }
+Tensor amax(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim) {
+  return call1("amax", {t}, {dims, keepdim});
+}
+Tensor amin(const Tensor& t, const std::vector<int64_t>& dims, bool keepdim) {
+  return call1("amin", {t}, {dims, keepdim});
+}
 }  // namespace ops
 
 }  // namespace flow

@@ -1,6 +1,6 @@
 // Scans along a dim: cumsum, cumprod, with their backward helpers.
-#include "reduce.h"
 #include "../autograd/grad_mode.h"
+#include "reduce.h"
 
 namespace flow {
 namespace {
@@ -135,9 +135,7 @@ FLOW_OP(cumsum)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       scan_kernel<false, false>(in[0], out[0], scan_dim(in[0], a, "cumsum"), "cumsum");
     })
-    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {reverse_cumsum(g[0], c.attrs.i(0))};
-    });
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList { return {reverse_cumsum(g[0], c.attrs.i(0))}; });
 
 // Sums from the end of the dim backwards: cumsum's gradient (and cumsum is its gradient).
 FLOW_OP(_cumsum_reverse)

@@ -138,8 +138,8 @@ void var_kernel(const Tensor& in, const Tensor& out0, const Tensor* out1, const 
     using A = double;  // accumulate in double
     using M = Moments<A>;
     std::vector<M> mom(p.outer);
-    reduce_partials<T, M>(p, mom.data(), [](const T* x, int64_t n) { return moments<T, A>(x, n); },
-                          moments_cols<T, A>, merge_moments<A>, [](const M& m) { return m; });
+    reduce_partials<T, M>(p, mom.data(), [](const T* x, int64_t n) { return moments<T, A>(x, n); }, moments_cols<T, A>,
+                          merge_moments<A>, [](const M& m) { return m; });
     T* y0 = o0.data<T>();
     T* y1 = out1 ? o1.data<T>() : nullptr;
     for (int64_t j = 0; j < p.outer; ++j) {
@@ -204,15 +204,15 @@ TensorList var_std_backward(BackwardCtx& c, const TensorList& g, bool is_std, bo
       .schema(#NAME "(Tensor self, int[]? dim=None, *, float? correction=None, bool keepdim=False) -> " RET) \
       .traits(kReduction)                                                                                    \
       .dims_attr("dim")                                                                                      \
-      .meta([](const TensorList& in, const Attrs& a) { return var_meta(in, a, NOUT, #NAME); })              \
-      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                            \
-        var_kernel(in[0], out[0], NOUT == 2 ? &out[1] : nullptr, a, SQRT, #NAME);                            \
-      })                                                                                                     \
+      .meta([](const TensorList& in, const Attrs& a) { return var_meta(in, a, NOUT, #NAME); })               \
+      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                             \
+    var_kernel(in[0], out[0], NOUT == 2 ? &out[1] : nullptr, a, SQRT, #NAME);                                \
+  })                                                                                                         \
       .save_inputs({0})                                                                                      \
       .save_outputs({0})                                                                                     \
-      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                                     \
-        return var_std_backward(c, g, SQRT, NOUT == 2, #NAME);                                               \
-      });
+      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                                      \
+    return var_std_backward(c, g, SQRT, NOUT == 2, #NAME);                                                   \
+  });
 
 FLOW_VAR_OP(var, false, 1, "Tensor")
 FLOW_VAR_OP(std, true, 1, "Tensor")
@@ -223,8 +223,10 @@ FLOW_VAR_OP(std_mean, true, 2, "(Tensor, Tensor)")
 namespace {
 
 DType norm_dtype(const Tensor& t, const Attrs& a) {
-  FLOW_RUNTIME_CHECK(is_floating(t.dtype()), "linalg.vector_norm: Expected a floating point or complex tensor as "
-                     "input. Got ", dtype_name(t.dtype()));
+  FLOW_RUNTIME_CHECK(is_floating(t.dtype()),
+                     "linalg.vector_norm: Expected a floating point or complex tensor as "
+                     "input. Got ",
+                     dtype_name(t.dtype()));
   if (a.none(3)) return t.dtype();
   DType d = a.dtype(3);
   FLOW_RUNTIME_CHECK(is_floating(d), "linalg.vector_norm: dtype should be floating point or complex. Got ",
@@ -236,18 +238,24 @@ void check_norm_empty(const Tensor& t, const std::vector<bool>& mask, double ord
   if (t.numel() != 0 || (ord >= 0 && !std::isinf(ord))) return;
   for (int64_t d = 0; d < t.dim(); ++d)
     FLOW_RUNTIME_CHECK(!(mask[d] && t.sizes()[d] == 0), "linalg.vector_norm cannot compute the ", ord,
-                     " norm on an empty tensor because the operation does not have an identity");
+                       " norm on an empty tensor because the operation does not have an identity");
 }
 
 template <typename A>
-inline A amax_nan(A acc, A x) { return (x > acc || x != x) ? x : acc; }  // NaN-propagating, branch-free
+inline A amax_nan(A acc, A x) {
+  return (x > acc || x != x) ? x : acc;
+}  // NaN-propagating, branch-free
 template <typename A>
-inline A amin_nan(A acc, A x) { return (x < acc || x != x) ? x : acc; }
+inline A amin_nan(A acc, A x) {
+  return (x < acc || x != x) ? x : acc;
+}
 
 }  // namespace
 
 FLOW_OP(linalg_vector_norm)
-    .schema("linalg_vector_norm(Tensor self, float ord=2, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
+    .schema(
+        "linalg_vector_norm(Tensor self, float ord=2, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) "
+        "-> Tensor")
     .traits(kReduction)
     .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
@@ -282,7 +290,8 @@ FLOW_OP(linalg_vector_norm)
           reduce_plan<T, A>(p, y, A(0), f, [](A x, A y) { return amax_nan<A>(x, y); }, id);
         } else if (std::isinf(ord)) {
           auto f = [](A acc, A x) { return amin_nan<A>(acc, std::abs(x)); };
-          reduce_plan<T, A>(p, y, std::numeric_limits<A>::infinity(), f, [](A x, A y) { return amin_nan<A>(x, y); }, id);
+          reduce_plan<T, A>(p, y, std::numeric_limits<A>::infinity(), f, [](A x, A y) { return amin_nan<A>(x, y); },
+                            id);
         } else {
           const A pa = static_cast<A>(ord), inv = static_cast<A>(1.0 / ord);
           reduce_plan<T, A>(p, y, A(0), [pa](A acc, A x) { return acc + std::pow(std::abs(x), pa); }, add,
@@ -383,7 +392,8 @@ FLOW_OP(logsumexp)
           r.s = a.s * std::exp(a.m - r.m) + b.s * std::exp(b.m - r.m);
           return r;
         };
-        reduce_partials<T, P>(p, o.data<T>(), chunk, cols, merge, [](P r) { return r.m != r.m ? r.m : r.m + std::log(r.s); });
+        reduce_partials<T, P>(p, o.data<T>(), chunk, cols, merge,
+                              [](P r) { return r.m != r.m ? r.m : r.m + std::log(r.s); });
       });
       if (!o.is_same(out[0])) ops::copy_into(out[0], o);
     })
@@ -446,7 +456,9 @@ FLOW_OP(_reduce_abs_pow)
         using A = acc_t<T>;
         const A pa = static_cast<A>(p);
         if (p == 1.0) unary_loop<T, T>(out[0], in[0], [](A x) { return std::abs(x); });
-        else unary_loop<T, T>(out[0], in[0], [pa](A x) { return x == A(0) && pa <= A(0) ? A(0) : std::pow(std::abs(x), pa); });
+        else
+          unary_loop<T, T>(out[0], in[0],
+                           [pa](A x) { return x == A(0) && pa <= A(0) ? A(0) : std::pow(std::abs(x), pa); });
       });
     })
     .save_inputs({0})

@@ -60,7 +60,8 @@ Geom geometry(const Shape& xg, const TensorList& in, const Attrs& a, const char*
   g.reverse = a.b(1);
   const Tensor &h0 = in[1], &w_hh = in[3];
   g.G = g.cell == Cell::Lstm ? 4 : g.cell == Cell::Gru ? 3 : 1;
-  FLOW_RUNTIME_CHECK(xg.size() == 3 && h0.dim() == 2 && w_hh.dim() == 2, op, ": expected xg (L, N, G*H), h0 (N, P) "
+  FLOW_RUNTIME_CHECK(xg.size() == 3 && h0.dim() == 2 && w_hh.dim() == 2, op,
+                     ": expected xg (L, N, G*H), h0 (N, P) "
                      "and w_hh (G*H, P)");
   g.L = xg[0];
   g.Nb = xg[1];
@@ -69,14 +70,13 @@ Geom geometry(const Shape& xg, const TensorList& in, const Attrs& a, const char*
                      ": inconsistent shapes");
   g.H = xg[2] / g.G;
   g.proj = in[5].defined();
-  FLOW_RUNTIME_CHECK(g.proj || g.P == g.H, op, ": the state size must equal the hidden size without a "
+  FLOW_RUNTIME_CHECK(g.proj || g.P == g.H, op,
+                     ": the state size must equal the hidden size without a "
                      "projection");
   if (g.proj) FLOW_RUNTIME_CHECK(in[5].size(0) == g.P && in[5].size(1) == g.H, op, ": w_hr must be (P, H)");
-  if (in[4].defined())
-    FLOW_RUNTIME_CHECK(g.cell == Cell::Gru && in[4].numel() == g.H, op, ": b_hn is GRU's (H,) bias");
+  if (in[4].defined()) FLOW_RUNTIME_CHECK(g.cell == Cell::Gru && in[4].numel() == g.H, op, ": b_hn is GRU's (H,) bias");
   if (g.cell == Cell::Lstm)
-    FLOW_RUNTIME_CHECK(in[2].defined() && in[2].size(0) == g.Nb && in[2].size(1) == g.H, op,
-                       ": c0 must be (N, H)");
+    FLOW_RUNTIME_CHECK(in[2].defined() && in[2].size(0) == g.Nb && in[2].size(1) == g.H, op, ": c0 must be (N, H)");
   g.active = a.ints(2);
   FLOW_RUNTIME_CHECK(g.active.empty() || static_cast<int64_t>(g.active.size()) == g.L, op,
                      ": active must give one row count per step");
@@ -191,11 +191,9 @@ TensorList rnn_backward(const TensorList& in_raw, const Attrs& a) {
   const char* op = "_rnn_layer_backward";
   // the saved tensors and incoming gradients must be what the forward made: the kernels index them blindly
   FLOW_RUNTIME_CHECK(out.dim() == 3 && in[5].dim() == 2, op, ": out must be (L, N, P) and w_hh (G*H, P)");
-  const Geom g = geometry({out.size(0), out.size(1), in[5].size(0)}, {Tensor(), h0, in[4], in[5], in[6], in[7]}, a,
-                          op);
+  const Geom g = geometry({out.size(0), out.size(1), in[5].size(0)}, {Tensor(), h0, in[4], in[5], in[6], in[7]}, a, op);
   const int64_t L = g.L, Nb = g.Nb, H = g.H, P = g.P, GH = g.GH(), W = g.W;
-  FLOW_RUNTIME_CHECK(out.size(2) == P && ws.numel() == L * Nb * W, op,
-                     ": out and ws do not match the layer's sizes");
+  FLOW_RUNTIME_CHECK(out.size(2) == P && ws.numel() == L * Nb * W, op, ": out and ws do not match the layer's sizes");
   for (const Tensor& t : in)
     if (t.defined()) FLOW_RUNTIME_CHECK(t.dtype() == DType::Float32, op, ": float32 tensors only");
   if (in[0].defined()) FLOW_RUNTIME_CHECK(in[0].sizes() == out.sizes(), op, ": grad_out must have out's shape");
@@ -288,8 +286,7 @@ TensorList rnn_backward(const TensorList& in_raw, const Attrs& a) {
           const float *hr = ht + n * P, *dhr = dh.data() + n * P;
           float* dxr = dx + n * GH;
 #pragma omp simd
-          for (int64_t j = 0; j < H; ++j)
-            dxr[j] = relu ? (hr[j] > 0.f ? dhr[j] : 0.f) : dhr[j] * (1.f - hr[j] * hr[j]);
+          for (int64_t j = 0; j < H; ++j) dxr[j] = relu ? (hr[j] > 0.f ? dhr[j] : 0.f) : dhr[j] * (1.f - hr[j] * hr[j]);
         });
         whh.multiply(M, dx, GH, 0.f, dh.data(), P);
         break;
@@ -315,8 +312,7 @@ TensorList rnn_backward(const TensorList& in_raw, const Attrs& a) {
       for (int64_t j = 0; j < H; ++j) db[j] += dhh_all[r * GH + 2 * H + j];
   }
   if (g.proj)  // dw_hr = sum_t dh_t^T hpre_t, hpre_t the unprojected outputs kept in the workspace
-    sgemm_rowmajor(true, false, P, H, L * Nb, 1.f, dproj_all.data(), P, ws_all + 5 * H, W, 0.f,
-                   dw_hr.data<float>(), H);
+    sgemm_rowmajor(true, false, P, H, L * Nb, 1.f, dproj_all.data(), P, ws_all + 5 * H, W, 0.f, dw_hr.data<float>(), H);
   return {dxg, dh0, dc0, dw_hh, db_hn, dw_hr};
 }
 
@@ -399,8 +395,9 @@ std::vector<TensorMeta> forward_meta(const TensorList& in, const Attrs& a) {
 }  // namespace
 
 FLOW_OP(_rnn_layer)
-    .schema("_rnn_layer(Tensor xg, Tensor h0, Tensor? c0, Tensor w_hh, Tensor? b_hn, Tensor? w_hr, str mode, "
-            "bool reverse, int[] active=[]) -> (Tensor, Tensor, Tensor, Tensor)")
+    .schema(
+        "_rnn_layer(Tensor xg, Tensor h0, Tensor? c0, Tensor w_hh, Tensor? b_hn, Tensor? w_hr, str mode, "
+        "bool reverse, int[] active=[]) -> (Tensor, Tensor, Tensor, Tensor)")
     .meta(forward_meta)
     .cpu(rnn_forward)
     .save_inputs({0, 1, 2, 3, 4, 5})
@@ -420,9 +417,10 @@ FLOW_OP(_rnn_layer)
     });
 
 FLOW_OP(_rnn_layer_backward)
-    .schema("_rnn_layer_backward(Tensor? grad_out, Tensor? grad_hn, Tensor? grad_cn, Tensor h0, Tensor? c0, "
-            "Tensor w_hh, Tensor? b_hn, Tensor? w_hr, Tensor out, Tensor ws, str mode, bool reverse, "
-            "int[] active=[]) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)")
+    .schema(
+        "_rnn_layer_backward(Tensor? grad_out, Tensor? grad_hn, Tensor? grad_cn, Tensor h0, Tensor? c0, "
+        "Tensor w_hh, Tensor? b_hn, Tensor? w_hr, Tensor out, Tensor ws, str mode, bool reverse, "
+        "int[] active=[]) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)")
     .traits(kBackwardHelper | kNonDifferentiable)
     .cpu(rnn_backward);
 

@@ -34,7 +34,8 @@ Shape cat_shape(const TensorList& in, int64_t dim_attr, int64_t* dim_out, DType*
   for (size_t i = 0; i < in.size(); ++i) {
     const Tensor& t = in[i];
     if (legacy_empty(t)) continue;
-    FLOW_RUNTIME_CHECK(t.dim() == r.dim(), "Tensors must have same number of dimensions: got ", r.dim(), " and ", t.dim());
+    FLOW_RUNTIME_CHECK(t.dim() == r.dim(), "Tensors must have same number of dimensions: got ", r.dim(), " and ",
+                       t.dim());
     for (int64_t j = 0; j < r.dim(); ++j)
       if (j != dim)
         FLOW_RUNTIME_CHECK(t.sizes()[j] == r.sizes()[j], "Sizes of tensors must match except in dimension ", dim,
@@ -274,8 +275,11 @@ FLOW_OP(roll)
       const auto& sh = a.ints(0);
       const auto& dims = a.ints(1);
       FLOW_RUNTIME_CHECK(!sh.empty(), "`shifts` required");
-      if (dims.empty()) FLOW_RUNTIME_CHECK(sh.size() == 1, "shifts and dimensions must align. shifts: ", sh.size(), ", dims:0");
-      else FLOW_RUNTIME_CHECK(sh.size() == dims.size(), "shifts and dimensions must align. shifts: ", sh.size(), ", dims:", dims.size());
+      if (dims.empty())
+        FLOW_RUNTIME_CHECK(sh.size() == 1, "shifts and dimensions must align. shifts: ", sh.size(), ", dims:0");
+      else
+        FLOW_RUNTIME_CHECK(sh.size() == dims.size(), "shifts and dimensions must align. shifts: ", sh.size(),
+                           ", dims:", dims.size());
       for (int64_t d : dims) wrap_dim(d, std::max<int64_t>(in[0].dim(), 1), "roll");
       return same_meta(in, a);
     })
@@ -307,22 +311,22 @@ FLOW_OP(roll)
       return {ops::call1("roll", {g[0]}, {sh, c.attrs.at(1)})};
     });
 
-#define FLOW_TRI_OP(NAME, LOWER)                                                                             \
-  FLOW_OP(NAME)                                                                                              \
-      .schema(#NAME "(Tensor self, int diagonal=0) -> Tensor")                                               \
-      .traits(kShape)                                                                                        \
-      .meta([](const TensorList& in, const Attrs& a) {                                                       \
-        FLOW_RUNTIME_CHECK(in[0].dim() >= 2, #NAME ": input tensor must have at least 2 dimensions");        \
-        return same_meta(in, a);                                                                             \
-      })                                                                                                     \
-      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                            \
-        if (!out[0].is_same(in[0])) ops::copy_into(out[0], in[0]);                                           \
-        zero_triangle(out[0], a.i(0), LOWER);                                                                \
-      })                                                                                                     \
-      .inplace_variant()                                                                                     \
-      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                                      \
-        return {ops::call1(#NAME, {g[0]}, {c.attrs.i(0)})};                                                  \
-      });
+#define FLOW_TRI_OP(NAME, LOWER)                                                                  \
+  FLOW_OP(NAME)                                                                                   \
+      .schema(#NAME "(Tensor self, int diagonal=0) -> Tensor")                                    \
+      .traits(kShape)                                                                             \
+      .meta([](const TensorList& in, const Attrs& a) {                                            \
+    FLOW_RUNTIME_CHECK(in[0].dim() >= 2, #NAME ": input tensor must have at least 2 dimensions"); \
+    return same_meta(in, a);                                                                      \
+  })                                                                                              \
+      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                  \
+    if (!out[0].is_same(in[0])) ops::copy_into(out[0], in[0]);                                    \
+    zero_triangle(out[0], a.i(0), LOWER);                                                         \
+  })                                                                                              \
+      .inplace_variant()                                                                          \
+      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                           \
+    return {ops::call1(#NAME, {g[0]}, {c.attrs.i(0)})};                                           \
+  });
 FLOW_TRI_OP(tril, true)
 FLOW_TRI_OP(triu, false)
 #undef FLOW_TRI_OP
@@ -331,8 +335,10 @@ FLOW_OP(one_hot)
     .schema("one_hot(Tensor self, int num_classes=-1) -> Tensor")
     .traits(kIndexing | kNonDifferentiable)
     .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
-      FLOW_RUNTIME_CHECK(in[0].dtype() == DType::Int64, "one_hot is only applicable to index tensor of type LongTensor.");
-      FLOW_CHECK(a.i(0) >= 0, NotImplemented, "one_hot: without num_classes the result's shape depends on the "
+      FLOW_RUNTIME_CHECK(in[0].dtype() == DType::Int64,
+                         "one_hot is only applicable to index tensor of type LongTensor.");
+      FLOW_CHECK(a.i(0) >= 0, NotImplemented,
+                 "one_hot: without num_classes the result's shape depends on the "
                  "values (pass num_classes)");
       Shape s = in[0].sizes();
       s.push_back(a.i(0));

@@ -24,7 +24,8 @@ bool less_nan(A a, A b) {
 // with `dim` moved last; the results are copied back into `vals`/`inds` (shaped like the input but with
 // `k` along dim).
 template <typename MakeRowFn>
-void along_last(const Tensor& self, int64_t dim, int64_t k, const Tensor& vals, const Tensor& inds, MakeRowFn make_row_fn) {
+void along_last(const Tensor& self, int64_t dim, int64_t k, const Tensor& vals, const Tensor& inds,
+                MakeRowFn make_row_fn) {
   if (self.dim() == 0) {
     ops::copy_into(vals, self);
     ops::fill_(inds, Scalar(int64_t(0)));
@@ -100,7 +101,8 @@ Tensor pick_backward(BackwardCtx& c, const Tensor& g, const Tensor& indices, int
 }  // namespace
 
 FLOW_OP(sort)
-    .schema("sort(Tensor self, int dim=-1, bool descending=False, *, bool stable=False) -> (Tensor values, Tensor indices)")
+    .schema(
+        "sort(Tensor self, int dim=-1, bool descending=False, *, bool stable=False) -> (Tensor values, Tensor indices)")
     .traits(kIndexing)
     .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
@@ -111,19 +113,20 @@ FLOW_OP(sort)
       int64_t d = wrap_dim(a.i(0), std::max<int64_t>(in[0].dim(), 1), "sort");
       bool desc = a.b(1);
       int64_t n = in[0].dim() == 0 ? 1 : in[0].sizes()[d];
-      along_last(in[0], d, n, out[0], out[1], [desc](auto tag) {
-        return RowSorter<typename decltype(tag)::type>{desc};
-      });
+      along_last(in[0], d, n, out[0], out[1],
+                 [desc](auto tag) { return RowSorter<typename decltype(tag)::type>{desc}; });
     })
     .nondiff_outputs({1})
     .save_outputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      int64_t d = wrap_dim(c.attrs.i(0), std::max<int64_t>(static_cast<int64_t>(c.input_meta(0).sizes.size()), 1), "sort");
+      int64_t d =
+          wrap_dim(c.attrs.i(0), std::max<int64_t>(static_cast<int64_t>(c.input_meta(0).sizes.size()), 1), "sort");
       return {pick_backward(c, g[0], c.output(1), d)};
     });
 
 FLOW_OP(topk)
-    .schema("topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)")
+    .schema(
+        "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)")
     .traits(kIndexing)
     .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
@@ -184,7 +187,8 @@ FLOW_OP(topk)
     .nondiff_outputs({1})
     .save_outputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      int64_t d = wrap_dim(c.attrs.i(1), std::max<int64_t>(static_cast<int64_t>(c.input_meta(0).sizes.size()), 1), "topk");
+      int64_t d =
+          wrap_dim(c.attrs.i(1), std::max<int64_t>(static_cast<int64_t>(c.input_meta(0).sizes.size()), 1), "topk");
       return {pick_backward(c, g[0], c.output(1), d)};
     });
 
@@ -278,7 +282,9 @@ TensorList unique_impl(const Tensor& self, bool sorted, int64_t dim, bool consec
 }  // namespace
 
 FLOW_OP(unique)
-    .schema("unique(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)")
+    .schema(
+        "unique(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False, int? dim=None) -> "
+        "(Tensor, Tensor, Tensor)")
     .traits(kIndexing | kDataDependentShape | kNonDifferentiable)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       int64_t dim = a.none(3) ? -1 : wrap_dim(a.i(3), std::max<int64_t>(in[0].dim(), 1), "unique");
@@ -287,7 +293,9 @@ FLOW_OP(unique)
     });
 
 FLOW_OP(unique_consecutive)
-    .schema("unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)")
+    .schema(
+        "unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> "
+        "(Tensor, Tensor, Tensor)")
     .traits(kIndexing | kDataDependentShape | kNonDifferentiable)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       int64_t dim = a.none(2) ? -1 : wrap_dim(a.i(2), std::max<int64_t>(in[0].dim(), 1), "unique_consecutive");

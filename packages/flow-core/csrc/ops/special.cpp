@@ -113,16 +113,12 @@ template <bool kLcm>
 void integer_kernel(const char* name, const TensorList& in, const Tensor& out) {
   DType ct = out.dtype();
   with_compute_dtype(in, out, ct, ct, [&](const Tensor& o, const TensorList& c) {
-    dispatch_integral(
-        ct, name,
-        [&](auto tag) {
-          using T = typename decltype(tag)::type;
-          if constexpr (!std::is_same_v<T, bool>)
-            binary_loop<T, T>(o, c[0], c[1], [](auto a, auto b) {
-              return kLcm ? lcm_int(T(a), T(b)) : gcd_int(T(a), T(b));
-            });
-        },
-        false);
+    dispatch_integral(ct, name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (!std::is_same_v<T, bool>)
+        binary_loop<T, T>(o, c[0], c[1],
+                          [](auto a, auto b) { return kLcm ? lcm_int(T(a), T(b)) : gcd_int(T(a), T(b)); });
+    }, false);
   });
 }
 
@@ -244,8 +240,8 @@ FLOW_OP(_special_ndtri)
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       // 1 / phi(ndtri(p)) = sqrt(2 pi) e^(y^2 / 2)
       Tensor y = c.output(0);
-      return {ops::mul(g[0], ops::mul(ops::exp(ops::mul(ops::mul(y, y), Scalar(0.5))),
-                                      Scalar(std::sqrt(2 * sm::kPi))))};
+      return {
+          ops::mul(g[0], ops::mul(ops::exp(ops::mul(ops::mul(y, y), Scalar(0.5))), Scalar(std::sqrt(2 * sm::kPi))))};
     });
 
 FLOW_OP(_special_erfcx)
@@ -333,9 +329,7 @@ FLOW_OP(lcm)
     .schema("lcm(Tensor self, Tensor(strict) other) -> Tensor")
     .traits(kElementwise | kBroadcastBinary | kNonDifferentiable)
     .meta(meta_integer("lcm_cpu"))
-    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
-      integer_kernel<true>("lcm", in, out[0]);
-    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) { integer_kernel<true>("lcm", in, out[0]); })
     .inplace_variant();
 
 FLOW_OP(nextafter)

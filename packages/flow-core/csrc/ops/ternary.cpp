@@ -99,13 +99,12 @@ void where_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
 std::vector<TensorMeta> meta_lerp(const TensorList& in, const Attrs&) {
   const Tensor& self = in[0];
   bool scalar_weight = is_wrapped(in[2]);
-  if (!is_floating(self.dtype())) not_implemented(scalar_weight ? "lerp_kernel_scalar" : "lerp_kernel_tensor", self.dtype());
+  if (!is_floating(self.dtype()))
+    not_implemented(scalar_weight ? "lerp_kernel_scalar" : "lerp_kernel_tensor", self.dtype());
   FLOW_RUNTIME_CHECK(is_wrapped(in[1]) || in[1].dtype() == self.dtype(), "expected dtype ",
-                     torch_type_name(self.dtype()), " for `end` but got dtype ",
-                     torch_type_name(in[1].dtype()));
+                     torch_type_name(self.dtype()), " for `end` but got dtype ", torch_type_name(in[1].dtype()));
   FLOW_RUNTIME_CHECK(scalar_weight || in[2].dim() == 0 || in[2].dtype() == self.dtype(), "expected dtype ",
-                     torch_type_name(self.dtype()), " for `weight` but got dtype ",
-                     torch_type_name(in[2].dtype()));
+                     torch_type_name(self.dtype()), " for `weight` but got dtype ", torch_type_name(in[2].dtype()));
   return {{broadcast3(in, 0, "lerp"), self.dtype(), common_device(in, "lerp")}};
 }
 
@@ -122,9 +121,8 @@ void lerp_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
         if (std::abs(static_cast<A>(*c[2].data<T>())) < A(0.5)) ternary_same<T>(o, c[0], c[1], c[2], lo);
         else ternary_same<T>(o, c[0], c[1], c[2], hi);
       } else {
-        ternary_same<T>(o, c[0], c[1], c[2], [lo, hi](A s, A e, A w) -> A {
-          return std::abs(w) < A(0.5) ? lo(s, e, w) : hi(s, e, w);
-        });
+        ternary_same<T>(o, c[0], c[1], c[2],
+                        [lo, hi](A s, A e, A w) -> A { return std::abs(w) < A(0.5) ? lo(s, e, w) : hi(s, e, w); });
       }
     });
   });

@@ -69,23 +69,24 @@ A round_decimals(A x, int64_t decimals, A ten_pow) {
 
 }  // namespace
 
-#define FLOW_UNARY_FLOAT_OP(NAME, EXPR, SAVE_IN, SAVE_OUT, GRAD)                                                \
-  FLOW_OP(NAME)                                                                                              \
-      .schema(#NAME "(Tensor self) -> Tensor")                                                               \
-      .traits(kElementwise | kUnary)                                                                         \
-      .meta(meta_unary_float)                                                                                \
-      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {                              \
-        unary_float_kernel(#NAME, in[0], out[0], [](auto tag) {                                              \
-          using A = acc_t<typename decltype(tag)::type>;                                                    \
-          return [](A x) FLOW_VEC_LAMBDA -> A { return EXPR; };                                             \
-        });                                                                                                  \
-      })                                                                                                     \
-      .save_inputs(SAVE_IN)                                                                                  \
-      .save_outputs(SAVE_OUT)                                                                                \
-      .inplace_variant()                                                                                     \
+#define FLOW_UNARY_FLOAT_OP(NAME, EXPR, SAVE_IN, SAVE_OUT, GRAD)               \
+  FLOW_OP(NAME)                                                                \
+      .schema(#NAME "(Tensor self) -> Tensor")                                 \
+      .traits(kElementwise | kUnary)                                           \
+      .meta(meta_unary_float)                                                  \
+      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) { \
+    unary_float_kernel(#NAME, in[0], out[0], [](auto tag) {                    \
+      using A = acc_t<typename decltype(tag)::type>;                           \
+      return [](A x) FLOW_VEC_LAMBDA -> A { return EXPR; };                    \
+    });                                                                        \
+  })                                                                           \
+      .save_inputs(SAVE_IN)                                                    \
+      .save_outputs(SAVE_OUT)                                                  \
+      .inplace_variant()                                                       \
       .backward([](BackwardCtx& c, const TensorList& g) -> TensorList { return {GRAD}; });
 
-#define FLOW_NOSAVE std::vector<int>{}
+#define FLOW_NOSAVE \
+  std::vector<int> {}
 #define FLOW_SAVE0 std::vector<int>{0}
 #define X c.input(0)
 #define Y c.output(0)
@@ -229,19 +230,19 @@ FLOW_OP(sign)
     .inplace_variant()
     .backward([](BackwardCtx&, const TensorList& g) -> TensorList { return {ops::zeros_like(G)}; });
 
-#define FLOW_ROUNDING_OP(NAME, KERNEL_NAME, FN)                                                         \
-  FLOW_OP(NAME)                                                                                       \
-      .schema(#NAME "(Tensor self) -> Tensor")                                                        \
-      .traits(kElementwise | kUnary)                                                                  \
-      .meta([](const TensorList& in, const Attrs&) { return meta_numeric_only(in, KERNEL_NAME); })   \
-      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {                       \
-        unary_numeric_kernel(#NAME, in[0], out[0], [](auto tag) {                                     \
-          using A = acc_t<typename decltype(tag)::type>;                                             \
-          if constexpr (std::is_integral_v<A>) return [](A x) -> A { return x; };                    \
-          else return [](A x) -> A { return FN(x); };                                                \
-        });                                                                                           \
-      })                                                                                              \
-      .inplace_variant()                                                                              \
+#define FLOW_ROUNDING_OP(NAME, KERNEL_NAME, FN)                                                    \
+  FLOW_OP(NAME)                                                                                    \
+      .schema(#NAME "(Tensor self) -> Tensor")                                                     \
+      .traits(kElementwise | kUnary)                                                               \
+      .meta([](const TensorList& in, const Attrs&) { return meta_numeric_only(in, KERNEL_NAME); }) \
+      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {                     \
+    unary_numeric_kernel(#NAME, in[0], out[0], [](auto tag) {                                      \
+      using A = acc_t<typename decltype(tag)::type>;                                               \
+      if constexpr (std::is_integral_v<A>) return [](A x) -> A { return x; };                      \
+      else return [](A x) -> A { return FN(x); };                                                  \
+    });                                                                                            \
+  })                                                                                               \
+      .inplace_variant()                                                                           \
       .backward([](BackwardCtx&, const TensorList& g) -> TensorList { return {ops::zeros_like(G)}; });
 
 FLOW_ROUNDING_OP(floor, "floor_vml_cpu", std::floor)

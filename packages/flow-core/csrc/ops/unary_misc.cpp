@@ -22,7 +22,9 @@ std::vector<TensorMeta> meta_clamp(const TensorList& in, const Attrs& a, const c
   if (!a.none(0)) d = promote_with_scalar(d, a.s(0));
   if (!a.none(1)) d = promote_with_scalar(d, a.s(1));
   if (d == DType::Bool)
-    fail_not_implemented(a.none(0) ? "clamp_max_scalar_cpu" : a.none(1) ? "clamp_min_scalar_cpu" : "clamp_scalar_cpu",
+    fail_not_implemented(a.none(0)   ? "clamp_max_scalar_cpu"
+                         : a.none(1) ? "clamp_min_scalar_cpu"
+                                     : "clamp_scalar_cpu",
                          d);
   if (!a.none(0)) check_scalar_fits(a.s(0), d);
   if (!a.none(1)) check_scalar_fits(a.s(1), d);
@@ -69,24 +71,24 @@ TensorList clamp_grad(BackwardCtx& c, const TensorList& g, AttrValue lo, AttrVal
 
 }  // namespace
 
-#define FLOW_CLAMP_OP(NAME, SCHEMA, LO, HI)                                                          \
-  FLOW_OP(NAME)                                                                                    \
-      .schema(SCHEMA)                                                                              \
-      .traits(kElementwise | kUnary)                                                               \
-      .meta([](const TensorList& in, const Attrs& a) {                                             \
-        Attrs b{LO, HI};                                                                           \
-        return meta_clamp(in, b, #NAME);                                                           \
-      })                                                                                           \
-      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                  \
-        Attrs b{LO, HI};                                                                           \
-        clamp_kernel(in[0], out[0], b);                                                            \
-      })                                                                                           \
-      .save_inputs({0})                                                                            \
-      .inplace_variant()                                                                           \
-      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                            \
-        const Attrs& a = c.attrs;                                                                  \
-        return clamp_grad(c, g, LO, HI);                                                           \
-      });
+#define FLOW_CLAMP_OP(NAME, SCHEMA, LO, HI)                                      \
+  FLOW_OP(NAME)                                                                  \
+      .schema(SCHEMA)                                                            \
+      .traits(kElementwise | kUnary)                                             \
+      .meta([](const TensorList& in, const Attrs& a) {                           \
+    Attrs b{LO, HI};                                                             \
+    return meta_clamp(in, b, #NAME);                                             \
+  })                                                                             \
+      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) { \
+    Attrs b{LO, HI};                                                             \
+    clamp_kernel(in[0], out[0], b);                                              \
+  })                                                                             \
+      .save_inputs({0})                                                          \
+      .inplace_variant()                                                         \
+      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {          \
+    const Attrs& a = c.attrs;                                                    \
+    return clamp_grad(c, g, LO, HI);                                             \
+  });
 
 #define FLOW_NONE AttrValue(std::monostate{})
 FLOW_CLAMP_OP(clamp, "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", a.at(0), a.at(1))
@@ -114,9 +116,8 @@ FLOW_OP(nan_to_num)
             const A pos_v = a.none(1) ? static_cast<A>(std::numeric_limits<T>::max()) : static_cast<A>(a.f(1));
             const A neg_v = a.none(2) ? static_cast<A>(std::numeric_limits<T>::lowest()) : static_cast<A>(a.f(2));
             const A inf = std::numeric_limits<A>::infinity();
-            simd_unary<T>(o, c[0], [=](A x) -> A {
-              return x != x ? nan_v : (x == inf ? pos_v : (x == -inf ? neg_v : x));
-            });
+            simd_unary<T>(o, c[0],
+                          [=](A x) -> A { return x != x ? nan_v : (x == inf ? pos_v : (x == -inf ? neg_v : x)); });
           }
         });
       });
@@ -129,24 +130,24 @@ FLOW_OP(nan_to_num)
 
 // ---- predicates (bool results, not differentiable) ----------------------------------------------------
 
-#define FLOW_PREDICATE_OP(NAME, INT_RESULT, FLOAT_EXPR)                                                  \
-  FLOW_OP(NAME)                                                                                        \
-      .schema(#NAME "(Tensor self) -> Tensor")                                                         \
-      .traits(kElementwise | kUnary | kNonDifferentiable)                                              \
-      .meta(meta_unary_bool)                                                                           \
-      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {                        \
-        dispatch_all(in[0].dtype(), #NAME, [&](auto tag) {                                             \
-          using T = typename decltype(tag)::type;                                                      \
-          using A = acc_t<T>;                                                                          \
-          if constexpr (std::is_floating_point_v<A>) {                                                 \
-            const A inf = std::numeric_limits<A>::infinity();                                          \
-            (void)inf;                                                                                 \
-            unary_loop<bool, T>(out[0], in[0], [inf](A x) -> bool { return FLOAT_EXPR; });             \
-          } else {                                                                                     \
-            unary_loop<bool, T>(out[0], in[0], [](A) -> bool { return INT_RESULT; });                  \
-          }                                                                                            \
-        });                                                                                            \
-      });
+#define FLOW_PREDICATE_OP(NAME, INT_RESULT, FLOAT_EXPR)                                \
+  FLOW_OP(NAME)                                                                        \
+      .schema(#NAME "(Tensor self) -> Tensor")                                         \
+      .traits(kElementwise | kUnary | kNonDifferentiable)                              \
+      .meta(meta_unary_bool)                                                           \
+      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {         \
+    dispatch_all(in[0].dtype(), #NAME, [&](auto tag) {                                 \
+      using T = typename decltype(tag)::type;                                          \
+      using A = acc_t<T>;                                                              \
+      if constexpr (std::is_floating_point_v<A>) {                                     \
+        const A inf = std::numeric_limits<A>::infinity();                              \
+        (void)inf;                                                                     \
+        unary_loop<bool, T>(out[0], in[0], [inf](A x) -> bool { return FLOAT_EXPR; }); \
+      } else {                                                                         \
+        unary_loop<bool, T>(out[0], in[0], [](A) -> bool { return INT_RESULT; });      \
+      }                                                                                \
+    });                                                                                \
+  });
 
 FLOW_PREDICATE_OP(isnan, false, x != x)
 FLOW_PREDICATE_OP(isinf, false, x == inf || x == -inf)

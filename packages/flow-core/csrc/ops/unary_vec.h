@@ -10,7 +10,6 @@
 
 #include "unary_common.h"
 
-
 namespace flow::vec {
 
 FLOW_VEC_INLINE float pow2i(int32_t n) {  // 2^n for n in [-126, 127]
@@ -223,8 +222,8 @@ FLOW_VEC_INLINE void sincos_turns_f32(float u, float& s, float& c) {
   float r = (u - q * 0.25f) * 6.28318530717958647692f;
   float z = r * r;
   float sr = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r;
-  float cr = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z -
-             0.5f * z + 1.0f;
+  float cr =
+      ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z - 0.5f * z + 1.0f;
   int32_t k = static_cast<int32_t>(q) & 3;
   float s1 = k == 1 ? cr : k == 2 ? -sr : k == 3 ? -cr : sr;
   float c1 = k == 1 ? -sr : k == 2 ? -cr : k == 3 ? sr : cr;

@@ -21,7 +21,8 @@ Shape infer_size(const std::vector<int64_t>& shape, int64_t numel, const char* o
     }
   }
   if (infer >= 0) {
-    FLOW_RUNTIME_CHECK(known != 0 && numel % known == 0, op, ": shape '", shape_str(out), "' is invalid for input of size ", numel);
+    FLOW_RUNTIME_CHECK(known != 0 && numel % known == 0, op, ": shape '", shape_str(out),
+                       "' is invalid for input of size ", numel);
     out[infer] = numel / known;
   } else {
     FLOW_RUNTIME_CHECK(known == numel, op, ": shape '", shape_str(out), "' is invalid for input of size ", numel);
@@ -64,7 +65,8 @@ std::vector<TensorMeta> meta_of(const Shape& s, const Tensor& t) { return {{s, t
 Shape view_shape(const Tensor& t, const Attrs& a, const char* op) { return infer_size(a.ints(0), t.numel(), op); }
 
 // z = zeros(input shape); view_fn(z).copy_(grad); differentiable through its own backward op.
-Tensor scatter_into_zeros(const Tensor& grad, const Shape& in_sizes, const std::function<Tensor(const Tensor&)>& view_fn) {
+Tensor scatter_into_zeros(const Tensor& grad, const Shape& in_sizes,
+                          const std::function<Tensor(const Tensor&)>& view_fn) {
   Tensor z = ops::zeros(in_sizes, grad.dtype(), grad.device());
   ops::copy_into(view_fn(z), grad);
   return z;
@@ -95,8 +97,7 @@ Tensor split_backward(const TensorList& grads, const Shape& in_sizes, const std:
   if (!any) return Tensor();
   TensorList g(grads.begin(), grads.end());
   g.resize(split_sizes.size());
-  return ops::call1("split_backward", g,
-                    {std::vector<int64_t>(in_sizes.begin(), in_sizes.end()), split_sizes, dim});
+  return ops::call1("split_backward", g, {std::vector<int64_t>(in_sizes.begin(), in_sizes.end()), split_sizes, dim});
 }
 
 }  // namespace
@@ -110,11 +111,14 @@ FLOW_OP(view)
       const Tensor& t = in[0];
       Shape ns = view_shape(t, a, "view");
       auto st = view_strides(t.sizes(), t.strides(), ns);
-      FLOW_RUNTIME_CHECK(st.has_value(), "view size is not compatible with input tensor's size and stride (at least one "
-                                         "dimension spans across two contiguous subspaces). Use .reshape(...) instead.");
+      FLOW_RUNTIME_CHECK(st.has_value(),
+                         "view size is not compatible with input tensor's size and stride (at least one "
+                         "dimension spans across two contiguous subspaces). Use .reshape(...) instead.");
       return {make_view(t, ns, *st, t.offset())};
     })
-    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList { return {ops::reshape(g[0], c.input_meta(0).sizes)}; });
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {ops::reshape(g[0], c.input_meta(0).sizes)};
+    });
 
 FLOW_OP(reshape)
     .schema("reshape(Tensor self, int[] shape) -> Tensor")
@@ -129,7 +133,9 @@ FLOW_OP(reshape)
       ops::copy_into(c, t);
       return {make_view(c, ns, contiguous_strides(ns), 0)};
     })
-    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList { return {ops::reshape(g[0], c.input_meta(0).sizes)}; });
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {ops::reshape(g[0], c.input_meta(0).sizes)};
+    });
 
 static Shape expand_shape(const Tensor& t, const std::vector<int64_t>& size, Shape* strides_out) {
   int64_t nd = static_cast<int64_t>(size.size());
@@ -149,8 +155,9 @@ static Shape expand_shape(const Tensor& t, const std::vector<int64_t>& size, Sha
       want = s;
     }
     if (s != want) {
-      FLOW_RUNTIME_CHECK(s == 1, "expand: The expanded size of the tensor (", want, ") must match the existing size (", s,
-                         ") at non-singleton dimension ", i, ".  Target sizes: ", shape_str(Shape(size.begin(), size.end())),
+      FLOW_RUNTIME_CHECK(s == 1, "expand: The expanded size of the tensor (", want, ") must match the existing size (",
+                         s, ") at non-singleton dimension ", i,
+                         ".  Target sizes: ", shape_str(Shape(size.begin(), size.end())),
                          ".  Tensor sizes: ", shape_str(t.sizes()));
       st = 0;
     }
@@ -171,12 +178,15 @@ FLOW_OP(expand)
       Shape sz = expand_shape(in[0], a.ints(0), &st);
       return {make_view(in[0], sz, st, in[0].offset())};
     })
-    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList { return {ops::sum_to(g[0], c.input_meta(0).sizes)}; });
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {ops::sum_to(g[0], c.input_meta(0).sizes)};
+    });
 
 static std::vector<int64_t> check_perm(const std::vector<int64_t>& dims, int64_t nd) {
-  FLOW_RUNTIME_CHECK(static_cast<int64_t>(dims.size()) == nd, "permute(sparse_coo): number of dimensions in the tensor input "
-                     "does not match the length of the desired ordering of dimensions i.e. input.dim() = ", nd,
-                     " is not equal to len(dims) = ", dims.size());
+  FLOW_RUNTIME_CHECK(static_cast<int64_t>(dims.size()) == nd,
+                     "permute(sparse_coo): number of dimensions in the tensor input "
+                     "does not match the length of the desired ordering of dimensions i.e. input.dim() = ",
+                     nd, " is not equal to len(dims) = ", dims.size());
   std::vector<int64_t> p(nd);
   std::vector<bool> seen(nd, false);
   for (int64_t i = 0; i < nd; ++i) {
@@ -219,7 +229,8 @@ FLOW_OP(transpose)
     .dim_map(dimmap::transpose_map)
     .meta([](const TensorList& in, const Attrs& a) {
       Shape s = in[0].sizes();
-      if (!s.empty()) std::swap(s[wrap_dim(a.i(0), in[0].dim(), "transpose")], s[wrap_dim(a.i(1), in[0].dim(), "transpose")]);
+      if (!s.empty())
+        std::swap(s[wrap_dim(a.i(0), in[0].dim(), "transpose")], s[wrap_dim(a.i(1), in[0].dim(), "transpose")]);
       return meta_of(s, in[0]);
     })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
@@ -254,7 +265,9 @@ FLOW_OP(unsqueeze)
       st.insert(st.begin() + d, new_st);
       return {make_view(t, s, st, t.offset())};
     })
-    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList { return {ops::reshape(g[0], c.input_meta(0).sizes)}; });
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {ops::reshape(g[0], c.input_meta(0).sizes)};
+    });
 
 static Tensor squeeze_impl(const Tensor& t, const std::vector<int64_t>& dims_in, bool all) {
   std::vector<bool> drop(t.dim(), false);
@@ -284,8 +297,13 @@ FLOW_OP(squeeze_dim)
     .traits(kView | kShape)
     .dim_map(dimmap::squeeze_map)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList { return {squeeze_impl(in[0], {a.i(0)}, false)}; })
-    .meta([](const TensorList& in, const Attrs& a) { return meta_of(squeeze_impl(empty_meta(in[0].sizes(), in[0].dtype(), in[0].device()), {a.i(0)}, false).sizes(), in[0]); })
-    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList { return {ops::reshape(g[0], c.input_meta(0).sizes)}; });
+    .meta([](const TensorList& in, const Attrs& a) {
+      return meta_of(squeeze_impl(empty_meta(in[0].sizes(), in[0].dtype(), in[0].device()), {a.i(0)}, false).sizes(),
+                     in[0]);
+    })
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {ops::reshape(g[0], c.input_meta(0).sizes)};
+    });
 
 FLOW_OP(squeeze)
     .schema("squeeze(Tensor self, int[]? dim=None) -> Tensor")
@@ -295,7 +313,9 @@ FLOW_OP(squeeze)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       return {a.none(0) ? squeeze_impl(in[0], {}, true) : squeeze_impl(in[0], a.ints(0), false)};
     })
-    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList { return {ops::reshape(g[0], c.input_meta(0).sizes)}; });
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {ops::reshape(g[0], c.input_meta(0).sizes)};
+    });
 
 // slice(self, dim, start, end, step): python slicing along one dim; bounds are clamped like Python's.
 FLOW_OP(slice)
@@ -364,11 +384,13 @@ FLOW_OP(split_with_sizes)
         negative |= s < 0;
         total += s;
       }
-      FLOW_RUNTIME_CHECK(!negative, "split_with_sizes expects split_sizes have only non-negative entries, but got "
-                         "split_sizes=", shape_str(Shape(sizes.begin(), sizes.end())));
-      FLOW_RUNTIME_CHECK(total == t.sizes()[d], "split_with_sizes expects split_sizes to sum exactly to ",
-                         t.sizes()[d], " (input tensor's size at dimension ", d, "), but got split_sizes=",
+      FLOW_RUNTIME_CHECK(!negative,
+                         "split_with_sizes expects split_sizes have only non-negative entries, but got "
+                         "split_sizes=",
                          shape_str(Shape(sizes.begin(), sizes.end())));
+      FLOW_RUNTIME_CHECK(total == t.sizes()[d], "split_with_sizes expects split_sizes to sum exactly to ", t.sizes()[d],
+                         " (input tensor's size at dimension ", d,
+                         "), but got split_sizes=", shape_str(Shape(sizes.begin(), sizes.end())));
       TensorList out;
       out.reserve(sizes.size());
       int64_t start = 0;
@@ -437,7 +459,8 @@ FLOW_OP(select)
       int64_t dd = wrap_dim(d, static_cast<int64_t>(in_sizes.size()), "select");
       if (idx < 0) idx += in_sizes[dd];
       Tensor gu = ops::unsqueeze(g[0], dd);
-      return {ops::call1("slice_backward", {gu}, {std::vector<int64_t>(in_sizes.begin(), in_sizes.end()), dd, idx, idx + 1, int64_t(1)})};
+      return {ops::call1("slice_backward", {gu},
+                         {std::vector<int64_t>(in_sizes.begin(), in_sizes.end()), dd, idx, idx + 1, int64_t(1)})};
     });
 
 FLOW_OP(diagonal)
@@ -474,8 +497,8 @@ FLOW_OP(diagonal)
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Shape& in_sizes = c.input_meta(0).sizes;
       return {ops::call1("diagonal_backward", {g[0]},
-                         {std::vector<int64_t>(in_sizes.begin(), in_sizes.end()), c.attrs.i(0),
-                          c.attrs.i(1), c.attrs.i(2)})};
+                         {std::vector<int64_t>(in_sizes.begin(), in_sizes.end()), c.attrs.i(0), c.attrs.i(1),
+                          c.attrs.i(2)})};
     });
 
 FLOW_OP(diagonal_backward)
@@ -506,7 +529,10 @@ FLOW_OP(as_strided)
       int64_t max_el = off;
       for (size_t i = 0; i < s.size(); ++i) {
         FLOW_RUNTIME_CHECK(s[i] >= 0 && st[i] >= 0, "as_strided: negative size or stride");
-        if (s[i] == 0) { max_el = -1; break; }
+        if (s[i] == 0) {
+          max_el = -1;
+          break;
+        }
         max_el += (s[i] - 1) * st[i];
       }
       if (t.has_storage() && max_el >= 0)
@@ -652,8 +678,7 @@ DtypeView dtype_view(const Tensor& t, DType to) {
     return v;
   }
   int64_t r = to_size / from_size;
-  FLOW_RUNTIME_CHECK(t.size(last) % r == 0, "self.size(-1) must be divisible by ", r, what, ", but got ",
-                     t.size(last));
+  FLOW_RUNTIME_CHECK(t.size(last) % r == 0, "self.size(-1) must be divisible by ", r, what, ", but got ", t.size(last));
   FLOW_RUNTIME_CHECK(t.offset() % r == 0, "self.storage_offset() must be divisible by ", r, what, ", but got ",
                      t.offset());
   for (int64_t d = 0; d < last; ++d)

@@ -1,8 +1,8 @@
 // oneflow._C's autocast controls: the thread-local state and the op policy table (see dispatch/autocast.h).
-#include "../dispatch/autocast.h"
-#include "../ops/amp.h"
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+#include "../dispatch/autocast.h"
+#include "../ops/amp.h"
 
 #include "bind.h"
 

@@ -19,7 +19,8 @@ static TensorList tensor_list(nb::handle seq, bool allow_none) {
       out.emplace_back();
       continue;
     }
-    FLOW_TYPE_CHECK(is_tensor(e.ptr()), "expected a Tensor, got ", nb::str(nb::handle(e.type()).attr("__name__")).c_str());
+    FLOW_TYPE_CHECK(is_tensor(e.ptr()), "expected a Tensor, got ",
+                    nb::str(nb::handle(e.type()).attr("__name__")).c_str());
     out.push_back(unwrap(e.ptr()));
   }
   return out;
@@ -68,8 +69,9 @@ struct PyFunctionNode : autograd::Node {
         out.push_back(unwrap(e.ptr()));
       }
     }
-    FLOW_RUNTIME_CHECK(out.size() == next_edges.size(), "function ", cls_name, " returned an incorrect number of gradients (expected ",
-                       next_edges.size(), ", got ", out.size(), ")");
+    FLOW_RUNTIME_CHECK(out.size() == next_edges.size(), "function ", cls_name,
+                       " returned an incorrect number of gradients (expected ", next_edges.size(), ", got ", out.size(),
+                       ")");
     return out;
   }
   std::string name() const override { return cls_name; }
@@ -97,8 +99,10 @@ struct PyPacked : autograd::PackedTensor {
   Tensor unpack() const override {
     nb::gil_scoped_acquire gil;
     nb::object r = hooks->unpack(obj);
-    FLOW_TYPE_CHECK(is_tensor(r.ptr()), "Output of saved tensor unpack_hook expected to be a Tensor but got result "
-                    "of type ", nb::str(nb::handle(r.type()).attr("__name__")).c_str());
+    FLOW_TYPE_CHECK(is_tensor(r.ptr()),
+                    "Output of saved tensor unpack_hook expected to be a Tensor but got result "
+                    "of type ",
+                    nb::str(nb::handle(r.type()).attr("__name__")).c_str());
     return unwrap(r.ptr());
   }
   ~PyPacked() override {
@@ -118,51 +122,57 @@ static TensorList replacement(nb::handle r, size_t expected, const char* what) {
 void init_autograd(nb::module_& m) {
   nb::class_<autograd::Node>(m, "Node")
       .def("name", &autograd::Node::name)
-      .def_prop_ro("next_functions", [](autograd::Node& n) {
-        nb::list l;
-        for (auto& e : n.next_edges) l.append(nb::make_tuple(e.fn ? nb::cast(e.fn) : nb::none(), e.input_nr));
-        return nb::tuple(l);
-      })
-      .def("register_prehook", [](autograd::Node& n, nb::object fn) {
-        // hook(grad_outputs) -> None or a replacement tuple, as torch's Node.register_prehook
-        auto h = std::make_shared<PyHook>();
-        h->fn = fn;
-        n.node_pre_hooks.push_back([h](TensorList& grads) {
-          if (h->removed) return;
-          nb::gil_scoped_acquire gil;
-          if (h->removed) return;
-          nb::object r = h->fn(wrap_list(grads, true));
-          if (!r.is_none()) grads = replacement(r, grads.size(), "pre-hook");
-        });
-        return h;
-      })
+      .def_prop_ro("next_functions",
+                   [](autograd::Node& n) {
+    nb::list l;
+    for (auto& e : n.next_edges) l.append(nb::make_tuple(e.fn ? nb::cast(e.fn) : nb::none(), e.input_nr));
+    return nb::tuple(l);
+  })
+      .def("register_prehook",
+           [](autograd::Node& n, nb::object fn) {
+    // hook(grad_outputs) -> None or a replacement tuple, as torch's Node.register_prehook
+    auto h = std::make_shared<PyHook>();
+    h->fn = fn;
+    n.node_pre_hooks.push_back([h](TensorList& grads) {
+      if (h->removed) return;
+      nb::gil_scoped_acquire gil;
+      if (h->removed) return;
+      nb::object r = h->fn(wrap_list(grads, true));
+      if (!r.is_none()) grads = replacement(r, grads.size(), "pre-hook");
+    });
+    return h;
+  })
       .def("register_hook", [](autograd::Node& n, nb::object fn) {
-        // hook(grad_inputs, grad_outputs) -> None or a replacement for grad_inputs
-        auto h = std::make_shared<PyHook>();
-        h->fn = fn;
-        n.post_hooks.push_back([h](TensorList& grad_inputs, const TensorList& grad_outputs) {
-          if (h->removed) return;
-          nb::gil_scoped_acquire gil;
-          if (h->removed) return;
-          nb::object r = h->fn(wrap_list(grad_inputs, true), wrap_list(grad_outputs, true));
-          if (!r.is_none()) grad_inputs = replacement(r, grad_inputs.size(), "hook");
-        });
-        return h;
-      })
-      .def_prop_ro("_sequence_nr", [](autograd::Node& n) { return n.seq; })
-      .def("__repr__", [](autograd::Node& n) { return "<" + n.name() + " object>"; })
-      .def("__eq__", [](autograd::Node& a, autograd::Node& b) { return &a == &b; })
-      .def("__hash__", [](autograd::Node& a) { return reinterpret_cast<intptr_t>(&a); });
+    // hook(grad_inputs, grad_outputs) -> None or a replacement for grad_inputs
+    auto h = std::make_shared<PyHook>();
+    h->fn = fn;
+    n.post_hooks.push_back([h](TensorList& grad_inputs, const TensorList& grad_outputs) {
+      if (h->removed) return;
+      nb::gil_scoped_acquire gil;
+      if (h->removed) return;
+      nb::object r = h->fn(wrap_list(grad_inputs, true), wrap_list(grad_outputs, true));
+      if (!r.is_none()) grad_inputs = replacement(r, grad_inputs.size(), "hook");
+    });
+    return h;
+  }).def_prop_ro("_sequence_nr", [](autograd::Node& n) {
+    return n.seq;
+  }).def("__repr__", [](autograd::Node& n) {
+    return "<" + n.name() + " object>";
+  }).def("__eq__", [](autograd::Node& a, autograd::Node& b) {
+    return &a == &b;
+  }).def("__hash__", [](autograd::Node& a) { return reinterpret_cast<intptr_t>(&a); });
 
-  m.def("_run_backward", [](nb::handle tensors, nb::handle grads, bool keep_graph, bool create_graph,
-                            nb::handle inputs, bool allow_unused) {
+  m.def("_run_backward",
+        [](nb::handle tensors, nb::handle grads, bool keep_graph, bool create_graph, nb::handle inputs,
+           bool allow_unused) {
     TensorList roots = tensor_list(tensors, false);
     TensorList groots = tensor_list(grads, true);
     TensorList ins = inputs.is_none() ? TensorList{} : tensor_list(inputs, false);
     TensorList r = autograd::run_backward(roots, groots, keep_graph, create_graph, ins, allow_unused);
     return wrap_list(r, true);
-  }, nb::arg("tensors"), nb::arg("grad_tensors"), nb::arg("keep_graph"), nb::arg("create_graph"),
-     nb::arg("inputs").none(), nb::arg("allow_unused"));
+  },
+        nb::arg("tensors"), nb::arg("grad_tensors"), nb::arg("keep_graph"), nb::arg("create_graph"),
+        nb::arg("inputs").none(), nb::arg("allow_unused"));
   m.def("_push_saved_tensors_hooks", [](nb::object pack, nb::object unpack) {
     auto hooks = std::make_shared<PySavedHooks>();
     hooks->pack = std::move(pack);
@@ -180,8 +190,8 @@ void init_autograd(nb::module_& m) {
   // which unpack gives back with the running node as grad_fn), everything under saved-tensor hooks (packed,
   // and unpacked with history re-attached). Other inputs stay in Python.
   nb::class_<autograd::SavedTensor>(m, "_SavedTensor").def("unpack", [](const autograd::SavedTensor& s) {
-    return wrap(s.unpack(t_running_function, t_running_function ? t_running_function->name().c_str()
-                                                                 : "a custom Function"));
+    return wrap(
+        s.unpack(t_running_function, t_running_function ? t_running_function->name().c_str() : "a custom Function"));
   });
   m.def("_saved_tensor_hooks_active", []() { return autograd::pack_hook_active(); });
   m.def("_save_tensor", [](const Tensor& t, bool is_output) { return autograd::SavedTensor::save(t, is_output); },

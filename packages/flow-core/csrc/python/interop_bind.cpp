@@ -11,20 +11,50 @@ static bool dl_to_dtype(nb::dlpack::dtype t, DType& out) {
   using C = nb::dlpack::dtype_code;
   auto code = static_cast<C>(t.code);
   if (t.lanes != 1) return false;
-  if (code == C::Bool && t.bits == 8) { out = DType::Bool; return true; }
+  if (code == C::Bool && t.bits == 8) {
+    out = DType::Bool;
+    return true;
+  }
   if (code == C::Float) {
-    if (t.bits == 16) { out = DType::Float16; return true; }
-    if (t.bits == 32) { out = DType::Float32; return true; }
-    if (t.bits == 64) { out = DType::Float64; return true; }
+    if (t.bits == 16) {
+      out = DType::Float16;
+      return true;
+    }
+    if (t.bits == 32) {
+      out = DType::Float32;
+      return true;
+    }
+    if (t.bits == 64) {
+      out = DType::Float64;
+      return true;
+    }
   }
-  if (code == C::Bfloat && t.bits == 16) { out = DType::BFloat16; return true; }
+  if (code == C::Bfloat && t.bits == 16) {
+    out = DType::BFloat16;
+    return true;
+  }
   if (code == C::Int) {
-    if (t.bits == 8) { out = DType::Int8; return true; }
-    if (t.bits == 16) { out = DType::Int16; return true; }
-    if (t.bits == 32) { out = DType::Int32; return true; }
-    if (t.bits == 64) { out = DType::Int64; return true; }
+    if (t.bits == 8) {
+      out = DType::Int8;
+      return true;
+    }
+    if (t.bits == 16) {
+      out = DType::Int16;
+      return true;
+    }
+    if (t.bits == 32) {
+      out = DType::Int32;
+      return true;
+    }
+    if (t.bits == 64) {
+      out = DType::Int64;
+      return true;
+    }
   }
-  if (code == C::UInt && t.bits == 8) { out = DType::UInt8; return true; }
+  if (code == C::UInt && t.bits == 8) {
+    out = DType::UInt8;
+    return true;
+  }
   return false;
 }
 
@@ -36,7 +66,9 @@ static nb::dlpack::dtype dtype_to_dl(DType d) {
   switch (d) {
     case DType::Bool: r.code = static_cast<uint8_t>(C::Bool); break;
     case DType::UInt8: r.code = static_cast<uint8_t>(C::UInt); break;
-    case DType::Float16: case DType::Float32: case DType::Float64: r.code = static_cast<uint8_t>(C::Float); break;
+    case DType::Float16:
+    case DType::Float32:
+    case DType::Float64: r.code = static_cast<uint8_t>(C::Float); break;
     case DType::BFloat16: r.code = static_cast<uint8_t>(C::Bfloat); break;
     default: r.code = static_cast<uint8_t>(C::Int); break;
   }
@@ -57,7 +89,8 @@ static void free_external(void*, void* ctx, size_t) {
 static Tensor tensor_from_ndarray(nb::ndarray<> arr, const char* op) {
   FLOW_TYPE_CHECK(arr.device_type() == nb::device::cpu::value, op, ": only CPU memory can be imported in this build");
   DType dt;
-  FLOW_TYPE_CHECK(dl_to_dtype(arr.dtype(), dt), op, ": can't convert an array of this dtype; the only supported types are: "
+  FLOW_TYPE_CHECK(dl_to_dtype(arr.dtype(), dt), op,
+                  ": can't convert an array of this dtype; the only supported types are: "
                   "float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool.");
   Shape sizes(arr.ndim()), strides(arr.ndim());
   int64_t max_off = 0;

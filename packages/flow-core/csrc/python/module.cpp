@@ -1,8 +1,8 @@
 // oneflow._C: the extension module.
+#include <nanobind/stl/string.h>
 #include "../autograd/grad_mode.h"
 #include "../core/allocator.h"
 #include "../kernels/cpu/parallel.h"
-#include <nanobind/stl/string.h>
 
 #include "bind.h"
 #include "errors.h"

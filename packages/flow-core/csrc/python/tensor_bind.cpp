@@ -110,11 +110,11 @@ static Attrs attrs_for(const char* name, std::vector<AttrValue> v = {}) {
   return a;
 }
 
-#define FLOW_BINOP(PYNAME, OPNAME, REV)                                      \
-  cls.def(PYNAME, [](nb::handle self, nb::handle other) {                    \
-    static const OpDef& op = get_op(OPNAME);                                 \
-    static const Attrs a = attrs_for(OPNAME);                                \
-    return binop<REV>(op, a, self, other);                                   \
+#define FLOW_BINOP(PYNAME, OPNAME, REV)                   \
+  cls.def(PYNAME, [](nb::handle self, nb::handle other) { \
+    static const OpDef& op = get_op(OPNAME);              \
+    static const Attrs a = attrs_for(OPNAME);             \
+    return binop<REV>(op, a, self, other);                \
   });
 
 static Tensor detach(const Tensor& t) { return shallow_copy(t); }
@@ -123,35 +123,38 @@ void init_tensor(nb::module_& m) {
   auto cls = nb::class_<PyTensor>(m, "TensorBase", nb::dynamic_attr(), nb::is_weak_referenceable());
   g_base_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
   cls.def("__init__", [](PyTensor* self) { new (self) PyTensor(); })
-      .def("_assign", [](nb::handle self, const Tensor& other) {
-        PyTensor* p = nb::inst_ptr<PyTensor>(self);
-        FLOW_RUNTIME_CHECK(other.defined(), "_assign: expected a tensor");
-        p->t = other;
-        p->self = self.ptr();
-        other.impl()->pyobj = self.ptr();
-        PyTypeObject* tp = Py_TYPE(self.ptr());
-        if (tp != g_tensor_type && tp != g_base_type && !other.impl()->py_class) {
-          Py_INCREF(tp);
-          other.impl()->py_class = tp;
-          other.impl()->py_handler = nb::hasattr(nb::handle(reinterpret_cast<PyObject*>(tp)), "__flow_dispatch__");
-          share_dict(self, other.impl());
-        }
-      })
+      .def("_assign",
+           [](nb::handle self, const Tensor& other) {
+    PyTensor* p = nb::inst_ptr<PyTensor>(self);
+    FLOW_RUNTIME_CHECK(other.defined(), "_assign: expected a tensor");
+    p->t = other;
+    p->self = self.ptr();
+    other.impl()->pyobj = self.ptr();
+    PyTypeObject* tp = Py_TYPE(self.ptr());
+    if (tp != g_tensor_type && tp != g_base_type && !other.impl()->py_class) {
+      Py_INCREF(tp);
+      other.impl()->py_class = tp;
+      other.impl()->py_handler = nb::hasattr(nb::handle(reinterpret_cast<PyObject*>(tp)), "__flow_dispatch__");
+      share_dict(self, other.impl());
+    }
+  })
       .def_prop_ro("shape", [](nb::handle h) { return size_object(self_t(h).sizes()); })
-      .def("size", [](nb::handle h, nb::handle dim) -> nb::object {
-        const Tensor& t = self_t(h);
-        if (dim.is_none()) return size_object(t.sizes());
-        return nb::int_(t.size(nb::cast<int64_t>(dim)));
-      }, nb::arg("dim").none() = nb::none())
-      .def("stride", [](nb::handle h, nb::handle dim) -> nb::object {
-        const Tensor& t = self_t(h);
-        if (dim.is_none()) {
-          nb::object tup = nb::steal(PyTuple_New(t.dim()));
-          for (int64_t i = 0; i < t.dim(); ++i) PyTuple_SET_ITEM(tup.ptr(), i, PyLong_FromLongLong(t.strides()[i]));
-          return tup;
-        }
-        return nb::int_(t.stride(nb::cast<int64_t>(dim)));
-      }, nb::arg("dim").none() = nb::none())
+      .def("size",
+           [](nb::handle h, nb::handle dim) -> nb::object {
+    const Tensor& t = self_t(h);
+    if (dim.is_none()) return size_object(t.sizes());
+    return nb::int_(t.size(nb::cast<int64_t>(dim)));
+  }, nb::arg("dim").none() = nb::none())
+      .def("stride",
+           [](nb::handle h, nb::handle dim) -> nb::object {
+    const Tensor& t = self_t(h);
+    if (dim.is_none()) {
+      nb::object tup = nb::steal(PyTuple_New(t.dim()));
+      for (int64_t i = 0; i < t.dim(); ++i) PyTuple_SET_ITEM(tup.ptr(), i, PyLong_FromLongLong(t.strides()[i]));
+      return tup;
+    }
+    return nb::int_(t.stride(nb::cast<int64_t>(dim)));
+  }, nb::arg("dim").none() = nb::none())
       .def("dim", [](nb::handle h) { return self_t(h).dim(); })
       .def_prop_ro("ndim", [](nb::handle h) { return self_t(h).dim(); })
       .def("numel", [](nb::handle h) { return self_t(h).numel(); })
@@ -161,14 +164,16 @@ void init_tensor(nb::module_& m) {
       .def("is_contiguous", [](nb::handle h, nb::handle) { return self_t(h).is_contiguous(); },
            nb::arg("memory_format").none() = nb::none())
       .def("data_ptr", [](nb::handle h) { return reinterpret_cast<intptr_t>(self_t(h).raw_data()); })
-      .def("_storage_ptr", [](nb::handle h) {
-        const Tensor& t = self_t(h);
-        return t.has_storage() ? reinterpret_cast<intptr_t>(t.impl()->storage->data) : intptr_t(0);
-      })
-      .def("_storage_nbytes", [](nb::handle h) {
-        const Tensor& t = self_t(h);
-        return t.has_storage() ? static_cast<int64_t>(t.impl()->storage->nbytes) : int64_t(0);
-      })
+      .def("_storage_ptr",
+           [](nb::handle h) {
+    const Tensor& t = self_t(h);
+    return t.has_storage() ? reinterpret_cast<intptr_t>(t.impl()->storage->data) : intptr_t(0);
+  })
+      .def("_storage_nbytes",
+           [](nb::handle h) {
+    const Tensor& t = self_t(h);
+    return t.has_storage() ? static_cast<int64_t>(t.impl()->storage->nbytes) : int64_t(0);
+  })
       .def_prop_ro("dtype", [](nb::handle h) { return dtype_object(self_t(h).dtype()); })
       .def_prop_ro("device", [](nb::handle h) { return device_object(self_t(h).device()); })
       .def_prop_ro("is_cuda", [](nb::handle h) { return self_t(h).device().type == DeviceType::CUDA; })
@@ -178,115 +183,123 @@ void init_tensor(nb::module_& m) {
       .def("_bump_version", [](nb::handle h) { self_t(h).bump_version(); })
       .def_prop_ro("is_leaf", [](nb::handle h) { return self_t(h).is_leaf(); })
       .def_prop_ro("_is_view", [](nb::handle h) { return self_t(h).impl()->base != nullptr; })
-      .def_prop_ro("_base", [](nb::handle h) -> nb::object {
-        auto& b = self_t(h).impl()->base;
-        return b ? wrap(Tensor(b)) : nb::none();
-      })
+      .def_prop_ro("_base",
+                   [](nb::handle h) -> nb::object {
+    auto& b = self_t(h).impl()->base;
+    return b ? wrap(Tensor(b)) : nb::none();
+  })
       .def_prop_ro("is_inference_tensor", [](nb::handle h) { return self_t(h).impl()->is_inference; })
       .def("is_inference", [](nb::handle h) { return self_t(h).impl()->is_inference; })
       .def_prop_rw("requires_grad", [](nb::handle h) { return self_t(h).requires_grad(); },
                    [](nb::handle h, bool r) { self_t(h).set_requires_grad(r); })
-      .def("requires_grad_", [](nb::handle h, bool r) {
-        self_t(h).set_requires_grad(r);
-        return nb::borrow(h);
-      }, nb::arg("requires_grad") = true)
-      .def_prop_rw("grad", [](nb::handle h) -> nb::object {
-        const Tensor& t = self_t(h);
-        // torch's warning: a non-leaf's .grad stays None unless retain_grad() was called
-        if (t.impl()->autograd && t.impl()->autograd->grad_fn && !t.impl()->autograd->retains_grad &&
-            !t.impl()->autograd->grad.defined())
-          if (PyErr_WarnEx(PyExc_UserWarning,
-                           "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
-                           "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
-                           "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
-                           "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
-                           "instead.", 1) < 0)
-            throw nb::python_error();  // the warning filter turned it into an error
-        return t.impl()->autograd ? wrap(t.impl()->autograd->grad) : nb::none();
-      }, [](nb::handle h, nb::handle g) {
-        const Tensor& t = self_t(h);
-        if (g.is_none()) {
-          if (t.impl()->autograd) t.impl()->autograd->grad = Tensor();
-          return;
-        }
-        FLOW_TYPE_CHECK(is_tensor(g.ptr()), "assigned grad expected to be a Tensor or None but got grad of type ",
-                        nb::str(nb::handle(g.type()).attr("__name__")).c_str());
-        const Tensor& gt = unwrap(g.ptr());
-        FLOW_RUNTIME_CHECK(gt.dtype() == t.dtype(), "assigned grad has data of a different type");
-        FLOW_RUNTIME_CHECK(gt.sizes() == t.sizes(), "assigned grad has data of a different size");
-        t.autograd_meta().grad = gt;
-      }, nb::arg("value").none())
-      .def_prop_ro("grad_fn", [](nb::handle h) -> nb::object {
-        const auto& fn = self_t(h).grad_fn();
-        if (!fn) return nb::none();
-        return nb::cast(fn);
-      })
-      .def("_grad_fn_name", [](nb::handle h) -> nb::object {
-        const auto& fn = self_t(h).grad_fn();
-        if (!fn) return nb::none();
-        return nb::str(fn->name().c_str());
-      })
+      .def("requires_grad_",
+           [](nb::handle h, bool r) {
+    self_t(h).set_requires_grad(r);
+    return nb::borrow(h);
+  }, nb::arg("requires_grad") = true)
+      .def_prop_rw("grad",
+                   [](nb::handle h) -> nb::object {
+    const Tensor& t = self_t(h);
+    // torch's warning: a non-leaf's .grad stays None unless retain_grad() was called
+    if (t.impl()->autograd && t.impl()->autograd->grad_fn && !t.impl()->autograd->retains_grad &&
+        !t.impl()->autograd->grad.defined())
+      if (PyErr_WarnEx(PyExc_UserWarning,
+                       "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+                       "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+                       "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+                       "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+                       "instead.",
+                       1) < 0)
+        throw nb::python_error();  // the warning filter turned it into an error
+    return t.impl()->autograd ? wrap(t.impl()->autograd->grad) : nb::none();
+  },
+                   [](nb::handle h, nb::handle g) {
+    const Tensor& t = self_t(h);
+    if (g.is_none()) {
+      if (t.impl()->autograd) t.impl()->autograd->grad = Tensor();
+      return;
+    }
+    FLOW_TYPE_CHECK(is_tensor(g.ptr()), "assigned grad expected to be a Tensor or None but got grad of type ",
+                    nb::str(nb::handle(g.type()).attr("__name__")).c_str());
+    const Tensor& gt = unwrap(g.ptr());
+    FLOW_RUNTIME_CHECK(gt.dtype() == t.dtype(), "assigned grad has data of a different type");
+    FLOW_RUNTIME_CHECK(gt.sizes() == t.sizes(), "assigned grad has data of a different size");
+    t.autograd_meta().grad = gt;
+  }, nb::arg("value").none())
+      .def_prop_ro("grad_fn",
+                   [](nb::handle h) -> nb::object {
+    const auto& fn = self_t(h).grad_fn();
+    if (!fn) return nb::none();
+    return nb::cast(fn);
+  })
+      .def("_grad_fn_name",
+           [](nb::handle h) -> nb::object {
+    const auto& fn = self_t(h).grad_fn();
+    if (!fn) return nb::none();
+    return nb::str(fn->name().c_str());
+  })
       .def("detach", [](nb::handle h) { return wrap(detach(self_t(h))); })
-      .def("detach_", [](nb::handle h) {
-        const Tensor& t = self_t(h);
-        if (t.impl()->autograd) {
-          t.impl()->autograd->grad_fn = nullptr;
-          t.impl()->autograd->requires_grad = false;
-        }
-        return nb::borrow(h);
-      })
+      .def("detach_",
+           [](nb::handle h) {
+    const Tensor& t = self_t(h);
+    if (t.impl()->autograd) {
+      t.impl()->autograd->grad_fn = nullptr;
+      t.impl()->autograd->requires_grad = false;
+    }
+    return nb::borrow(h);
+  })
       .def_prop_rw("data", [](nb::handle h) { return wrap(detach(self_t(h))); },
                    [](nb::handle h, const Tensor& src) {
-                     // x.data = y: x now views y's memory, keeping its own autograd identity.
-                     const Tensor& t = self_t(h);
-                     TensorImpl* d = t.impl();
-                     TensorImpl* s = src.impl();
-                     d->storage = s->storage;
-                     d->sizes = s->sizes;
-                     d->strides = s->strides;
-                     d->offset = s->offset;
-                     d->numel = s->numel;
-                     d->dtype = s->dtype;
-                     d->device = s->device;
-                     d->contiguous = s->contiguous;
-                   })
-      .def("item", [](nb::handle h) -> nb::object {
-        const Tensor& t0 = self_t(h);
-        FLOW_RUNTIME_CHECK(t0.device().type != DeviceType::Meta, "Tensor.item() cannot be called on meta tensors");
-        FLOW_RUNTIME_CHECK(t0.numel() == 1, "a Tensor with ", t0.numel(), " elements cannot be converted to Scalar");
-        Tensor t = readable(t0);
-        return dispatch_all(t.dtype(), "item", [&](auto tag) -> nb::object {
-          using T = typename decltype(tag)::type;
-          T v = *t.data<T>();
-          if constexpr (std::is_same_v<T, bool>) return nb::bool_(v);
-          else if constexpr (std::is_integral_v<T>) return nb::int_(static_cast<int64_t>(v));
-          else return nb::float_(static_cast<double>(static_cast<acc_t<T>>(v)));
-        });
-      })
+    // x.data = y: x now views y's memory, keeping its own autograd identity.
+    const Tensor& t = self_t(h);
+    TensorImpl* d = t.impl();
+    TensorImpl* s = src.impl();
+    d->storage = s->storage;
+    d->sizes = s->sizes;
+    d->strides = s->strides;
+    d->offset = s->offset;
+    d->numel = s->numel;
+    d->dtype = s->dtype;
+    d->device = s->device;
+    d->contiguous = s->contiguous;
+  })
+      .def("item",
+           [](nb::handle h) -> nb::object {
+    const Tensor& t0 = self_t(h);
+    FLOW_RUNTIME_CHECK(t0.device().type != DeviceType::Meta, "Tensor.item() cannot be called on meta tensors");
+    FLOW_RUNTIME_CHECK(t0.numel() == 1, "a Tensor with ", t0.numel(), " elements cannot be converted to Scalar");
+    Tensor t = readable(t0);
+    return dispatch_all(t.dtype(), "item", [&](auto tag) -> nb::object {
+      using T = typename decltype(tag)::type;
+      T v = *t.data<T>();
+      if constexpr (std::is_same_v<T, bool>) return nb::bool_(v);
+      else if constexpr (std::is_integral_v<T>) return nb::int_(static_cast<int64_t>(v));
+      else return nb::float_(static_cast<double>(static_cast<acc_t<T>>(v)));
+    });
+  })
       .def("retain_grad", [](nb::handle h) {
-        const Tensor& t = self_t(h);
-        FLOW_RUNTIME_CHECK(t.requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
-        if (t.is_leaf()) return;
-        auto& m = t.autograd_meta();
-        if (m.retains_grad) return;
-        m.retains_grad = true;
-        std::weak_ptr<TensorImpl> weak = t.impl_ptr();
-        auto& rh = m.grad_fn->retain_hooks;
-        if (rh.size() <= m.output_nr) rh.resize(m.output_nr + 1);
-        rh[m.output_nr] = [weak](const Tensor& g) -> Tensor {
-          if (auto impl = weak.lock()) {
-            Tensor self(impl);
-            auto& mm = self.autograd_meta();
-            if (!mm.grad.defined()) mm.grad = autograd::GradMode::is_enabled() ? g : ops::clone(g);
-            else mm.grad = ops::add(mm.grad, g);
-          }
-          return Tensor();
-        };
-      })
-      .def_prop_ro("retains_grad", [](nb::handle h) {
-        const Tensor& t = self_t(h);
-        return t.impl()->autograd && t.impl()->autograd->retains_grad;
-      });
+    const Tensor& t = self_t(h);
+    FLOW_RUNTIME_CHECK(t.requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
+    if (t.is_leaf()) return;
+    auto& m = t.autograd_meta();
+    if (m.retains_grad) return;
+    m.retains_grad = true;
+    std::weak_ptr<TensorImpl> weak = t.impl_ptr();
+    auto& rh = m.grad_fn->retain_hooks;
+    if (rh.size() <= m.output_nr) rh.resize(m.output_nr + 1);
+    rh[m.output_nr] = [weak](const Tensor& g) -> Tensor {
+      if (auto impl = weak.lock()) {
+        Tensor self(impl);
+        auto& mm = self.autograd_meta();
+        if (!mm.grad.defined()) mm.grad = autograd::GradMode::is_enabled() ? g : ops::clone(g);
+        else mm.grad = ops::add(mm.grad, g);
+      }
+      return Tensor();
+    };
+  }).def_prop_ro("retains_grad", [](nb::handle h) {
+    const Tensor& t = self_t(h);
+    return t.impl()->autograd && t.impl()->autograd->retains_grad;
+  });
 
   FLOW_BINOP("__add__", "add", false)
   FLOW_BINOP("__radd__", "add", true)
@@ -351,8 +364,8 @@ void init_tensor(nb::module_& m) {
     return wrap(d);
   }, nb::arg("cls"), nb::arg("data"), nb::arg("requires_grad") = false);
   // A storage-less tensor of class `cls` carrying only metadata: the outer object of a wrapper subclass.
-  m.def("_make_wrapper", [](nb::handle cls, std::vector<int64_t> shape, nb::handle dtype, nb::handle device,
-                            bool requires_grad) {
+  m.def("_make_wrapper",
+        [](nb::handle cls, std::vector<int64_t> shape, nb::handle dtype, nb::handle device, bool requires_grad) {
     Tensor t = empty_meta(Shape(shape.begin(), shape.end()), dtype_arg(dtype), device_arg(device));
     Py_INCREF(cls.ptr());
     t.impl()->py_class = cls.ptr();
@@ -360,7 +373,7 @@ void init_tensor(nb::module_& m) {
     if (requires_grad) t.set_requires_grad(true);
     return wrap(t);
   }, nb::arg("cls"), nb::arg("shape"), nb::arg("dtype"), nb::arg("device").none() = nb::none(),
-     nb::arg("requires_grad") = false);
+        nb::arg("requires_grad") = false);
   // The creation functions allocate through the registry's empty/empty_strided ops (so modes see them, and
   // device= is honoured); the dispatcher marks tensors made inside inference_mode as inference tensors.
   auto opt = [](nb::handle h, auto conv) -> AttrValue {
@@ -373,8 +386,8 @@ void init_tensor(nb::module_& m) {
     a.schema = &op.schema;
     return wrap(dispatch::call1(op, {}, a));
   }, nb::arg("shape"), nb::arg("dtype"), nb::arg("device").none() = nb::none());
-  m.def("_empty_strided", [opt](std::vector<int64_t> shape, std::vector<int64_t> stride, nb::handle dtype,
-                                nb::handle device) {
+  m.def("_empty_strided",
+        [opt](std::vector<int64_t> shape, std::vector<int64_t> stride, nb::handle dtype, nb::handle device) {
     const OpDef& op = FLOW_OPDEF("empty_strided");
     Attrs a{shape, stride, opt(dtype, dtype_arg), opt(device, device_arg)};
     a.schema = &op.schema;

@@ -78,10 +78,16 @@ bool to_scalar(PyObject* o, Scalar& out) {
     nb::object np_generic;
     if (PyIndex_Check(o)) {
       nb::object i = nb::steal(PyNumber_Index(o));
-      if (!i) { PyErr_Clear(); return false; }
+      if (!i) {
+        PyErr_Clear();
+        return false;
+      }
       // numpy bool_ also has __index__ on some versions; keep it bool
       std::string tn = nb::str(nb::handle(o->ob_type)).c_str();
-      if (tn.find("bool") != std::string::npos) { out = Scalar(PyObject_IsTrue(o) == 1); return true; }
+      if (tn.find("bool") != std::string::npos) {
+        out = Scalar(PyObject_IsTrue(o) == 1);
+        return true;
+      }
       out = Scalar(static_cast<int64_t>(PyLong_AsLongLong(i.ptr())));
       return true;
     }
@@ -103,42 +109,41 @@ nb::object scalar_to_py(Scalar s) {
 }
 
 nb::object attr_to_py(const AttrValue& v) {
-  return std::visit(
-      [](const auto& x) -> nb::object {
-        using X = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<X, std::monostate>) return nb::none();
-        else if constexpr (std::is_same_v<X, bool>) return nb::bool_(x);
-        else if constexpr (std::is_same_v<X, int64_t>) return nb::int_(x);
-        else if constexpr (std::is_same_v<X, double>) return nb::float_(x);
-        else if constexpr (std::is_same_v<X, std::string>) return nb::str(x.c_str());
-        else if constexpr (std::is_same_v<X, Scalar>) return scalar_to_py(x);
-        else if constexpr (std::is_same_v<X, DType>) return dtype_object(x);
-        else if constexpr (std::is_same_v<X, Device>) return device_object(x);
-        else {
-          nb::list l;
-          for (auto e : x) l.append(e);
-          return l;
-        }
-      },
-      v);
+  return std::visit([](const auto& x) -> nb::object {
+    using X = std::decay_t<decltype(x)>;
+    if constexpr (std::is_same_v<X, std::monostate>) return nb::none();
+    else if constexpr (std::is_same_v<X, bool>) return nb::bool_(x);
+    else if constexpr (std::is_same_v<X, int64_t>) return nb::int_(x);
+    else if constexpr (std::is_same_v<X, double>) return nb::float_(x);
+    else if constexpr (std::is_same_v<X, std::string>) return nb::str(x.c_str());
+    else if constexpr (std::is_same_v<X, Scalar>) return scalar_to_py(x);
+    else if constexpr (std::is_same_v<X, DType>) return dtype_object(x);
+    else if constexpr (std::is_same_v<X, Device>) return device_object(x);
+    else {
+      nb::list l;
+      for (auto e : x) l.append(e);
+      return l;
+    }
+  }, v);
 }
 
 void init_types(nb::module_& m) {
   nb::class_<PyDType>(m, "dtype")
       .def_prop_ro("is_floating_point", [](const PyDType& d) { return is_floating(d.d); })
-      .def_prop_ro("is_signed", [](const PyDType& d) {
-        return d.d != DType::Bool && d.d != DType::UInt8;
-      })
+      .def_prop_ro("is_signed", [](const PyDType& d) { return d.d != DType::Bool && d.d != DType::UInt8; })
       .def_prop_ro("itemsize", [](const PyDType& d) { return itemsize(d.d); })
       .def_prop_ro("is_complex", [](const PyDType&) { return false; })
       .def_prop_ro("name", [](const PyDType& d) { return std::string(dtype_name(d.d)); })
       .def("__repr__", [](const PyDType& d) { return std::string("oneflow.") + dtype_name(d.d); })
       .def("__eq__", [](const PyDType& a, nb::handle b) {
-        DType o;
-        return to_dtype(b.ptr(), o) && o == a.d;
-      })
-      .def("__hash__", [](const PyDType& d) { return static_cast<int>(d.d) + 1000; })
-      .def("__reduce__", [](const PyDType& d) { return nb::make_tuple(nb::module_::import_("oneflow").attr("_dtype_from_name"), nb::make_tuple(std::string(dtype_name(d.d)))); });
+    DType o;
+    return to_dtype(b.ptr(), o) && o == a.d;
+  }).def("__hash__", [](const PyDType& d) {
+    return static_cast<int>(d.d) + 1000;
+  }).def("__reduce__", [](const PyDType& d) {
+    return nb::make_tuple(nb::module_::import_("oneflow").attr("_dtype_from_name"),
+                          nb::make_tuple(std::string(dtype_name(d.d))));
+  });
   for (int i = 0; i < kNumDTypes; ++i) {
     g_dtypes[i] = nb::cast(PyDType{static_cast<DType>(i)}).release();
     m.attr(dtype_name(static_cast<DType>(i))) = g_dtypes[i];
@@ -150,35 +155,40 @@ void init_types(nb::module_& m) {
                     "only floating-point types are supported as the default type");
     set_default_float_dtype(t);
   });
-  m.def("promote_types", [](nb::handle a, nb::handle b) { return dtype_object(promote_types(dtype_arg(a), dtype_arg(b))); });
+  m.def("promote_types",
+        [](nb::handle a, nb::handle b) { return dtype_object(promote_types(dtype_arg(a), dtype_arg(b))); });
 
   nb::class_<PyDevice>(m, "device")
-      .def("__init__", [](PyDevice* self, nb::handle spec, nb::handle index) {
-        Device d = device_arg(spec);
-        if (!index.is_none()) d.index = nb::cast<int>(index);
-        new (self) PyDevice{d};
-      }, nb::arg("type"), nb::arg("index").none() = nb::none())
-      .def_prop_ro("type", [](const PyDevice& d) {
-        return std::string(d.d.type == DeviceType::CPU ? "cpu" : d.d.type == DeviceType::CUDA ? "cuda" : "meta");
-      })
-      .def_prop_ro("index", [](const PyDevice& d) -> nb::object {
-        if (d.d.index < 0) return nb::none();
-        return nb::int_(d.d.index);
-      })
-      .def("__repr__", [](const PyDevice& d) {
-        std::string t = d.d.type == DeviceType::CPU ? "cpu" : d.d.type == DeviceType::CUDA ? "cuda" : "meta";
-        return d.d.index < 0 ? "device(type='" + t + "')" : "device(type='" + t + "', index=" + std::to_string(d.d.index) + ")";
-      })
+      .def("__init__",
+           [](PyDevice* self, nb::handle spec, nb::handle index) {
+    Device d = device_arg(spec);
+    if (!index.is_none()) d.index = nb::cast<int>(index);
+    new (self) PyDevice{d};
+  }, nb::arg("type"), nb::arg("index").none() = nb::none())
+      .def_prop_ro("type",
+                   [](const PyDevice& d) {
+    return std::string(d.d.type == DeviceType::CPU ? "cpu" : d.d.type == DeviceType::CUDA ? "cuda" : "meta");
+  })
+      .def_prop_ro("index",
+                   [](const PyDevice& d) -> nb::object {
+    if (d.d.index < 0) return nb::none();
+    return nb::int_(d.d.index);
+  })
+      .def("__repr__",
+           [](const PyDevice& d) {
+    std::string t = d.d.type == DeviceType::CPU ? "cpu" : d.d.type == DeviceType::CUDA ? "cuda" : "meta";
+    return d.d.index < 0 ? "device(type='" + t + "')"
+                         : "device(type='" + t + "', index=" + std::to_string(d.d.index) + ")";
+  })
       .def("__str__", [](const PyDevice& d) { return d.d.str(); })
       .def("__eq__", [](const PyDevice& a, nb::handle b) {
-        try {
-          Device o = device_arg(b);
-          return o.type == a.d.type && (o.index == a.d.index || (a.d.type == DeviceType::CPU));
-        } catch (...) {
-          return false;
-        }
-      })
-      .def("__hash__", [](const PyDevice& d) { return static_cast<int>(d.d.type) * 1000 + d.d.index; });
+    try {
+      Device o = device_arg(b);
+      return o.type == a.d.type && (o.index == a.d.index || (a.d.type == DeviceType::CPU));
+    } catch (...) {
+      return false;
+    }
+  }).def("__hash__", [](const PyDevice& d) { return static_cast<int>(d.d.type) * 1000 + d.d.index; });
 }
 
 }  // namespace flow::py

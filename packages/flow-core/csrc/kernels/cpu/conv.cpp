@@ -315,9 +315,7 @@ void run_typed(const char* op, const TensorList& ins, const Tensor& out, F32&& f
 //   (batch 32, before Winograd: 512ch 4x4 ~21-25 -> ~17-19, 256ch 8x8 19-20 -> 17-18; 128->256 16x16/2
 //   10.6 -> 8.7; at 16x16 outputs and above the two are level within this VM's noise).
 bool pointwise(const Plan& p) { return p.KK() == 1; }
-bool col_forward_wins(const Plan& p) {
-  return p.G == 1 && !pointwise(p) && p.N * p.P() < 128;
-}
+bool col_forward_wins(const Plan& p) { return p.G == 1 && !pointwise(p) && p.N * p.P() < 128; }
 bool col_backward_weight_wins(const Plan& p) {
   return p.G == 1 && !pointwise(p) && (p.P() < 256 || p.Cg * p.KK() <= kFewWeightColumns);
 }
@@ -336,16 +334,12 @@ void conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tenso
     }
     return;
   }
-  run_typed("conv", {x, w, b}, y,
-            [&](const TensorList& c, const Tensor& o) {
-              if (col_forward_wins(make_plan(c[0].sizes(), c[1].sizes(), o.sizes(), g)))
-                col_forward<float>(c[0], c[1], c[2], o, g);
-              else if (winograd_applicable(c[0].sizes(), c[1].sizes(), g, false))
-                winograd_conv_forward(c[0], c[1], c[2], o, g);
-              else
-                onednn_conv_forward(c[0], c[1], c[2], o, g);
-            },
-            [&](const TensorList& c, const Tensor& o) { col_forward<double>(c[0], c[1], c[2], o, g); });
+  run_typed("conv", {x, w, b}, y, [&](const TensorList& c, const Tensor& o) {
+    if (col_forward_wins(make_plan(c[0].sizes(), c[1].sizes(), o.sizes(), g)))
+      col_forward<float>(c[0], c[1], c[2], o, g);
+    else if (winograd_applicable(c[0].sizes(), c[1].sizes(), g, false)) winograd_conv_forward(c[0], c[1], c[2], o, g);
+    else onednn_conv_forward(c[0], c[1], c[2], o, g);
+  }, [&](const TensorList& c, const Tensor& o) { col_forward<double>(c[0], c[1], c[2], o, g); });
 }
 
 void conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvGeom& g) {
@@ -354,14 +348,10 @@ void conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, con
     ops::copy_into(gx, ops::zeros({}, gx.dtype()));
     return;
   }
-  run_typed("conv_backward_input", {gy, w}, gx,
-            [&](const TensorList& c, const Tensor& o) {
-              if (winograd_applicable(o.sizes(), c[1].sizes(), g, false))
-                winograd_conv_backward_data(c[0], c[1], o, g);
-              else
-                onednn_conv_backward_data(c[0], c[1], o, g);
-            },
-            [&](const TensorList& c, const Tensor& o) { col_backward_data(c[0], c[1], o, g); });
+  run_typed("conv_backward_input", {gy, w}, gx, [&](const TensorList& c, const Tensor& o) {
+    if (winograd_applicable(o.sizes(), c[1].sizes(), g, false)) winograd_conv_backward_data(c[0], c[1], o, g);
+    else onednn_conv_backward_data(c[0], c[1], o, g);
+  }, [&](const TensorList& c, const Tensor& o) { col_backward_data(c[0], c[1], o, g); });
 }
 
 void conv_backward_weight(const Tensor& gy, const Tensor& x, const Tensor& gw, const ConvGeom& g) {
@@ -370,16 +360,12 @@ void conv_backward_weight(const Tensor& gy, const Tensor& x, const Tensor& gw, c
     ops::copy_into(gw, ops::zeros({}, gw.dtype()));
     return;
   }
-  run_typed("conv_backward_weight", {gy, x}, gw,
-            [&](const TensorList& c, const Tensor& o) {
-              if (winograd_applicable(c[1].sizes(), o.sizes(), g, true))
-                winograd_conv_backward_weight(c[0], c[1], o, g);
-              else if (col_backward_weight_wins(make_plan(c[1].sizes(), o.sizes(), c[0].sizes(), g)))
-                col_backward_weight<float>(c[0], c[1], o, g);
-              else
-                onednn_conv_backward_weight(c[0], c[1], o, g);
-            },
-            [&](const TensorList& c, const Tensor& o) { col_backward_weight<double>(c[0], c[1], o, g); });
+  run_typed("conv_backward_weight", {gy, x}, gw, [&](const TensorList& c, const Tensor& o) {
+    if (winograd_applicable(c[1].sizes(), o.sizes(), g, true)) winograd_conv_backward_weight(c[0], c[1], o, g);
+    else if (col_backward_weight_wins(make_plan(c[1].sizes(), o.sizes(), c[0].sizes(), g)))
+      col_backward_weight<float>(c[0], c[1], o, g);
+    else onednn_conv_backward_weight(c[0], c[1], o, g);
+  }, [&](const TensorList& c, const Tensor& o) { col_backward_weight<double>(c[0], c[1], o, g); });
 }
 
 }  // namespace flow

@@ -165,8 +165,8 @@ Tensor swap_last2(const Tensor& t) {
   return make_view(t, sz, st, t.offset());
 }
 
-// Element offsets (from each tensor's first element) of every matrix of A, B and C, walking C's batch dims (all but the last two) in row-major
-// order; A and B share C's batch sizes (stride 0 where broadcast).
+// Element offsets (from each tensor's first element) of every matrix of A, B and C, walking C's batch dims (all but the
+// last two) in row-major order; A and B share C's batch sizes (stride 0 where broadcast).
 struct BatchOffsets {
   std::vector<int64_t> a, b, c;
 };
@@ -330,15 +330,16 @@ bool gemm_t_colsum_fused(const Tensor& G, const Tensor& X) {
 void gemm_t_colsum(const Tensor& G, const Tensor& X, const Tensor& C, const Tensor& s) {
   FLOW_RUNTIME_CHECK(C.is_contiguous() && s.is_contiguous(), "gemm_t_colsum: outputs must be contiguous");
   if (gemm_t_colsum_fused(G, X)) {
-    packed_sgemm_tn(G.size(1), X.size(1), G.size(0), 1.f, G.data<float>(), G.stride(0), X.data<float>(),
-                    X.stride(0), 0.f, C.data<float>(), X.size(1), s.data<float>());
+    packed_sgemm_tn(G.size(1), X.size(1), G.size(0), 1.f, G.data<float>(), G.stride(0), X.data<float>(), X.stride(0),
+                    0.f, C.data<float>(), X.size(1), s.data<float>());
     return;
   }
   auto m3 = [](const Tensor& t, int64_t r, int64_t c, int64_t sr, int64_t sc) {
     return make_view(t, {1, r, c}, {0, sr, sc}, t.offset());
   };
-  batched_gemm(m3(G, G.size(1), G.size(0), G.stride(1), G.stride(0)), m3(X, X.size(0), X.size(1), X.stride(0),
-               X.stride(1)), m3(C, C.size(0), C.size(1), C.stride(0), C.stride(1)), 1.0, 0.0);
+  batched_gemm(m3(G, G.size(1), G.size(0), G.stride(1), G.stride(0)),
+               m3(X, X.size(0), X.size(1), X.stride(0), X.stride(1)),
+               m3(C, C.size(0), C.size(1), C.stride(0), C.stride(1)), 1.0, 0.0);
   ops::copy_into(s, ops::sum(G, {0}));
 }
 

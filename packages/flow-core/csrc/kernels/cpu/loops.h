@@ -25,8 +25,7 @@ inline std::vector<int64_t> broadcast_byte_strides(const Tensor& t, const Shape&
   std::vector<int64_t> st(shape.size(), 0);
   size_t off = shape.size() - t.sizes().size();
   int64_t isz = t.itemsize();
-  for (size_t i = 0; i < t.sizes().size(); ++i)
-    st[off + i] = t.sizes()[i] == 1 ? 0 : t.strides()[i] * isz;
+  for (size_t i = 0; i < t.sizes().size(); ++i) st[off + i] = t.sizes()[i] == 1 ? 0 : t.strides()[i] * isz;
   return st;
 }
 
@@ -48,8 +47,7 @@ ElementwiseGeometry<N> make_geometry(const std::array<const Tensor*, N>& ops, co
     order[i] = i;
     if (shape[i] > 1 && st[0][i] == 0) reorder = false;
   }
-  if (reorder)
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return st[0][a] > st[0][b]; });
+  if (reorder) std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return st[0][a] > st[0][b]; });
   // drop size-1 dims, then merge dims that are contiguous with each other for every operand
   for (size_t i : order) {
     if (shape[i] == 1) continue;
@@ -152,8 +150,7 @@ void unary_loop(const Tensor& out, const Tensor& a, F f) {
 template <typename Out, typename In, typename F>
 void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
   using A = acc_t<In>;
-  for_each_element<3>({&out, &a, &b}, out.sizes(),
-                      [f](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t n) {
+  for_each_element<3>({&out, &a, &b}, out.sizes(), [f](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t n) {
     Out* o = reinterpret_cast<Out*>(p[0]);
     const In* x = reinterpret_cast<const In*>(p[1]);
     const In* y = reinterpret_cast<const In*>(p[2]);
@@ -184,10 +181,10 @@ void ternary_loop(const Tensor& out, const Tensor& a, const Tensor& b, const Ten
   for_each_element<4>({&out, &a, &b, &c}, out.sizes(),
                       [f](std::array<char*, 4> p, std::array<int64_t, 4> s, int64_t n) {
     for (int64_t i = 0; i < n; ++i)
-      *reinterpret_cast<Out*>(p[0] + i * s[0]) = static_cast<Out>(
-          f(static_cast<acc_t<TA>>(*reinterpret_cast<const TA*>(p[1] + i * s[1])),
-            static_cast<acc_t<TB>>(*reinterpret_cast<const TB*>(p[2] + i * s[2])),
-            static_cast<acc_t<TC>>(*reinterpret_cast<const TC*>(p[3] + i * s[3]))));
+      *reinterpret_cast<Out*>(p[0] + i * s[0]) =
+          static_cast<Out>(f(static_cast<acc_t<TA>>(*reinterpret_cast<const TA*>(p[1] + i * s[1])),
+                             static_cast<acc_t<TB>>(*reinterpret_cast<const TB*>(p[2] + i * s[2])),
+                             static_cast<acc_t<TC>>(*reinterpret_cast<const TC*>(p[3] + i * s[3]))));
   });
 }
 

@@ -3,8 +3,8 @@
 // (direction, shapes, geometry) builds its primitive and reorders once and caches them.
 #include <cstdlib>
 #include <memory>
-#include <new>
 #include <mutex>
+#include <new>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <sstream>
@@ -231,8 +231,8 @@ memory::desc act_md(Fmt f, const memory::dims& d) {
 convolution_forward::primitive_desc fwd_pd(const Geometry& g, bool bias, prop_kind pk, Fmt f) {
   engine& e = cpu_engine();
   memory::desc bmd = bias ? memory::desc({g.dst[1]}, dt::f32, memory::format_tag::x) : memory::desc();
-  return convolution_forward::primitive_desc(e, pk, algorithm::convolution_direct, act_md(f, g.src), any_md(g.wei),
-                                             bmd, act_md(f, g.dst), g.stride, g.dil, g.pad_l, g.pad_r);
+  return convolution_forward::primitive_desc(e, pk, algorithm::convolution_direct, act_md(f, g.src), any_md(g.wei), bmd,
+                                             act_md(f, g.dst), g.stride, g.dil, g.pad_l, g.pad_r);
 }
 
 }  // namespace
@@ -262,9 +262,9 @@ void onednn_conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& 
   auto c = get_or_build(key_of(1, g, false), act_fmt(g, Dir::BwdData), [&](Fmt f) {
     engine& e = cpu_engine();
     auto hint = fwd_pd(g, false, prop_kind::forward_training, f);
-    auto pd = convolution_backward_data::primitive_desc(e, algorithm::convolution_direct, act_md(f, g.src),
-                                                        any_md(g.wei), act_md(f, g.dst), g.stride, g.dil, g.pad_l,
-                                                        g.pad_r, hint);
+    auto pd =
+        convolution_backward_data::primitive_desc(e, algorithm::convolution_direct, act_md(f, g.src), any_md(g.wei),
+                                                  act_md(f, g.dst), g.stride, g.dil, g.pad_l, g.pad_r, hint);
     auto r = std::make_shared<Cached>();
     r->impl = pd.impl_info_str();
     r->prim = convolution_backward_data(pd);
@@ -281,9 +281,9 @@ void onednn_conv_backward_weight(const Tensor& gy, const Tensor& x, const Tensor
   auto c = get_or_build(key_of(2, g, false), act_fmt(g, Dir::BwdWeight), [&](Fmt f) {
     engine& e = cpu_engine();
     auto hint = fwd_pd(g, false, prop_kind::forward_training, f);
-    auto pd = convolution_backward_weights::primitive_desc(e, algorithm::convolution_direct, act_md(f, g.src),
-                                                           any_md(g.wei), act_md(f, g.dst), g.stride, g.dil,
-                                                           g.pad_l, g.pad_r, hint);
+    auto pd =
+        convolution_backward_weights::primitive_desc(e, algorithm::convolution_direct, act_md(f, g.src), any_md(g.wei),
+                                                     act_md(f, g.dst), g.stride, g.dil, g.pad_l, g.pad_r, hint);
     auto r = std::make_shared<Cached>();
     r->impl = pd.impl_info_str();
     r->prim = convolution_backward_weights(pd);

@@ -111,8 +111,7 @@ ReducePlan plan_reduction(const Tensor& t, const std::vector<bool>& mask, bool k
   }
   if (!keep_order) {
     // memory order (a transposed input is read as stored), unless that reorders the kept dims
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return t.strides()[a] > t.strides()[b]; });
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return t.strides()[a] > t.strides()[b]; });
     int64_t last = -1;
     bool ok = true;
     for (int64_t d : order)

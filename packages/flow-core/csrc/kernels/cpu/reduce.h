@@ -148,7 +148,8 @@ void reduce_plan(const ReducePlan& p, O* out, A init, Fold fold, Combine combine
       return;
     }
     parallel_for(outer, std::max<int64_t>(1, kParallelGrain / R), [&](int64_t b, int64_t e) {
-      for (int64_t j = b; j < e; ++j) out[j] = static_cast<O>(finish(fold_row<T, A>(x + j * R, R, init, fold, combine), R));
+      for (int64_t j = b; j < e; ++j)
+        out[j] = static_cast<O>(finish(fold_row<T, A>(x + j * R, R, init, fold, combine), R));
     });
     return;
   }
@@ -165,7 +166,8 @@ void reduce_plan(const ReducePlan& p, O* out, A init, Fold fold, Combine combine
   const int64_t len = (R + nc - 1) / nc;
   nc = (R + len - 1) / len;
   std::unique_ptr<A[]> part(nc > 1 ? new A[units * nc * tw] : nullptr);
-  parallel_for(units * nc, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, len * tw)), [&](int64_t b, int64_t e) {
+  parallel_for(units * nc, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, len * tw)),
+               [&](int64_t b, int64_t e) {
     std::unique_ptr<A[]> acc(new A[std::max<int64_t>(tw, 64)]);
     for (int64_t u = b; u < e; ++u) {
       int64_t c = u % nc, t = u / nc, blk = t / tiles, j0 = (t % tiles) * kTile;

@@ -40,8 +40,7 @@ inline __m256i lane_mask(int64_t n) {
 // Rows of At are read front to back, eight at a time, so each panel receives 8 x MR values (three whole
 // cache lines) in one burst: dealing out one row at a time wrote 24 bytes to each of 24 panels 6 KiB apart,
 // whose lines share two L1 sets and were evicted between writes (2x slower).
-void pack_at(const float* At, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out,
-             float* sums) {
+void pack_at(const float* At, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out, float* sums) {
   int64_t full = mc / MR * MR;
   const __m256i m6 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
   for (int64_t k0 = 0; k0 < kc; k0 += 8) {
@@ -60,8 +59,9 @@ void pack_at(const float* At, int64_t lda, int64_t i0, int64_t mc, int64_t p0, i
         else _mm256_maskstore_ps(o + k * MR, m6, v);
       }
       // lanes 6 and 7 belong to the next panel: add zero there
-      if (sums) _mm256_storeu_ps(sums + ir, _mm256_add_ps(_mm256_loadu_ps(sums + ir),
-                                                        _mm256_and_ps(sum, _mm256_castsi256_ps(m6))));
+      if (sums)
+        _mm256_storeu_ps(sums + ir,
+                         _mm256_add_ps(_mm256_loadu_ps(sums + ir), _mm256_and_ps(sum, _mm256_castsi256_ps(m6))));
     }
     if (full < mc)
       for (int64_t k = k0; k < k1; ++k) {

@@ -29,8 +29,8 @@ constexpr int64_t KC = 256, MC = 144, NC = 4080;
 // The block loops over C's rows [i0, i1) and columns [j0, j1), on the calling thread.
 // colsum, when given, receives the sums over k of A's rows [i0, i1): summed in float over one K block
 // (as the packing sees it), the blocks in double, so long sums stay as accurate as a reduction's.
-void sgemm_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, float alpha, const float* A,
-                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, float* colsum) {
+void sgemm_block(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K, float alpha, const float* A, int64_t lda,
+                 const float* B, int64_t ldb, float beta, float* C, int64_t ldc, float* colsum) {
   thread_local Scratch abuf, bbuf, sbuf;
   thread_local std::vector<double> block_sums;
   float* sums = colsum ? sbuf.get(static_cast<size_t>(i1 - i0 + 8)) : nullptr;
@@ -95,8 +95,8 @@ int64_t gemm_threads() {
 // panel is taken as the last MR rows of A (M >= MR), overlapping the panel before: its extra rows are
 // computed into a scratch tile and not stored.
 constexpr int64_t NCR = 256;
-void sgemm_rows_block(int64_t p0, int64_t p1, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                      int64_t lda, bool tb, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+void sgemm_rows_block(int64_t p0, int64_t p1, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                      bool tb, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   thread_local Scratch bbuf;
   int64_t nk = (K + KC - 1) / KC, kb = (K + nk - 1) / nk;
   float* pb = bbuf.get(static_cast<size_t>((NCR + NR) * kb));
@@ -194,8 +194,8 @@ void PackedB::multiply(int64_t M, const float* A, int64_t lda, float beta, float
   const int64_t parts = std::max<int64_t>(1, std::min(threads, ntile));
   parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {
     for (int64_t q = q0; q < q1; ++q)
-      sgemm_prepacked_tiles(ntile * q / parts, ntile * (q + 1) / parts, M, N_, K_, kb_, data_.get(), A, lda, beta,
-                            C, ldc);
+      sgemm_prepacked_tiles(ntile * q / parts, ntile * (q + 1) / parts, M, N_, K_, kb_, data_.get(), A, lda, beta, C,
+                            ldc);
   });
 }
 
@@ -229,8 +229,7 @@ void packed_sgemm_tn(int64_t M, int64_t N, int64_t K, float alpha, const float* 
       if (b >= e) continue;
       if (by_cols)  // every part packs all of A: the first one sums it
         sgemm_block(0, M, b, e, K, alpha, A, lda, B, ldb, beta, C, ldc, p == 0 ? colsum : nullptr);
-      else
-        sgemm_block(b, e, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc, colsum);
+      else sgemm_block(b, e, 0, N, K, alpha, A, lda, B, ldb, beta, C, ldc, colsum);
     }
   });
 }
@@ -245,8 +244,7 @@ void packed_sgemm_rows(int64_t M, int64_t N, int64_t K, float alpha, const float
   int64_t npanel = (M + MR - 1) / MR, parts = std::max<int64_t>(1, std::min(nt, npanel));
   parallel_for(parts, 1, [&](int64_t q0, int64_t q1) {
     for (int64_t q = q0; q < q1; ++q)
-      sgemm_rows_block(npanel * q / parts, npanel * (q + 1) / parts, M, N, K, alpha, A, lda, tb, B, ldb, beta, C,
-                       ldc);
+      sgemm_rows_block(npanel * q / parts, npanel * (q + 1) / parts, M, N, K, alpha, A, lda, tb, B, ldb, beta, C, ldc);
   });
 }
 

@@ -74,7 +74,6 @@ void pad_input(const float* x, const Wino& s, float* Xp) {
   });
 }
 
-
 // Even- and odd-indexed lanes of the 16 floats a:b.
 inline __m256 evens(__m256 a, __m256 b) {
   __m256 t = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
@@ -145,8 +144,7 @@ void input_transform(const Wino& s, const float* Xp, const TileGroup& g, float* 
 
 // y's 2x2 blocks for output channel k of the eight tiles of `g`: A^T m A (+ bias), A^T = [1 1 1 0; 0 1 -1 -1].
 // `m` points at (xi = 0, this channel, lane 0) of the GEMMs' results, xs floats apart.
-void output_transform(const Wino& s, const TileGroup& g, const float* m, int64_t xs, float bias, int64_t k,
-                      float* y) {
+void output_transform(const Wino& s, const TileGroup& g, const float* m, int64_t xs, float bias, int64_t k, float* y) {
   __m256 a[4][2];  // (A^T m) rows, folded: row 0 = m0 + m1 + m2, row 1 = m1 - m2 - m3
   for (int q = 0; q < 4; ++q) {
     __m256 m0 = _mm256_load_ps(m + (0 * 4 + q) * xs), m1 = _mm256_load_ps(m + (1 * 4 + q) * xs);
@@ -206,8 +204,8 @@ void run_block(const Wino& s, const float* Xp, const float* U, const float* bias
       const TileGroup& g = groups[(tp * NR + h) / 8];
       if (g.valid == 0) continue;
       for (int64_t k = 0; k < s.K; ++k)
-        output_transform(s, g, M + ((k / MR) * NTP + tp) * MR * NR + (k % MR) * NR + h, m_xi,
-                         bias ? bias[k] : 0.f, k, y);
+        output_transform(s, g, M + ((k / MR) * NTP + tp) * MR * NR + (k % MR) * NR + h, m_xi, bias ? bias[k] : 0.f, k,
+                         y);
     }
 }
 
@@ -232,8 +230,7 @@ void run(const float* x, const float* w, int64_t I, bool flip, const float* bias
     const int64_t NTP = (TB + NR - 1) / NR;
     float* V = grow(vbuf, vcap, static_cast<size_t>(16 * xi_stride(NTP * s.C * NR)));
     float* M = grow(mbuf, mcap, static_cast<size_t>(16 * xi_stride(s.KP() * NTP * MR * NR)));
-    for (int64_t blk = b; blk < e; ++blk)
-      run_block(s, Xp, U, bias, y, blk * TB, std::min(TB, T - blk * TB), V, M);
+    for (int64_t blk = b; blk < e; ++blk) run_block(s, Xp, U, bias, y, blk * TB, std::min(TB, T - blk * TB), V, M);
   });
 }
 
@@ -268,14 +265,12 @@ bool winograd_applicable(const Shape& x, const Shape& w, const ConvGeom& g, bool
 
 void winograd_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const ConvGeom& g) {
   Wino s = make_wino(x.size(0), x.size(1), w.size(0), x.size(2), x.size(3), g.padding[0], g.padding[1]);
-  run(x.data<float>(), w.data<float>(), w.size(1), false, b.defined() ? b.data<float>() : nullptr,
-      y.data<float>(), s);
+  run(x.data<float>(), w.data<float>(), w.size(1), false, b.defined() ? b.data<float>() : nullptr, y.data<float>(), s);
 }
 
 void winograd_conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvGeom& g) {
   // gx = conv(gy, w rotated, channels swapped), padded by 2 - p so it is gx's size again.
-  Wino s = make_wino(gy.size(0), gy.size(1), w.size(1), gy.size(2), gy.size(3), 2 - g.padding[0],
-                     2 - g.padding[1]);
+  Wino s = make_wino(gy.size(0), gy.size(1), w.size(1), gy.size(2), gy.size(3), 2 - g.padding[0], 2 - g.padding[1]);
   run(gy.data<float>(), w.data<float>(), w.size(1), true, nullptr, gx.data<float>(), s);
 }
 

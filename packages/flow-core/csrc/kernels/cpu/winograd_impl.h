@@ -48,8 +48,7 @@ inline float* grow(std::unique_ptr<float[], FreeDeleter>& buf, size_t& cap, size
   if (n > cap) {
     cap = 0;
     buf.reset(static_cast<float*>(std::aligned_alloc(64, ((n * sizeof(float) + 63) / 64) * 64)));
-    FLOW_CHECK(buf != nullptr, Runtime, "conv: out of memory for the Winograd scratch (", n * sizeof(float),
-               " bytes)");
+    FLOW_CHECK(buf != nullptr, Runtime, "conv: out of memory for the Winograd scratch (", n * sizeof(float), " bytes)");
     cap = n;
   }
   return buf.get();
