@@ -445,9 +445,9 @@ def test_fused_ops_registered_and_one_call_per_group(monkeypatch):
     calls = []
     orig = flow.optim.Optimizer._run
 
-    def counting(name, packed, **attrs):
-        calls.append((name, len(packed)))
-        return orig(name, packed, **attrs)
+    def counting(name, lists, **attrs):
+        calls.append((name, [len(x) for x in lists]))
+        return orig(name, lists, **attrs)
 
     monkeypatch.setattr(flow.optim.Optimizer, "_run", staticmethod(counting))
     params = [flow.nn.Parameter(flow.randn(3)) for _ in range(10)]
@@ -455,35 +455,37 @@ def test_fused_ops_registered_and_one_call_per_group(monkeypatch):
     for p in params:
         p.grad = flow.randn(3)
     o.step()
-    assert calls == [("adam_update_", 30), ("adam_update_", 20)]
+    # params, grads, exp_avgs, exp_avg_sqs, steps, max_exp_avg_sqs (empty without amsgrad)
+    assert calls == [("adam_update_", [6] * 5 + [0]), ("adam_update_", [4] * 5 + [0])]
 
 
 def test_fused_op_direct_and_errors():
     p = flow.zeros(3, dtype=flow.float64)
     g = flow.ones(3, dtype=flow.float64)
+    lr = flow.tensor(0.5, dtype=flow.float64)
     v0 = p._version
-    flow._C.ops.sgd_update_([p, g], lr=0.5)
+    flow._C.ops.sgd_update_([p], [g], [], lr)
     np.testing.assert_array_equal(to_np(p), [-0.5, -0.5, -0.5])
     assert p._version > v0
-    with pytest.raises(RuntimeError, match="sgd_update_: expected 3 tensors per parameter"):
-        flow._C.ops.sgd_update_([p, g], lr=0.5, momentum=0.9)
-    with pytest.raises(RuntimeError, match="has shape"):
-        flow._C.ops.sgd_update_([p, flow.ones(4, dtype=flow.float64)], lr=0.5)
-    with pytest.raises(TypeError, match="has dtype"):
-        flow._C.ops.sgd_update_([p, g, flow.zeros(3)], lr=0.5, momentum=0.9)
-    with pytest.raises(TypeError, match="must be floating point"):
-        flow._C.ops.sgd_update_([flow.zeros(3, dtype=flow.int64), g], lr=0.5)
-    with pytest.raises(RuntimeError, match="appears twice"):
-        flow._C.ops.sgd_update_([p, g, p, g], lr=0.5)
+    with pytest.raises(RuntimeError, match="sgd_update_: argument 'momentum_buffers' has 0 tensors but 'params' has 1"):
+        flow._C.ops.sgd_update_([p], [g], [], lr, momentum=0.9)
+    with pytest.raises(RuntimeError, match=r"sgd_update_: grads\[0\] has shape"):
+        flow._C.ops.sgd_update_([p], [flow.ones(4, dtype=flow.float64)], [], lr)
+    with pytest.raises(TypeError, match=r"momentum_buffers\[0\] has dtype"):
+        flow._C.ops.sgd_update_([p], [g], [flow.zeros(3)], lr, momentum=0.9)
+    with pytest.raises(TypeError, match=r"params\[0\] must be floating point"):
+        flow._C.ops.sgd_update_([flow.zeros(3, dtype=flow.int64)], [g], [], lr)
+    with pytest.raises(RuntimeError, match=r"params\[1\] appears twice"):
+        flow._C.ops.sgd_update_([p, p], [g, g], [], lr)
     with pytest.raises(IndexError, match="fresh index"):
-        flow._C.ops.sgd_update_([p, g, flow.zeros(3, dtype=flow.float64)], lr=0.5, momentum=0.9, fresh=[3])
-    with pytest.raises(RuntimeError, match="step counter"):
-        flow._C.ops.adam_update_([p, g, flow.zeros_like(p), flow.zeros_like(p), flow.zeros(2)], lr=0.1)
+        flow._C.ops.sgd_update_([p], [g], [flow.zeros(3, dtype=flow.float64)], lr, momentum=0.9, fresh=[3])
+    with pytest.raises(RuntimeError, match=r"adam_update_: steps\[0\] \(the step counter\)"):
+        flow._C.ops.adam_update_([p], [g], [flow.zeros_like(p)], [flow.zeros_like(p)], [flow.zeros(2)], [], lr)
     # a float32 gradient for a float64 parameter is cast
-    flow._C.ops.sgd_update_([p, flow.ones(3)], lr=0.5)
+    flow._C.ops.sgd_update_([p], [flow.ones(3)], [], lr)
     np.testing.assert_array_equal(to_np(p), [-1.0, -1.0, -1.0])
-    # empty list: nothing to do
-    flow._C.ops.adam_update_([], lr=0.1)
+    # empty lists: nothing to do
+    flow._C.ops.adam_update_([], [], [], [], [], [], lr)
 
 
 def test_large_group_parallel_path():
@@ -541,5 +543,6 @@ def test_adam_variants_nan_and_state_checks():
     # NAdam's mu_product must be a one-element tensor
     p, gr = flow.zeros(3, dtype=flow.float64), flow.ones(3, dtype=flow.float64)
     st = [flow.zeros(3, dtype=flow.float64) for _ in range(2)]
-    with pytest.raises(RuntimeError, match="one-element state of parameter 0"):
-        flow._C.ops.nadam_update_([p, gr, *st, flow.zeros(()), flow.ones(2)], lr=0.1)
+    with pytest.raises(RuntimeError, match=r"mu_products\[0\] \(one-element state\)"):
+        flow._C.ops.nadam_update_([p], [gr], [st[0]], [st[1]], [flow.zeros(())], [flow.ones(2)],
+                                  flow.tensor(0.1, dtype=flow.float64))

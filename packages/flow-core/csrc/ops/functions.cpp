@@ -14,6 +14,15 @@ TensorList call(const char* name, const TensorList& in, std::vector<AttrValue> a
 Tensor call1(const char* name, const TensorList& in, std::vector<AttrValue> attrs) {
   return call(name, in, std::move(attrs)).at(0);
 }
+TensorList call_lists(const char* name, const std::vector<TensorList>& args, std::vector<AttrValue> attrs) {
+  const OpDef& op = get_op(name);
+  const OpDef& def = op.functional ? *op.functional : op;
+  Attrs a;
+  a.values = std::move(attrs);
+  dispatch::fill_defaults(def, a);
+  TensorList in = flatten_lists(def.schema, args, a);
+  return dispatch::call(op, in, a);
+}
 
 namespace {
 Tensor c1(const OpDef& op, const TensorList& in, std::vector<AttrValue> attrs = {}) {
@@ -109,8 +118,9 @@ Tensor sum_to(const Tensor& t, const Shape& shape) {
   for (int64_t i = 0; i < lead; ++i) dims.push_back(i);
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 1 && t.sizes()[lead + i] != 1) dims.push_back(lead + static_cast<int64_t>(i));
-    else FLOW_RUNTIME_CHECK(shape[i] == t.sizes()[lead + i], "sum_to: cannot reduce ", shape_str(t.sizes()), " to ",
-                            shape_str(shape));
+    else
+      FLOW_RUNTIME_CHECK(shape[i] == t.sizes()[lead + i], "sum_to: cannot reduce ", shape_str(t.sizes()), " to ",
+                         shape_str(shape));
   }
   Tensor r = dims.empty() ? t : sum(t, dims, true);
   return r.dim() == static_cast<int64_t>(shape.size()) && r.sizes() == shape ? r : view(r, shape);

@@ -8,10 +8,10 @@
 #include "registry.h"
 
 // Cached lookup of a registered op by name.
-#define FLOW_OPDEF(name)                                             \
-  ([]() -> const ::flow::OpDef& {                                    \
-    static const ::flow::OpDef& d = ::flow::get_op(name);            \
-    return d;                                                        \
+#define FLOW_OPDEF(name)                                  \
+  ([]() -> const ::flow::OpDef& {                         \
+    static const ::flow::OpDef& d = ::flow::get_op(name); \
+    return d;                                             \
   }())
 
 namespace flow::ops {
@@ -19,6 +19,9 @@ namespace flow::ops {
 // Call any op by name with positional attributes (missing trailing ones take schema defaults).
 TensorList call(const char* name, const TensorList& in, std::vector<AttrValue> attrs = {});
 Tensor call1(const char* name, const TensorList& in, std::vector<AttrValue> attrs = {});
+// Call an op whose schema has several tensor lists: one entry per tensor parameter (a Tensor: a list of one);
+// the list lengths are recorded for the kernel (registry.h, `_list_lengths`).
+TensorList call_lists(const char* name, const std::vector<TensorList>& args, std::vector<AttrValue> attrs = {});
 
 // -- data movement (copy.cpp)
 Tensor clone(const Tensor& t);

@@ -1,10 +1,5 @@
-// Fused optimizer updates: one op call per parameter group updates every parameter and its state in place,
-// in a single pass per element (PyTorch's single-tensor formulas, same operation order). The registry allows
-// one tensor-list input, so a group arrives packed flat: [p0, g0, s0..., p1, g1, s1..., ...] with a fixed
-// number of tensors per parameter (the op's "stride", derived from its options). Work is split into chunks
-// across all parameters of the group, so small tensors share threads instead of each paying for a parallel
-// region. These ops are not differentiable and mutate their inputs (bumping their versions). Element loops
-// are `omp simd`: the -O2 build's cost model would leave them scalar.
+// Fused updates of SGD, Adam/AdamW, Adagrad, Adadelta, RMSprop and LAMB (see optimizer_common.h for the
+// argument lists, the shared preamble and the threading).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -14,19 +9,23 @@
 namespace flow {
 using namespace optim;
 
-// SGD: per parameter [param, grad] or, with momentum, [param, grad, momentum_buffer]. `fresh` lists the
-// parameters whose momentum buffer starts this step (PyTorch sets it to the gradient then).
+// SGD; momentum_buffers are used (and needed) only with momentum. `fresh` lists the parameters whose momentum
+// buffer starts this step (PyTorch sets it to the gradient then).
 FLOW_OP(sgd_update_)
-    .schema("sgd_update_(Tensor[] tensors, *, float lr, float momentum=0, float dampening=0, float weight_decay=0, "
-            "bool nesterov=False, bool maximize=False, int[] fresh=[]) -> Tensor[]")
+    .schema(
+        "sgd_update_(Tensor[] params, Tensor[] grads, Tensor[] momentum_buffers, Tensor lr, *, float momentum=0, "
+        "float dampening=0, float weight_decay=0, bool nesterov=False, bool maximize=False, int[] fresh=[]) "
+        "-> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double lr = a.f(0), mom = a.f(1), damp = a.f(2), wd = a.f(3);
-      const bool nesterov = a.b(4), maximize = a.b(5);
-      Group g = prepare(in, mom != 0 ? 3 : 2, -1, "sgd_update_");
+      const double mom = a.f(0), damp = a.f(1), wd = a.f(2);
+      const bool nesterov = a.b(3), maximize = a.b(4);
+      Update u = begin_update(in, a, {Role::Param, Role::Grad, {Role::State, mom != 0}});
+      const Group& g = u.g;
+      const double lr = u.lr;
       std::vector<char> fresh(g.size(), 0);
-      for (int64_t f : a.ints(6)) {
+      for (int64_t f : a.ints(5)) {
         FLOW_INDEX_CHECK(f >= 0 && f < g.size(), "sgd_update_: fresh index ", f, " out of range");
         fresh[f] = 1;
       }
@@ -39,7 +38,7 @@ FLOW_OP(sgd_update_)
         const A lr_ = static_cast<A>(-lr), wd_ = static_cast<A>(wd), m_ = static_cast<A>(mom),
                 d_ = static_cast<A>(1 - damp);
         if (mom == 0) {
-          #pragma omp simd
+#pragma omp simd
           for (int64_t i = b; i < e; ++i) {
             A wv = static_cast<A>(w[i]);
             w[i] = static_cast<T>(wv + lr_ * decayed_grad(sign, gr[i], wd_, wv));
@@ -48,7 +47,7 @@ FLOW_OP(sgd_update_)
         }
         T* __restrict buf = g.ptr<T>(p, 2);
         auto loop = [&](auto fr, auto nest) {
-          #pragma omp simd
+#pragma omp simd
           for (int64_t i = b; i < e; ++i) {
             A wv = static_cast<A>(w[i]);
             A gv = decayed_grad(sign, gr[i], wd_, wv);
@@ -67,18 +66,23 @@ FLOW_OP(sgd_update_)
       return no_outputs();
     });
 
-// Adam / AdamW: per parameter [param, grad, exp_avg, exp_avg_sq, step] (+ max_exp_avg_sq with amsgrad).
+// Adam / AdamW; max_exp_avg_sqs is used (and needed) only with amsgrad.
 FLOW_OP(adam_update_)
-    .schema("adam_update_(Tensor[] tensors, *, float lr, float beta1=0.9, float beta2=0.999, float eps=1e-8, "
-            "float weight_decay=0, bool amsgrad=False, bool maximize=False, bool decoupled_weight_decay=False) "
-            "-> Tensor[]")
+    .schema(
+        "adam_update_(Tensor[] params, Tensor[] grads, Tensor[] exp_avgs, Tensor[] exp_avg_sqs, "
+        "Tensor[] steps, Tensor[] max_exp_avg_sqs, Tensor lr, *, float beta1=0.9, float beta2=0.999, "
+        "float eps=1e-8, float weight_decay=0, bool amsgrad=False, bool maximize=False, "
+        "bool decoupled_weight_decay=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double lr = a.f(0), b1 = a.f(1), b2 = a.f(2), eps = a.f(3), wd = a.f(4);
-      const bool amsgrad = a.b(5), maximize = a.b(6), decoupled = a.b(7);
-      Group g = prepare(in, amsgrad ? 6 : 5, 4, "adam_update_");
-      std::vector<double> steps = bump_steps(g, 4);
+      const double b1 = a.f(0), b2 = a.f(1), eps = a.f(2), wd = a.f(3);
+      const bool amsgrad = a.b(4), maximize = a.b(5), decoupled = a.b(6);
+      Update u =
+          begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::State, Role::Step, {Role::State, amsgrad}});
+      const Group& g = u.g;
+      const double lr = u.lr;
+      const std::vector<double>& steps = u.steps;
       run_chunks(g, "adam_update_", [&](auto tag, int64_t p, int64_t b, int64_t e) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
@@ -97,7 +101,7 @@ FLOW_OP(adam_update_)
         const WeightDecay<A> wdc(lr, wd, decoupled);
         const A l2 = wdc.l2, decay = wdc.factor;
         auto loop = [&](auto ams) {
-          #pragma omp simd
+#pragma omp simd
           for (int64_t i = b; i < e; ++i) {
             const A w0 = static_cast<A>(w[i]);
             const A gv = decayed_grad(sign, gr[i], l2, w0);
@@ -120,17 +124,19 @@ FLOW_OP(adam_update_)
       return no_outputs();
     });
 
-// Adagrad: per parameter [param, grad, sum, step].
 FLOW_OP(adagrad_update_)
-    .schema("adagrad_update_(Tensor[] tensors, *, float lr, float lr_decay=0, float weight_decay=0, "
-            "float eps=1e-10, bool maximize=False) -> Tensor[]")
+    .schema(
+        "adagrad_update_(Tensor[] params, Tensor[] grads, Tensor[] sums, Tensor[] steps, Tensor lr, *, "
+        "float lr_decay=0, float weight_decay=0, float eps=1e-10, bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double lr = a.f(0), lr_decay = a.f(1), wd = a.f(2), eps = a.f(3);
-      const bool maximize = a.b(4);
-      Group g = prepare(in, 4, 3, "adagrad_update_");
-      std::vector<double> steps = bump_steps(g, 3);
+      const double lr_decay = a.f(0), wd = a.f(1), eps = a.f(2);
+      const bool maximize = a.b(3);
+      Update u = begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::Step});
+      const Group& g = u.g;
+      const double lr = u.lr;
+      const std::vector<double>& steps = u.steps;
       run_chunks(g, "adagrad_update_", [&](auto tag, int64_t p, int64_t b, int64_t e) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
@@ -140,7 +146,7 @@ FLOW_OP(adagrad_update_)
         T* __restrict s = g.ptr<T>(p, 2);
         const A nclr = static_cast<A>(-(lr / (1 + (steps[p] - 1) * lr_decay)));
         const A wd_ = static_cast<A>(wd), eps_ = static_cast<A>(eps);
-        #pragma omp simd
+#pragma omp simd
         for (int64_t i = b; i < e; ++i) {
           A wv = static_cast<A>(w[i]);
           A gv = decayed_grad(sign, gr[i], wd_, wv);
@@ -153,17 +159,19 @@ FLOW_OP(adagrad_update_)
       return no_outputs();
     });
 
-// Adadelta: per parameter [param, grad, square_avg, acc_delta, step].
 FLOW_OP(adadelta_update_)
-    .schema("adadelta_update_(Tensor[] tensors, *, float lr=1.0, float rho=0.9, float eps=1e-6, "
-            "float weight_decay=0, bool maximize=False) -> Tensor[]")
+    .schema(
+        "adadelta_update_(Tensor[] params, Tensor[] grads, Tensor[] square_avgs, Tensor[] acc_deltas, "
+        "Tensor[] steps, Tensor lr, *, float rho=0.9, float eps=1e-6, float weight_decay=0, "
+        "bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double lr = a.f(0), rho = a.f(1), eps = a.f(2), wd = a.f(3);
-      const bool maximize = a.b(4);
-      Group g = prepare(in, 5, 4, "adadelta_update_");
-      bump_steps(g, 4);
+      const double rho = a.f(0), eps = a.f(1), wd = a.f(2);
+      const bool maximize = a.b(3);
+      Update u = begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::State, Role::Step});
+      const Group& g = u.g;
+      const double lr = u.lr;
       run_chunks(g, "adadelta_update_", [&](auto tag, int64_t p, int64_t b, int64_t e) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
@@ -174,7 +182,7 @@ FLOW_OP(adadelta_update_)
         T* __restrict acc = g.ptr<T>(p, 3);
         const A rho_ = static_cast<A>(rho), r1 = static_cast<A>(1 - rho), eps_ = static_cast<A>(eps),
                 wd_ = static_cast<A>(wd), nlr = static_cast<A>(-lr);
-        #pragma omp simd
+#pragma omp simd
         for (int64_t i = b; i < e; ++i) {
           A wv = static_cast<A>(w[i]);
           A gv = decayed_grad(sign, gr[i], wd_, wv);
@@ -189,19 +197,22 @@ FLOW_OP(adadelta_update_)
       return no_outputs();
     });
 
-// RMSprop: per parameter [param, grad, square_avg, step] (+ momentum_buffer when momentum > 0)
-// (+ grad_avg when centered).
+// RMSprop; momentum_buffers is used (and needed) when momentum > 0, grad_avgs when centered.
 FLOW_OP(rmsprop_update_)
-    .schema("rmsprop_update_(Tensor[] tensors, *, float lr=0.01, float alpha=0.99, float eps=1e-8, "
-            "float weight_decay=0, float momentum=0, bool centered=False, bool maximize=False) -> Tensor[]")
+    .schema(
+        "rmsprop_update_(Tensor[] params, Tensor[] grads, Tensor[] square_avgs, Tensor[] steps, "
+        "Tensor[] momentum_buffers, Tensor[] grad_avgs, Tensor lr, *, float alpha=0.99, float eps=1e-8, "
+        "float weight_decay=0, float momentum=0, bool centered=False, bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double lr = a.f(0), alpha = a.f(1), eps = a.f(2), wd = a.f(3), mom = a.f(4);
-      const bool centered = a.b(5), maximize = a.b(6);
-      const int mslot = mom > 0 ? 4 : -1, cslot = centered ? (mom > 0 ? 5 : 4) : -1;
-      Group g = prepare(in, 4 + (mom > 0) + centered, 3, "rmsprop_update_");
-      bump_steps(g, 3);
+      const double alpha = a.f(0), eps = a.f(1), wd = a.f(2), mom = a.f(3);
+      const bool centered = a.b(4), maximize = a.b(5);
+      const int mslot = mom > 0 ? 4 : -1, cslot = centered ? 5 : -1;
+      Update u = begin_update(
+          in, a, {Role::Param, Role::Grad, Role::State, Role::Step, {Role::State, mom > 0}, {Role::State, centered}});
+      const Group& g = u.g;
+      const double lr = u.lr;
       run_chunks(g, "rmsprop_update_", [&](auto tag, int64_t p, int64_t b, int64_t e) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
@@ -214,7 +225,7 @@ FLOW_OP(rmsprop_update_)
         const A al = static_cast<A>(alpha), a1 = static_cast<A>(1 - alpha), eps_ = static_cast<A>(eps),
                 wd_ = static_cast<A>(wd), m_ = static_cast<A>(mom), nlr = static_cast<A>(-lr);
         auto loop = [&](auto cen, auto hm) {
-          #pragma omp simd
+#pragma omp simd
           for (int64_t i = b; i < e; ++i) {
             A wv = static_cast<A>(w[i]);
             A gv = decayed_grad(sign, gr[i], wd_, wv);
@@ -246,25 +257,30 @@ FLOW_OP(rmsprop_update_)
 // LAMB (OneFlow / apex semantics): Adam moments with optional bias correction, the update
 // u = m_hat / (sqrt(v_hat) + eps) (+ weight_decay * w in adam_w_mode; otherwise weight decay is L2 added to
 // the gradient first), then w -= lr * trust * u with trust = ||w|| / ||u|| (1 when either norm is 0).
-// Per parameter [param, grad, exp_avg, exp_avg_sq, step] (+ max_exp_avg_sq with amsgrad). Two passes: the
-// first updates the moments, stores u and accumulates both norms per chunk; the second applies u.
+// Adam's lists (max_exp_avg_sqs used only with amsgrad). Two passes: the first updates the moments, stores u
+// and accumulates both norms per chunk; the second applies u.
 FLOW_OP(lamb_update_)
-    .schema("lamb_update_(Tensor[] tensors, *, float lr, float beta1=0.9, float beta2=0.999, float eps=1e-8, "
-            "float weight_decay=0, bool adam_w_mode=True, bool do_bias_correction=True, bool amsgrad=False) "
-            "-> Tensor[]")
+    .schema(
+        "lamb_update_(Tensor[] params, Tensor[] grads, Tensor[] exp_avgs, Tensor[] exp_avg_sqs, "
+        "Tensor[] steps, Tensor[] max_exp_avg_sqs, Tensor lr, *, float beta1=0.9, float beta2=0.999, "
+        "float eps=1e-8, float weight_decay=0, bool adam_w_mode=True, bool do_bias_correction=True, "
+        "bool amsgrad=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double lr = a.f(0), b1 = a.f(1), b2 = a.f(2), eps = a.f(3), wd = a.f(4);
-      const bool adam_w = a.b(5), bias_corr = a.b(6), amsgrad = a.b(7);
-      Group g = prepare(in, amsgrad ? 6 : 5, 4, "lamb_update_");
-      std::vector<double> steps = bump_steps(g, 4);
+      const double b1 = a.f(0), b2 = a.f(1), eps = a.f(2), wd = a.f(3);
+      const bool adam_w = a.b(4), bias_corr = a.b(5), amsgrad = a.b(6);
+      Update u =
+          begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::State, Role::Step, {Role::State, amsgrad}});
+      const Group& g = u.g;
+      const double lr = u.lr;
+      const std::vector<double>& steps = u.steps;
       int64_t total;
       std::vector<Task> tasks = make_tasks(g, &total);
       // u is kept in double: norms and the final step then see exactly what was computed
       std::vector<int64_t> base(g.size() + 1, 0);
       for (int64_t p = 0; p < g.size(); ++p) base[p + 1] = base[p] + g.at(p, 0).numel();
-      std::vector<double> u(static_cast<size_t>(total));
+      std::vector<double> upd(static_cast<size_t>(total));
       std::vector<double> wsq(tasks.size()), usq(tasks.size());
       // pass 1 (tasks indexed so partial sums land in their own slot)
       auto pass1 = [&](int64_t tb, int64_t te) {
@@ -284,9 +300,9 @@ FLOW_OP(lamb_update_)
             const A b1_ = static_cast<A>(b1), b2_ = static_cast<A>(b2), w1 = static_cast<A>(1 - b1),
                     w2 = static_cast<A>(1 - b2), eps_ = static_cast<A>(eps), wd_ = static_cast<A>(wd),
                     bc1_ = static_cast<A>(bc1), bc2s = static_cast<A>(std::sqrt(bc2));
-            double* up = u.data() + base[p];
+            double* up = upd.data() + base[p];
             double sw = 0, su = 0;
-            #pragma omp simd reduction(+ : sw, su)
+#pragma omp simd reduction(+ : sw, su)
             for (int64_t i = t.begin; i < t.end; ++i) {
               A wv = static_cast<A>(w[i]);
               A gv = static_cast<A>(gr[i]);
@@ -322,9 +338,9 @@ FLOW_OP(lamb_update_)
       run_chunks(g, tasks, total, "lamb_update_", [&](auto tag, int64_t p, int64_t b, int64_t e) {
         using T = typename decltype(tag)::type;
         T* w = g.ptr<T>(p, 0);
-        const double* up = u.data() + base[p];
+        const double* up = upd.data() + base[p];
         const double s = scale[p];
-        #pragma omp simd
+#pragma omp simd
         for (int64_t i = b; i < e; ++i)
           w[i] = static_cast<T>(static_cast<acc_t<T>>(static_cast<double>(static_cast<acc_t<T>>(w[i])) + s * up[i]));
       });

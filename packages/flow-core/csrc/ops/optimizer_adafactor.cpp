@@ -118,54 +118,51 @@ void adafactor_one(T* w, const T* gr, T* rv, T* cv, T* v, int64_t B, int64_t R, 
 
 }  // namespace
 
-// Adafactor: per parameter [param, grad, row_var (or the full variance for a vector), col_var (an empty
-// tensor for a vector), step].
+// Adafactor: row_vars holds a matrix parameter's per-row factor (or a vector's full variance), col_vars its
+// per-column factor (an empty tensor for a vector).
 FLOW_OP(adafactor_update_)
-    .schema("adafactor_update_(Tensor[] tensors, *, float lr=0.01, float beta2_decay=-0.8, float? eps1=None, "
-            "float eps2=0.001, float d=1.0, float weight_decay=0, bool maximize=False) -> Tensor[]")
+    .schema(
+        "adafactor_update_(Tensor[] params, Tensor[] grads, Tensor[] row_vars, Tensor[] col_vars, "
+        "Tensor[] steps, Tensor lr, *, float beta2_decay=-0.8, float? eps1=None, float eps2=0.001, "
+        "float d=1.0, float weight_decay=0, bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      Options o{a.f(0), a.f(1), a.none(2) ? 0.0 : a.f(2), a.f(3), a.f(4), a.f(5), a.b(6), !a.none(2)};
-      constexpr int kStride = 5;
-      FLOW_RUNTIME_CHECK(in.size() % kStride == 0, "adafactor_update_: expected 5 tensors per parameter "
-                         "(parameter, gradient, row_var or variance, col_var, step), got a list of ", in.size());
-      for (size_t p = 0; p < in.size(); p += kStride) {
-        const Tensor &w = in[p], &g = in[p + 1], &s1 = in[p + 2], &s2 = in[p + 3], &step = in[p + 4];
-        const char* op = "adafactor_update_";
-        FLOW_RUNTIME_CHECK(w.defined() && g.defined() && s1.defined() && s2.defined() && step.defined(), op,
-                           ": parameter ", p / kStride, " has a None tensor");
-        FLOW_TYPE_CHECK(is_floating(w.dtype()), op, ": parameters must be floating point, got ", dtype_name(w.dtype()));
-        FLOW_RUNTIME_CHECK(g.sizes() == w.sizes(), op, ": the gradient of parameter ", p / kStride,
-                           " has shape ", shape_str(g.sizes()), " but the parameter has shape ", shape_str(w.sizes()));
-        FLOW_RUNTIME_CHECK(step.numel() == 1 && is_floating(step.dtype()), op, ": the step counter of parameter ",
-                           p / kStride, " must be a one-element floating tensor");
-        const bool factored = w.dim() > 1;
-        int64_t C = factored ? w.size(-1) : std::max<int64_t>(1, w.numel()), R = factored ? w.size(-2) : 1;
-        int64_t B = factored ? w.numel() / std::max<int64_t>(1, R * C) : 1;
-        if (!factored && w.numel() == 0) C = 0;
-        FLOW_RUNTIME_CHECK(s1.dtype() == w.dtype() && s2.dtype() == w.dtype(), op, ": the state of parameter ",
-                           p / kStride, " must have its dtype");
-        if (factored)
-          FLOW_RUNTIME_CHECK(s1.numel() == B * R && s2.numel() == B * C, op, ": row_var/col_var of parameter ",
-                             p / kStride, " do not match its shape");
-        else
-          FLOW_RUNTIME_CHECK(s1.numel() == w.numel(), op, ": the variance of parameter ", p / kStride,
-                             " does not match its shape");
-        const double t = optim::write_scalar_tensor(step, optim::read_scalar_tensor(step) + 1.0);
+      using optim::Role;
+      const char* op = "adafactor_update_";
+      // the factors' sizes are checked below, before begin_update bumps any step counter
+      const std::vector<InputSpan> lists = split_inputs(in, a);
+      for (size_t p = 0; p < lists[0].size() && p < lists[2].size() && p < lists[3].size(); ++p) {
+        const Tensor &w = lists[0][p], &s1 = lists[2][p], &s2 = lists[3][p];
+        if (!w.defined() || !s1.defined() || !s2.defined()) continue;  // begin_update names the None
+        if (w.dim() > 1) {
+          const int64_t R = w.size(-2), C = w.size(-1), B = w.numel() / std::max<int64_t>(1, R * C);
+          FLOW_RUNTIME_CHECK(s1.numel() == B * R && s2.numel() == B * C, op, ": row_vars[", p, "] / col_vars[", p,
+                             "] do not match the shape ", shape_str(w.sizes()), " of params[", p, "]");
+        } else {
+          FLOW_RUNTIME_CHECK(s1.numel() == w.numel(), op, ": row_vars[", p,
+                             "] (the variance) does not match the "
+                             "shape ",
+                             shape_str(w.sizes()), " of params[", p, "]");
+        }
+      }
+      optim::Update u = optim::begin_update(in, a, {Role::Param, Role::Grad, Role::Shaped, Role::Shaped, Role::Step});
+      const optim::Group& g = u.g;
+      Options o{u.lr, a.f(0), a.none(1) ? 0.0 : a.f(1), a.f(2), a.f(3), a.f(4), a.b(5), !a.none(1)};
+      for (int64_t p = 0; p < g.size(); ++p) {
+        const Tensor &w = g.at(p, 0), &gr = g.at(p, 1), &s1 = g.at(p, 2), &s2 = g.at(p, 3);
         if (w.numel() == 0) continue;
-        Tensor gc = ops::contiguous(g.dtype() == w.dtype() ? g : ops::to_dtype(g, w.dtype()));
-        // strided parameters or state are updated in contiguous copies, written back afterwards
-        Tensor wc = ops::contiguous(w), c1 = ops::contiguous(s1), c2 = ops::contiguous(s2);
+        const bool factored = w.dim() > 1;
+        const int64_t C = factored ? w.size(-1) : w.numel(), R = factored ? w.size(-2) : 1;
+        const int64_t B = factored ? w.numel() / (R * C) : 1;
         dispatch_floating(w.dtype(), op, [&](auto tag) {
           using T = typename decltype(tag)::type;
-          adafactor_one<T>(wc.data<T>(), gc.data<T>(), factored ? c1.data<T>() : nullptr,
-                           factored ? c2.data<T>() : nullptr, factored ? nullptr : c1.data<T>(), B, R, C, t, o);
+          adafactor_one<T>(w.data<T>(), gr.data<T>(), factored ? s1.data<T>() : nullptr,
+                           factored ? s2.data<T>() : nullptr, factored ? nullptr : s1.data<T>(), B, R, C, u.steps[p],
+                           o);
         });
-        for (auto [orig, work] : {std::pair{w, wc}, std::pair{s1, c1}, std::pair{s2, c2}})
-          if (!orig.is_same(work)) ops::copy_into(orig, work);
-        for (const Tensor& m : {w, s1, s2, step}) m.bump_version();
       }
+      g.finish();
       return optim::no_outputs();
     });
 

@@ -1,5 +1,5 @@
 // Fused updates of Adam's relatives: Adamax, NAdam and RAdam, PyTorch's single-tensor formulas in its
-// operation order (see optimizer_common.h for the packing and threading).
+// operation order (see optimizer_common.h for the argument lists, the shared preamble and the threading).
 #include <cmath>
 #include <vector>
 
@@ -20,17 +20,21 @@ inline A nan_max(A a, A b) {
 
 }  // namespace
 
-// Adamax: per parameter [param, grad, exp_avg, exp_inf, step]. exp_inf = max(beta2 * exp_inf, |g| + eps).
+// Adamax: exp_inf = max(beta2 * exp_inf, |g| + eps).
 FLOW_OP(adamax_update_)
-    .schema("adamax_update_(Tensor[] tensors, *, float lr, float beta1=0.9, float beta2=0.999, float eps=1e-8, "
-            "float weight_decay=0, bool maximize=False) -> Tensor[]")
+    .schema(
+        "adamax_update_(Tensor[] params, Tensor[] grads, Tensor[] exp_avgs, Tensor[] exp_infs, Tensor[] steps, "
+        "Tensor lr, *, float beta1=0.9, float beta2=0.999, float eps=1e-8, float weight_decay=0, "
+        "bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double lr = a.f(0), b1 = a.f(1), b2 = a.f(2), eps = a.f(3), wd = a.f(4);
-      const bool maximize = a.b(5);
-      Group g = prepare(in, 5, 4, "adamax_update_");
-      std::vector<double> steps = bump_steps(g, 4);
+      const double b1 = a.f(0), b2 = a.f(1), eps = a.f(2), wd = a.f(3);
+      const bool maximize = a.b(4);
+      Update u = begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::State, Role::Step});
+      const Group& g = u.g;
+      const double lr = u.lr;
+      const std::vector<double>& steps = u.steps;
       run_chunks(g, "adamax_update_", [&](auto tag, int64_t p, int64_t b, int64_t e) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
@@ -41,7 +45,7 @@ FLOW_OP(adamax_update_)
         const A neg_clr = static_cast<A>(-(lr / (1 - std::pow(b1, steps[p]))));
         const A w1 = static_cast<A>(1 - b1), b2_ = static_cast<A>(b2), eps_ = static_cast<A>(eps);
         const A sign = maximize ? A(-1) : A(1), l2 = static_cast<A>(wd);
-        #pragma omp simd
+#pragma omp simd
         for (int64_t i = b; i < e; ++i) {
           const A w0 = static_cast<A>(w[i]);
           const A gv = decayed_grad(sign, gr[i], l2, w0);
@@ -56,19 +60,23 @@ FLOW_OP(adamax_update_)
       return no_outputs();
     });
 
-// NAdam: per parameter [param, grad, exp_avg, exp_avg_sq, step, mu_product]. mu_product (a one-element state
-// in the scalar dtype, as PyTorch keeps it) accumulates the momentum schedule mu_t.
+// NAdam: mu_products (one-element states in the scalar dtype, as PyTorch keeps them) accumulate the momentum
+// schedule mu_t.
 FLOW_OP(nadam_update_)
-    .schema("nadam_update_(Tensor[] tensors, *, float lr, float beta1=0.9, float beta2=0.999, float eps=1e-8, "
-            "float weight_decay=0, float momentum_decay=0.004, bool decoupled_weight_decay=False, "
-            "bool maximize=False) -> Tensor[]")
+    .schema(
+        "nadam_update_(Tensor[] params, Tensor[] grads, Tensor[] exp_avgs, Tensor[] exp_avg_sqs, "
+        "Tensor[] steps, Tensor[] mu_products, Tensor lr, *, float beta1=0.9, float beta2=0.999, "
+        "float eps=1e-8, float weight_decay=0, float momentum_decay=0.004, bool decoupled_weight_decay=False, "
+        "bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double lr = a.f(0), b1 = a.f(1), b2 = a.f(2), eps = a.f(3), wd = a.f(4), psi = a.f(5);
-      const bool decoupled = a.b(6), maximize = a.b(7);
-      Group g = prepare(in, 6, 4, "nadam_update_", {5});
-      std::vector<double> steps = bump_steps(g, 4);
+      const double b1 = a.f(0), b2 = a.f(1), eps = a.f(2), wd = a.f(3), psi = a.f(4);
+      const bool decoupled = a.b(5), maximize = a.b(6);
+      Update u = begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::State, Role::Step, Role::Scalar});
+      const Group& g = u.g;
+      const double lr = u.lr;
+      const std::vector<double>& steps = u.steps;
       // per parameter: the two step sizes (on the gradient and on exp_avg) and bias_correction2
       std::vector<double> c_grad(g.size()), c_avg(g.size());
       for (int64_t p = 0; p < g.size(); ++p) {
@@ -96,7 +104,7 @@ FLOW_OP(nadam_update_)
         const A sign = maximize ? A(-1) : A(1);
         const WeightDecay<A> wdc(lr, wd, decoupled);
         const A l2 = wdc.l2, decay = wdc.factor;
-        #pragma omp simd
+#pragma omp simd
         for (int64_t i = b; i < e; ++i) {
           const A w0 = static_cast<A>(w[i]);
           const A gv = decayed_grad(sign, gr[i], l2, w0);
@@ -115,18 +123,22 @@ FLOW_OP(nadam_update_)
       return no_outputs();
     });
 
-// RAdam: per parameter [param, grad, exp_avg, exp_avg_sq, step]. While the variance's rectification term is
-// undefined (rho_t <= 5, the first few steps) the update is bias-corrected momentum alone.
+// RAdam: while the variance's rectification term is undefined (rho_t <= 5, the first few steps) the update is
+// bias-corrected momentum alone.
 FLOW_OP(radam_update_)
-    .schema("radam_update_(Tensor[] tensors, *, float lr, float beta1=0.9, float beta2=0.999, float eps=1e-8, "
-            "float weight_decay=0, bool decoupled_weight_decay=False, bool maximize=False) -> Tensor[]")
+    .schema(
+        "radam_update_(Tensor[] params, Tensor[] grads, Tensor[] exp_avgs, Tensor[] exp_avg_sqs, "
+        "Tensor[] steps, Tensor lr, *, float beta1=0.9, float beta2=0.999, float eps=1e-8, "
+        "float weight_decay=0, bool decoupled_weight_decay=False, bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double lr = a.f(0), b1 = a.f(1), b2 = a.f(2), eps = a.f(3), wd = a.f(4);
-      const bool decoupled = a.b(5), maximize = a.b(6);
-      Group g = prepare(in, 5, 4, "radam_update_");
-      std::vector<double> steps = bump_steps(g, 4);
+      const double b1 = a.f(0), b2 = a.f(1), eps = a.f(2), wd = a.f(3);
+      const bool decoupled = a.b(4), maximize = a.b(5);
+      Update u = begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::State, Role::Step});
+      const Group& g = u.g;
+      const double lr = u.lr;
+      const std::vector<double>& steps = u.steps;
       run_chunks(g, "radam_update_", [&](auto tag, int64_t p, int64_t b, int64_t e) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
@@ -147,7 +159,7 @@ FLOW_OP(radam_update_)
         const WeightDecay<A> wdc(lr, wd, decoupled);
         const A l2 = wdc.l2, decay = wdc.factor;
         auto loop = [&](auto rectified) {
-          #pragma omp simd
+#pragma omp simd
           for (int64_t i = b; i < e; ++i) {
             const A w0 = static_cast<A>(w[i]);
             const A gv = decayed_grad(sign, gr[i], l2, w0);

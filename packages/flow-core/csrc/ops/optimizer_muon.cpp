@@ -45,40 +45,41 @@ double adjusted_lr(double lr, const std::string& fn, int64_t rows, int64_t cols)
 
 }  // namespace
 
-// Muon: per parameter [param (2-D), grad, momentum_buffer].
+// Muon: params are 2-D.
 FLOW_OP(muon_update_)
-    .schema("muon_update_(Tensor[] tensors, *, float lr=0.001, float weight_decay=0.1, float momentum=0.95, "
-            "bool nesterov=True, float[] ns_coefficients=[3.4445, -4.775, 2.0315], float eps=1e-07, "
-            "int ns_steps=5, str adjust_lr_fn=\"\") -> Tensor[]")
+    .schema(
+        "muon_update_(Tensor[] params, Tensor[] grads, Tensor[] momentum_buffers, Tensor lr, *, "
+        "float weight_decay=0.1, float momentum=0.95, bool nesterov=True, "
+        "float[] ns_coefficients=[3.4445, -4.775, 2.0315], float eps=1e-07, int ns_steps=5, "
+        "str adjust_lr_fn=\"\") -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& at) -> TensorList {
-      const double lr = at.f(0), wd = at.f(1), momentum = at.f(2), eps = at.f(5);
-      const bool nesterov = at.b(3);
-      const std::vector<double>& coef = at.floats(4);
-      const int64_t steps = at.i(6);
+      using optim::Role;
+      const double wd = at.f(0), momentum = at.f(1), eps = at.f(4);
+      const bool nesterov = at.b(2);
+      const std::vector<double>& coef = at.floats(3);
+      const int64_t steps = at.i(5);
       const char* op = "muon_update_";
       FLOW_RUNTIME_CHECK(coef.size() == 3, op, ": ns_coefficients must have exactly 3 values");
       FLOW_RUNTIME_CHECK(steps < 100, op, ": Number of steps must be less than 100 for computational efficiency");
-      FLOW_RUNTIME_CHECK(in.size() % 3 == 0, op, ": expected 3 tensors per parameter (parameter, gradient, "
-                         "momentum_buffer), got a list of ", in.size());
-      for (size_t k = 0; k < in.size(); k += 3) {
-        const Tensor &w = in[k], &g = in[k + 1], &buf = in[k + 2];
-        FLOW_RUNTIME_CHECK(g.defined() && g.dim() == 2, "Param gradient must be a 2D matrix");
-        FLOW_RUNTIME_CHECK(w.sizes() == g.sizes() && buf.sizes() == g.sizes(), op, ": parameter ", k / 3,
-                           ": parameter, gradient and momentum buffer must have one shape");
-        Tensor gw = g.dtype() == buf.dtype() ? g : ops::to_dtype(g, buf.dtype());
+      for (const Tensor& grad : split_inputs(in, at)[1])  // PyTorch's check, before the shapes are compared
+        FLOW_RUNTIME_CHECK(grad.defined() && grad.dim() == 2, "Param gradient must be a 2D matrix");
+      optim::Update u = optim::begin_update(in, at, {Role::Param, Role::Grad, Role::State});
+      const optim::Group& g = u.g;
+      const double lr = u.lr;
+      for (int64_t p = 0; p < g.size(); ++p) {
+        const Tensor &w = g.at(p, 0), &gw = g.at(p, 1), &buf = g.at(p, 2);
         // buf = lerp(buf, g, 1 - momentum); the update is lerp(g, buf, momentum) (Nesterov) or buf
         ops::copy_into(buf, ops::call1("lerp", {buf, gw, ops::scalar_tensor(Scalar(1 - momentum), buf.dtype())}));
-        Tensor update = nesterov ? ops::call1("lerp", {gw, buf, ops::scalar_tensor(Scalar(momentum), buf.dtype())})
-                                 : buf;
+        Tensor update =
+            nesterov ? ops::call1("lerp", {gw, buf, ops::scalar_tensor(Scalar(momentum), buf.dtype())}) : buf;
         Tensor ortho = orthogonalise(update, coef[0], coef[1], coef[2], steps, eps);
-        const double step_lr = adjusted_lr(lr, at.str(7), w.size(0), w.size(1));
+        const double step_lr = adjusted_lr(lr, at.str(6), w.size(0), w.size(1));
         Tensor decayed = ops::mul(w, Scalar(1 - lr * wd));
         ops::copy_into(w, ops::add(decayed, ops::to_dtype(ortho, w.dtype()), Scalar(-step_lr)));
-        w.bump_version();
-        buf.bump_version();
       }
+      g.finish();
       return optim::no_outputs();
     });
 

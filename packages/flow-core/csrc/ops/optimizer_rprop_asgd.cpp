@@ -1,5 +1,5 @@
 // Fused updates of Rprop and ASGD, PyTorch's single-tensor formulas in its operation order (see
-// optimizer_common.h for the packing and threading).
+// optimizer_common.h for the argument lists, the shared preamble and the threading).
 #include <cmath>
 #include <vector>
 
@@ -8,19 +8,21 @@
 namespace flow {
 using namespace optim;
 
-// Rprop: per parameter [param, grad, prev, step_size, step]. Each element's step size grows by etaplus
+// Rprop: each element's step size grows by etaplus
 // while its gradient keeps its sign and shrinks by etaminus when it flips (that step then skips the
 // element and forgets its gradient); the parameter moves by the step size against the gradient's sign.
 FLOW_OP(rprop_update_)
-    .schema("rprop_update_(Tensor[] tensors, *, float etaminus=0.5, float etaplus=1.2, float step_size_min=1e-6, "
-            "float step_size_max=50, bool maximize=False) -> Tensor[]")
+    .schema(
+        "rprop_update_(Tensor[] params, Tensor[] grads, Tensor[] prevs, Tensor[] step_sizes, Tensor[] steps, "
+        "*, float etaminus=0.5, float etaplus=1.2, float step_size_min=1e-6, float step_size_max=50, "
+        "bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const double em = a.f(0), ep = a.f(1), smin = a.f(2), smax = a.f(3);
       const bool maximize = a.b(4);
-      Group g = prepare(in, 5, 4, "rprop_update_");
-      bump_steps(g, 4);
+      Update u = begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::State, Role::Step});
+      const Group& g = u.g;
       run_chunks(g, "rprop_update_", [&](auto tag, int64_t p, int64_t b, int64_t e) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
@@ -30,7 +32,7 @@ FLOW_OP(rprop_update_)
         T* __restrict st = g.ptr<T>(p, 3);
         const A em_ = static_cast<A>(em), ep_ = static_cast<A>(ep), lo = static_cast<A>(smin),
                 hi = static_cast<A>(smax), sign = maximize ? A(-1) : A(1);
-        #pragma omp simd
+#pragma omp simd
         for (int64_t i = b; i < e; ++i) {
           const A gv = sign * static_cast<A>(gr[i]);
           // sign(g * prev) mapped to the step factor; a NaN product has sign 0 in PyTorch (factor 1)
@@ -49,18 +51,22 @@ FLOW_OP(rprop_update_)
       return no_outputs();
     });
 
-// ASGD: per parameter [param, grad, ax, step, eta, mu]. eta (the step size) and mu (the averaging weight)
-// are one-element states in the scalar dtype, read and rounded as PyTorch's .item() / copy_ do.
+// ASGD: etas (the step sizes) and mus (the averaging weights) are one-element states in the scalar dtype, read
+// and rounded as PyTorch's .item() / copy_ do.
 FLOW_OP(asgd_update_)
-    .schema("asgd_update_(Tensor[] tensors, *, float lr, float lambd=1e-4, float alpha=0.75, float t0=1e6, "
-            "float weight_decay=0, bool maximize=False) -> Tensor[]")
+    .schema(
+        "asgd_update_(Tensor[] params, Tensor[] grads, Tensor[] axs, Tensor[] steps, Tensor[] etas, "
+        "Tensor[] mus, Tensor lr, *, float lambd=1e-4, float alpha=0.75, float t0=1e6, float weight_decay=0, "
+        "bool maximize=False) -> Tensor[]")
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double lr = a.f(0), lambd = a.f(1), alpha = a.f(2), t0 = a.f(3), wd = a.f(4);
-      const bool maximize = a.b(5);
-      Group g = prepare(in, 6, 3, "asgd_update_", {4, 5});
-      std::vector<double> steps = bump_steps(g, 3);
+      const double lambd = a.f(0), alpha = a.f(1), t0 = a.f(2), wd = a.f(3);
+      const bool maximize = a.b(4);
+      Update u = begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::Step, Role::Scalar, Role::Scalar});
+      const Group& g = u.g;
+      const double lr = u.lr;
+      const std::vector<double>& steps = u.steps;
       std::vector<double> eta(g.size()), mu(g.size());
       for (int64_t p = 0; p < g.size(); ++p) {
         eta[p] = read_scalar(g, p, 4);
@@ -75,7 +81,7 @@ FLOW_OP(asgd_update_)
         const A decay = static_cast<A>(1 - lambd * eta[p]), neg_eta = static_cast<A>(-eta[p]),
                 mu_ = static_cast<A>(mu[p]), sign = maximize ? A(-1) : A(1), l2 = static_cast<A>(wd);
         auto loop = [&](auto average) {
-          #pragma omp simd
+#pragma omp simd
           for (int64_t i = b; i < e; ++i) {
             const A w0 = static_cast<A>(w[i]);
             const A gv = decayed_grad(sign, gr[i], l2, w0);

@@ -1,11 +1,11 @@
 #include "registry.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <atomic>
 
 namespace flow {
 namespace {
@@ -159,10 +159,14 @@ Schema parse_schema(const std::string& text) {
       type.pop_back();
     }
     if (type == "Tensor") d.type = ArgType::Tensor;
-    else if (type == "Tensor(strict)") { d.type = ArgType::Tensor; d.strict_tensor = true; }
-    else if (type == "Tensor[]") d.type = ArgType::TensorList;
-    else if (type == "Tensor?[]") { d.type = ArgType::TensorList; d.list_elem_optional = true; }
-    else if (type == "int") d.type = ArgType::Int;
+    else if (type == "Tensor(strict)") {
+      d.type = ArgType::Tensor;
+      d.strict_tensor = true;
+    } else if (type == "Tensor[]") d.type = ArgType::TensorList;
+    else if (type == "Tensor?[]") {
+      d.type = ArgType::TensorList;
+      d.list_elem_optional = true;
+    } else if (type == "int") d.type = ArgType::Int;
     else if (type == "int[]" || type.rfind("int[", 0) == 0) d.type = ArgType::IntList;
     else if (type == "float") d.type = ArgType::Float;
     else if (type == "float[]") d.type = ArgType::FloatList;
@@ -180,20 +184,105 @@ Schema parse_schema(const std::string& text) {
       s.attr_args.push_back(d);
     }
   }
+  // The flat inputs say where a list ends only when it is the one list and the last tensor parameter.
+  int lists = 0;
+  bool list_then_tensor = false;
+  for (const ArgDef& t : s.tensor_args) {
+    if (t.type == ArgType::TensorList) ++lists;
+    else if (lists > 0) list_then_tensor = true;
+  }
+  if (lists > 1 || list_then_tensor) {
+    ArgDef d;
+    d.name = kListLengthsAttr;
+    d.type = ArgType::IntList;
+    d.kwarg_only = true;
+    d.has_default = true;
+    d.default_text = "[]";
+    s.list_lengths_attr = static_cast<int>(s.attr_args.size());
+    s.attr_args.push_back(d);  // not in `order`: no Python parameter
+  }
   return s;
 }
 
+std::vector<InputSpan> split_inputs(const TensorList& in, const Attrs& attrs) {
+  const Schema* s = attrs.schema;
+  FLOW_RUNTIME_CHECK(s != nullptr, "split_inputs: attributes without a schema");
+  const std::vector<int64_t>* lengths = nullptr;
+  if (s->list_lengths_attr >= 0) {
+    lengths = &attrs.ints(s->list_lengths_attr);
+    int64_t lists = 0;
+    for (const ArgDef& t : s->tensor_args) lists += t.type == ArgType::TensorList;
+    FLOW_RUNTIME_CHECK(static_cast<int64_t>(lengths->size()) == lists, s->name, ": attribute '", kListLengthsAttr,
+                       "' must give one length per tensor list (", lists, "), got ", lengths->size());
+  }
+  std::vector<InputSpan> out(s->tensor_args.size());
+  size_t pos = 0, list = 0;
+  for (size_t k = 0; k < s->tensor_args.size(); ++k) {
+    const ArgDef& t = s->tensor_args[k];
+    size_t n = 1;
+    if (t.type == ArgType::TensorList) {
+      // without recorded lengths the one list is the last tensor param and takes what the others leave
+      int64_t len = lengths ? (*lengths)[list++]
+                            : static_cast<int64_t>(in.size()) - static_cast<int64_t>(s->tensor_args.size() - 1);
+      FLOW_RUNTIME_CHECK(len >= 0 && static_cast<size_t>(len) <= in.size() - std::min(pos, in.size()), s->name,
+                         ": the inputs do not hold list '", t.name, "' (", len, " tensors from input ", pos, " of ",
+                         in.size(), ")");
+      n = static_cast<size_t>(len);
+    }
+    FLOW_RUNTIME_CHECK(pos + n <= in.size(), s->name, ": missing input '", t.name, "' (", in.size(), " inputs)");
+    out[k] = InputSpan{in.data() + pos, n};
+    pos += n;
+  }
+  FLOW_RUNTIME_CHECK(pos == in.size(), s->name, ": got ", in.size(), " inputs but the schema's tensor parameters ",
+                     "and list lengths account for ", pos);
+  return out;
+}
+
+TensorList flatten_lists(const Schema& s, const std::vector<TensorList>& per_param, Attrs& attrs) {
+  FLOW_RUNTIME_CHECK(per_param.size() == s.tensor_args.size(), s.name, ": expected ", s.tensor_args.size(),
+                     " tensor arguments, got ", per_param.size());
+  TensorList flat;
+  std::vector<int64_t> lengths;
+  for (size_t k = 0; k < per_param.size(); ++k) {
+    if (s.tensor_args[k].type == ArgType::TensorList) lengths.push_back(static_cast<int64_t>(per_param[k].size()));
+    else
+      FLOW_RUNTIME_CHECK(per_param[k].size() == 1, s.name, ": argument '", s.tensor_args[k].name,
+                         "' is one Tensor, got a list of ", per_param[k].size());
+    flat.insert(flat.end(), per_param[k].begin(), per_param[k].end());
+  }
+  attrs.schema = &s;
+  if (s.list_lengths_attr >= 0) {
+    if (attrs.values.size() < s.attr_args.size()) attrs.values.resize(s.attr_args.size());
+    attrs.values[s.list_lengths_attr] = std::move(lengths);
+  }
+  return flat;
+}
+
 std::vector<std::string> trait_names(uint64_t t) {
-  static const std::pair<uint64_t, const char*> names[] = {
-      {kElementwise, "elementwise"}, {kBroadcastBinary, "broadcast_binary"}, {kReduction, "reduction"},
-      {kMatmulLike, "matmul_like"},  {kView, "view"},                       {kInplace, "inplace"},
-      {kRandom, "random"},           {kUnary, "unary"},                     {kNormalization, "normalization"},
-      {kLoss, "loss"},               {kIndexing, "indexing"},               {kShape, "shape"},
-      {kCreation, "creation"},       {kConvolution, "convolution"},         {kPooling, "pooling"},
-      {kComparison, "comparison"},   {kBackwardHelper, "backward_helper"},
-      {kDataDependentShape, "data_dependent_shape"}, {kNonDifferentiable, "non_differentiable"},
-      {kOptimizer, "optimizer"}, {kComposite, "composite"}, {kAliasedOutputOk, "aliased_output_ok"},
-      {kNoInputOverlap, "no_input_overlap"}, {kScan, "scan"}};
+  static const std::pair<uint64_t, const char*> names[] = {{kElementwise, "elementwise"},
+                                                           {kBroadcastBinary, "broadcast_binary"},
+                                                           {kReduction, "reduction"},
+                                                           {kMatmulLike, "matmul_like"},
+                                                           {kView, "view"},
+                                                           {kInplace, "inplace"},
+                                                           {kRandom, "random"},
+                                                           {kUnary, "unary"},
+                                                           {kNormalization, "normalization"},
+                                                           {kLoss, "loss"},
+                                                           {kIndexing, "indexing"},
+                                                           {kShape, "shape"},
+                                                           {kCreation, "creation"},
+                                                           {kConvolution, "convolution"},
+                                                           {kPooling, "pooling"},
+                                                           {kComparison, "comparison"},
+                                                           {kBackwardHelper, "backward_helper"},
+                                                           {kDataDependentShape, "data_dependent_shape"},
+                                                           {kNonDifferentiable, "non_differentiable"},
+                                                           {kOptimizer, "optimizer"},
+                                                           {kComposite, "composite"},
+                                                           {kAliasedOutputOk, "aliased_output_ok"},
+                                                           {kNoInputOverlap, "no_input_overlap"},
+                                                           {kScan, "scan"}};
   std::vector<std::string> out;
   for (auto& p : names)
     if (t & p.first) out.push_back(p.second);
@@ -208,7 +297,8 @@ int Attrs::index(const char* name) const {
   fail(ErrorKind::Runtime, schema->name, ": no attribute named '", name, "'");
 }
 const AttrValue& Attrs::at(int k) const {
-  FLOW_RUNTIME_CHECK(k >= 0 && k < static_cast<int>(values.size()), "attribute index ", k, " out of range (", values.size(), " attributes)");
+  FLOW_RUNTIME_CHECK(k >= 0 && k < static_cast<int>(values.size()), "attribute index ", k, " out of range (",
+                     values.size(), " attributes)");
   return values[k];
 }
 int64_t Attrs::i(int k) const {
@@ -311,8 +401,8 @@ OpBuilder& OpBuilder::make(const char* name) {
 OpBuilder& OpBuilder::schema(const char* text) {
   try {
     def_->schema = parse_schema(text);
-    FLOW_RUNTIME_CHECK(def_->schema.name == def_->name, "schema name '", def_->schema.name,
-                       "' does not match op '", def_->name, "'");
+    FLOW_RUNTIME_CHECK(def_->schema.name == def_->name, "schema name '", def_->schema.name, "' does not match op '",
+                       def_->name, "'");
   } catch (const std::exception& e) {  // recorded, not thrown: this runs in a static initializer
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.mu);
@@ -321,8 +411,14 @@ OpBuilder& OpBuilder::schema(const char* text) {
   }
   return *this;
 }
-OpBuilder& OpBuilder::traits(uint64_t t) { def_->traits |= t; return *this; }
-OpBuilder& OpBuilder::meta(MetaFn f) { def_->meta = std::move(f); return *this; }
+OpBuilder& OpBuilder::traits(uint64_t t) {
+  def_->traits |= t;
+  return *this;
+}
+OpBuilder& OpBuilder::meta(MetaFn f) {
+  def_->meta = std::move(f);
+  return *this;
+}
 OpBuilder& OpBuilder::cpu(ComputeFn f) { return compute(DeviceType::CPU, std::move(f)); }
 OpBuilder& OpBuilder::cpu_out(OutKernelFn f) { return out_kernel(DeviceType::CPU, std::move(f)); }
 OpBuilder& OpBuilder::compute(DeviceType d, ComputeFn f) {
@@ -333,27 +429,54 @@ OpBuilder& OpBuilder::out_kernel(DeviceType d, OutKernelFn f) {
   def_->out_kernel[static_cast<int>(d)] = std::move(f);
   return *this;
 }
-OpBuilder& OpBuilder::backward(BackwardFn f) { def_->backward = std::move(f); return *this; }
-OpBuilder& OpBuilder::save_inputs(std::vector<int> idx) { def_->saved_inputs = std::move(idx); return *this; }
+OpBuilder& OpBuilder::backward(BackwardFn f) {
+  def_->backward = std::move(f);
+  return *this;
+}
+OpBuilder& OpBuilder::save_inputs(std::vector<int> idx) {
+  def_->saved_inputs = std::move(idx);
+  return *this;
+}
 OpBuilder& OpBuilder::save_inputs(std::vector<int> idx, std::vector<std::vector<int>> needed_by) {
   FLOW_CHECK(needed_by.size() == idx.size(), Runtime, def_->name, ": save_inputs needs one user list per input");
   def_->saved_inputs = std::move(idx);
   def_->saved_input_users = std::move(needed_by);
   return *this;
 }
-OpBuilder& OpBuilder::save_outputs(std::vector<int> idx) { def_->saved_outputs = std::move(idx); return *this; }
+OpBuilder& OpBuilder::save_outputs(std::vector<int> idx) {
+  def_->saved_outputs = std::move(idx);
+  return *this;
+}
 OpBuilder& OpBuilder::save_outputs(std::vector<int> idx, std::vector<std::vector<int>> needed_by) {
   FLOW_CHECK(needed_by.size() == idx.size(), Runtime, def_->name, ": save_outputs needs one user list per output");
   def_->saved_outputs = std::move(idx);
   def_->saved_output_users = std::move(needed_by);
   return *this;
 }
-OpBuilder& OpBuilder::nondiff_outputs(std::vector<int> idx) { def_->nondiff_outputs = std::move(idx); return *this; }
-OpBuilder& OpBuilder::inplace_variant() { def_->want_inplace = true; return *this; }
-OpBuilder& OpBuilder::meta_from_compute() { def_->meta_by_compute = true; return *this; }
-OpBuilder& OpBuilder::combiner(Combiner c) { def_->combiner = c; return *this; }
-OpBuilder& OpBuilder::einsum(const char* spec) { def_->einsum = spec; return *this; }
-OpBuilder& OpBuilder::dims(DimsFn f) { def_->dims = std::move(f); return *this; }
+OpBuilder& OpBuilder::nondiff_outputs(std::vector<int> idx) {
+  def_->nondiff_outputs = std::move(idx);
+  return *this;
+}
+OpBuilder& OpBuilder::inplace_variant() {
+  def_->want_inplace = true;
+  return *this;
+}
+OpBuilder& OpBuilder::meta_from_compute() {
+  def_->meta_by_compute = true;
+  return *this;
+}
+OpBuilder& OpBuilder::combiner(Combiner c) {
+  def_->combiner = c;
+  return *this;
+}
+OpBuilder& OpBuilder::einsum(const char* spec) {
+  def_->einsum = spec;
+  return *this;
+}
+OpBuilder& OpBuilder::dims(DimsFn f) {
+  def_->dims = std::move(f);
+  return *this;
+}
 OpBuilder& OpBuilder::dims_attr(const char* name) {
   std::string n = name;
   OpDef* d = def_;
@@ -373,9 +496,18 @@ OpBuilder& OpBuilder::dims_attr(const char* name) {
   };
   return *this;
 }
-OpBuilder& OpBuilder::dim_map(DimMapFn f) { def_->dim_map = std::move(f); return *this; }
-OpBuilder& OpBuilder::sbp_rule(SbpRuleFn f) { def_->sbp_rule = std::move(f); return *this; }
-OpBuilder& OpBuilder::decomposition(ComputeFn f) { def_->decomposition = std::move(f); return *this; }
+OpBuilder& OpBuilder::dim_map(DimMapFn f) {
+  def_->dim_map = std::move(f);
+  return *this;
+}
+OpBuilder& OpBuilder::sbp_rule(SbpRuleFn f) {
+  def_->sbp_rule = std::move(f);
+  return *this;
+}
+OpBuilder& OpBuilder::decomposition(ComputeFn f) {
+  def_->decomposition = std::move(f);
+  return *this;
+}
 
 std::vector<std::string> take_registration_errors() {
   ensure_final();

@@ -19,8 +19,17 @@
 // Schema types: Tensor, Tensor?, Tensor[], Tensor?[], int, int?, int[], int[]?, float, float?, float[],
 // bool, bool?, str, str?, Scalar, Scalar?, ScalarType, ScalarType?, Device?. An attribute named `device` (type
 // Device?) makes the op run on that device when it has no tensor input there (creation ops); None = the
-// inputs' device, or the CPU. Tensor params are inputs (at most one list
-// among them, the last tensor param); the rest are attributes. Inputs reach kernels flattened in schema order.
+// inputs' device, or the CPU. Tensor params are inputs; the rest are attributes. Inputs reach kernels flattened
+// in schema order.
+//
+// Several tensor lists: a schema may have any number of Tensor[] params, anywhere. Where the flat inputs alone
+// would not say where each list ends (more than one list, or a list followed by another tensor param),
+// parse_schema appends a reserved attribute `int[] _list_lengths` (Schema::list_lengths_attr): one length per
+// Tensor[] param, in schema order. It is no Python parameter (the binding fills it while parsing the lists),
+// but it is an attribute like any other: dispatch handlers find it in their attrs dict and pass it back through
+// op.redispatch / op.meta. Kernels read their lists with split_inputs(); C++ callers build inputs and lengths
+// with flatten_lists() (or ops::call_lists).
+
 #pragma once
 #include <functional>
 #include <initializer_list>
@@ -75,7 +84,17 @@ std::vector<std::string> trait_names(uint64_t traits);
 
 // ---- schema -------------------------------------------------------------------------------------------
 enum class ArgType : int8_t {
-  Tensor, TensorList, Int, IntList, Float, FloatList, Bool, Str, Scalar, ScalarType, Device
+  Tensor,
+  TensorList,
+  Int,
+  IntList,
+  Float,
+  FloatList,
+  Bool,
+  Str,
+  Scalar,
+  ScalarType,
+  Device
 };
 struct ArgDef {
   std::string name;
@@ -97,8 +116,10 @@ struct Schema {
   std::vector<ArgDef> attr_args;    // in order
   int num_outputs = 1;              // -1: a variable number (Tensor[])
   std::string text;
+  int list_lengths_attr = -1;       // index of the reserved `_list_lengths` attribute, -1 when none
 };
 Schema parse_schema(const std::string& text);
+constexpr const char* kListLengthsAttr = "_list_lengths";
 
 // ---- attributes ---------------------------------------------------------------------------------------
 using AttrValue = std::variant<std::monostate, bool, int64_t, double, std::vector<int64_t>, std::vector<double>,
@@ -197,9 +218,7 @@ struct OpDef {
       if (saved_inputs[k] == idx && saved_input_needed(k, inputs)) return true;
     return false;
   }
-  bool saved_output_needed(size_t k, const TensorList& inputs) const {
-    return needed(saved_output_users, k, inputs);
-  }
+  bool saved_output_needed(size_t k, const TensorList& inputs) const { return needed(saved_output_users, k, inputs); }
   static bool needed(const std::vector<std::vector<int>>& users, size_t k, const TensorList& inputs) {
     if (k >= users.size() || users[k].empty()) return true;
     for (int u : users[k])
@@ -247,8 +266,9 @@ class OpBuilder {
 
 #define FLOW_OP_CONCAT2(a, b) a##b
 #define FLOW_OP_CONCAT(a, b) FLOW_OP_CONCAT2(a, b)
-#define FLOW_OP(name) \
-  [[maybe_unused]] static ::flow::OpBuilder& FLOW_OP_CONCAT(flow_op_builder_, __COUNTER__) = ::flow::OpBuilder::make(#name)
+#define FLOW_OP(name)                                                                        \
+  [[maybe_unused]] static ::flow::OpBuilder& FLOW_OP_CONCAT(flow_op_builder_, __COUNTER__) = \
+      ::flow::OpBuilder::make(#name)
 
 // Lookup. `find_op` returns null when absent; `get_op` raises.
 const OpDef* find_op(const std::string& name);
@@ -257,6 +277,26 @@ std::vector<const OpDef*> all_ops();
 // Problems found while ops registered (a name taken twice, a bad schema), cleared once read. Plugins' static
 // initializers cannot raise; the loader asks this after loading a library.
 std::vector<std::string> take_registration_errors();
+
+// ---- several tensor lists ------------------------------------------------------------------------------
+// The inputs of one tensor parameter, a view into the flat input list (one tensor for a Tensor param).
+struct InputSpan {
+  const Tensor* first = nullptr;
+  size_t count = 0;
+  size_t size() const { return count; }
+  bool empty() const { return count == 0; }
+  const Tensor& operator[](size_t i) const { return first[i]; }
+  const Tensor* begin() const { return first; }
+  const Tensor* end() const { return first + count; }
+};
+// The flat inputs split per tensor parameter (schema order), by the `_list_lengths` attribute where the schema
+// has one. Raises a RuntimeError naming the op when the lengths do not account for every input, so a kernel
+// never indexes past the list it was given.
+std::vector<InputSpan> split_inputs(const TensorList& in, const Attrs& attrs);
+// The flat inputs of a call with one entry per tensor parameter (a Tensor param: a list of one); records the
+// lengths in `attrs` when the schema keeps them. `attrs` holds every other attribute already (defaults filled:
+// ops::call_lists does that); missing slots are added empty.
+TensorList flatten_lists(const Schema& s, const std::vector<TensorList>& per_param, Attrs& attrs);
 
 // ---- helpers for op authors ---------------------------------------------------------------------------
 // Broadcast two shapes (raises RuntimeError naming `op` on mismatch).

@@ -12,7 +12,9 @@ op's output tensor(s):
 
 ``op`` is an ``OpHandle`` (``op.name``, ``op.traits``, ``op.schema``); ``op.redispatch(inputs, attrs)`` runs it
 on other inputs with the same attributes. ``inputs`` is the flat list of tensor inputs (None where an optional
-input is absent) and ``attrs`` a dict of the op's attributes by name. Handlers run below autograd: the ops they
+input is absent) and ``attrs`` a dict of the op's attributes by name. Where an op has several tensor lists
+(the optimizer updates), ``attrs["_list_lengths"]`` gives each list's length; ``split_inputs`` groups the inputs
+by parameter. Handlers run below autograd: the ops they
 issue are not recorded, and autograd records the intercepted op itself above them.
 """
 import threading
@@ -49,6 +51,27 @@ class DispatchMode:
             s.remove(self)
         _C._set_mode_depth(len(s))
         return False
+
+
+def split_inputs(op, inputs, attrs):
+    """``inputs`` by the op's tensor parameters, in schema order: ``{name: tensor}``, or a list for a ``Tensor[]``.
+    List lengths come from ``attrs["_list_lengths"]`` where the schema keeps them; otherwise the one list is the
+    last tensor parameter and holds what the others leave."""
+    params = [a for a in op.arguments if a["is_tensor"]]
+    is_list = [a["type"].endswith("[]") for a in params]
+    lengths = list(attrs.get("_list_lengths", ()))
+    if not lengths:
+        lengths = [len(inputs) - len(params) + 1] * sum(is_list)
+    sizes = iter(lengths)
+    counts = [next(sizes, -1) if lst else 1 for lst in is_list]
+    if len(lengths) != sum(is_list) or min(counts, default=0) < 0 or sum(counts) != len(inputs):
+        raise ValueError(f"{op.name}: {len(inputs)} inputs do not fit its tensor parameters with list lengths "
+                         f"{lengths}")
+    out, pos = {}, 0
+    for a, lst, n in zip(params, is_list, counts):
+        out[a["name"]] = list(inputs[pos:pos + n]) if lst else inputs[pos]
+        pos += n
+    return out
 
 
 def current_modes():

@@ -30,10 +30,9 @@ class Adadelta(Optimizer):
     @flow.no_grad()
     def step(self, closure=None):
         """Perform a single optimization step."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            packed = self._pack_state(group, ("square_avg", "acc_delta", "step"), lambda p, g: {
+        def pack(group):
+            return self._pack_state(group, ("square_avg", "acc_delta", "step"), lambda p, g: {
                 "step": self._new_step(), "square_avg": flow.zeros_like(p), "acc_delta": flow.zeros_like(p)})
-            self._run("adadelta_update_", packed, lr=group["lr"], rho=group["rho"], eps=group["eps"],
-                      weight_decay=group["weight_decay"], maximize=group["maximize"])
-        return loss
+
+        return self._step_groups(closure, "adadelta_update_", pack, lambda group: {
+            k: group[k] for k in ("rho", "eps", "weight_decay", "maximize")})

@@ -62,8 +62,8 @@ class Adafactor(Optimizer):
     def step(self, closure=None):
         """Perform a single optimization step."""
         loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            packed = []
+        for index, group in enumerate(self.param_groups):
+            lists = [[], [], [], [], []]  # params, grads, row_vars, col_vars, steps
             for p, g in self._grads_of(group):
                 if p.is_complex():
                     raise RuntimeError("Adafactor does not support complex parameters")
@@ -71,10 +71,13 @@ class Adafactor(Optimizer):
                 if len(state) == 0:
                     self._init_state(state, g)
                 if g.dim() > 1:
-                    packed += (p, g, state["row_var"], state["col_var"], state["step"])
-                else:  # a vector's full estimate; the unused column slot is an empty tensor
-                    packed += (p, g, state["variance"], p.new_empty(0), state["step"])
+                    entry = (p, g, state["row_var"], state["col_var"], state["step"])
+                else:  # a vector's full estimate; the unused column factor is an empty tensor
+                    entry = (p, g, state["variance"], p.new_empty(0), state["step"])
+                for lst, t in zip(lists, entry):
+                    lst.append(t)
             eps1, eps2 = group["eps"]
-            self._run("adafactor_update_", packed, lr=group["lr"], beta2_decay=group["beta2_decay"], eps1=eps1,
-                      eps2=eps2, d=group["d"], weight_decay=group["weight_decay"], maximize=group["maximize"])
+            self._run("adafactor_update_", lists, lr=self._lr_tensor(index, group), beta2_decay=group["beta2_decay"],
+                      eps1=eps1, eps2=eps2, d=group["d"], weight_decay=group["weight_decay"],
+                      maximize=group["maximize"])
         return loss

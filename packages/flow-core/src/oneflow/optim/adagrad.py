@@ -39,15 +39,9 @@ class Adagrad(Optimizer):
     @flow.no_grad()
     def step(self, closure=None):
         """Perform a single optimization step."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            packed = []
-            for p, g in self._grads_of(group):
-                state = self.state[p]
-                if len(state) == 0:  # a group added after construction
-                    state["step"] = self._new_step(group["fused"])
-                    state["sum"] = flow.full_like(p, group["initial_accumulator_value"])
-                packed += (p, g, state["sum"], state["step"])
-            self._run("adagrad_update_", packed, lr=group["lr"], lr_decay=group["lr_decay"],
-                      weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"])
-        return loss
+        def pack(group):  # the state is created at construction, or here for a group added later
+            return self._pack_state(group, ("sum", "step"), lambda p, g: {
+                "step": self._new_step(group["fused"]), "sum": flow.full_like(p, group["initial_accumulator_value"])})
+
+        return self._step_groups(closure, "adagrad_update_", pack, lambda group: {
+            k: group[k] for k in ("lr_decay", "weight_decay", "eps", "maximize")})

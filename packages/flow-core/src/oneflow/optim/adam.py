@@ -57,23 +57,23 @@ class Adam(Optimizer):
     def step(self, closure=None):
         """Perform a single optimization step."""
         loss = self._closure_loss(closure)
-        for group in self.param_groups:
+        for index, group in enumerate(self.param_groups):
             amsgrad = group["amsgrad"]
-            packed = pack_moments(self, group, amsgrad)
+            lists = pack_moments(self, group, amsgrad)
             beta1, beta2 = group["betas"]
-            self._run("adam_update_", packed, lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
-                      weight_decay=group["weight_decay"], amsgrad=amsgrad, maximize=group["maximize"],
+            self._run("adam_update_", lists, lr=self._lr_tensor(index, group), beta1=beta1, beta2=beta2,
+                      eps=group["eps"], weight_decay=group["weight_decay"], amsgrad=amsgrad, maximize=group["maximize"],
                       decoupled_weight_decay=group["decoupled_weight_decay"])
         return loss
 
 
 def pack_moments(optimizer, group, amsgrad):
-    """The flat tensor list of Adam-style update ops: per parameter with a grad, [param, grad, exp_avg,
-    exp_avg_sq, step] (+ max_exp_avg_sq with amsgrad), creating the state on first use."""
+    """The tensor lists of Adam-style update ops: params, grads, exp_avgs, exp_avg_sqs, steps, max_exp_avg_sqs
+    (empty without amsgrad), creating the state on first use."""
     extra = ("max_exp_avg_sq",) if amsgrad else ()
 
     def init(p, g):
         return {"step": optimizer._new_step(group.get("fused")),
                 **{k: flow.zeros_like(p) for k in ("exp_avg", "exp_avg_sq") + extra}}
 
-    return optimizer._pack_state(group, ("exp_avg", "exp_avg_sq", "step") + extra, init)
+    return optimizer._pack_state(group, ("exp_avg", "exp_avg_sq", "step", extra[0] if extra else None), init)

@@ -10,7 +10,7 @@ _FLAGS = dict(foreach=None, maximize=False, capturable=False, differentiable=Fal
 
 
 def _moments(optimizer, group, second, extra=None):
-    """Per parameter [param, grad, exp_avg, <second>, step] (+ the ``extra`` one-element state)."""
+    """The lists params, grads, exp_avgs, <second>s, steps (+ the ``extra`` one-element states)."""
 
     def init(p, g):
         state = {"step": optimizer._new_step()}
@@ -28,7 +28,7 @@ def _attrs(*keys):
 
     def attrs(group):
         beta1, beta2 = group["betas"]
-        return dict(lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
+        return dict(beta1=beta1, beta2=beta2, eps=group["eps"], weight_decay=group["weight_decay"],
                     maximize=group["maximize"], **{k: group[k] for k in keys})
 
     return attrs

@@ -35,4 +35,4 @@ class ASGD(Optimizer):
                 "mu": flow.ones((), dtype=_scalar_dtype()), "ax": flow.zeros_like(p)})
 
         return self._step_groups(closure, "asgd_update_", pack, lambda group: {
-            k: group[k] for k in ("lr", "lambd", "alpha", "t0", "weight_decay", "maximize")})
+            k: group[k] for k in ("lambd", "alpha", "t0", "weight_decay", "maximize")})

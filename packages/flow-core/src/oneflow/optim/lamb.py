@@ -30,11 +30,11 @@ class LAMB(Optimizer):
     def step(self, closure=None):
         """Perform a single optimization step."""
         loss = self._closure_loss(closure)
-        for group in self.param_groups:
+        for index, group in enumerate(self.param_groups):
             amsgrad = group["amsgrad"]
-            packed = pack_moments(self, group, amsgrad)
+            lists = pack_moments(self, group, amsgrad)
             beta1, beta2 = group["betas"]
-            self._run("lamb_update_", packed, lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
-                      weight_decay=group["weight_decay"], adam_w_mode=group["adam_w_mode"],
+            self._run("lamb_update_", lists, lr=self._lr_tensor(index, group), beta1=beta1, beta2=beta2,
+                      eps=group["eps"], weight_decay=group["weight_decay"], adam_w_mode=group["adam_w_mode"],
                       do_bias_correction=group["do_bias_correction"], amsgrad=amsgrad)
         return loss

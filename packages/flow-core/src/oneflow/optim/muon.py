@@ -50,16 +50,19 @@ class Muon(Optimizer):
     def step(self, closure=None):
         """Perform a single optimization step."""
         loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            packed = []
+        for index, group in enumerate(self.param_groups):
+            params, grads, bufs = [], [], []
             for p, g in self._grads_of(group):
                 if p.is_complex():
                     raise RuntimeError("Muon does not support complex parameters")
                 state = self.state[p]
                 if "momentum_buffer" not in state:
                     state["momentum_buffer"] = flow.zeros_like(g)
-                packed += (p, g, state["momentum_buffer"])
-            self._run("muon_update_", packed, lr=group["lr"], weight_decay=group["weight_decay"],
+                params.append(p)
+                grads.append(g)
+                bufs.append(state["momentum_buffer"])
+            self._run("muon_update_", [params, grads, bufs], lr=self._lr_tensor(index, group),
+                      weight_decay=group["weight_decay"],
                       momentum=group["momentum"], nesterov=group["nesterov"],
                       ns_coefficients=list(group["ns_coefficients"]), eps=group["eps"], ns_steps=group["ns_steps"],
                       adjust_lr_fn=group["adjust_lr_fn"] or "")

@@ -1,7 +1,6 @@
 """The Optimizer base class, with PyTorch's semantics: param_groups, per-parameter state, zero_grad,
 step hooks and state_dict()/load_state_dict() in PyTorch's format (state keyed by parameter index)."""
 import functools
-import itertools
 import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
@@ -9,6 +8,7 @@ from itertools import chain
 
 import oneflow as flow
 from oneflow import _C
+from oneflow.utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "required"]
 
@@ -33,26 +33,6 @@ def _typename(obj):
 
 def _scalar_dtype():
     return flow.float64 if flow.get_default_dtype() == flow.float64 else flow.float32
-
-
-class RemovableHandle:
-    """Returned by the ``register_*_hook`` methods (PyTorch's ``RemovableHandle``): ``remove()`` unregisters the
-    hook; as a context manager it removes the hook on exit."""
-
-    _next_id = itertools.count()
-
-    def __init__(self, hooks_dict):
-        self.hooks_dict = hooks_dict
-        self.id = next(RemovableHandle._next_id)
-
-    def remove(self):
-        self.hooks_dict.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 def _to_scalar(x):
@@ -442,23 +422,46 @@ class Optimizer:
                 )
 
     def _pack_state(self, group, keys, init):
-        """The flat tensor list of a fused update op: per parameter with a grad, [param, grad] and its state
-        tensors in ``keys`` order, ``init(param, grad)`` giving the state (a dict, in PyTorch's key order) of a
-        parameter seen for the first time."""
-        packed = []
+        """The tensor lists of a fused update op: the parameters that have a grad, their grads, then one list per
+        state key in ``keys`` (None: a list the op's options leave unused, passed empty). ``init(param, grad)``
+        gives the state (a dict, in PyTorch's key order) of a parameter seen for the first time."""
+        params, grads = [], []
         for p, g in self._grads_of(group):
             state = self.state[p]
             if len(state) == 0:
                 state.update(init(p, g))
-            packed += (p, g, *(state[k] for k in keys))
-        return packed
+            params.append(p)
+            grads.append(g)
+        return [params, grads, *([] if k is None else [self.state[p][k] for p in params] for k in keys)]
 
-    def _step_groups(self, closure, op_name, pack, attrs):
-        """The step of a fused optimizer: per group, ``op_name`` on ``pack(group)`` (its flat tensor list) with
-        the options ``attrs(group)``. Returns the closure's loss."""
+    def _lr_tensor(self, index, group):
+        """Group ``index``'s learning rate as the 0-dim tensor the update ops read. A float lr lives in one tensor
+        per group, refilled only when ``group["lr"]`` changed (a scheduler), so a traced graph that holds the
+        tensor sees the new value without a new op or attribute; a tensor lr (as PyTorch allows) is used as is."""
+        lr = group["lr"]
+        if isinstance(lr, flow.Tensor):
+            lr = _to_scalar(lr)
+            return lr if lr.is_floating_point() else lr.to(flow.float64)
+        # not in __getstate__: pickles and copies make their own
+        cache = self.__dict__.setdefault("_lr_tensors", [])
+        while len(cache) <= index:
+            cache.append(None)
+        entry = cache[index]
+        if entry is None:
+            # float64 holds a Python float exactly, as the float attribute did
+            entry = cache[index] = [flow.full((), float(lr), dtype=flow.float64), lr]
+        elif entry[1] != lr:
+            entry[0].fill_(float(lr))
+            entry[1] = lr
+        return entry[0]
+
+    def _step_groups(self, closure, op_name, pack, attrs, takes_lr=True):
+        """The step of a fused optimizer: per group, ``op_name`` on ``pack(group)`` (its tensor lists) with the
+        options ``attrs(group)`` and, where the op takes one, the group's lr tensor. Returns the closure's loss."""
         loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            self._run(op_name, pack(group), **attrs(group))
+        for i, group in enumerate(self.param_groups):
+            lr = dict(lr=self._lr_tensor(i, group)) if takes_lr else {}
+            self._run(op_name, pack(group), **lr, **attrs(group))
         return loss
 
     # One-element state entries besides "step" that old pickles may hold as plain numbers (ASGD, NAdam).
@@ -478,9 +481,10 @@ class Optimizer:
         return flow.zeros((), dtype=flow.float32 if fused else _scalar_dtype())
 
     @staticmethod
-    def _run(op_name, packed, **attrs):
-        if packed:
-            getattr(_C.ops, op_name)(packed, **attrs)
+    def _run(op_name, lists, **attrs):
+        """``op_name`` on a group's tensor lists (``lists[0]``: the parameters with a grad, none: nothing to do)."""
+        if lists[0]:
+            getattr(_C.ops, op_name)(*lists, **attrs)
 
     @staticmethod
     def _closure_loss(closure):

@@ -34,25 +34,19 @@ class RMSprop(Optimizer):
     @flow.no_grad()
     def step(self, closure=None):
         """Perform a single optimization step."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
+        def pack(group):
             momentum, centered = group["momentum"], group["centered"]
-            packed = []
-            for p, g in self._grads_of(group):
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = self._new_step()
-                    state["square_avg"] = flow.zeros_like(p)
-                    if momentum > 0:
-                        state["momentum_buffer"] = flow.zeros_like(p)
-                    if centered:
-                        state["grad_avg"] = flow.zeros_like(p)
-                packed += (p, g, state["square_avg"], state["step"])
+
+            def init(p, g):
+                state = {"step": self._new_step(), "square_avg": flow.zeros_like(p)}
                 if momentum > 0:
-                    packed.append(state["momentum_buffer"])
+                    state["momentum_buffer"] = flow.zeros_like(p)
                 if centered:
-                    packed.append(state["grad_avg"])
-            self._run("rmsprop_update_", packed, lr=group["lr"], alpha=group["alpha"], eps=group["eps"],
-                      weight_decay=group["weight_decay"], momentum=momentum, centered=centered,
-                      maximize=group["maximize"])
-        return loss
+                    state["grad_avg"] = flow.zeros_like(p)
+                return state
+
+            keys = ("square_avg", "step", "momentum_buffer" if momentum > 0 else None, "grad_avg" if centered else None)
+            return self._pack_state(group, keys, init)
+
+        return self._step_groups(closure, "rmsprop_update_", pack, lambda group: {
+            k: group[k] for k in ("alpha", "eps", "weight_decay", "momentum", "centered", "maximize")})

@@ -36,4 +36,5 @@ class Rprop(Optimizer):
             return dict(etaminus=etaminus, etaplus=etaplus, step_size_min=step_min, step_size_max=step_max,
                         maximize=group["maximize"])
 
-        return self._step_groups(closure, "rprop_update_", pack, attrs)
+        # the op takes no lr: it is the step sizes' initial value
+        return self._step_groups(closure, "rprop_update_", pack, attrs, takes_lr=False)

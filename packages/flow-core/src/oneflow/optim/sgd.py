@@ -36,10 +36,12 @@ class SGD(Optimizer):
     def step(self, closure=None):
         """Perform a single optimization step."""
         loss = self._closure_loss(closure)
-        for group in self.param_groups:
+        for index, group in enumerate(self.param_groups):
             momentum = group["momentum"]
-            packed, fresh = [], []
+            params, grads, bufs, fresh = [], [], [], []
             for i, (p, g) in enumerate(self._grads_of(group)):
+                params.append(p)
+                grads.append(g)
                 if momentum != 0:
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
@@ -47,10 +49,8 @@ class SGD(Optimizer):
                         buf = flow.empty_like(p)
                         state["momentum_buffer"] = buf
                         fresh.append(i)
-                    packed += (p, g, buf)
-                else:
-                    packed += (p, g)
-            self._run("sgd_update_", packed, lr=group["lr"], momentum=momentum, dampening=group["dampening"],
-                      weight_decay=group["weight_decay"], nesterov=group["nesterov"], maximize=group["maximize"],
-                      fresh=fresh)
+                    bufs.append(buf)
+            self._run("sgd_update_", [params, grads, bufs], lr=self._lr_tensor(index, group), momentum=momentum,
+                      dampening=group["dampening"], weight_decay=group["weight_decay"], nesterov=group["nesterov"],
+                      maximize=group["maximize"], fresh=fresh)
         return loss
