@@ -96,19 +96,21 @@ struct TypeTag {
 #define FLOW_DT_CASE(D) \
   case DType::D: return f(TypeTag<typename CppType<DType::D>::type>{});
 
+// The case lists are macros, several to a line (clang-format would break them as statements).
+// clang-format off
 template <typename F>
 decltype(auto) dispatch_all(DType t, const char* op, F&& f) {
   switch (t) {
-    FLOW_DT_CASE(Bool)
-    FLOW_DT_CASE(UInt8) FLOW_DT_CASE(Int8) FLOW_DT_CASE(Int16) FLOW_DT_CASE(Int32) FLOW_DT_CASE(Int64)
-        FLOW_DT_CASE(Float16) FLOW_DT_CASE(BFloat16) FLOW_DT_CASE(Float32) FLOW_DT_CASE(Float64)
+    FLOW_DT_CASE(Bool) FLOW_DT_CASE(UInt8) FLOW_DT_CASE(Int8) FLOW_DT_CASE(Int16) FLOW_DT_CASE(Int32)
+    FLOW_DT_CASE(Int64) FLOW_DT_CASE(Float16) FLOW_DT_CASE(BFloat16) FLOW_DT_CASE(Float32) FLOW_DT_CASE(Float64)
   }
   fail(ErrorKind::Type, op, ": unsupported dtype");
 }
 template <typename F>
 decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
   switch (t) {
-    FLOW_DT_CASE(Float16) FLOW_DT_CASE(BFloat16) FLOW_DT_CASE(Float32) FLOW_DT_CASE(Float64) default : break;
+    FLOW_DT_CASE(Float16) FLOW_DT_CASE(BFloat16) FLOW_DT_CASE(Float32) FLOW_DT_CASE(Float64)
+    default: break;
   }
   fail(ErrorKind::Type, op, ": expected a floating point tensor, got ", dtype_name(t));
 }
@@ -116,9 +118,9 @@ decltype(auto) dispatch_floating(DType t, const char* op, F&& f) {
 template <typename F>
 decltype(auto) dispatch_numeric(DType t, const char* op, F&& f) {
   switch (t) {
-    FLOW_DT_CASE(UInt8)
-    FLOW_DT_CASE(Int8) FLOW_DT_CASE(Int16) FLOW_DT_CASE(Int32) FLOW_DT_CASE(Int64) FLOW_DT_CASE(Float16)
-        FLOW_DT_CASE(BFloat16) FLOW_DT_CASE(Float32) FLOW_DT_CASE(Float64) default : break;
+    FLOW_DT_CASE(UInt8) FLOW_DT_CASE(Int8) FLOW_DT_CASE(Int16) FLOW_DT_CASE(Int32) FLOW_DT_CASE(Int64)
+    FLOW_DT_CASE(Float16) FLOW_DT_CASE(BFloat16) FLOW_DT_CASE(Float32) FLOW_DT_CASE(Float64)
+    default: break;
   }
   fail(ErrorKind::Type, op, ": not supported for ", dtype_name(t));
 }
@@ -128,11 +130,12 @@ decltype(auto) dispatch_integral(DType t, const char* op, F&& f, bool with_bool 
     case DType::Bool:
       if (with_bool) return f(TypeTag<bool>{});
       break;
-      FLOW_DT_CASE(UInt8)
-      FLOW_DT_CASE(Int8) FLOW_DT_CASE(Int16) FLOW_DT_CASE(Int32) FLOW_DT_CASE(Int64) default : break;
+    FLOW_DT_CASE(UInt8) FLOW_DT_CASE(Int8) FLOW_DT_CASE(Int16) FLOW_DT_CASE(Int32) FLOW_DT_CASE(Int64)
+    default: break;
   }
   fail(ErrorKind::Type, op, ": expected an integral tensor, got ", dtype_name(t));
 }
+// clang-format on
 #undef FLOW_DT_CASE
 
 }  // namespace flow

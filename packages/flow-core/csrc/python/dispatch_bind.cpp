@@ -1,7 +1,7 @@
 // The interception layer's Python side: when a dispatch mode is active or an input's class defines
 // __flow_dispatch__, ops reach `oneflow._dispatch._handle(op, inputs, attrs)` below autograd.
-#include "../dispatch/dispatch.h"
 #include <nanobind/stl/string.h>
+#include "../dispatch/dispatch.h"
 
 #include "bind.h"
 
@@ -39,7 +39,9 @@ static TensorList python_intercept(const OpDef& op, const TensorList& inputs, co
 }
 
 Tensor readable(const Tensor& t) {
-  if (t.has_storage() && !dispatch::intercepted({t})) return t;
+  // checked field by field: item() is hot enough that building a TensorList for intercepted() shows
+  const TensorImpl* i = t.impl();
+  if (i->storage && !i->py_handler && !i->handler_key && dispatch::mode_depth() == 0) return t;
   const OpDef& op = get_op("_materialize");
   Attrs a;
   a.schema = &op.schema;

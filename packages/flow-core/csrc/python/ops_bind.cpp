@@ -11,6 +11,7 @@
 #include "../dispatch/dispatch.h"
 #include "../ops/functions.h"
 #include "bind.h"
+#include "errors.h"
 
 namespace flow::py {
 
@@ -158,8 +159,7 @@ static AttrValue parse_attr(const OpDef& op, const ArgDef& a, int pos, nb::handl
       if (to_device(v, d)) return d;
       break;
     }
-    default:
-      break;
+    default: break;
   }
   bad_arg(op, a, pos, v);
 }
@@ -238,29 +238,31 @@ void parse_args(const OpDef& op, PyObject* const* args, size_t nargs, PyObject* 
   attrs.values.resize(s.attr_args.size());
   attrs.schema = &s;
   inputs.reserve(s.tensor_args.size());
+  std::vector<int64_t> list_lengths;  // kept only where the schema has `_list_lengths`
   for (size_t i = 0; i < nparams; ++i) {
     auto [is_t, idx] = s.order[i];
     const ArgDef& a = is_t ? s.tensor_args[idx] : s.attr_args[idx];
     int pos = i < nargs ? static_cast<int>(i) : -1;
+    const size_t before = inputs.size();
     if (!given[i]) {
-      if (is_t) {
-        FLOW_TYPE_CHECK(a.optional || a.has_default, op.name, "() missing required argument '", a.name, "'");
-        inputs.emplace_back();
-      } else {
-        FLOW_TYPE_CHECK(a.optional || a.has_default, op.name, "() missing required argument '", a.name, "'");
-        attrs.values[idx] = dispatch::parse_default(a);
-      }
-      continue;
+      FLOW_TYPE_CHECK(a.optional || a.has_default, op.name, "() missing required argument '", a.name, "'");
+      if (is_t) inputs.emplace_back();
+      else attrs.values[idx] = dispatch::parse_default(a);
+    } else if (is_t) {
+      parse_tensor_arg(op, a, pos, nb::handle(given[i]), inputs);
+    } else {
+      attrs.values[idx] = parse_attr(op, a, pos, nb::handle(given[i]));
     }
-    if (is_t) parse_tensor_arg(op, a, pos, nb::handle(given[i]), inputs);
-    else attrs.values[idx] = parse_attr(op, a, pos, nb::handle(given[i]));
+    if (s.list_lengths_attr >= 0 && a.type == ArgType::TensorList)
+      list_lengths.push_back(static_cast<int64_t>(inputs.size() - before));
   }
+  if (s.list_lengths_attr >= 0) attrs.values[s.list_lengths_attr] = std::move(list_lengths);
 }
 
 // The schema's spelling of an argument's type ("Tensor?", "int[]", "ScalarType?", ...).
 static std::string schema_type_name(const ArgDef& a) {
-  static const char* names[] = {"Tensor", "Tensor[]", "int", "int[]", "float", "float[]", "bool", "str",
-                                "Scalar", "ScalarType", "Device"};
+  static const char* names[] = {"Tensor", "Tensor[]", "int",    "int[]",      "float", "float[]",
+                                "bool",   "str",      "Scalar", "ScalarType", "Device"};
   std::string t = names[static_cast<int>(a.type)];
   if (a.type == ArgType::TensorList && a.list_elem_optional) t = "Tensor?[]";
   return a.optional ? t + "?" : t;
@@ -313,7 +315,8 @@ static PyObject* call_with_out(const OpDef& op, const TensorList& inputs, const 
   if (autograd::GradMode::is_enabled()) {
     auto needs = [](const Tensor& t) { return t.defined() && t.requires_grad(); };
     bool any = std::any_of(inputs.begin(), inputs.end(), needs) || std::any_of(outs.begin(), outs.end(), needs);
-    FLOW_RUNTIME_CHECK(!any, op.name, "(): functions with out=... arguments don't support automatic differentiation, "
+    FLOW_RUNTIME_CHECK(!any, op.name,
+                       "(): functions with out=... arguments don't support automatic differentiation, "
                        "but one of the arguments requires grad.");
   }
   if (op.has(kElementwise))  // PyTorch's TensorIterator refuses an out that partly overlaps an input
@@ -340,7 +343,12 @@ static PyObject* call_with_out(const OpDef& op, const TensorList& inputs, const 
       }
       resize_(o, r[i].sizes());
     }
-    ops::copy_(o, r[i]);  // through the dispatcher (handlers see the write); bumps o's version
+    if (dispatch::intercepted({o, r[i]})) {
+      ops::copy_(o, r[i]);  // through the dispatcher, so the handlers see the write (bumps o's version)
+    } else {
+      ops::copy_into(o, r[i]);
+      o.bump_version();
+    }
   }
   Py_INCREF(out);
   return out;
@@ -356,12 +364,7 @@ static PyObject* op_vectorcall(PyObject* self, PyObject* const* args, size_t nar
     if (out && out != Py_None) return call_with_out(op, inputs, attrs, out);
     return results_to_py(op, dispatch::call(op, inputs, attrs)).release().ptr();
   } catch (const Error& e) {
-    PyObject* t = e.kind() == ErrorKind::Type ? PyExc_TypeError
-                  : e.kind() == ErrorKind::Value ? PyExc_ValueError
-                  : e.kind() == ErrorKind::Index ? PyExc_IndexError
-                  : e.kind() == ErrorKind::NotImplemented ? PyExc_NotImplementedError
-                                                           : PyExc_RuntimeError;
-    PyErr_SetString(t, e.what());
+    set_python_error(e);
   } catch (nb::python_error& e) {
     e.restore();
   } catch (const std::exception& e) {
@@ -399,7 +402,23 @@ static PyObject* op_descr_get(PyObject* self, PyObject* obj, PyObject*) {
   return PyMethod_New(self, obj);
 }
 
-static PyType_Slot op_slots[] = {{Py_tp_call, (void*)op_call}, {Py_tp_descr_get, (void*)op_descr_get}, {0, nullptr}};
+// Handles answer __name__ / __qualname__ as functions do (help(), pydoc and functools.wraps read them); a type
+// cannot hold properties of those names, so the instance lookup falls back to the op's name.
+static PyObject* op_getattro(PyObject* self, PyObject* name) {
+  PyObject* r = PyObject_GenericGetAttr(self, name);
+  if (r || !PyErr_ExceptionMatches(PyExc_AttributeError) || !PyUnicode_Check(name)) return r;
+  const char* n = PyUnicode_AsUTF8(name);
+  if (n && (std::strcmp(n, "__name__") == 0 || std::strcmp(n, "__qualname__") == 0)) {
+    PyErr_Clear();
+    return PyUnicode_FromString(nb::inst_ptr<OpHandle>(self)->op->name.c_str());
+  }
+  return nullptr;
+}
+
+static PyType_Slot op_slots[] = {{Py_tp_call, (void*)op_call},
+                                 {Py_tp_descr_get, (void*)op_descr_get},
+                                 {Py_tp_getattro, (void*)op_getattro},
+                                 {0, nullptr}};
 
 nb::object make_op_handle(const OpDef* op);
 static nb::handle g_op_type;
@@ -419,98 +438,110 @@ nb::object op_by_name(const std::string& name) {
 void init_ops(nb::module_& m) {
   auto cls = nb::class_<OpHandle>(m, "OpHandle", nb::type_slots(op_slots))
                  .def_prop_ro("name", [](const OpHandle& h) { return h.op->name; })
-                 .def_prop_ro("schema", [](const OpHandle& h) {
-                   return h.op->functional ? h.op->functional->schema.text : h.op->schema.text;
-                 })
+
+                 .def_prop_ro("schema",
+                              [](const OpHandle& h) {
+    return h.op->functional ? h.op->functional->schema.text : h.op->schema.text;
+  })
                  .def_prop_ro("traits", [](const OpHandle& h) { return trait_names(h.op->traits); })
                  .def_prop_ro("differentiable", [](const OpHandle& h) { return h.op->differentiable(); })
                  .def_prop_ro("is_inplace", [](const OpHandle& h) { return h.op->functional != nullptr; })
-                 .def_prop_ro("attr_names", [](const OpHandle& h) {
-                   std::vector<std::string> n;
-                   const Schema& s = h.op->functional ? h.op->functional->schema : h.op->schema;
-                   for (auto& a : s.attr_args) n.push_back(a.name);
-                   return n;
-                 })
-                 .def("redispatch", [](const OpHandle& h, nb::handle inputs, nb::dict attrs) {
-                   // Run the op on `inputs` with attributes given by name (what dispatch handlers receive).
-                   TensorList in;
-                   Attrs a;
-                   handler_args(*h.op, inputs, attrs, in, a);
-                   return results_to_py(*h.op, dispatch::call(*h.op, in, a));
-                 }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
-                 .def("meta", [](const OpHandle& h, nb::handle inputs, nb::dict attrs) {
-                   // Output metadata without running the op: a list of (shape, dtype, device), one per output.
-                   TensorList in;
-                   Attrs a;
-                   handler_args(*h.op, inputs, attrs, in, a);
-                   const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
-                   nb::list out;
-                   for (const TensorMeta& m : dispatch::infer_meta(op, in, a)) {
-                     nb::list shape;
-                     for (int64_t s : m.sizes) shape.append(s);
-                     out.append(nb::make_tuple(nb::tuple(shape), dtype_object(m.dtype), device_object(m.device)));
-                   }
-                   return out;
-                 }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
-                 .def_prop_ro("arguments", [](const OpHandle& h) {
-                   // The schema as data, in PyTorch's FunctionSchema terms: one dict per parameter in order.
-                   const Schema& s = h.op->functional ? h.op->functional->schema : h.op->schema;
-                   nb::list out;
-                   for (auto [is_t, idx] : s.order) {
-                     const ArgDef& a = is_t ? s.tensor_args[idx] : s.attr_args[idx];
-                     nb::dict d;
-                     d["name"] = a.name;
-                     d["type"] = schema_type_name(a);
-                     d["is_tensor"] = is_t;
-                     d["optional"] = a.optional;
-                     d["kwarg_only"] = a.kwarg_only;
-                     d["has_default"] = a.has_default;
-                     if (a.has_default) d["default"] = is_t ? nb::none() : attr_to_py(dispatch::parse_default(a));
-                     out.append(d);
-                   }
-                   return out;
-                 })
+                 .def_prop_ro("attr_names",
+                              [](const OpHandle& h) {
+    std::vector<std::string> n;
+    const Schema& s = h.op->functional ? h.op->functional->schema : h.op->schema;
+    for (auto& a : s.attr_args) n.push_back(a.name);
+    return n;
+  })
+                 .def("redispatch",
+                      [](const OpHandle& h, nb::handle inputs, nb::dict attrs) {
+    // Run the op on `inputs` with attributes given by name (what dispatch handlers receive).
+    TensorList in;
+    Attrs a;
+    handler_args(*h.op, inputs, attrs, in, a);
+    return results_to_py(*h.op, dispatch::call(*h.op, in, a));
+  }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
+                 .def("meta",
+                      [](const OpHandle& h, nb::handle inputs, nb::dict attrs) {
+    // Output metadata without running the op: a list of (shape, dtype, device), one per output.
+    TensorList in;
+    Attrs a;
+    handler_args(*h.op, inputs, attrs, in, a);
+    const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
+    nb::list out;
+    for (const TensorMeta& m : dispatch::infer_meta(op, in, a)) {
+      nb::list shape;
+      for (int64_t s : m.sizes) shape.append(s);
+      out.append(nb::make_tuple(nb::tuple(shape), dtype_object(m.dtype), device_object(m.device)));
+    }
+    return out;
+  }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
+                 .def_prop_ro("arguments",
+                              [](const OpHandle& h) {
+    // The schema as data, in PyTorch's FunctionSchema terms: one dict per parameter in order.
+    const Schema& s = h.op->functional ? h.op->functional->schema : h.op->schema;
+    nb::list out;
+    for (auto [is_t, idx] : s.order) {
+      const ArgDef& a = is_t ? s.tensor_args[idx] : s.attr_args[idx];
+      nb::dict d;
+      d["name"] = a.name;
+      d["type"] = schema_type_name(a);
+      d["is_tensor"] = is_t;
+      d["optional"] = a.optional;
+      d["kwarg_only"] = a.kwarg_only;
+      d["has_default"] = a.has_default;
+      if (a.has_default) d["default"] = is_t ? nb::none() : attr_to_py(dispatch::parse_default(a));
+      out.append(d);
+    }
+    return out;
+  })
                  // Trait data (ops/op_traits.h): what SBP inference and fusion read.
-                 .def_prop_ro("combiner", [](const OpHandle& h) -> nb::object {
-                   const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
-                   if (op.combiner == Combiner::None) return nb::none();
-                   return nb::str(combiner_name(op.combiner));
-                 })
-                 .def_prop_ro("einsum", [](const OpHandle& h) -> nb::object {
-                   const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
-                   return op.einsum.empty() ? nb::none() : nb::object(nb::str(op.einsum.c_str()));
-                 })
-                 .def("dims", [](const OpHandle& h, nb::handle inputs, nb::dict attrs) -> nb::object {
-                   const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
-                   if (!op.dims) return nb::none();
-                   TensorList in;
-                   Attrs a;
-                   handler_args(*h.op, inputs, attrs, in, a);
-                   return nb::cast(op.dims(in, a));
-                 }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
-                 .def("dim_map", [](const OpHandle& h, nb::handle inputs, nb::dict attrs) -> nb::object {
-                   const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
-                   if (!op.dim_map) return nb::none();
-                   TensorList in;
-                   Attrs a;
-                   handler_args(*h.op, inputs, attrs, in, a);
-                   nb::list out;
-                   for (auto [x, y] : op.dim_map(in, a)) out.append(nb::make_tuple(x, y));
-                   return out;
-                 }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
-                 .def("sbp_signatures", [](const OpHandle& h, nb::handle inputs, nb::dict attrs) {
-                   // Candidate 1-D SBP signatures as text ("S(0), B -> S(0)"), from the op's traits.
-                   TensorList in;
-                   Attrs a;
-                   handler_args(*h.op, inputs, attrs, in, a);
-                   std::vector<std::string> out;
-                   for (const SbpSignature& sig : sbp_candidates(*h.op, in, a)) out.push_back(sig.str());
-                   return out;
-                 }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
-                 .def_prop_ro("num_outputs", [](const OpHandle& h) {
-                   const Schema& s = h.op->functional ? h.op->functional->schema : h.op->schema;
-                   return s.num_outputs;  // -1: a variable number (Tensor[])
-                 })
+                 .def_prop_ro("combiner",
+                              [](const OpHandle& h) -> nb::object {
+    const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
+    if (op.combiner == Combiner::None) return nb::none();
+    return nb::str(combiner_name(op.combiner));
+  })
+                 .def_prop_ro("einsum",
+                              [](const OpHandle& h) -> nb::object {
+    const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
+    return op.einsum.empty() ? nb::none() : nb::object(nb::str(op.einsum.c_str()));
+  })
+                 .def("dims",
+                      [](const OpHandle& h, nb::handle inputs, nb::dict attrs) -> nb::object {
+    const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
+    if (!op.dims) return nb::none();
+    TensorList in;
+    Attrs a;
+    handler_args(*h.op, inputs, attrs, in, a);
+    return nb::cast(op.dims(in, a));
+  }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
+                 .def("dim_map",
+                      [](const OpHandle& h, nb::handle inputs, nb::dict attrs) -> nb::object {
+    const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
+    if (!op.dim_map) return nb::none();
+    TensorList in;
+    Attrs a;
+    handler_args(*h.op, inputs, attrs, in, a);
+    nb::list out;
+    for (auto [x, y] : op.dim_map(in, a)) out.append(nb::make_tuple(x, y));
+    return out;
+  }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
+                 .def("sbp_signatures",
+                      [](const OpHandle& h, nb::handle inputs, nb::dict attrs) {
+    // Candidate 1-D SBP signatures as text ("S(0), B -> S(0)"), from the op's traits.
+    TensorList in;
+    Attrs a;
+    handler_args(*h.op, inputs, attrs, in, a);
+    std::vector<std::string> out;
+    for (const SbpSignature& sig : sbp_candidates(*h.op, in, a)) out.push_back(sig.str());
+    return out;
+  }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
+                 .def_prop_ro("num_outputs",
+                              [](const OpHandle& h) {
+    const Schema& s = h.op->functional ? h.op->functional->schema : h.op->schema;
+    return s.num_outputs;  // -1: a variable number (Tensor[])
+  })
                  .def("__repr__", [](const OpHandle& h) { return "<oneflow op " + h.op->name + ">"; })
                  .def("__eq__", [](const OpHandle& a, const OpHandle& b) { return a.op == b.op; })
                  .def("__eq__", [](const OpHandle&, nb::handle) { return nb::borrow(Py_NotImplemented); })
@@ -518,11 +549,11 @@ void init_ops(nb::module_& m) {
                  // An op is stateless and one per name, like a builtin function: copies are the op itself, and
                  // pickles (a module holding activation=oneflow.tanh) name it.
                  .def("__copy__", [](const OpHandle& h) { return op_by_name(h.op->name); })
-                 .def("__deepcopy__", [](const OpHandle& h, nb::handle) { return op_by_name(h.op->name); })
-                 .def("__reduce__", [](const OpHandle& h) {
-                   return nb::make_tuple(nb::module_::import_("oneflow._registry_api").attr("op_by_name"),
-                                         nb::make_tuple(h.op->name));
-                 });
+                 .def("__deepcopy__", [](const OpHandle& h, nb::handle) {
+    return op_by_name(h.op->name);
+  }).def("__reduce__", [](const OpHandle& h) {
+    return nb::make_tuple(nb::module_::import_("oneflow._registry_api").attr("op_by_name"), nb::make_tuple(h.op->name));
+  });
   g_op_type = cls;
   nb::module_ ops = m.def_submodule("ops", "Every registered op, callable with its schema's arguments.");
   {

@@ -1,9 +1,9 @@
 """Signatures and docstrings of registry ops, made from what the registry knows: the schema text, the traits, and
 whether the op is differentiable (plus a one-line summary from ``_op_summaries`` where there is one).
 
-Op handles are instances of the C++ class ``_C.OpHandle``, one per op. ``install()`` gives that class three
+Op handles are instances of the C++ class ``_C.OpHandle``, one per op. ``install()`` gives that class two
 Python-level attributes: ``__signature__`` and ``__doc__`` properties (so ``inspect.signature(oneflow.add)`` and
-``help(oneflow.add)`` work) and a ``__getattr__`` answering ``__name__`` / ``__qualname__``. Calls do not touch
+``help(oneflow.add)`` work); ``__name__`` and ``__qualname__`` come from the C++ class. Calls do not touch
 any of them: ``oneflow.add(a, b)`` still goes straight from the interpreter to the binding's vectorcall. Both
 texts are built on first access and cached.
 """
@@ -398,17 +398,8 @@ def _build_doc(op, with_example=True):
 
 # ---- installation on the handle class ---------------------------------------------------------------------------
 
-def _handle_getattr(self, name):
-    # Only reached when normal lookup fails; gives handles the names functions have, for help(), pydoc and
-    # functools.wraps.
-    if name in ("__name__", "__qualname__"):
-        return self.name
-    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
-
-
 def install():
     """Attach ``__signature__``, ``__doc__`` and ``__name__`` to every op handle (through their class)."""
     cls = _C.OpHandle
     cls.__signature__ = property(signature)
     cls.__doc__ = property(docstring)
-    cls.__getattr__ = _handle_getattr
