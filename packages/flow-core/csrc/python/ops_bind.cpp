@@ -18,6 +18,8 @@ namespace flow::py {
 struct OpHandle {
   const OpDef* op;
 };
+// The definition an in-place variant mutates with (its traits, meta and trait data), else the op's own.
+static const OpDef& own_def(const OpHandle& h) { return h.op->functional ? *h.op->functional : *h.op; }
 
 static const char* type_name(ArgType t) {
   switch (t) {
@@ -270,19 +272,25 @@ static std::string schema_type_name(const ArgDef& a) {
 
 // A handler's (inputs, attrs-by-name) as the dispatcher's TensorList and Attrs; absent attributes take their
 // schema defaults.
-static void handler_args(const OpDef& op, nb::handle inputs, nb::dict attrs, TensorList& in, Attrs& a) {
+struct HandlerArgs {
+  TensorList in;
+  Attrs a;
+};
+static HandlerArgs handler_args(const OpDef& op, nb::handle inputs, nb::dict attrs) {
   const Schema& s = op.functional ? op.functional->schema : op.schema;
+  HandlerArgs r;
   for (nb::handle e : nb::borrow<nb::sequence>(inputs)) {
-    if (e.is_none()) in.emplace_back();
-    else in.push_back(to_tensor_arg(e, op.name.c_str(), "inputs"));
+    if (e.is_none()) r.in.emplace_back();
+    else r.in.push_back(to_tensor_arg(e, op.name.c_str(), "inputs"));
   }
-  a.schema = &s;
-  a.values.resize(s.attr_args.size());
+  r.a.schema = &s;
+  r.a.values.resize(s.attr_args.size());
   for (size_t k = 0; k < s.attr_args.size(); ++k) {
     const ArgDef& d = s.attr_args[k];
-    if (attrs.contains(d.name.c_str())) a.values[k] = parse_attr(op, d, -1, attrs[d.name.c_str()]);
-    else a.values[k] = dispatch::parse_default(d);
+    if (attrs.contains(d.name.c_str())) r.a.values[k] = parse_attr(op, d, -1, attrs[d.name.c_str()]);
+    else r.a.values[k] = dispatch::parse_default(d);
   }
+  return r;
 }
 
 static nb::object results_to_py(const OpDef& op, TensorList&& r) {
@@ -456,18 +464,14 @@ void init_ops(nb::module_& m) {
                  .def("redispatch",
                       [](const OpHandle& h, nb::handle inputs, nb::dict attrs) {
     // Run the op on `inputs` with attributes given by name (what dispatch handlers receive).
-    TensorList in;
-    Attrs a;
-    handler_args(*h.op, inputs, attrs, in, a);
+    auto [in, a] = handler_args(*h.op, inputs, attrs);
     return results_to_py(*h.op, dispatch::call(*h.op, in, a));
   }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
                  .def("meta",
                       [](const OpHandle& h, nb::handle inputs, nb::dict attrs) {
     // Output metadata without running the op: a list of (shape, dtype, device), one per output.
-    TensorList in;
-    Attrs a;
-    handler_args(*h.op, inputs, attrs, in, a);
-    const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
+    auto [in, a] = handler_args(*h.op, inputs, attrs);
+    const OpDef& op = own_def(h);
     nb::list out;
     for (const TensorMeta& m : dispatch::infer_meta(op, in, a)) {
       nb::list shape;
@@ -498,31 +502,27 @@ void init_ops(nb::module_& m) {
                  // Trait data (ops/op_traits.h): what SBP inference and fusion read.
                  .def_prop_ro("combiner",
                               [](const OpHandle& h) -> nb::object {
-    const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
+    const OpDef& op = own_def(h);
     if (op.combiner == Combiner::None) return nb::none();
     return nb::str(combiner_name(op.combiner));
   })
                  .def_prop_ro("einsum",
                               [](const OpHandle& h) -> nb::object {
-    const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
+    const OpDef& op = own_def(h);
     return op.einsum.empty() ? nb::none() : nb::object(nb::str(op.einsum.c_str()));
   })
                  .def("dims",
                       [](const OpHandle& h, nb::handle inputs, nb::dict attrs) -> nb::object {
-    const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
+    const OpDef& op = own_def(h);
     if (!op.dims) return nb::none();
-    TensorList in;
-    Attrs a;
-    handler_args(*h.op, inputs, attrs, in, a);
+    auto [in, a] = handler_args(*h.op, inputs, attrs);
     return nb::cast(op.dims(in, a));
   }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
                  .def("dim_map",
                       [](const OpHandle& h, nb::handle inputs, nb::dict attrs) -> nb::object {
-    const OpDef& op = h.op->functional ? *h.op->functional : *h.op;
+    const OpDef& op = own_def(h);
     if (!op.dim_map) return nb::none();
-    TensorList in;
-    Attrs a;
-    handler_args(*h.op, inputs, attrs, in, a);
+    auto [in, a] = handler_args(*h.op, inputs, attrs);
     nb::list out;
     for (auto [x, y] : op.dim_map(in, a)) out.append(nb::make_tuple(x, y));
     return out;
@@ -530,9 +530,7 @@ void init_ops(nb::module_& m) {
                  .def("sbp_signatures",
                       [](const OpHandle& h, nb::handle inputs, nb::dict attrs) {
     // Candidate 1-D SBP signatures as text ("S(0), B -> S(0)"), from the op's traits.
-    TensorList in;
-    Attrs a;
-    handler_args(*h.op, inputs, attrs, in, a);
+    auto [in, a] = handler_args(*h.op, inputs, attrs);
     std::vector<std::string> out;
     for (const SbpSignature& sig : sbp_candidates(*h.op, in, a)) out.push_back(sig.str());
     return out;
