@@ -2,6 +2,7 @@
 import numpy as np
 
 import oneflow as flow
+from oneflow._dispatch import DispatchMode
 
 try:
     import torch
@@ -155,3 +156,15 @@ def step_optimizers(name, kwargs, shapes, steps, seed=0, tensor_lr=False, defaul
         fo.step()
         to.step()
     return fp, tp, fo, to
+
+
+class LoggingMode(DispatchMode):
+    """A dispatch mode that records every op it sees: ``log`` their names, ``seen`` (name, attrs) pairs."""
+
+    def __init__(self):
+        self.log, self.seen = [], []
+
+    def __flow_dispatch__(self, op, inputs, attrs):
+        self.log.append(op.name)
+        self.seen.append((op.name, dict(attrs)))
+        return op.redispatch(inputs, attrs)

@@ -4,16 +4,7 @@ import pytest
 
 import oneflow as flow
 from oneflow._dispatch import DispatchMode
-from helpers import assert_close
-
-
-class LoggingMode(DispatchMode):
-    def __init__(self):
-        self.log = []
-
-    def __flow_dispatch__(self, op, inputs, attrs):
-        self.log.append(op.name)
-        return op.redispatch(inputs, attrs)
+from helpers import LoggingMode, assert_close
 
 
 def test_logging_mode_records_forward_and_backward():

@@ -6,21 +6,11 @@ import numpy as np
 import pytest
 
 import oneflow as flow
-from oneflow._dispatch import DispatchMode
-from helpers import assert_close, check_vs_torch, gradcheck
+from helpers import LoggingMode, assert_close, check_vs_torch, gradcheck
 
 torch = pytest.importorskip("torch")
 
 RNG = np.random.default_rng(0)
-
-
-class LoggingMode(DispatchMode):
-    def __init__(self):
-        self.log = []
-
-    def __flow_dispatch__(self, op, inputs, attrs):
-        self.log.append(op.name)
-        return op.redispatch(inputs, attrs)
 
 
 def spd_factor(shape, upper):

@@ -210,10 +210,7 @@ static TensorList run_meta(const OpDef& op, const TensorList& inputs, const Attr
   if (const ComputeFn& own = op.compute[static_cast<int>(DeviceType::Meta)]) return own(inputs, attrs);
   const ComputeFn& cpu = op.compute[static_cast<int>(DeviceType::CPU)];
   if (cpu && (op.meta_by_compute || op.has(kView))) return cpu(inputs, attrs);
-  FLOW_CHECK(static_cast<bool>(op.meta), NotImplemented, op.name,
-             ": cannot run on device 'meta': the op has no meta function (its output shape depends on the values "
-             "of its inputs)");
-  std::vector<TensorMeta> metas = op.meta(inputs, attrs);
+  std::vector<TensorMeta> metas = infer_meta(op, inputs, attrs);
   TensorList outs;
   outs.reserve(metas.size());
   bool follow = op.has(kElementwise);

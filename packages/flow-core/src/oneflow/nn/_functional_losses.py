@@ -130,16 +130,20 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(out, reduction)
 
 
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None,
-                        reduce=None, reduction="mean"):
-    """``max(d(a, p) - d(a, n) + margin, 0)`` with the p-norm ``pairwise_distance``."""
-    reduction = _legacy_reduction(size_average, reduce, reduction)
+def _check_triplet(margin, anchor, positive, negative):
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
     a, pd, nd = anchor.dim(), positive.dim(), negative.dim()
     if not (a == pd == nd):
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
                            f"dimensions, but got: anchor {a}D, positive {pd}D, and negative {nd}D inputs")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with the p-norm ``pairwise_distance``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_triplet(margin, anchor, positive, negative)
     dist_pos = pairwise_distance(anchor, positive, p, eps)
     dist_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -151,12 +155,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
                                       swap=False, reduction="mean"):
     """Triplet margin loss with a custom ``distance_function`` (default ``pairwise_distance``)."""
     _check_reduction(reduction)
-    if margin <= 0:
-        raise ValueError(f"margin must be greater than 0, got {margin}")
-    a, pd, nd = anchor.dim(), positive.dim(), negative.dim()
-    if not (a == pd == nd):
-        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
-                           f"dimensions, but got: anchor {a}D, positive {pd}D, and negative {nd}D inputs")
+    _check_triplet(margin, anchor, positive, negative)
     dist = distance_function if distance_function is not None else pairwise_distance
     dist_pos = dist(anchor, positive)
     dist_neg = dist(anchor, negative)
