@@ -26,7 +26,7 @@ def test_mode_is_popped_while_handling_and_nests():
     with outer:
         with inner:
             flow.ones(2) + 1
-    assert inner.log == ["full", "add"] and outer.log == inner.log  # creation is one registry op
+    assert inner.log == ["ones", "add"] and outer.log == inner.log  # creation is one registry op
 
 
 def test_mode_can_replace_results():

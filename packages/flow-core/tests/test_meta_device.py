@@ -112,7 +112,7 @@ class Recorder(DispatchMode):
         outs = out if isinstance(out, (list, tuple)) else [out]
         self.ops.append((op.name, [tuple(o.shape) for o in outs if isinstance(o, flow.Tensor)]))
         for o in outs:  # all on meta but the optimizers' 0-dim step counters, kept on the CPU as in PyTorch
-            if isinstance(o, flow.Tensor) and not (op.name == "full" and o.dim() == 0):
+            if isinstance(o, flow.Tensor) and not (op.name in ("full", "zeros") and o.dim() == 0):
                 assert o.device.type == "meta", op.name
         return out
 

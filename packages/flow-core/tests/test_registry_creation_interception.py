@@ -8,7 +8,7 @@ from helpers import LoggingMode as Log
 
 
 @pytest.mark.parametrize("make, op", [
-    (lambda: flow.zeros(2, 3), "full"), (lambda: flow.ones(4, dtype=flow.int32), "full"),
+    (lambda: flow.zeros(2, 3), "zeros"), (lambda: flow.ones(4, dtype=flow.int32), "ones"),
     (lambda: flow.full((2,), 1.5), "full"), (lambda: flow.empty(3), "empty"),
     (lambda: flow.empty_strided((2, 2), (1, 2)), "empty_strided"), (lambda: flow.arange(4), "arange"),
     (lambda: flow.linspace(0, 1, 3), "linspace"), (lambda: flow.eye(2), "eye"), (lambda: flow.randn(2), "empty"),
@@ -72,6 +72,22 @@ def test_structured_schema_and_meta():
         flow._C.ops.nonzero.meta([flow.zeros(3)])
     with pytest.raises(RuntimeError, match="size of tensor a"):
         flow._C.ops.add.meta([flow.zeros(2), flow.zeros(3)])
+
+
+def test_schema_defaults_of_every_type_reach_kernels():
+    # defaults are parsed with the schema: lists of floats too (Muon's Newton-Schulz coefficients)
+    muon = {a["name"]: a for a in flow._C.ops.muon_update_.arguments}
+    assert muon["ns_coefficients"]["default"] == pytest.approx([3.4445, -4.775, 2.0315])
+    assert muon["adjust_lr_fn"]["default"] == "" and muon["ns_steps"]["default"] == 5
+    conv = {a["name"]: a for a in flow._C.ops.conv2d.arguments} if hasattr(flow._C.ops, "conv2d") else {}
+    if "stride" in conv:
+        assert conv["stride"]["default"] == [1]
+    p, g, buf = flow.randn(4, 3), flow.randn(4, 3), flow.zeros(4, 3)
+    expected = p.clone()
+    flow._C.ops.muon_update_([expected], [g], [buf.clone()], flow.tensor(0.02),
+                             ns_coefficients=[3.4445, -4.775, 2.0315])
+    flow._C.ops.muon_update_([p], [g], [buf], flow.tensor(0.02))  # the default coefficients
+    assert flow.equal(p, expected) and not flow.equal(p, flow.randn(4, 3))
 
 
 class Boxed(flow.Tensor):

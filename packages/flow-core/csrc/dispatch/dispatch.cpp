@@ -20,39 +20,6 @@ bool below_autograd() { return t_below_autograd; }
 BelowAutogradGuard::BelowAutogradGuard(bool below) : prev(t_below_autograd) { t_below_autograd = below; }
 BelowAutogradGuard::~BelowAutogradGuard() { t_below_autograd = prev; }
 
-AttrValue parse_default(const ArgDef& a) {
-  const std::string& t = a.default_text;
-  if (!a.has_default || t == "None") return std::monostate{};
-  switch (a.type) {
-    case ArgType::Bool: return t == "True" || t == "true" || t == "1";
-    case ArgType::Int: return static_cast<int64_t>(std::stoll(t));
-    case ArgType::Float: return std::stod(t);
-    case ArgType::Scalar:
-      if (t == "True" || t == "False") return Scalar(t == "True");
-      if (t.find_first_of(".eEn") != std::string::npos) return Scalar(std::stod(t));
-      return Scalar(static_cast<int64_t>(std::stoll(t)));
-    case ArgType::Str:
-      if (t.size() >= 2 && (t[0] == '\'' || t[0] == '"')) return t.substr(1, t.size() - 2);
-      return t;
-    case ArgType::IntList: {
-      std::vector<int64_t> v;
-      std::string body = t;
-      if (!body.empty() && body[0] == '[') body = body.substr(1, body.size() - 2);
-      size_t pos = 0;
-      while (pos < body.size()) {
-        size_t c = body.find(',', pos);
-        std::string item = body.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
-        if (item.find_first_not_of(" ") != std::string::npos) v.push_back(std::stoll(item));
-        if (c == std::string::npos) break;
-        pos = c + 1;
-      }
-      return v;
-    }
-    case ArgType::FloatList: return std::vector<double>{};
-    default: return std::monostate{};
-  }
-}
-
 void fill_defaults(const OpDef& op, Attrs& attrs) {
   attrs.schema = &op.schema;
   const auto& args = op.schema.attr_args;

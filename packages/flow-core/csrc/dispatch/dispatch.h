@@ -66,6 +66,7 @@ bool below_autograd();
 
 // Completes attrs from the schema's defaults (for C++ callers that pass fewer attributes).
 void fill_defaults(const OpDef& op, Attrs& attrs);
-AttrValue parse_default(const ArgDef& a);
+// An attribute's schema default (None where it has none), parsed with the schema.
+inline const AttrValue& parse_default(const ArgDef& a) { return a.default_value; }
 
 }  // namespace flow::dispatch

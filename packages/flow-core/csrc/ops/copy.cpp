@@ -246,14 +246,30 @@ FLOW_OP(_materialize)
       fail(ErrorKind::NotImplemented, "Cannot read the values of a meta tensor; it has no data");
     });
 
+namespace ops {
+void fill_cpu(const Tensor& dst, Scalar v) {
+  if (dst.numel() == 0) return;
+  if (!dst.is_contiguous()) {  // copy_'s kernel walks any strides and vectorises a broadcast scalar
+    copy_kernel(dst, ops::scalar_tensor(v, dst.dtype()));
+    return;
+  }
+  // a dense fill needs no scalar tensor, geometry or strided loop: creation ops call this on every tensor
+  dispatch_all(dst.dtype(), "fill_", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T x = v.to<T>();
+    T* p = dst.data<T>();
+    parallel_for(dst.numel(), int64_t(1) << 16, [&](int64_t b, int64_t e) { std::fill(p + b, p + e, x); });
+  });
+}
+}  // namespace ops
+
 FLOW_OP(fill)
     .schema("fill(Tensor self, Scalar value) -> Tensor")
     .traits(kElementwise | kCreation | kAliasedOutputOk)
     .meta(same_meta)
     .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
       check_scalar_fits(a.s(0), out[0].dtype());
-      Tensor v = ops::scalar_tensor(a.s(0), out[0].dtype());
-      copy_kernel(out[0], v);
+      ops::fill_cpu(out[0], a.s(0));
     })
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {

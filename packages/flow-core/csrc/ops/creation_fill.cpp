@@ -23,9 +23,7 @@ OutKernelFn fill_with(std::optional<Scalar> fixed) {
   return [fixed](const TensorList&, const TensorList& out, const Attrs& a) {
     Scalar v = fixed ? *fixed : a.s(1);
     if (!fixed) check_scalar_fits(v, out[0].dtype());
-    if (out[0].numel() == 0) return;
-    // through copy_'s kernel (it vectorises a broadcast scalar), not the dispatcher: this is the kernel
-    ops::copy_into(out[0], ops::scalar_tensor(v, out[0].dtype(), out[0].device()));
+    ops::fill_cpu(out[0], v);
   };
 }
 

@@ -29,6 +29,8 @@ Tensor contiguous(const Tensor& t);
 Tensor to_dtype(const Tensor& t, DType dtype);  // returns t itself when already of that dtype
 // Kernel-level copy with broadcasting and casting; no autograd, no version bump. For kernels.
 void copy_into(const Tensor& dst, const Tensor& src);
+// Kernel-level fill of a CPU tensor with v (cast to its dtype); no autograd, no version bump. For kernels.
+void fill_cpu(const Tensor& dst, Scalar v);
 Tensor copy_(const Tensor& self, const Tensor& src);  // the differentiable in-place op
 Tensor fill_(const Tensor& self, Scalar v);
 

@@ -118,6 +118,55 @@ void ensure_final() {
 
 }  // namespace
 
+// An attribute's default as written in a schema ("None", "True", "-1", "0.5", "[1, 2]", "'mean'"), parsed once
+// when the schema is, so that calls copy a value instead of parsing text.
+static AttrValue parse_default_value(const ArgDef& a, const std::string& schema) {
+  const std::string& t = a.default_text;
+  if (t == "None") return std::monostate{};
+  // the items of a list default; a single number stands for a one-item list (int[2] stride=1)
+  auto items = [&] {
+    std::string body = t;
+    if (!body.empty() && body[0] == '[') body = body.substr(1, body.size() - 2);
+    std::vector<std::string> out;
+    size_t pos = 0;
+    while (pos < body.size()) {
+      size_t c = body.find(',', pos);
+      std::string item = trim(body.substr(pos, c == std::string::npos ? std::string::npos : c - pos));
+      if (!item.empty()) out.push_back(item);
+      if (c == std::string::npos) break;
+      pos = c + 1;
+    }
+    return out;
+  };
+  try {
+    switch (a.type) {
+      case ArgType::Bool: return t == "True" || t == "true" || t == "1";
+      case ArgType::Int: return static_cast<int64_t>(std::stoll(t));
+      case ArgType::Float: return std::stod(t);
+      case ArgType::Scalar:
+        if (t == "True" || t == "False") return Scalar(t == "True");
+        if (t.find_first_of(".eEn") != std::string::npos) return Scalar(std::stod(t));
+        return Scalar(static_cast<int64_t>(std::stoll(t)));
+      case ArgType::Str:
+        if (t.size() >= 2 && (t[0] == '\'' || t[0] == '"')) return t.substr(1, t.size() - 2);
+        return t;
+      case ArgType::IntList: {
+        std::vector<int64_t> v;
+        for (const std::string& i : items()) v.push_back(std::stoll(i));
+        return v;
+      }
+      case ArgType::FloatList: {
+        std::vector<double> v;
+        for (const std::string& i : items()) v.push_back(std::stod(i));
+        return v;
+      }
+      default: return std::monostate{};
+    }
+  } catch (const std::logic_error&) {  // stoll/stod: a default the type cannot hold is a schema bug
+    fail(ErrorKind::Runtime, "bad default '", t, "' for argument '", a.name, "' in schema ", schema);
+  }
+}
+
 Schema parse_schema(const std::string& text) {
   Schema s;
   s.text = text;
@@ -176,6 +225,8 @@ Schema parse_schema(const std::string& text) {
     else if (type == "ScalarType") d.type = ArgType::ScalarType;
     else if (type == "Device") d.type = ArgType::Device;
     else fail(ErrorKind::Runtime, "unknown type '", type, "' in schema ", text);
+    if (d.has_default && d.type != ArgType::Tensor && d.type != ArgType::TensorList)
+      d.default_value = parse_default_value(d, text);
     if (d.type == ArgType::Tensor || d.type == ArgType::TensorList) {
       s.order.push_back({true, static_cast<int>(s.tensor_args.size())});
       s.tensor_args.push_back(d);
@@ -198,6 +249,7 @@ Schema parse_schema(const std::string& text) {
     d.kwarg_only = true;
     d.has_default = true;
     d.default_text = "[]";
+    d.default_value = std::vector<int64_t>{};
     s.list_lengths_attr = static_cast<int>(s.attr_args.size());
     s.attr_args.push_back(d);  // not in `order`: no Python parameter
   }

@@ -83,6 +83,10 @@ enum OpTrait : uint64_t {
 std::vector<std::string> trait_names(uint64_t traits);
 
 // ---- schema -------------------------------------------------------------------------------------------
+// An attribute's value: None (monostate) or one of the schema types.
+using AttrValue = std::variant<std::monostate, bool, int64_t, double, std::vector<int64_t>, std::vector<double>,
+                               std::string, Scalar, DType, Device>;
+
 enum class ArgType : int8_t {
   Tensor,
   TensorList,
@@ -103,6 +107,7 @@ struct ArgDef {
   bool kwarg_only = false;     // after "*"
   bool has_default = false;
   std::string default_text;    // as written in the schema
+  AttrValue default_value;     // default_text parsed once, when the schema is (None where it has none)
   bool list_elem_optional = false;  // Tensor?[]
   // A Tensor argument takes Python numbers (as wrapped 0-dim tensors) unless written "Tensor(strict)": for
   // ops that PyTorch declares without a Scalar overload, where a number is a TypeError (gcd, igamma, ...).
@@ -122,9 +127,6 @@ Schema parse_schema(const std::string& text);
 constexpr const char* kListLengthsAttr = "_list_lengths";
 
 // ---- attributes ---------------------------------------------------------------------------------------
-using AttrValue = std::variant<std::monostate, bool, int64_t, double, std::vector<int64_t>, std::vector<double>,
-                               std::string, Scalar, DType, Device>;
-
 struct Attrs {
   std::vector<AttrValue> values;
   const Schema* schema = nullptr;

@@ -207,7 +207,11 @@ void parse_args(const OpDef& op, PyObject* const* args, size_t nargs, PyObject* 
                 Attrs& attrs, PyObject** out) {
   const Schema& s = (op.functional ? op.functional->schema : op.schema);
   const size_t nparams = s.order.size();
-  std::vector<PyObject*> given(nparams, nullptr);
+  // the argument given for each parameter (on the stack for every schema but the longest)
+  PyObject* given_small[24] = {};
+  std::vector<PyObject*> given_big;
+  if (nparams > 24) given_big.assign(nparams, nullptr);
+  PyObject** given = nparams > 24 ? given_big.data() : given_small;
   FLOW_TYPE_CHECK(nargs <= nparams, op.name, "() takes ", nparams, " positional arguments but ", nargs, " were given");
   for (size_t i = 0; i < nargs; ++i) {
     auto [is_t, idx] = s.order[i];
@@ -218,7 +222,8 @@ void parse_args(const OpDef& op, PyObject* const* args, size_t nargs, PyObject* 
   if (kwnames) {
     Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
     for (Py_ssize_t k = 0; k < nk; ++k) {
-      const char* name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+      Py_ssize_t len = 0;
+      const char* name = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(kwnames, k), &len);
       if (out && std::strcmp(name, "out") == 0 && takes_out(op)) {
         *out = args[nargs + k];
         continue;
@@ -227,7 +232,8 @@ void parse_args(const OpDef& op, PyObject* const* args, size_t nargs, PyObject* 
       for (size_t i = 0; i < nparams; ++i) {
         auto [is_t, idx] = s.order[i];
         const ArgDef& a = is_t ? s.tensor_args[idx] : s.attr_args[idx];
-        if (a.name == name || (i == 0 && std::string(name) == "input")) {
+        const bool same = a.name.size() == static_cast<size_t>(len) && std::memcmp(a.name.data(), name, len) == 0;
+        if (same || (i == 0 && len == 5 && std::memcmp(name, "input", 5) == 0)) {
           found = i;
           break;
         }

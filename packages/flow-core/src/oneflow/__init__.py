@@ -83,7 +83,6 @@ from . import autograd  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from .utils import checkpoint as _ckpt, data as _data, dlpack as _dlpack  # noqa: E402  (loaded eagerly, as in torch)
 del _ckpt, _data, _dlpack
-from . import distributions  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from .amp.autocast_mode import *  # noqa: E402,F401,F403  (autocast, is_autocast_enabled, get_autocast_dtype, ...)
 
@@ -98,7 +97,6 @@ def _dtype_from_name(name):
 
 
 __version__ = "0.1.0"
-from . import optim  # noqa: E402,F401
 from . import cuda  # noqa: E402,F401
 from . import accelerator  # noqa: E402,F401
 from . import cpu  # noqa: E402,F401
@@ -113,9 +111,10 @@ from . import compiler, ops, return_types, signal, sysconfig, testing  # noqa: E
 from .compiler import compile  # noqa: E402,F401  (runs eagerly: there is no graph compiler yet)
 
 
-# submodules imported on first use: hub pulls in urllib, distributed reads the plugin entry points, and few
-# programs use onnx
-_LAZY_SUBMODULES = ("hub", "distributed", "onnx")
+# submodules imported on first use: hub pulls in urllib, distributed reads the plugin entry points, few programs
+# use onnx; optim and distributions are written against the finished `oneflow` namespace (as torch's are), and
+# importing them on first use means none of them runs while `oneflow` is half-initialised (no import cycle)
+_LAZY_SUBMODULES = ("hub", "distributed", "onnx", "optim", "distributions")
 
 
 # Defined last: while this module runs, `from . import x` asks hasattr(oneflow, "x") first, which would read the

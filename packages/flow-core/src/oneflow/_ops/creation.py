@@ -24,7 +24,10 @@ def _shape(size, op="empty", arg="size"):
         raise TypeError(f'{op}() missing 1 required positional arguments: "size"')
     # the common case first: plain non-negative ints, varargs or one list/tuple (creation's per-call cost)
     plain = size[0] if len(size) == 1 and isinstance(size[0], (list, tuple)) else size
-    if all(type(s) is builtins.int and s >= 0 for s in plain):
+    for s in plain:  # a loop, not all(<generator>): half the cost on these short sizes
+        if type(s) is not builtins.int or s < 0:
+            break
+    else:
         return list(plain)
     if len(size) == 1:
         x = size[0]
@@ -90,8 +93,7 @@ def _sequence_arg(x, op, arg, pos):
 def empty(*size, dtype=None, device=None, requires_grad=False, out=None, pin_memory=False, memory_format=None,
           **kw):
     """An uninitialised tensor of the given size."""
-    shape = _kw_size(size, kw.pop("size", None), "empty")
-    _reject(kw, "empty")
+    shape = _sized("empty", size, kw)
     t = _C._empty(shape, dtype or _C.get_default_dtype(), _device(device))
     if memory_format is not None:
         from .memory_format import to_format
@@ -118,6 +120,16 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     return _finish(t, requires_grad)
 
 
+def _sized(op, size, kw):
+    """The shape a filled creator (empty, zeros, ones) was called with: its varargs ``size``, or ``size=`` among
+    its keyword arguments ``kw``, which must hold nothing else."""
+    if not kw:
+        return _shape(size, op)
+    shape = _kw_size(size, kw.pop("size", None), op)
+    _reject(kw, op)
+    return shape
+
+
 def _reject(kw, op):
     if kw:
         raise TypeError(f"{op}() got an unexpected keyword argument '{next(iter(kw))}'")
@@ -130,6 +142,8 @@ def _fill_number(value, dtype, op):
         if value.dim() != 0:
             raise TypeError(f"{op}(): argument 'fill_value' (position 2) must be Number, not Tensor")
         value = value.item()
+    if type(value) is builtins.float or (type(value) is builtins.int and -2 ** 63 <= value < 2 ** 63):
+        return value  # the common case, stored as it is
     if isinstance(value, (builtins.int, np.integer)) and not isinstance(value, (builtins.bool, np.bool_)):
         # PyTorch reads an int as int64, or as uint64 when it is larger; beyond both it raises
         value = builtins.int(value)
@@ -148,7 +162,7 @@ def _filled(shape, value, dtype, device, requires_grad, out, op="full"):
     """The registry's ``full`` op (one op that interception modes see as the allocation it is); ``device`` is
     already resolved by ``_device``."""
     t = _C.ops.full(shape, _fill_number(value, dtype, op), dtype=dtype, device=device)
-    return _finish(t, requires_grad, out)
+    return _finish(t, requires_grad, out) if requires_grad or out is not None else t
 
 
 def _fill_dtype(value):
@@ -188,16 +202,15 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False, **kw):
     """A tensor of zeros (default dtype unless ``dtype``)."""
-    shape = _kw_size(size, kw.pop("size", None), "zeros")
-    _reject(kw, "zeros")
-    return _filled(shape, 0, dtype or _C.get_default_dtype(), _device(device), requires_grad, out)
+    # the registry's zeros op: dtype None is the default dtype there
+    t = _C.ops.zeros(_sized("zeros", size, kw), dtype=dtype, device=_device(device))
+    return _finish(t, requires_grad, out) if requires_grad or out is not None else t
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False, **kw):
     """A tensor of ones (default dtype unless ``dtype``)."""
-    shape = _kw_size(size, kw.pop("size", None), "ones")
-    _reject(kw, "ones")
-    return _filled(shape, 1, dtype or _C.get_default_dtype(), _device(device), requires_grad, out)
+    t = _C.ops.ones(_sized("ones", size, kw), dtype=dtype, device=_device(device))
+    return _finish(t, requires_grad, out) if requires_grad or out is not None else t
 
 
 def _like(input, op):
