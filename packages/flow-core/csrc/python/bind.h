@@ -44,6 +44,10 @@ bool to_device(nb::handle o, Device& out);  // false when `o` is not a device, d
 nb::object device_object(const Device& d);
 
 nb::object attr_to_py(const AttrValue& v);
+// The op a oneflow._C.ops handle names (TypeError for anything else).
+const OpDef& op_of(nb::handle h);
+// Attributes given by name as op's Attrs: absent ones take their schema defaults, unknown names raise.
+Attrs attrs_by_name(const OpDef& op, nb::dict attrs);
 // t's values readable from Python: t itself, or what interception makes of the `_materialize` op for a tensor
 // a handler owns (a global tensor gathered, a traced value refused).
 Tensor readable(const Tensor& t);
@@ -57,6 +61,7 @@ void init_interop(nb::module_& m);
 void init_types(nb::module_& m);
 void init_random(nb::module_& m);
 void init_autocast(nb::module_& m);
+void init_plan(nb::module_& m);
 
 }  // namespace flow::py
 

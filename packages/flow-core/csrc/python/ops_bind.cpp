@@ -299,6 +299,23 @@ static HandlerArgs handler_args(const OpDef& op, nb::handle inputs, nb::dict att
   return r;
 }
 
+Attrs attrs_by_name(const OpDef& op, nb::dict attrs) {
+  const Schema& s = op.functional ? op.functional->schema : op.schema;
+  for (auto [key, value] : attrs) {
+    std::string name = nb::cast<std::string>(key);
+    bool known = false;
+    for (const ArgDef& d : s.attr_args) known |= d.name == name;
+    FLOW_TYPE_CHECK(known, op.name, "() has no attribute '", name, "'");
+  }
+  return handler_args(op, nb::list(), attrs).a;
+}
+
+const OpDef& op_of(nb::handle h) {
+  FLOW_TYPE_CHECK(nb::isinstance<OpHandle>(h), "expected a registry op (oneflow._C.ops.<name>), not ",
+                  Py_TYPE(h.ptr())->tp_name);
+  return *nb::cast<OpHandle&>(h).op;
+}
+
 static nb::object results_to_py(const OpDef& op, TensorList&& r) {
   const Schema& s = op.functional ? op.functional->schema : op.schema;
   if (s.num_outputs == 1 && r.size() == 1) return wrap(std::move(r[0]));

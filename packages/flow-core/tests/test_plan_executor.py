@@ -1,0 +1,215 @@
+"""The plan executor (oneflow._C.Plan): registry kernel calls over value slots, checked on meta tensors at
+finalize(), intermediates planned into one arena by their live intervals; results equal eager execution."""
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+import oneflow as flow
+from oneflow import _C
+
+ops = _C.ops
+
+
+def mlp_plan(w1, b1, w2, batch=4):
+    p = _C.Plan()
+    x = p.add_input([batch, w1.shape[0]], flow.float32)
+    cw1, cb1, cw2 = p.add_constant(w1), p.add_constant(b1), p.add_constant(w2)
+    (h,) = p.add_step(ops.mm, [x, cw1])
+    (h,) = p.add_step(ops.add, [h, cb1])
+    (h,) = p.add_step(ops.relu, [h])
+    (h,) = p.add_step(ops.mm, [h, cw2])
+    (y,) = p.add_step(ops.tanh, [h])
+    p.set_outputs([y])
+    p.finalize()
+    return p
+
+
+def test_forward_equals_eager_bitwise_and_intermediates_share_the_arena():
+    flow.manual_seed(0)
+    w1, b1, w2 = flow.randn(8, 16), flow.randn(16), flow.randn(16, 3)
+    p = mlp_plan(w1, b1, w2)
+    x = flow.randn(4, 8)
+    (y,) = p.run([x])
+    expected = flow.tanh(flow.relu(x @ w1 + b1) @ w2)
+    assert y.shape == (4, 3) and np.array_equal(y.numpy(), expected.numpy())
+    mem = p.memory
+    # the four intermediates are planned; mm -> add -> relu -> mm reuses memory as values die
+    assert mem["arena_values"] == 4 and 0 < mem["arena_bytes"] < mem["naive_bytes"]
+    assert [s["op"] for s in p.steps] == ["mm", "add", "relu", "mm", "tanh"]
+    assert p.steps[-1]["offsets"] == [-1]  # the output escapes: never in the arena
+    assert p.slot_meta(p.outputs[0]) == ((4, 3), flow.float32, flow.device("cpu"))
+
+
+def test_outputs_of_one_run_survive_the_next_and_constants_are_shared():
+    flow.manual_seed(1)
+    w1, b1, w2 = flow.randn(8, 16), flow.randn(16), flow.randn(16, 3)
+    p = mlp_plan(w1, b1, w2)
+    x1, x2 = flow.randn(4, 8), flow.randn(4, 8)
+    (y1,) = p.run([x1])
+    keep = y1.numpy().copy()
+    (y2,) = p.run([x2])
+    assert np.array_equal(y1.numpy(), keep) and not np.array_equal(y2.numpy(), keep)
+    with flow.no_grad():
+        w2.mul_(2)  # an eager change to a bound tensor is seen by the next run
+    (y3,) = p.run([x1])
+    np.testing.assert_array_equal(y3.numpy(), flow.tanh(flow.relu(x1 @ w1 + b1) @ w2).numpy())
+
+
+def test_an_output_that_views_an_intermediate_keeps_it_out_of_the_arena():
+    p = _C.Plan()
+    x = p.add_input([2, 3], flow.float32)
+    (e,) = p.add_step(ops.exp, [x])
+    (v,) = p.add_step(ops.view, [e], {"size": [6]})
+    (s,) = p.add_step(ops.sin, [x])  # would reuse exp's memory if exp's value were in the arena
+    p.set_outputs([v, s])
+    p.finalize()
+    assert p.steps[0]["offsets"] == [-1]
+    a = flow.randn(2, 3)
+    v1, s1 = p.run([a])
+    v2, _ = p.run([a * 2])
+    np.testing.assert_allclose(v1.numpy(), np.exp(a.numpy()).reshape(6), rtol=1e-6)
+    np.testing.assert_allclose(s1.numpy(), np.sin(a.numpy()), rtol=1e-6)
+    np.testing.assert_allclose(v2.numpy(), np.exp(2 * a.numpy()).reshape(6), rtol=1e-6)
+
+
+def test_in_place_steps_update_bound_parameters_like_an_optimizer_step():
+    flow.manual_seed(2)
+    w = flow.randn(5, 3)
+    g, buf, lr = flow.randn(5, 3), flow.zeros(5, 3), flow.tensor(0.1)
+    w_eager, buf_eager = w.clone(), buf.clone()
+    p = _C.Plan()
+    slots = [p.add_constant(t) for t in (w, buf, lr)]
+    grad = p.add_input([5, 3], flow.float32)
+    p.add_step(ops.sgd_update_, [slots[0], grad, slots[1], slots[2]], {"momentum": 0.9, "_list_lengths": [1, 1, 1]},
+               num_outputs=0)
+    (scaled,) = p.add_step(ops.mul_, [slots[0], p.add_constant(flow.tensor(1.0))])  # an in-place variant
+    p.set_outputs([])
+    p.finalize()
+    version = w._version
+    for _ in range(3):
+        assert p.run([g]) == []
+        ops.sgd_update_([w_eager], [g], [buf_eager], lr, momentum=0.9)
+    np.testing.assert_array_equal(w.numpy(), w_eager.numpy())
+    np.testing.assert_array_equal(buf.numpy(), buf_eager.numpy())
+    assert w._version > version
+
+
+def test_creation_views_and_value_dependent_ops_run_with_unknown_shapes_unplanned():
+    p = _C.Plan()
+    x = p.add_input([6], flow.float32)
+    (z,) = p.add_step(ops.zeros, [], {"size": [6], "dtype": flow.float32})
+    (m,) = p.add_step(ops.maximum, [x, z])
+    (nz,) = p.add_step(ops.nonzero, [m])  # its shape depends on the values
+    (n,) = p.add_step(ops.sum, [nz])
+    (k,) = p.add_step(ops.mul, [n, n])
+    p.set_outputs([m, k])
+    p.finalize()
+    assert p.slot_meta(nz) is None and p.slot_meta(n) is None and p.memory["unplanned_values"] == 1  # n
+    a = flow.tensor([1.0, -2.0, 3.0, 0.0, -1.0, 5.0])
+    m1, k1 = p.run([a])
+    np.testing.assert_array_equal(m1.numpy(), np.maximum(a.numpy(), 0))
+    assert k1.item() == (0 + 2 + 5) ** 2
+
+
+def test_elementwise_results_keep_the_layout_eager_gives_them():
+    p = _C.Plan()
+    x = p.add_input([3, 4], flow.float32)
+    (t,) = p.add_step(ops.transpose, [x], {"dim0": 0, "dim1": 1})
+    (e,) = p.add_step(ops.exp, [t])
+    (r,) = p.add_step(ops.relu, [e])
+    p.set_outputs([r])
+    p.finalize()
+    a = flow.randn(3, 4)
+    (r1,) = p.run([a])
+    eager = flow.relu(flow.exp(a.t()))
+    assert r1.stride() == eager.stride() and np.array_equal(r1.numpy(), eager.numpy())
+
+
+def test_bad_plans_and_inputs_raise_clear_errors():
+    p = _C.Plan()
+    x = p.add_input([2, 3], flow.float32)
+    with pytest.raises(IndexError, match="slot 7 is not a value"):
+        p.add_step(ops.relu, [7])
+    with pytest.raises(TypeError, match="has no attribute 'alpah'"):
+        p.add_step(ops.add, [x, x], {"alpah": 2})
+    with pytest.raises(TypeError, match="expected a registry op"):
+        p.add_step(len, [x])
+    with pytest.raises(ValueError, match="give num_outputs"):
+        p.add_step(ops.unbind, [x])
+    (y,) = p.add_step(ops.matmul, [x, x])  # (2, 3) @ (2, 3): caught on meta tensors, naming the step
+    p.set_outputs([y])
+    with pytest.raises(RuntimeError, match=r"plan step 0 \(matmul\)"):
+        p.finalize()
+    q = mlp_plan(flow.randn(8, 16), flow.randn(16), flow.randn(16, 3))
+    with pytest.raises(TypeError, match="expected 1 inputs, got 2"):
+        q.run([flow.randn(4, 8), flow.randn(4, 8)])
+    with pytest.raises(RuntimeError, match=r"input 0 is \[4, 9\].*built for \[4, 8\]"):
+        q.run([flow.randn(4, 9)])
+    with pytest.raises(RuntimeError, match="after finalize"):
+        q.add_input([1], flow.float32)
+    r = _C.Plan()
+    r.add_input([1], flow.float32)
+    with pytest.raises(RuntimeError, match="before finalize"):
+        r.run([flow.zeros(1)])
+
+
+def test_caller_offsets_are_checked_for_overlap():
+    def build(offsets):
+        p = _C.Plan()
+        x = p.add_input([16], flow.float32)
+        (a,) = p.add_step(ops.exp, [x])
+        (b,) = p.add_step(ops.sin, [a])
+        (c,) = p.add_step(ops.add, [a, b])  # a and b are alive together
+        (e,) = p.add_step(ops.cos, [c])
+        (f,) = p.add_step(ops.neg, [e])
+        p.set_outputs([f])
+        for k, o in enumerate(offsets):
+            p.set_offsets(k, [o])
+        p.finalize()
+        return p
+
+    with pytest.raises(ValueError, match="overlap"):
+        build([0, 0, -1, -1, -1])
+    with pytest.raises(ValueError, match="overlap"):
+        build([0, 64, 0, -1, -1])  # c is written at step 2 while a is still read there
+    with pytest.raises(ValueError, match="cannot live in the arena"):
+        build([0, 64, 128, 192, 256])  # f is an output
+    with pytest.raises(ValueError, match="multiples of 64"):
+        build([0, 70, 128, -1, -1])
+    p = build([0, 64, 128, 0, -1])  # e reuses a's place: a is dead after step 2
+    assert p.memory["arena_bytes"] == 192 and p.memory["arena_values"] == 4
+    x = flow.randn(16)
+    (f,) = p.run([x])
+    a = np.exp(x.numpy())
+    np.testing.assert_allclose(f.numpy(), -np.cos(a + np.sin(a)), rtol=1e-5)
+
+
+def brute_force_ok(intervals, sizes, offsets, total):
+    for i, j in itertools.combinations(range(len(sizes)), 2):
+        live = intervals[i][0] <= intervals[j][1] and intervals[j][0] <= intervals[i][1]
+        overlap = offsets[i] < offsets[j] + sizes[j] and offsets[j] < offsets[i] + sizes[i]
+        if live and overlap:
+            return False
+    return all(o % 64 == 0 and o + s <= total for o, s in zip(offsets, sizes))
+
+
+def test_assign_offsets_never_overlaps_live_buffers_and_reuses_dead_ones():
+    rng = random.Random(0)
+    for _ in range(200):
+        n = rng.randint(1, 12)
+        intervals = []
+        for _ in range(n):
+            a = rng.randint(0, 20)
+            intervals.append((a, a + rng.randint(0, 6)))
+        sizes = [rng.choice([4, 64, 100, 256, 1000, 4096]) for _ in range(n)]
+        total, offsets = _C._plan_assign_offsets(intervals, sizes)
+        assert brute_force_ok(intervals, sizes, offsets, total)
+        # never more than no reuse at all, never less than the peak of what is alive at once
+        padded = [(s + 63) // 64 * 64 for s in sizes]
+        assert total <= sum(padded)
+        peak = max(sum(p for p, iv in zip(padded, intervals) if iv[0] <= t <= iv[1]) for t in range(27))
+        assert total >= peak
+    total, _ = _C._plan_assign_offsets([(0, 1), (2, 3)], [256, 256])
+    assert total == 256  # disjoint lifetimes share one place
