@@ -120,7 +120,11 @@ class StoreClient:
         return json.loads(line) if line else None
 
     def close(self):
-        for f in (self._r, self._w, self._sock):
+        try:  # wakes a thread blocked in readline (closing its file first would wait for that thread's lock)
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        for f in (self._w, self._r, self._sock):
             try:
                 f.close()
             except OSError:

@@ -40,7 +40,6 @@ def main(argv=None):
     env.update(rank_env(env))
     rank = int(env["RANK"])
     status_dir = env["FLOWRUN_STATUS_DIR"]
-    _die_with_parent()
     pass_fds = (int(env["PMI_FD"]),) if "PMI_FD" in env else ()  # the rank's line to hydra's PMI server
     try:
         child = subprocess.Popen(argv, env=env, pass_fds=pass_fds, preexec_fn=_die_with_parent)

@@ -127,8 +127,8 @@ class _Job:
     """The running hydra job of this node, in a session of its own so that it can be killed as a whole.
 
     The launcher, not hydra, stops the job: the ranks' keepers record how each rank ended and always exit 0, and
-    on the first failure (or Ctrl-C, or a failure on another node) the launcher signals every rank, then kills
-    the session after ``GRACE_S``."""
+    on the first failure (or Ctrl-C, or a failure on another node) the launcher signals every rank, kills the
+    ranks that are left after ``GRACE_S``, and the whole session after another ``GRACE_S``."""
 
     def __init__(self, cmd, env, status_dir, watch=None):
         import subprocess
@@ -141,6 +141,7 @@ class _Job:
         self.interrupted = None
         self.remote_abort = None
         self.kill_at = None
+        self.killed_ranks = False
 
     def kill_session(self):
         try:
@@ -148,14 +149,17 @@ class _Job:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def stop(self, signum):
-        """Stops every rank with ``signum`` (SIGKILL for all that is left after ``GRACE_S``)."""
-        _status.mark_stopping(self.status_dir)
+    def signal_ranks(self, signum):
         for pid in _status.rank_pids(self.status_dir):
             try:
                 os.kill(pid, signum)
             except (ProcessLookupError, PermissionError):
                 pass
+
+    def stop(self, signum):
+        """Stops every rank with ``signum`` (SIGKILL for all that is left after ``GRACE_S``)."""
+        _status.mark_stopping(self.status_dir)
+        self.signal_ranks(signum)
         if self.kill_at is None:
             self.kill_at = time.monotonic() + GRACE_S
 
@@ -183,8 +187,13 @@ class _Job:
                 self.remote_abort = self.watch.aborted
                 self.stop(signal.SIGTERM)
             if self.kill_at is not None and time.monotonic() > self.kill_at:
-                self.kill_session()
-                self.kill_at = float("inf")
+                if not self.killed_ranks:  # first the ranks themselves: their keepers still report to hydra
+                    self.killed_ranks = True
+                    self.signal_ranks(signal.SIGKILL)
+                    self.kill_at = time.monotonic() + GRACE_S
+                else:
+                    self.kill_session()
+                    self.kill_at = float("inf")
             time.sleep(_POLL_S)
         self.kill_session()  # anything left behind
         return rc, _status.first_failure(self.status_dir)
@@ -210,7 +219,8 @@ def run(args):
                 raise _in_use(args.master_addr, port) from None
         watch = NodeWatch(args.master_addr, port, args.node_rank)
     elif port is None:
-        port = DEFAULT_MASTER_PORT if _port_free(args.master_addr, DEFAULT_MASTER_PORT) else _free_port(args.master_addr)
+        free = _port_free(args.master_addr, DEFAULT_MASTER_PORT)
+        port = DEFAULT_MASTER_PORT if free else _free_port(args.master_addr)
     elif not _port_free(args.master_addr, port):
         raise _in_use(args.master_addr, port)
     status_dir = tempfile.mkdtemp(prefix="flowrun-")

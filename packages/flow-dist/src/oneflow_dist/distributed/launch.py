@@ -2,7 +2,7 @@
 --master_port P] script.py args...``: OneFlow's launcher command line, the same launcher as ``flowrun``."""
 import sys
 
-from ..launcher import main
+from oneflow_dist.launcher import main  # absolute: run as oneflow.distributed.launch, the package differs
 
 if __name__ == "__main__":
     sys.exit(main(prog="python -m oneflow.distributed.launch"))
