@@ -1,0 +1,93 @@
+"""flow-dist on 2 local ranks (1 thread each): all_reduce of 16 MiB against mpi4py's own time for the same
+buffer, and DDP training throughput of a small MLP against 1 rank. One run; prints the ratios.
+
+    python bench/bench_dist.py            # starts the flowrun jobs itself
+"""
+import os
+import subprocess
+import sys
+import time
+
+ITERS = 20
+
+
+def worker(kind):
+    import numpy as np
+    from mpi4py import MPI
+
+    import oneflow as flow
+    import oneflow.distributed as dist
+
+    r = flow.env.get_rank()
+    if kind == "allreduce":
+        n = 16 * 2**20 // 4
+        t = flow.ones(n)
+        a = np.ones(n, np.float32)
+        comm = MPI.COMM_WORLD
+        dist.init_process_group()
+        for _ in range(3):  # warm up both paths
+            dist.all_reduce(t)
+            comm.Allreduce(MPI.IN_PLACE, a)
+        times = {"flow": [], "mpi4py": []}
+        for _ in range(ITERS):  # interleaved, best of each: the machine is shared
+            comm.Barrier()
+            t0 = time.perf_counter()
+            dist.all_reduce(t)
+            times["flow"].append(time.perf_counter() - t0)
+            comm.Barrier()
+            t0 = time.perf_counter()
+            comm.Allreduce(MPI.IN_PLACE, a)
+            times["mpi4py"].append(time.perf_counter() - t0)
+        if r == 0:
+            f, m = min(times["flow"]), min(times["mpi4py"])
+            print(f"RESULT allreduce16MiB flow_ms={f * 1e3:.2f} mpi4py_ms={m * 1e3:.2f} ratio={f / m:.3f}")
+    else:
+        world = flow.env.get_world_size()
+        flow.manual_seed(0)
+        net = flow.nn.Sequential(flow.nn.Linear(256, 512), flow.nn.ReLU(), flow.nn.Linear(512, 512), flow.nn.ReLU(),
+                                 flow.nn.Linear(512, 10))
+        model = flow.nn.parallel.DistributedDataParallel(net) if world > 1 else net
+        opt = flow.optim.SGD(model.parameters(), lr=0.01)
+        batch = 64  # per rank
+        x = flow.randn(batch, 256)
+        y = flow.randint(0, 10, (batch,))
+        loss_fn = flow.nn.CrossEntropyLoss()
+        steps = 60
+        for i in range(steps + 10):
+            if i == 10:
+                t0 = time.perf_counter()
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+        dt = time.perf_counter() - t0
+        if r == 0:
+            print(f"RESULT ddp world={world} samples_per_s={steps * batch * world / dt:.0f}")
+
+
+def launch(nproc, kind):
+    env = dict(os.environ, OMP_NUM_THREADS="1", BENCH_DIST_WORKER=kind)
+    flowrun = os.path.join(os.path.dirname(sys.executable), "flowrun")
+    cmd = [flowrun] if os.path.exists(flowrun) else [sys.executable, "-m", "oneflow_dist.launcher"]
+    out = subprocess.run(cmd + ["--nproc", str(nproc), __file__], env=env, capture_output=True, text=True,
+                         timeout=600)
+    if out.returncode:
+        raise SystemExit(out.stderr)
+    line = next(line for line in out.stdout.splitlines() if line.startswith("RESULT"))
+    print(line)
+    return dict(kv.split("=") for kv in line.split()[2:])
+
+
+def main():
+    ar = launch(2, "allreduce")
+    one = launch(1, "ddp")
+    two = launch(2, "ddp")
+    print(f"all_reduce 16 MiB, 2 ranks: flow / mpi4py = {ar['ratio']} (target <= 1.2)")
+    print(f"DDP MLP training, 2 ranks vs 1 rank (1 thread each): "
+          f"{float(two['samples_per_s']) / float(one['samples_per_s']):.2f}x throughput (target >= 1.8)")
+
+
+if __name__ == "__main__":
+    if "BENCH_DIST_WORKER" in os.environ:
+        worker(os.environ["BENCH_DIST_WORKER"])
+    else:
+        main()
