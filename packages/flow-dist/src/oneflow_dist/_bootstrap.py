@@ -30,6 +30,14 @@ def _exit_code(exc):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     rank = os.environ.get("RANK", "?")
+    # Line buffering: each line leaves in one write as soon as it is complete, so a rank killed by a signal loses
+    # nothing it printed, and the ranks' lines, merged by hydra, do not interleave mid-line (unbuffered output
+    # would write a print's text and its newline separately).
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(line_buffering=True, write_through=False)
+        except (AttributeError, ValueError):
+            pass
     try:
         if argv[0] == "-m":
             sys.argv = argv[1:]

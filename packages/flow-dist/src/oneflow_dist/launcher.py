@@ -116,8 +116,6 @@ def _env(args, port, status_dir):
     env = dict(os.environ)
     env.update(MASTER_ADDR=args.master_addr, MASTER_PORT=str(port), FLOWRUN_NNODES=str(args.nnodes),
                FLOWRUN_NODE_RANK=str(args.node_rank), FLOWRUN_STATUS_DIR=status_dir)
-    # a rank killed by a signal loses what it had buffered: let every line out as it is written
-    env.setdefault("PYTHONUNBUFFERED", "1")
     if args.nproc > 1:
         env.setdefault("OMP_NUM_THREADS", "1")  # as torchrun: N ranks with all cores each oversubscribe the node
     return env
