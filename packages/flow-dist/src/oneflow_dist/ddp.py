@@ -7,6 +7,7 @@ backward; the hook of the last gradient waits for the buckets and writes the ave
 started in the same order on every rank (MPI requires it), whatever order their gradients arrive in.
 """
 import contextlib
+import time
 
 import oneflow as flow
 
@@ -88,6 +89,8 @@ class DistributedDataParallel(flow.nn.Module):
                                            None if bucket_cap_mb is None or not use_bucket
                                            else int(bucket_cap_mb * 2**20))
         self._next = 0  # the first bucket not started yet
+        # seconds backward spent waiting for all-reduces after its last gradient (what overlap did not hide)
+        self.comm_wait_s = 0.0
         self._launched = []
         self._handles = []
         for b_index, b in enumerate(self._buckets):
@@ -153,9 +156,12 @@ class DistributedDataParallel(flow.nn.Module):
                 b.work.is_completed()
 
     def _finish(self):
+        t0 = time.perf_counter()
         for b in self._buckets:
             if b.work is not None:
                 b.work.wait()
+        self.comm_wait_s += time.perf_counter() - t0
+        for b in self._buckets:
             for i, p in enumerate(b.params):
                 p.grad.detach().copy_(b.slot(i))
             b.reset()
