@@ -93,10 +93,13 @@ def main():
     barrier2 = launch(2, "barrier")
     one_s = float(one["samples_per_s"])
     print(f"all_reduce 16 MiB, 2 ranks: flow / mpi4py = {ar['ratio']} (target <= 1.2)")
-    print(f"MLP training, 1 thread per rank: 2-rank DDP = {float(ddp2['samples_per_s']) / one_s:.2f}x one rank "
-          f"(target >= 1.8); 2 independent ranks without any sync = {float(local2['samples_per_s']) / one_s:.2f}x "
-          f"(what this machine allows), with only a barrier per step = {float(barrier2['samples_per_s']) / one_s:.2f}x; DDP waits for all-reduce in {float(ddp2['comm_wait_frac']) * 100:.1f}% of "
-          f"its time (the rest of the communication overlaps backward)")
+    ratio = {k: float(v["samples_per_s"]) / one_s for k, v in (("ddp", ddp2), ("local", local2),
+                                                                 ("barrier", barrier2))}
+    print(f"MLP training, 1 thread per rank: 2-rank DDP = {ratio['ddp']:.2f}x one rank (target >= 1.8); "
+          f"2 independent ranks without any sync = {ratio['local']:.2f}x (what this machine allows), with only a "
+          f"barrier per step = {ratio['barrier']:.2f}x; DDP waits for all-reduce in "
+          f"{float(ddp2['comm_wait_frac']) * 100:.1f}% of its time (the rest of the communication overlaps "
+          f"backward)")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,16 @@ def test_oneflow_launch_module_takes_oneflows_flags(tmp_path):
     assert [(d["env"]["WORLD_SIZE"], d["env"]["MASTER_PORT"]) for d in _reports(tmp_path)] == [("2", str(port))] * 2
 
 
+def test_module_and_executable_targets(tmp_path):
+    rc, out, err, _ = run(["--nproc", 2, "-m", "report", "x"],
+                          env={"REPORT_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join([str(RANKS),
+                                                                                            os.environ.get("PYTHONPATH", "")])})
+    assert rc == 0, err
+    assert [d["argv"] for d in _reports(tmp_path)] == [["x"], ["x"]]
+    rc, out, err, _ = run(["--nproc", 2, "--no-python", "sh", "-c", "exit $((RANK * 3))"])
+    assert rc == 3 and "rank 1 exited with code 3" in err
+
+
 @pytest.mark.parametrize("mode,code,words", [
     ("raise", 1, "[rank 1]: ValueError: rank one failed on purpose"),
     ("exit", 7, "rank 1 exited with code 7"),

@@ -87,3 +87,37 @@ def test_ddp_in_a_world_of_one_is_the_module():
         flow.nn.parallel.DistributedDataParallel(lambda x: x)
     with pytest.raises(ValueError, match="bucket_size"):
         flow.nn.parallel.DistributedDataParallel(net, bucket_size=0)
+
+
+def test_sbp_values():
+    import pickle
+
+    s = flow.sbp
+    assert s.split(0) == s.split(0) and s.split(0) != s.split(1) and hash(s.split(1)) == hash(s.split(1))
+    assert s.broadcast != s.partial_sum and s.partial_sum != s.partial_max and s.split(0) != s.broadcast
+    assert repr(s.split(1)) == "oneflow.sbp.split(dim=1)" and repr(s.broadcast) == "oneflow.sbp.broadcast"
+    assert repr(s.partial_sum) == "oneflow.sbp.partial_sum" and repr(s.partial_max) == "oneflow.sbp.partial_max"
+    assert s.split(2).dim == 2 and s.split(2).is_split() and s.broadcast.is_broadcast() and s.partial_max.is_partial()
+    assert isinstance(s.broadcast, s.sbp) and pickle.loads(pickle.dumps(s.split(3))) == s.split(3)
+    assert len({(s.broadcast, s.split(0)), (s.broadcast, s.split(0)), (s.split(0), s.broadcast)}) == 2  # nd-sbp
+    with pytest.raises(ValueError, match="non-negative"):
+        s.split(-1)
+    with pytest.raises(TypeError, match="must be an int"):
+        s.split(1.0)
+    with pytest.raises(TypeError, match="must be an int"):
+        s.split(True)
+    import oneflow.sbp as sbp_module
+
+    assert sbp_module is s
+
+
+def test_placement_all_and_pickle():
+    import pickle
+
+    p = flow.placement.all("cpu")
+    assert p == flow.placement("cpu", [0]) and pickle.loads(pickle.dumps(p)) == p
+    assert {p: 1}[flow.placement("cpu", ranks=[0])] == 1
+    with pytest.raises(TypeError, match="must be a str"):
+        flow.placement(0, ranks=[0])
+    with pytest.raises(ValueError, match="not be empty"):
+        flow.placement("cpu", ranks=[])

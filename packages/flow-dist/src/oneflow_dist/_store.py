@@ -3,10 +3,10 @@ MASTER_ADDR:MASTER_PORT. It carries no tensor data: the ranks exchange MPI port 
 nodes' MPI worlds into one (``_world``), and the launchers watch each other through it, so that a failure on one
 node stops every node.
 
-Protocol: one JSON object per line. ``{"op": "set", "key", "value"}``; ``{"op": "get", "key"}`` answers
-``{"value"}`` once the key is set (it waits); ``{"op": "watch", "node"}`` keeps the connection open: the server
-sends ``{"abort": code, "rank": r}`` to every watcher when one reports ``{"op": "fail", "code", "rank"}``, and a
-watcher that disconnects without reporting success is taken as failed."""
+Protocol: one JSON object per line. ``{"op": "set", "key", "value"}``; ``{"op": "get", "key", "timeout"}``
+answers ``{"value"}`` once the key is set (it waits), or ``{"timeout": true}``; ``{"op": "watch", "node"}``
+keeps the connection open: the server sends ``{"abort": code, "rank": r}`` to every watcher when one reports
+``{"op": "fail", "code", "rank"}``, and a watcher that disconnects without reporting success is taken as failed."""
 import json
 import socket
 import socketserver
@@ -46,11 +46,12 @@ class StoreServer:
                     self._data[msg["key"]] = msg["value"]
                     self._cond.notify_all()
             elif op == "get":
+                deadline = time.monotonic() + msg.get("timeout", 300.0)
                 with self._cond:
-                    while msg["key"] not in self._data:
-                        self._cond.wait()
-                    value = self._data[msg["key"]]
-                _send(wfile, {"value": value})
+                    while msg["key"] not in self._data and time.monotonic() < deadline:
+                        self._cond.wait(max(0.0, deadline - time.monotonic()))
+                    value = self._data.get(msg["key"])
+                _send(wfile, {"value": value} if value is not None else {"timeout": True})
             elif op == "watch":
                 watching = True
                 with self._cond:
@@ -110,9 +111,13 @@ class StoreClient:
     def set(self, key, value):
         self.send(op="set", key=key, value=value)
 
-    def get(self, key):
-        self.send(op="get", key=key)
-        return json.loads(self._r.readline())["value"]
+    def get(self, key, timeout=300.0):
+        """The value of ``key``, waiting up to ``timeout`` seconds for it to be set (TimeoutError after)."""
+        self.send(op="get", key=key, timeout=timeout)
+        answer = json.loads(self._r.readline())
+        if "timeout" in answer:
+            raise TimeoutError(f"rendezvous: {key!r} was not set within {timeout:.0f} s")
+        return answer["value"]
 
     def readline(self):
         """The next message from the server (blocking), or None when the connection closed."""

@@ -10,6 +10,7 @@ import os
 import threading
 
 _lock = threading.Lock()
+_JOIN_TIMEOUT_S = float(os.environ.get("FLOWRUN_JOIN_TIMEOUT", "300"))
 _world = None
 
 
@@ -82,7 +83,14 @@ def _join_nodes(local, nnodes):
     try:
         comm = local
         if node > 0:  # node k joins the world of nodes 0..k-1
-            port = store.get(f"mpi-port-{node}") if local.Get_rank() == 0 else None
+            port = None
+            if local.Get_rank() == 0:
+                try:
+                    port = store.get(f"mpi-port-{node}", timeout=_JOIN_TIMEOUT_S)
+                except TimeoutError:
+                    raise RuntimeError(f"node {node} could not join the job: the nodes before it did not get "
+                                       f"ready within {_JOIN_TIMEOUT_S:.0f} s (is every node's flowrun running, "
+                                       f"with the same --nnodes?)") from None
             comm = comm.Connect(port, root=0).Merge(high=True)
         for k in range(node + 1, nnodes):  # then admits each node after it
             port = None

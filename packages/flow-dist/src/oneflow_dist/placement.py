@@ -59,6 +59,11 @@ class placement:
         self._ranks = arr
         self._key = (dev, arr.shape, tuple(arr.reshape(-1).tolist()))
 
+    @classmethod
+    def all(cls, type):
+        """The placement of every rank of the job on devices of ``type``, in one dimension."""
+        return cls(type, ranks=list(range(_world.world_size())))
+
     @property
     def type(self):
         """The device type ("cpu" or "cuda")."""
