@@ -2,8 +2,11 @@
 environment (RANK, LOCAL_RANK, WORLD_SIZE, ...), runs CMD as its child and waits for it.
 
 It exists because hydra reports only an exit number: the keeper sees whether its rank exited or was killed by a
-signal (SIGKILL, a segfault), records that for the launcher (``_status``) and exits non-zero, upon which hydra
-stops the other ranks. The child is tied to the keeper (it gets SIGKILL if the keeper dies), so a rank never
+signal (SIGKILL, a segfault) and records that for the launcher (``_status``), which stops the other ranks and
+exits with the first failing rank's code. The keeper itself always exits 0: the exit number hydra would print
+is not the rank's (hydra still stops the other ranks at once when a rank that had initialized MPI ends without
+MPI_Finalize; the launcher stops whatever is left). The child is tied to the keeper (it gets SIGKILL if the
+keeper dies) and hydra to the launcher, and the launcher kills the whole session at the end, so a rank never
 outlives its job.
 """
 import ctypes
@@ -40,7 +43,9 @@ def main(argv=None):
     env.update(rank_env(env))
     rank = int(env["RANK"])
     status_dir = env["FLOWRUN_STATUS_DIR"]
-    pass_fds = (int(env["PMI_FD"]),) if "PMI_FD" in env else ()  # the rank's line to hydra's PMI server
+    # the rank's line to hydra's PMI server. The keeper keeps its copy open: hydra sees the line close only when
+    # the keeper exits, after it has recorded how its rank ended (hydra then stops the other ranks itself)
+    pass_fds = (int(env["PMI_FD"]),) if "PMI_FD" in env else ()
     try:
         child = subprocess.Popen(argv, env=env, pass_fds=pass_fds, preexec_fn=_die_with_parent)
     except OSError as e:
@@ -59,6 +64,7 @@ def main(argv=None):
 
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, forward)
+
     rc = child.wait()
     if rc == 0:
         return 0

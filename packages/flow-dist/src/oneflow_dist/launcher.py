@@ -142,6 +142,7 @@ class _Job:
         self.killed_ranks = False
 
     def kill_session(self):
+        self.signal_ranks(signal.SIGKILL)
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -149,10 +150,22 @@ class _Job:
 
     def signal_ranks(self, signum):
         for pid in _status.rank_pids(self.status_dir):
+            if not self._ours(pid):
+                continue
             try:
                 os.kill(pid, signum)
             except (ProcessLookupError, PermissionError):
                 pass
+
+    def _ours(self, pid):
+        """Whether ``pid`` is still a rank of this job (a pid of a rank that ended may have been reused)."""
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                return f"FLOWRUN_STATUS_DIR={self.status_dir}".encode() in f.read().split(b"\0")
+        except FileNotFoundError:
+            return False
+        except OSError:  # no /proc: trust the pid
+            return True
 
     def stop(self, signum):
         """Stops every rank with ``signum`` (SIGKILL for all that is left after ``GRACE_S``)."""
