@@ -65,7 +65,9 @@ def test_a_failing_rank_stops_the_job_with_its_code(mode, code, words):
     assert err.rstrip().endswith("the other ranks were stopped"), err  # the launcher's verdict comes last
 
 
-def test_ctrl_c_stops_every_rank():
+@pytest.mark.parametrize("signum,code,words", [(signal.SIGINT, 130, "KeyboardInterrupt"),
+                                               (signal.SIGTERM, 143, "stopped by SIGTERM")])
+def test_ctrl_c_or_sigterm_stops_every_rank(signum, code, words):
     p = subprocess.Popen(flowrun_cmd() + ["--nproc", "2", str(RANKS / "fail.py"), "hang"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -76,10 +78,10 @@ def test_ctrl_c_stops_every_rank():
                 pids.append(int(line.split()[3]))
         assert len(pids) == 2
         t0 = time.monotonic()
-        p.send_signal(signal.SIGINT)
+        p.send_signal(signum)
         rc = p.wait(timeout=30)
-        assert rc == 130 and time.monotonic() - t0 < 30
-        assert "KeyboardInterrupt" in p.stderr.read()
+        assert rc == code and time.monotonic() - t0 < 30
+        assert words in p.stderr.read()
         deadline = time.monotonic() + 10
         while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
             time.sleep(0.1)

@@ -223,6 +223,29 @@ assert p == flow.placement("cpu", ranks=list(range(n))) and p.hierarchy == flow.
 if n == 4:
     q = flow.placement("cpu", ranks=[[0, 1], [2, 3]])
     assert q.hierarchy == flow.Size([2, 2]) and q != p and hash(q) == hash(flow.placement("cpu", [[0, 1], [2, 3]]))
+    from oneflow_dist._groups import communicator
+
+    # the communicators of a 2-D placement: this rank's column (dim 0) and row (dim 1), cached
+    row, col = divmod(r, 2)
+    for dim, members in ((0, [col, 2 + col]), (1, [2 * row, 2 * row + 1]), (None, [0, 1, 2, 3])):
+        c = communicator(q, dim)
+        assert c.global_ranks == tuple(members) and c.rank == members.index(r) and communicator(q, dim) is c
+        t = flow.tensor([float(r)])
+        c.all_reduce(t)
+        assert t.item() == sum(members)
+    c31 = communicator(flow.placement("cpu", ranks=[3, 1]), 0)  # placement order, not sorted
+    if r in (1, 3):
+        assert c31.global_ranks == (3, 1) and c31.rank == [3, 1].index(r)
+        t = flow.tensor([float(r)])
+        c31.broadcast(t, 0)
+        assert t.item() == 3.0
+    else:
+        assert c31 is None
+    try:
+        communicator(q, 2)
+        raise AssertionError("a hierarchy dimension out of range must raise")
+    except IndexError as e:
+        assert "out of range" in str(e)
 try:
     flow.placement("cpu", ranks=[0, n])
     raise AssertionError("a rank outside the world must raise")
