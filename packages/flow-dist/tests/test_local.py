@@ -121,3 +121,21 @@ def test_placement_all_and_pickle():
         flow.placement(0, ranks=[0])
     with pytest.raises(ValueError, match="not be empty"):
         flow.placement("cpu", ranks=[])
+
+
+def test_flowrun_without_mpiexec_says_what_to_install(tmp_path, monkeypatch, capsys):
+    from oneflow_dist import launcher
+
+    script = tmp_path / "s.py"
+    script.write_text("")
+    monkeypatch.setenv("FLOWRUN_MPIEXEC", str(tmp_path / "missing"))
+    assert launcher.main(["--nproc", "2", str(script)]) == 1
+    assert "FLOWRUN_MPIEXEC" in capsys.readouterr().err
+
+
+def test_the_mpi_engine_implements_the_interface():
+    from oneflow_dist import _world
+    from oneflow_dist._comm import Communicator
+
+    assert isinstance(_world.world(), Communicator)
+    assert not getattr(type(_world.world()), "__abstractmethods__", None)

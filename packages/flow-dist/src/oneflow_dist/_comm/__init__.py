@@ -7,6 +7,7 @@ mpi4py over MPICH) for CPU tensors; a CUDA build adds NCCL behind the same inter
 Ranks inside a communicator are its own (0 .. size-1); the front ends (``oneflow.comm``,
 ``oneflow.distributed``) translate global ranks.
 """
+import abc
 from enum import Enum
 
 
@@ -51,16 +52,75 @@ class Work:
         return []
 
 
-class Communicator:
-    """The interface. Every method takes contiguous tensors of one device; ``out`` tensors are written in place.
+class Communicator(abc.ABC):
+    """The interface. Every method takes contiguous tensors of one device; ``out`` tensors are written in place;
+    ranks (``root``, ``dst``, ``src``) are the communicator's own.
 
-    Methods: ``all_reduce(t, op)``, ``iall_reduce(t, op) -> Work``, ``broadcast(t, root)``,
-    ``reduce(t, root, op)``, ``all_gather(out, t)`` (``out``: size x t, concatenated along dim 0),
-    ``reduce_scatter(out, t, op)`` (``t``: size x out), ``all_to_all(out, t)`` (equal blocks along dim 0),
-    ``gather(out_or_None, t, root)``, ``scatter(out, t_or_None, root)``, ``send(t, dst, tag)``,
-    ``recv(t, src, tag) -> source``, ``barrier()``, ``sub(ranks) -> Communicator or None`` (cached; None on a
-    rank outside ``ranks``) and the object collectives ``all_gather_object``/``broadcast_object``.
+    ``all_gather(out, t)``: ``out`` holds size x ``t``, in rank order; ``reduce_scatter(out, t, op)``: ``t``
+    holds size x ``out``; ``all_to_all_v``: counts of elements per member along the flattened tensors;
+    ``sub(ranks)``: the communicator of those members (in that order), cached; None on a rank outside them.
     """
 
     rank = 0
     size = 1
+    global_ranks = (0,)  # the global rank of each member
+
+    @abc.abstractmethod
+    def all_reduce(self, t, op=ReduceOp.SUM): ...
+
+    @abc.abstractmethod
+    def iall_reduce(self, t, op=ReduceOp.SUM) -> Work: ...
+
+    @abc.abstractmethod
+    def reduce(self, t, root, op=ReduceOp.SUM): ...
+
+    @abc.abstractmethod
+    def reduce_scatter(self, out, t, op=ReduceOp.SUM): ...
+
+    @abc.abstractmethod
+    def broadcast(self, t, root): ...
+
+    @abc.abstractmethod
+    def all_gather(self, out, t): ...
+
+    @abc.abstractmethod
+    def all_to_all(self, out, t): ...
+
+    @abc.abstractmethod
+    def all_to_all_v(self, out, out_counts, t, in_counts): ...
+
+    @abc.abstractmethod
+    def gather(self, out, t, root): ...
+
+    @abc.abstractmethod
+    def scatter(self, out, t, root): ...
+
+    @abc.abstractmethod
+    def send(self, t, dst, tag=0): ...
+
+    @abc.abstractmethod
+    def recv(self, t, src=None, tag=0) -> int: ...
+
+    @abc.abstractmethod
+    def isend(self, t, dst, tag=0) -> Work: ...
+
+    @abc.abstractmethod
+    def irecv(self, t, src, tag=0) -> Work: ...
+
+    @abc.abstractmethod
+    def barrier(self): ...
+
+    @abc.abstractmethod
+    def all_gather_object(self, obj) -> list: ...
+
+    @abc.abstractmethod
+    def broadcast_object(self, obj, root): ...
+
+    @abc.abstractmethod
+    def send_object(self, obj, dst, tag=0): ...
+
+    @abc.abstractmethod
+    def recv_object(self, src, tag=0): ...
+
+    @abc.abstractmethod
+    def sub(self, ranks) -> "Communicator | None": ...

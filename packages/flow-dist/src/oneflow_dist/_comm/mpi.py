@@ -110,9 +110,6 @@ class MPICommunicator(Communicator):
     def broadcast(self, t, root):
         self.comm.Bcast(_view(t), root=root)
 
-    def ibroadcast(self, t, root):
-        return Work([self.comm.Ibcast(_view(t), root=root)])
-
     def all_gather(self, out, t):
         if out.numel() != t.numel() * self.size:
             raise ValueError(f"all_gather: the output has {out.numel()} elements, expected {self.size} x the "
