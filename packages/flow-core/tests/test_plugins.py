@@ -11,7 +11,7 @@ import oneflow as flow
 from oneflow import _plugins
 
 
-@pytest.mark.parametrize("name,package", [("placement", "flow-dist"), ("sbp", "flow-dist"), ("env", "flow-dist"),
+@pytest.mark.parametrize("name,package", [("placement", "flow-dist"), ("sbp", "flow-dist"), ("env", "flow-dist"), ("comm", "flow-dist"),
                                           ("one_embedding", "flow-embedding"), ("mock_torch", "flow-torchcompat")])
 def test_missing_plugins_name_their_package(name, package):
     if name in _plugins.available():

@@ -42,6 +42,7 @@ KNOWN = {
     "placement": "flow-dist",
     "sbp": "flow-dist",
     "env": "flow-dist",
+    "comm": "flow-dist",
     "distributed": "flow-dist",
     "nn.parallel.DistributedDataParallel": "flow-dist",
     "Tensor.to_global": "flow-dist",
