@@ -1,0 +1,1 @@
+"""``oneflow.framework`` as flow-torchcompat provides it: ``oneflow.framework.infer_compiler``."""
