@@ -2,12 +2,15 @@
 `oneflow` (issue 20's target: the mocked program runs at oneflow's eager speed, within 5%).
 
 Both programs are one source text that differs only in its import lines; they are built in one process and
-timed in alternating rounds, so both see the same machine load. A small MLP (per-op overhead dominates, which
+timed in alternating rounds, so both see the same machine load; the Python function calls per step of each
+are counted as well (cProfile), a figure machine load can't move. A small MLP (per-op overhead dominates, which
 is where attribute reads through the mock's `torch` modules would show) and a small CNN.
 
     python bench/bench_mock_torch.py [rounds]
 """
+import cProfile
 import os
+import pstats
 import statistics
 import sys
 import time
@@ -67,6 +70,14 @@ def load(imports, name):
     return mod
 
 
+def calls_per_step(prog, state, n=5):
+    prof = cProfile.Profile()
+    prof.enable()
+    prog.steps(state, n)
+    prof.disable()
+    return pstats.Stats(prof).total_calls / n
+
+
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 7
     flow.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
@@ -94,6 +105,8 @@ def main():
         print(f"{kind}: torch program under mock_torch {best['mock'] * 1e3:8.3f} ms/step, oneflow program "
               f"{best['oneflow'] * 1e3:8.3f} ms/step; mock/oneflow best {best['mock'] / best['oneflow']:.3f}, "
               f"per round median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})")
+        print(f"{kind}: Python calls per step: mock {calls_per_step(mocked, states['mock']):.0f}, oneflow "
+              f"{calls_per_step(native, states['oneflow']):.0f}")
 
 
 if __name__ == "__main__":
