@@ -117,6 +117,12 @@ def test_use_graph_without_flow_graph_warns_and_runs_eagerly():
     close(c(x), m(x))
 
 
+def test_plugin_paths():
+    import oneflow.framework.infer_compiler as ic
+
+    assert flow.framework.infer_compiler is ic and ic.compile_from_torch is compile_from_torch
+
+
 def test_bad_input():
     with pytest.raises(TypeError, match="expected a torch.nn.Module, got Linear"):
         compile_from_torch(flow.nn.Linear(2, 2))
