@@ -122,6 +122,20 @@ def test_strict_mode_names_the_missing_torch_api():
             torch.__no_such_dunder__
 
 
+def test_names_a_companion_package_provides_say_which_to_install():
+    if "distributed.init_process_group" in flow._plugins.available() or "distributed" in flow._plugins.available():
+        pytest.skip("flow-dist is installed here")
+    with mock.enable():
+        import torch
+
+        assert torch.distributed.is_available() is False
+        with pytest.raises(AttributeError, match="torch.distributed.init_process_group is not provided by oneflow "
+                                                 "as installed: .*'flow-dist' package"):
+            torch.distributed.init_process_group
+        with pytest.raises(ModuleNotFoundError, match="No module named 'torch.distributed.launch': .*flow-dist"):
+            import torch.distributed.launch  # noqa: F401
+
+
 def test_lazy_mode_placeholders_raise_only_when_used(capsys):
     with mock.enable(lazy=True, verbose=True):
         import torch

@@ -51,12 +51,19 @@ class TorchFinder(importlib.abc.MetaPathFinder):
             module = missing_module(fullname, self.settings)
         else:
             target_name = oneflow_name(fullname)
+            cause = None
             try:
                 found = importlib.util.find_spec(target_name) is not None
-            except ImportError:  # oneflow.<x>'s own package is missing, or a plugin's is not installed
-                found = False
+            except ImportError as e:  # oneflow.<x>'s own package is missing, or a plugin's is not installed
+                found, cause = False, e
+            target_module = None
             if found:
-                module = torch_module(fullname, importlib.import_module(target_name), self.settings)
+                try:
+                    target_module = importlib.import_module(target_name)
+                except ImportError as e:  # a stub that stands for a companion package (oneflow.distributed.launch)
+                    cause = e
+            if target_module is not None:
+                module = torch_module(fullname, target_module, self.settings)
             else:
-                module = missing_module(fullname, self.settings)
+                module = missing_module(fullname, self.settings, cause)
         return importlib.machinery.ModuleSpec(fullname, _Loader(module), is_package=True)

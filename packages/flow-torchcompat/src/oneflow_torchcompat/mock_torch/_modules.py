@@ -12,7 +12,13 @@ class NotProvidedError(NotImplementedError):
     """A torch API oneflow does not provide, used through a ``mock_torch(lazy=True)`` placeholder."""
 
 
-def not_provided(torch_name):
+def not_provided(torch_name, cause=None):
+    """The message for a torch name oneflow lacks; ``cause``: oneflow's own error, kept when it says more (a
+    companion package to install)."""
+    from oneflow._plugins import PluginNotInstalledError
+
+    if isinstance(cause, PluginNotInstalledError):
+        return f"{torch_name} is not provided by oneflow as installed: {cause}"
     return (f"{torch_name} is not provided by oneflow (oneflow.mock_torch maps torch.* to oneflow.*, and "
             f"oneflow{torch_name[len('torch'):]} does not exist)")
 
@@ -26,13 +32,14 @@ class Placeholder:
     """Stands for a torch name oneflow lacks (lazy mode): any use raises :class:`NotProvidedError` naming it;
     attributes are placeholders too, so that ``torch.missing.thing`` can be written down without failing."""
 
-    __slots__ = ("_torch_name",)
+    __slots__ = ("_torch_name", "_cause")
 
-    def __init__(self, torch_name):
+    def __init__(self, torch_name, cause=None):
         object.__setattr__(self, "_torch_name", torch_name)
+        object.__setattr__(self, "_cause", cause)
 
     def _fail(self, *args, **kwargs):
-        raise NotProvidedError(not_provided(self._torch_name))
+        raise NotProvidedError(not_provided(self._torch_name, self._cause))
 
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__"):
@@ -68,10 +75,10 @@ class TorchModule(types.ModuleType):
         target = d["_oneflow_module"]
         try:
             value = getattr(target, name)
-        except AttributeError:
+        except AttributeError as e:
             if name.startswith("__") and name.endswith("__"):
                 raise
-            value = missing_attribute(self, name)
+            value = missing_attribute(self, name, e)
         else:
             if isinstance(value, types.ModuleType) and is_oneflow_module(value):
                 value = torch_module(f"{self.__name__}.{name}", value, d["_mock_settings"])
@@ -104,19 +111,19 @@ def is_oneflow_module(mod):
     return name == "oneflow" or name.startswith(("oneflow.", "oneflow_"))
 
 
-def missing_attribute(module, name):
+def missing_attribute(module, name, cause=None):
     torch_name = f"{module.__name__}.{name}"
     settings = module.__dict__["_mock_settings"]
     if settings.lazy:
         _warn(settings, torch_name, "using a placeholder that raises when used")
-        return Placeholder(torch_name)
+        return Placeholder(torch_name, cause)
     _warn(settings, torch_name, "raising AttributeError")
-    err = AttributeError(f"module '{module.__name__}' has no attribute '{name}': {not_provided(torch_name)}")
+    err = AttributeError(f"module '{module.__name__}' has no attribute '{name}': {not_provided(torch_name, cause)}")
     err.name, err.obj = name, module
     raise err
 
 
-def missing_module(torch_name, settings):
+def missing_module(torch_name, settings, cause=None):
     """The module for ``import torch.<x>`` where oneflow has no ``oneflow.<x>`` (a placeholder in lazy mode)."""
     if settings.lazy:
         _warn(settings, torch_name, "importing a placeholder module")
@@ -124,7 +131,7 @@ def missing_module(torch_name, settings):
     _warn(settings, torch_name, "raising ModuleNotFoundError")
     # No `name=`: the import system would take an error naming the very module a `from torch.x import y` asked
     # for as "y is not a submodule" and replace this message with a bare "cannot import name".
-    raise ModuleNotFoundError(f"No module named '{torch_name}': {not_provided(torch_name)}")
+    raise ModuleNotFoundError(f"No module named '{torch_name}': {not_provided(torch_name, cause)}")
 
 
 def torch_module(torch_name, target, settings):
