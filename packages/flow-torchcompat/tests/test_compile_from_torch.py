@@ -117,6 +117,15 @@ def test_use_graph_without_flow_graph_warns_and_runs_eagerly():
     close(c(x), m(x))
 
 
+def test_torch_hooks_are_reported_not_carried_over():
+    m = nn.Linear(2, 2)
+    m.register_forward_hook(lambda mod, inp, out: out * 0)
+    with pytest.warns(RuntimeWarning, match="hooks of Linear .*_forward_hooks.* not carried over"):
+        c = compile_from_torch(m, use_graph=False)
+    x = torch.randn(1, 2)
+    close(c(x), torch.nn.functional.linear(x, m.weight, m.bias))
+
+
 def test_plugin_paths():
     import oneflow.framework.infer_compiler as ic
 

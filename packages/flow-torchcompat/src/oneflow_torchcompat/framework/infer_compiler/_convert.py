@@ -8,6 +8,7 @@ layers) gets a oneflow twin: the same methods, re-created over globals in which 
 import importlib
 import inspect
 import types
+import warnings
 
 import oneflow as flow
 from oneflow.utils.tensor import from_torch
@@ -200,6 +201,11 @@ class Converter:
 
     # ---- modules -----------------------------------------------------------------------------------------------
     def module(self, m):
+        hooks = [h for h in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+                 if getattr(m, h, None)]
+        if hooks:
+            warnings.warn(f"compile_from_torch: the hooks of {type(m).__name__} ({', '.join(hooks)}) are torch "
+                          "functions and are not carried over to the oneflow module", RuntimeWarning, stacklevel=4)
         cls = type(m)
         if _defined_in_torch(cls) and cls.__name__ in _CONTAINERS:
             out = self._container(m)
