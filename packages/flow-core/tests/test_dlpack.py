@@ -263,6 +263,8 @@ def test_torch_unsupported_dtypes_and_protocol_errors():
     assert capsule_name(flow.ones(2).__dlpack__(dl_device=(1, 0))) == "dltensor"
     with pytest.raises(TypeError, match="stream must be an int"):
         flow.ones(2).__dlpack__(stream="s")
+    with pytest.raises(BufferError, match="device 'meta'.*CPU memory only"):
+        flow.ones(2, device="meta").__dlpack__()
 
     class OnGpu:
         def __dlpack_device__(self):

@@ -193,11 +193,12 @@ static std::unique_ptr<Exported<Managed>> describe(const Tensor& t) {
 // __dlpack__(copy=True) made for the consumer (the IS_COPIED flag).
 static nb::object to_dlpack(const Tensor& t0, bool versioned, bool copied) {
   FLOW_TYPE_CHECK(t0.defined(), "__dlpack__: expected a tensor");
-  Tensor t = readable(t0);
-  if (!t.device().is_cpu() || !t.has_storage())
-    throw nb::buffer_error(("__dlpack__: can't export a tensor on device '" + t.device().str() +
+  if (!t0.device().is_cpu())
+    throw nb::buffer_error(("__dlpack__: can't export a tensor on device '" + t0.device().str() +
                             "'; this build of oneflow exchanges CPU memory only")
                                .c_str());
+  Tensor t = readable(t0);  // a handler's tensor (a global one gathered), or t0 itself
+  FLOW_RUNTIME_CHECK(t.has_storage(), "__dlpack__: can't export a tensor without storage");
   PyObject* cap = nullptr;
   if (versioned) {
     auto e = describe<dl::ManagedTensorVersioned>(t);
