@@ -68,6 +68,7 @@ def _skip_if_installed(name):
     ("from oneflow.nn import Graph", "flow-graph"),
     ("import oneflow.mock_torch", "flow-torchcompat"),
     ("from oneflow import mock_torch", "flow-torchcompat"),
+    ("from oneflow.framework.infer_compiler import compile_from_torch", "flow-torchcompat"),
     ("from oneflow import one_embedding", "flow-embedding"),
     ("import oneflow.one_embedding", "flow-embedding"),
     ("from oneflow import placement", "flow-dist"),
@@ -75,7 +76,7 @@ def _skip_if_installed(name):
     ("import oneflow.distributed.launch", "flow-dist"),
 ])
 def test_imports_of_missing_plugins_name_their_package(statement, package):
-    for name in ("nn.Graph", "mock_torch", "one_embedding", "placement", "distributed",
+    for name in ("nn.Graph", "mock_torch", "framework", "one_embedding", "placement", "distributed",
                  "nn.parallel.DistributedDataParallel"):
         _skip_if_installed(name)
     with pytest.raises(ModuleNotFoundError, match=f"'{package}' package, which is not installed") as e:

@@ -58,6 +58,7 @@ void init_ops(nb::module_& m);
 void init_autograd(nb::module_& m);
 void init_dispatch(nb::module_& m);
 void init_interop(nb::module_& m);
+void init_dlpack(nb::module_& m);
 void init_types(nb::module_& m);
 void init_random(nb::module_& m);
 void init_autocast(nb::module_& m);

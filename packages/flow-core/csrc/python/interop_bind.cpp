@@ -1,4 +1,4 @@
-// NumPy and DLPack: zero-copy in both directions on CPU.
+// NumPy: zero-copy in both directions on CPU (DLPack itself is in dlpack_bind.cpp).
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/vector.h>
 
@@ -139,14 +139,6 @@ void init_interop(nb::module_& m) {
                     nb::str(nb::handle(obj.type()).attr("__name__")).c_str(), ")");
     return wrap(tensor_from_ndarray(arr, "from_numpy"));
   });
-  m.def("_from_dlpack", [](nb::handle obj) {
-    nb::ndarray<> arr;
-    FLOW_TYPE_CHECK(nb::try_cast<nb::ndarray<>>(obj, arr), "from_dlpack: object does not support the DLPack protocol");
-    return wrap(tensor_from_ndarray(arr, "from_dlpack"));
-  });
-  // An object with __dlpack__/__dlpack_device__ (versioned capsules on request); a bare ndarray<> would cast to a
-  // legacy capsule, which NumPy imports read-only.
-  m.def("_to_dlpack_array", [](const Tensor& t) { return nb::ndarray<nb::array_api>(to_ndarray(t)).cast(); });
 }
 
 }  // namespace flow::py

@@ -35,6 +35,7 @@ NB_MODULE(_C, m) {
   init_autograd(m);
   init_dispatch(m);
   init_interop(m);
+  init_dlpack(m);
   init_random(m);
   init_autocast(m);
   init_plan(m);

@@ -107,7 +107,7 @@ from .func import vmap  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401
 from .autograd import profiler as _autograd_profiler  # noqa: E402  (PyTorch's torch.autograd.profiler)
 del _autograd_profiler
-from . import compiler, ops, return_types, signal, sysconfig, testing  # noqa: E402,F401
+from . import compiler, jit, multiprocessing, ops, return_types, signal, sysconfig, testing  # noqa: E402,F401
 from .compiler import compile  # noqa: E402,F401  (runs eagerly: there is no graph compiler yet)
 
 

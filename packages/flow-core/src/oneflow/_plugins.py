@@ -51,6 +51,7 @@ KNOWN = {
     "Tensor.is_global": "flow-dist",
     "one_embedding": "flow-embedding",
     "mock_torch": "flow-torchcompat",
+    "framework": "flow-torchcompat",  # oneflow.framework.infer_compiler (compile_from_torch)
 }
 
 # Tensor attributes with a value when their plugin is not installed (OneFlow's: local tensors are not global).

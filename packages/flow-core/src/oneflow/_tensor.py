@@ -3,7 +3,7 @@ import builtins
 
 import numpy as np
 
-from . import _C
+from . import _C, _dlpack_protocol
 from ._post_accumulate_hooks import _python_post_accumulate_hooks
 
 
@@ -99,14 +99,26 @@ class Tensor(_C.TensorBase):
         """The data as (nested) Python lists of numbers."""
         return _numpy_of(self).tolist()
 
-    def __dlpack__(self, stream=None, **kwargs):
-        """A DLPack capsule sharing this tensor's memory (``max_version``, ``dl_device``, ``copy`` as the standard)."""
-        if self.requires_grad:
-            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
-        return _C._to_dlpack_array(self.detach()).__dlpack__(stream=stream, **kwargs)
+    def __dlpack__(self, stream=None, *, max_version=None, dl_device=None, copy=None):
+        r"""A DLPack capsule sharing this tensor's memory (the DLPack/array-API protocol).
+
+        Args:
+            stream (int, optional): the consumer's stream; unused for CPU tensors.
+            max_version (tuple of int, optional): the highest DLPack version the consumer understands:
+                ``(1, x)`` or more gives a versioned capsule (``"dltensor_versioned"``), None a legacy one
+                (``"dltensor"``).
+            dl_device (tuple, optional): the ``(device_type, device_id)`` the consumer wants; only the tensor's own
+                device can be exported (else ``BufferError``).
+            copy (bool, optional): True exports a copy (flagged as copied); False or None share memory.
+
+        The capsule holds a reference to the tensor's storage until the consumer releases it. Tensors that
+        require grad raise ``BufferError`` (export ``tensor.detach()``).
+        """
+        return _dlpack_protocol.export(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
-        return (1, 0)
+        """``(device_type, device_id)`` in DLPack's codes: ``(1, 0)`` for CPU tensors."""
+        return _dlpack_protocol.dlpack_device(self)
 
     def __len__(self):
         if self.dim() == 0:

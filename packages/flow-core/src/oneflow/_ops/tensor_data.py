@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from .. import _C
+from .. import _C, _dlpack_protocol
 from ._creation_args import _UNSET, _device, _finish, _typename, _warn_once
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack"]
@@ -397,7 +397,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=_UNSET):
             raise RuntimeError("can't alias NumPy scalars. Either remove copy=False or transform it in a ndarray. ")
         t = _copy_of(obj, dtype)
     elif hasattr(obj, "__dlpack__"):
-        t = _aliased(_C._from_dlpack(obj), dtype, copy, lambda t: _C.ops.clone(t))
+        t = _aliased(_dlpack_protocol.from_dlpack(obj), dtype, copy, lambda t: _C.ops.clone(t))
     elif _is_buffer(obj):
         t = _frombuffer(obj, dtype)
         if copy:
@@ -451,7 +451,15 @@ def _negative_strides(arr):
 
 
 def from_dlpack(ext_tensor):
-    """A tensor sharing memory with any object implementing the DLPack protocol (or a DLPack capsule)."""
-    return _C._from_dlpack(ext_tensor)
+    r"""Creates a tensor sharing memory with ``ext_tensor`` through DLPack, without copying.
+
+    Args:
+        ext_tensor: an object with ``__dlpack__`` (NumPy arrays, PyTorch/JAX tensors, ...) or a DLPack capsule
+            (``"dltensor"`` or ``"dltensor_versioned"``), which is consumed: it can be imported only once.
+
+    The producer's memory stays alive as long as the tensor (or a view of it) does. Memory on devices this build
+    can't reach raises ``BufferError``, dtypes oneflow lacks (complex) ``TypeError``.
+    """
+    return _dlpack_protocol.from_dlpack(ext_tensor)
 
 

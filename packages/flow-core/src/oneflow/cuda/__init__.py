@@ -12,7 +12,7 @@ __all__ = [
     "is_available", "device_count", "is_initialized", "init", "current_device", "set_device", "synchronize",
     "get_device_name", "get_device_capability", "get_device_properties", "empty_cache", "manual_seed",
     "manual_seed_all", "seed", "seed_all", "memory_allocated", "max_memory_allocated", "memory_reserved",
-    "max_memory_reserved", "reset_peak_memory_stats",
+    "max_memory_reserved", "reset_peak_memory_stats", "is_bf16_supported",
 ]
 
 
@@ -120,3 +120,8 @@ def max_memory_reserved(device=None):
 
 def reset_peak_memory_stats(device=None):
     """Resets the peaks of the memory statistics (nothing to reset without devices)."""
+
+
+def is_bf16_supported(including_emulation=True):
+    """Whether the CUDA device supports bfloat16 (False without devices, as in a CPU-only PyTorch)."""
+    return False
