@@ -93,8 +93,9 @@ def test_spectral_norm_matches_torch(make):
 
 
 def test_spectral_norm_bounds_the_singular_value_and_errors():
+    flow.manual_seed(0)  # power iteration's speed depends on the gap between the top singular values
     m = flow.nn.utils.spectral_norm(flow.nn.Linear(8, 6), n_power_iterations=1)
-    for _ in range(30):  # power iteration converges across training forwards
+    for _ in range(100):  # power iteration converges across training forwards
         m(flow.ones(1, 8))
     s = np.linalg.svd(to_np(m.weight), compute_uv=False)
     assert abs(s[0] - 1) < 1e-3
