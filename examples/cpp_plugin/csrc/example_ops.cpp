@@ -50,6 +50,16 @@ FLOW_OP(example_scaled_add)
               c.needs(1) ? to_input(ops::mul(g[0], Scalar(alpha)), 1) : Tensor()};
     });
 
+// Reads an attribute its schema lacks ("scael" for "scale"): attributes are read by name, so the slip is a
+// RuntimeError naming the op and the attribute when the kernel runs, never another attribute's value.
+FLOW_OP(example_misread_attr)
+    .schema("example_misread_attr(Tensor self, *, float scale=1) -> Tensor")
+    .traits(kNonDifferentiable)
+    .meta([](const TensorList& in, const Attrs&) -> std::vector<TensorMeta> {
+      return {{in[0].sizes(), in[0].dtype(), in[0].device()}};
+    })
+    .cpu_out([](const TensorList&, const TensorList&, const Attrs& a) { (void)a.f("scael"); });
+
 // ---- a C++ tensor handler ---------------------------------------------------------------------------------
 // Every op with a tagged input comes here instead of to a kernel (after any Python dispatch mode): it is
 // counted, run on untagged aliases, and its results are tagged. A global tensor's handler has this shape,

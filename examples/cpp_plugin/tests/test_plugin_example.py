@@ -11,7 +11,7 @@ from oneflow._dispatch import DispatchMode
 
 
 def test_library_registered_its_ops():
-    assert {"example_scaled_add", "example_tag", "example_handler_calls"} <= set(ex.OPS)
+    assert {"example_scaled_add", "example_tag", "example_handler_calls", "example_misread_attr"} <= set(ex.OPS)
     names = {o["name"] for o in flow.list_ops()}
     assert "example_scaled_add" in names
     assert flow.ops.load_library(ex.LIBRARY) == []  # a second load adds nothing
@@ -47,6 +47,12 @@ def test_bad_input_raises_naming_the_op():
         ex.scaled_add(flow.ones(2, dtype=flow.int64), flow.ones(2, dtype=flow.int64))
     with pytest.raises(RuntimeError, match="example_scaled_add"):
         ex.scaled_add(flow.ones(2), flow.ones(3))
+
+
+def test_a_kernel_reading_an_attribute_its_schema_lacks_raises_naming_both():
+    with pytest.raises(RuntimeError, match=r"example_misread_attr: no attribute named 'scael' \(the schema has: "
+                                           r"scale\)"):
+        flow.ops.example_misread_attr(flow.ones(2), scale=2.0)
 
 
 def test_meta_tensors_and_op_meta():

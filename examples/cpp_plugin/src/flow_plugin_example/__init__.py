@@ -7,7 +7,8 @@ Importing it loads ``libflow_plugin_example.so``, whose static initializers regi
   modes like any core op (``oneflow.ops.example_scaled_add``, ``Tensor.example_scaled_add``);
 * a C++ tensor handler, ``example.counting``: ``example_tag(t)`` returns an alias of ``t`` tagged with the
   handler's key; every op on a tagged tensor is then routed to the handler (no Python per op), which counts it,
-  runs the op on the untagged tensors and tags the results. ``example_handler_calls()`` returns the count.
+  runs the op on the untagged tensors and tags the results. ``example_handler_calls()`` returns the count;
+* ``example_misread_attr``, whose kernel reads an attribute its schema lacks: the RuntimeError that gives.
 """
 import os
 

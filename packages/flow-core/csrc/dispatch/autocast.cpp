@@ -71,19 +71,17 @@ DType promote_dtype(const OpDef* op, const TensorList& in) {
   return cur;
 }
 
+// Pools over three spatial dims (their window is kernel_size, or output_size for the adaptive pools).
 bool three_d(const Attrs& attrs) {
-  if (attrs.values.empty()) return false;
-  const auto* v = std::get_if<std::vector<int64_t>>(&attrs.values[0]);
-  return v && v->size() == 3;
+  const char* window = attrs.has("kernel_size") ? "kernel_size" : "output_size";
+  return attrs.has(window) && attrs.ints(window).size() == 3;
 }
 
 bool pad_in_fp32(const Attrs& attrs) {
-  if (attrs.values.size() < 2) return false;  // mode defaults to 'constant'
-  const auto* pad = std::get_if<std::vector<int64_t>>(&attrs.values[0]);
-  const auto* mode = std::get_if<std::string>(&attrs.values[1]);
-  if (!pad || !mode) return false;
-  if (*mode == "replicate") return true;
-  return *mode == "reflect" && pad->size() <= 4;
+  if (!attrs.has("pad") || !attrs.has("mode")) return false;
+  const std::string& mode = attrs.str("mode");
+  if (mode == "replicate") return true;
+  return mode == "reflect" && attrs.ints("pad").size() <= 4;
 }
 
 TensorList cast_all(const OpDef* op, Policy p, const TensorList& in, bool* changed) {

@@ -30,6 +30,13 @@ void fill_defaults(const OpDef& op, Attrs& attrs) {
   }
 }
 
+// Kernels read attributes by name in the schema attached to them: attributes built without one (ops::call's
+// values, `Attrs{...}` literals), with another op's (a backward passing its forward's attrs on) or with
+// defaults missing get `op`'s schema and defaults before anything reads them.
+static bool needs_filling(const OpDef& op, const Attrs& attrs) {
+  return attrs.schema != &op.schema || attrs.values.size() < op.schema.attr_args.size();
+}
+
 static bool any_handler(const TensorList& in) {
   for (const Tensor& t : in)
     if (t.defined() && (t.impl()->py_handler || t.impl()->handler_key)) return true;
@@ -156,7 +163,8 @@ static Tensor empty_like_inputs(const TensorMeta& m, const TensorList& inputs, D
 
 Device kernel_device(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
   const int k = op.device_attr;
-  if (k >= 0 && k < static_cast<int>(attrs.values.size()) && !attrs.none(k)) return attrs.device(k);
+  if (k >= 0 && k < static_cast<int>(attrs.values.size()))
+    if (const auto* d = std::get_if<Device>(&attrs.values[k])) return *d;
   return common_device(inputs, op.name.c_str());
 }
 
@@ -226,7 +234,7 @@ bool try_call_into(const OpDef& op, const TensorList& inputs, const Attrs& attrs
   for (const Tensor& t : inputs)
     if (t.defined() && !t.has_storage()) return false;
   Attrs filled = attrs_in;
-  if (attrs_in.schema == nullptr || attrs_in.values.size() < op.schema.attr_args.size()) fill_defaults(op, filled);
+  if (needs_filling(op, attrs_in)) fill_defaults(op, filled);
   std::vector<TensorMeta> metas = op.meta(inputs, filled);
   if (metas.size() != outs.size()) return false;
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -377,17 +385,18 @@ static TensorList call_autocast(const OpDef& op, const TensorList& inputs, const
 }
 
 TensorList call(const OpDef& op, const TensorList& inputs, const Attrs& attrs_in) {
-  if (__builtin_expect(autocast::t_enabled, 0)) {
-    bool handled;
-    TensorList r = call_autocast(op, inputs, attrs_in, handled);
-    if (handled) return r;
-  }
   const Attrs* attrs = &attrs_in;
   Attrs filled;
-  if (attrs_in.schema == nullptr || attrs_in.values.size() < op.schema.attr_args.size()) {
+  const OpDef& def = op.functional ? *op.functional : op;
+  if (needs_filling(def, attrs_in)) {
     filled = attrs_in;
-    fill_defaults(op.functional ? *op.functional : op, filled);
+    fill_defaults(def, filled);
     attrs = &filled;
+  }
+  if (__builtin_expect(autocast::t_enabled, 0)) {
+    bool handled;
+    TensorList r = call_autocast(op, inputs, *attrs, handled);
+    if (handled) return r;
   }
   if (op.functional) return call_inplace(op, inputs, *attrs);
   if (op.has(kComposite)) {

@@ -110,7 +110,7 @@ FLOW_OP(hardtanh)
       auto m = meta_no_bool(in, "Bool inputs not supported for hardtanh");
       const DType t = in[0].dtype();
       if (is_integral(t)) {  // torch converts the limits to the dtype (truncating) before checking them
-        const double lo = std::trunc(a.f(0)), hi = std::trunc(a.f(1));
+        const double lo = std::trunc(a.f("min_val")), hi = std::trunc(a.f("max_val"));
         FLOW_RUNTIME_CHECK(t != DType::UInt8 || (lo >= 0 && hi >= 0),
                            "cannot do hardtanh on an unsigned type with negative limits");
         check_fits(Scalar(lo), t);
@@ -119,7 +119,7 @@ FLOW_OP(hardtanh)
       return m;
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      hardtanh_kernel(in[0], out[0], a.f(0), a.f(1));
+      hardtanh_kernel(in[0], out[0], a.f("min_val"), a.f("max_val"));
     })
     .save_inputs({0})
     .inplace_variant()
@@ -131,14 +131,14 @@ FLOW_OP(threshold)
     .schema("threshold(Tensor self, Scalar threshold, Scalar value) -> Tensor")
     .traits(kAct)
     .meta([](const TensorList& in, const Attrs& a) {
-      check_fits(a.s(0), in[0].dtype());
-      check_fits(a.s(1), in[0].dtype());
+      check_fits(a.s("threshold"), in[0].dtype());
+      check_fits(a.s("value"), in[0].dtype());
       return meta_numeric_only(in, "threshold_cpu");
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      double th = a.f(0), v = a.f(1);
-      bool int_args = a.s(0).is_int() && a.s(1).is_int();
-      int64_t thi = a.s(0).to_int(), vi = a.s(1).to_int();
+      double th = a.f("threshold"), v = a.f("value");
+      bool int_args = a.s("threshold").is_int() && a.s("value").is_int();
+      int64_t thi = a.s("threshold").to_int(), vi = a.s("value").to_int();
       unary_numeric_kernel("threshold", in[0], out[0], [=](auto tag) {
         using A = acc_t<typename decltype(tag)::type>;
         A t = int_args ? static_cast<A>(thi) : static_cast<A>(th);
@@ -149,14 +149,14 @@ FLOW_OP(threshold)
     .save_inputs({0})
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {ops::call1("threshold_backward", {g[0], X(c)}, {c.attrs.s(0)})};
+      return {ops::call1("threshold_backward", {g[0], X(c)}, {c.attrs.s("threshold")})};
     });
 
 FLOW_OP(leaky_relu)
     .schema("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor")
     .traits(kAct)
     .meta(float_only("leaky_relu_cpu"))
-    .cpu_out(FLOW_FLOAT_ACT_KERNEL("leaky_relu", const A s = static_cast<A>(a.f(0));
+    .cpu_out(FLOW_FLOAT_ACT_KERNEL("leaky_relu", const A s = static_cast<A>(a.f("negative_slope"));
                                    return [s](A x) -> A { return x > A(0) ? x : x * s; };))
     .save_inputs({0})
     .inplace_variant()
@@ -168,7 +168,7 @@ FLOW_OP(hardshrink)
     .schema("hardshrink(Tensor self, Scalar lambd=0.5) -> Tensor")
     .traits(kAct)
     .meta(float_only("hardshrink_cpu"))
-    .cpu_out(FLOW_FLOAT_ACT_KERNEL("hardshrink", const A l = static_cast<A>(a.f(0));
+    .cpu_out(FLOW_FLOAT_ACT_KERNEL("hardshrink", const A l = static_cast<A>(a.f("lambd"));
                                    return [l](A x) -> A { return ((x >= -l) & (x <= l)) ? A(0) : x; };))
     .save_inputs({0})
     .inplace_variant()
@@ -181,10 +181,11 @@ FLOW_OP(softshrink)
     .traits(kAct)
     .meta([](const TensorList& in, const Attrs& a) {
       auto m = meta_float_only(in, "softshrink_check");
-      FLOW_RUNTIME_CHECK(a.f(0) >= 0, "lambda must be in range [0, inf) for softshrink, but found ", a.f(0));
+      FLOW_RUNTIME_CHECK(a.f("lambd") >= 0, "lambda must be in range [0, inf) for softshrink, but found ",
+                         a.f("lambd"));
       return m;
     })
-    .cpu_out(FLOW_FLOAT_ACT_KERNEL("softshrink", const A l = static_cast<A>(a.f(0));
+    .cpu_out(FLOW_FLOAT_ACT_KERNEL("softshrink", const A l = static_cast<A>(a.f("lambd"));
                                    return [l](A x) -> A { return x > l ? x - l : (x < -l ? x + l : x * A(0)); };))
     .save_inputs({0})
     .inplace_variant()
@@ -250,11 +251,12 @@ FLOW_OP(gelu)
     .traits(kAct)
     .meta([](const TensorList& in, const Attrs& a) {
       auto m = meta_float_only(in, "GeluKernelImpl");
-      FLOW_RUNTIME_CHECK(a.str(0) == "none" || a.str(0) == "tanh", "approximate argument must be either none or tanh.");
+      FLOW_RUNTIME_CHECK(a.str("approximate") == "none" || a.str("approximate") == "tanh",
+                         "approximate argument must be either none or tanh.");
       return m;
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      if (a.str(0) == "tanh") {
+      if (a.str("approximate") == "tanh") {
         unary_float_kernel("gelu", in[0], out[0], [](auto tag) {
           using A = acc_t<typename decltype(tag)::type>;
           return
@@ -270,15 +272,15 @@ FLOW_OP(gelu)
     .save_inputs({0})
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {ops::call1("gelu_backward", {g[0], X(c)}, {c.attrs.str(0)})};
+      return {ops::call1("gelu_backward", {g[0], X(c)}, {c.attrs.str("approximate")})};
     });
 
 FLOW_OP(softplus)
     .schema("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor")
     .traits(kAct)
     .meta(float_only("softplus_cpu"))
-    .cpu_out(FLOW_FLOAT_ACT_KERNEL("softplus", const A b = static_cast<A>(a.f(0)); const A t = static_cast<A>(a.f(1));
-                                   return
+    .cpu_out(FLOW_FLOAT_ACT_KERNEL("softplus", const A b = static_cast<A>(a.f("beta"));
+                                   const A t = static_cast<A>(a.f("threshold")); return
                                    [b, t](A x) -> A { return (x * b) > t ? x : std::log1p(vexp<A>(x * b)) / b; };))
     .save_inputs({0})
     .inplace_variant()
@@ -320,12 +322,12 @@ FLOW_OP(elu)
     .traits(kAct)
     .meta(float_only("elu_cpu"))
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      elu_kernel(in[0], out[0], a.f(0), a.f(1), a.f(2));
+      elu_kernel(in[0], out[0], a.f("alpha"), a.f("scale"), a.f("input_scale"));
     })
     .save_inputs({0})
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {elu_grad(g[0], X(c), c.attrs.f(0), c.attrs.f(1), c.attrs.f(2))};
+      return {elu_grad(g[0], X(c), c.attrs.f("alpha"), c.attrs.f("scale"), c.attrs.f("input_scale"))};
     });
 
 FLOW_OP(selu)
@@ -345,16 +347,16 @@ FLOW_OP(celu)
     .schema("celu(Tensor self, Scalar alpha=1.0) -> Tensor")
     .traits(kAct)
     .meta([](const TensorList& in, const Attrs& a) {
-      FLOW_RUNTIME_CHECK(a.f(0) != 0, "ZeroDivisionError: alpha cannot be 0 for CELU");
+      FLOW_RUNTIME_CHECK(a.f("alpha") != 0, "ZeroDivisionError: alpha cannot be 0 for CELU");
       return meta_float_only(in, "elu_cpu");
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      elu_kernel(in[0], out[0], a.f(0), 1.0, 1.0 / a.f(0));
+      elu_kernel(in[0], out[0], a.f("alpha"), 1.0, 1.0 / a.f("alpha"));
     })
     .save_inputs({0})
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {elu_grad(g[0], X(c), c.attrs.f(0), 1.0, 1.0 / c.attrs.f(0))};
+      return {elu_grad(g[0], X(c), c.attrs.f("alpha"), 1.0, 1.0 / c.attrs.f("alpha"))};
     });
 
 }  // namespace flow

@@ -20,8 +20,8 @@ TensorList mask_helper_backward(const char* name, BackwardCtx& c, const TensorLi
 }
 
 template <typename A>
-A bound(const Attrs& a, int k, double if_none) {
-  return static_cast<A>(a.none(k) ? if_none : a.f(k));
+A bound(const Attrs& a, const char* name, double if_none) {
+  return static_cast<A>(a.none(name) ? if_none : a.f(name));
 }
 
 }  // namespace
@@ -42,26 +42,26 @@ A bound(const Attrs& a, int k, double if_none) {
 
 // relu (on its output, threshold 0) and threshold: grad where x > threshold (NaN passes).
 FLOW_MASK_HELPER(threshold_backward, "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor",
-                 const A th = bound<A>(a, 0, 0.0);
+                 const A th = bound<A>(a, "threshold", 0.0);
                  return [th](A g, A x) -> A { return x <= th ? A(0) : g; };)
 // hardtanh, relu6: grad strictly inside (min_val, max_val).
 FLOW_MASK_HELPER(hardtanh_backward,
                  "hardtanh_backward(Tensor grad_output, Tensor self, Scalar min_val, Scalar max_val) -> Tensor",
-                 const A lo = bound<A>(a, 0, 0.0);
-                 const A hi = bound<A>(a, 1, 0.0);
+                 const A lo = bound<A>(a, "min_val", 0.0);
+                 const A hi = bound<A>(a, "max_val", 0.0);
                  return [lo, hi](A g, A x) -> A { return ((x <= lo) | (x >= hi)) ? A(0) : g; };)
 // clamp: grad where min <= x <= max (a missing bound is unbounded; NaN gets 0).
 FLOW_MASK_HELPER(clamp_backward, "clamp_backward(Tensor grad_output, Tensor self, Scalar? min, Scalar? max) -> Tensor",
-                 const A lo = bound<A>(a, 0, -std::numeric_limits<double>::infinity());
-                 const A hi = bound<A>(a, 1, std::numeric_limits<double>::infinity());
+                 const A lo = bound<A>(a, "min", -std::numeric_limits<double>::infinity());
+                 const A hi = bound<A>(a, "max", std::numeric_limits<double>::infinity());
                  return [lo, hi](A g, A x) -> A { return ((x >= lo) & (x <= hi)) ? g : A(0); };)
 FLOW_MASK_HELPER(leaky_relu_backward,
                  "leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor",
-                 const A s = bound<A>(a, 0, 0.0);
+                 const A s = bound<A>(a, "negative_slope", 0.0);
                  return [s](A g, A x) -> A { return x > A(0) ? g : g * s; };)
 // hardshrink and softshrink: zero on [-lambd, lambd].
 FLOW_MASK_HELPER(hardshrink_backward, "hardshrink_backward(Tensor grad_out, Tensor self, Scalar lambd) -> Tensor",
-                 const A l = bound<A>(a, 0, 0.0);
+                 const A l = bound<A>(a, "lambd", 0.0);
                  return [l](A g, A x) -> A { return ((x >= -l) & (x <= l)) ? A(0) : g; };)
 FLOW_MASK_HELPER(hardsigmoid_backward, "hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor", (void)a;
                  return [](A g, A x) -> A { return ((x > A(-3)) & (x < A(3))) ? g / A(6) : A(0); };)
@@ -146,7 +146,7 @@ FLOW_OP(gelu_backward)
     .traits(kHelper)
     .meta(meta_grad_helper)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      bool tanh_mode = gelu_tanh(a.str(0));
+      bool tanh_mode = gelu_tanh(a.str("approximate"));
       if (tanh_mode) {
         grad_kernel("gelu_backward", in, out[0], [](auto tag) {
           using A = acc_t<typename decltype(tag)::type>;
@@ -179,7 +179,7 @@ FLOW_OP(gelu_backward)
     .save_inputs({0, 1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor gg = g[0], x = c.input(1);
-      const std::string& approx = c.attrs.str(0);
+      const std::string& approx = c.attrs.str("approximate");
       Tensor gx;
       if (c.needs(1)) {
         Tensor x2 = ops::square(x);
@@ -207,7 +207,7 @@ FLOW_OP(elu_backward)
     .traits(kHelper)
     .meta(meta_grad_helper)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      double pos = a.f(0), neg = a.f(1), is = a.f(2);
+      double pos = a.f("pos"), neg = a.f("neg"), is = a.f("input_scale");
       grad_kernel("elu_backward", in, out[0], [=](auto tag) {
         using A = acc_t<typename decltype(tag)::type>;
         A p = static_cast<A>(pos), n = static_cast<A>(neg), s = static_cast<A>(is);
@@ -217,7 +217,7 @@ FLOW_OP(elu_backward)
     .save_inputs({0, 1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor gg = g[0], x = c.input(1);
-      double neg = c.attrs.f(1), is = c.attrs.f(2);
+      double neg = c.attrs.f("neg"), is = c.attrs.f("input_scale");
       return {c.needs(0) ? ops::call1("elu_backward", {gg, x}, c.attrs.values) : Tensor(),
               c.needs(1) ? ops::call1("elu_backward", {ops::mul(gg, c.input(0)), x},
                                       {Scalar(0.0), Scalar(neg * is), Scalar(is)})
@@ -230,7 +230,7 @@ FLOW_OP(softplus_backward)
     .traits(kHelper)
     .meta(meta_grad_helper)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      double beta = a.f(0), th = a.f(1);
+      double beta = a.f("beta"), th = a.f("threshold");
       grad_kernel("softplus_backward", in, out[0], [=](auto tag) {
         using A = acc_t<typename decltype(tag)::type>;
         A b = static_cast<A>(beta), t = static_cast<A>(th);
@@ -243,7 +243,7 @@ FLOW_OP(softplus_backward)
     .save_inputs({0, 1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor gg = g[0], x = c.input(1);
-      Scalar beta = c.attrs.s(0), th = c.attrs.s(1);
+      Scalar beta = c.attrs.s("beta"), th = c.attrs.s("threshold");
       Tensor gx;
       if (c.needs(1)) {
         Tensor bx = ops::mul(x, beta);

@@ -18,7 +18,7 @@ void check_alpha(const char* op, Scalar alpha) {
 }
 
 void add_kernel(const TensorList& in, const TensorList& out, const Attrs& a, double sign, const char* name) {
-  Scalar alpha = a.s(0);
+  Scalar alpha = a.s("alpha");
   binary_arith_kernel(name, in, out[0], all_types, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = acc_t<T>;
@@ -42,7 +42,7 @@ FLOW_OP(add)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) { add_kernel(in, out, a, 1.0, "add"); })
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      Scalar alpha = c.attrs.s(0);
+      Scalar alpha = c.attrs.s("alpha");
       Tensor gb;
       if (c.needs(1)) gb = alpha.to_double() == 1.0 ? g[0] : ops::mul(g[0], alpha);
       return {c.needs(0) ? g[0] : Tensor(), gb};
@@ -63,7 +63,7 @@ FLOW_OP(sub)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) { add_kernel(in, out, a, -1.0, "sub"); })
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      Scalar alpha = c.attrs.s(0);
+      Scalar alpha = c.attrs.s("alpha");
       return {c.needs(0) ? g[0] : Tensor(), c.needs(1) ? ops::mul(g[0], Scalar(-alpha.to_double())) : Tensor()};
     });
 
@@ -115,7 +115,7 @@ A floor_div(A x, A y) {
 
 std::vector<TensorMeta> meta_div(const TensorList& in, const Attrs& a) {
   auto m = meta_binary(in, a);
-  if (a.none(0) && !is_floating(m[0].dtype)) m[0].dtype = default_float_dtype();
+  if (a.none("rounding_mode") && !is_floating(m[0].dtype)) m[0].dtype = default_float_dtype();
   return m;
 }
 
@@ -126,7 +126,7 @@ FLOW_OP(div)
     .traits(kElementwise | kBroadcastBinary)
     .meta(meta_div)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      std::string mode = a.none(0) ? "" : a.str(0);
+      std::string mode = a.none("rounding_mode") ? "" : a.str("rounding_mode");
       FLOW_RUNTIME_CHECK(mode.empty() || mode == "trunc" || mode == "floor",
                          "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", mode, "'");
       DType ct = meta_div(in, a)[0].dtype;
@@ -166,7 +166,7 @@ FLOW_OP(div)
     .save_inputs({0, 1}, {{1}, {}})  // self only for other's gradient
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      if (!c.attrs.none(0)) {
+      if (!c.attrs.none("rounding_mode")) {
         // rounding makes the function piecewise constant
         return {c.needs(0) ? ops::zeros_like(g[0]) : Tensor(), c.needs(1) ? ops::zeros_like(g[0]) : Tensor()};
       }

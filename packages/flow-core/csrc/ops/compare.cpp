@@ -89,16 +89,16 @@ DType isclose_check(const TensorList& in, const Attrs& a, const char* op) {
   bool wrapped = binary::is_wrapped(x) || binary::is_wrapped(y);
   FLOW_RUNTIME_CHECK(wrapped || x.dtype() == y.dtype(), torch_type_name(x.dtype()), " did not match ",
                      torch_type_name(y.dtype()));
-  FLOW_RUNTIME_CHECK(a.f(0) >= 0, op, "(): rtol must be greater than or equal to zero, but got ", a.f(0));
-  FLOW_RUNTIME_CHECK(a.f(1) >= 0, op, "(): atol must be greater than or equal to zero, but got ", a.f(1));
+  FLOW_RUNTIME_CHECK(a.f("rtol") >= 0, op, "(): rtol must be greater than or equal to zero, but got ", a.f("rtol"));
+  FLOW_RUNTIME_CHECK(a.f("atol") >= 0, op, "(): atol must be greater than or equal to zero, but got ", a.f("atol"));
   DType dt = binary::is_wrapped(x) ? y.dtype() : x.dtype();
   return is_floating(dt) ? dt : default_float_dtype();
 }
 
 void isclose_kernel(const TensorList& in, const Tensor& out, const Attrs& a) {
   DType ct = isclose_check(in, a, "isclose");
-  const double rtol = a.f(0), atol = a.f(1);
-  const bool equal_nan = a.b(2);
+  const double rtol = a.f("rtol"), atol = a.f("atol");
+  const bool equal_nan = a.b("equal_nan");
   with_compute_dtype(in, out, ct, DType::Bool, [&](const Tensor& o, const TensorList& c) {
     dispatch_floating(ct, "isclose", [&](auto tag) {
       using T = typename decltype(tag)::type;

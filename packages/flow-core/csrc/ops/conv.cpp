@@ -15,13 +15,13 @@ std::vector<int64_t> expand_param(const std::vector<int64_t>& v, size_t ns, cons
   return std::vector<int64_t>(ns, v[0]);
 }
 
-// attrs from position k: stride, padding, dilation; groups at position kg
-ConvGeom geom_from(const Attrs& a, size_t ns, int ks, int kg) {
+// The attributes stride, padding, dilation and groups (convolution and its two gradient ops name them alike).
+ConvGeom geom_from(const Attrs& a, size_t ns) {
   ConvGeom g;
-  g.stride = expand_param(a.ints(ks), ns, "stride");
-  g.padding = expand_param(a.ints(ks + 1), ns, "padding");
-  g.dilation = expand_param(a.ints(ks + 2), ns, "dilation");
-  g.groups = a.i(kg);
+  g.stride = expand_param(a.ints("stride"), ns, "stride");
+  g.padding = expand_param(a.ints("padding"), ns, "padding");
+  g.dilation = expand_param(a.ints("dilation"), ns, "dilation");
+  g.groups = a.i("groups");
   for (size_t i = 0; i < ns; ++i) {
     FLOW_RUNTIME_CHECK(g.stride[i] > 0, "non-positive stride is not supported");
     FLOW_RUNTIME_CHECK(g.padding[i] >= 0, "negative padding is not supported");
@@ -58,9 +58,9 @@ ConvArgs check_conv(const TensorList& in, const Attrs& a) {
                      shape_str(x.sizes()), " instead");
   size_t ns = static_cast<size_t>(w.dim() - 2);
   ConvArgs r;
-  r.g = geom_from(a, ns, 0, 5);
-  r.transposed = a.b(3);
-  r.output_padding = expand_param(a.ints(4), ns, "output_padding");
+  r.g = geom_from(a, ns);
+  r.transposed = a.b("transposed");
+  r.output_padding = expand_param(a.ints("output_padding"), ns, "output_padding");
   FLOW_RUNTIME_CHECK(x.dtype() == w.dtype(), "Input type (", dtype_name(x.dtype()), ") and weight type (",
                      dtype_name(w.dtype()), ") should be the same");
   FLOW_RUNTIME_CHECK(!b.defined() || b.dtype() == w.dtype(), "Input type (", dtype_name(x.dtype()), ") and bias type (",
@@ -140,7 +140,7 @@ Tensor grad_weight(const Tensor& gy, const Tensor& x, const Shape& w_sizes, cons
   return ops::call1("convolution_backward_weight", {gy, x}, grad_attrs(w_sizes, g));
 }
 
-ConvGeom helper_geom(const Attrs& a, size_t ns) { return geom_from(a, ns, 1, 4); }
+ConvGeom helper_geom(const Attrs& a, size_t ns) { return geom_from(a, ns); }
 
 // The gradient helpers are ops a user can call too: their arguments must describe a convolution of input
 // shape x and weight shape w whose output has grad's shape, or the kernels would read out of bounds.
@@ -245,10 +245,11 @@ FLOW_OP(convolution_backward_input)
         "int[] dilation, int groups) -> Tensor")
     .traits(kConvolution | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
-      return std::vector<TensorMeta>{{Shape(a.ints(0).begin(), a.ints(0).end()), in[0].dtype(), in[0].device()}};
+      return std::vector<TensorMeta>{
+          {Shape(a.ints("input_sizes").begin(), a.ints("input_sizes").end()), in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      Shape x(a.ints(0).begin(), a.ints(0).end());
+      Shape x(a.ints("input_sizes").begin(), a.ints("input_sizes").end());
       conv_backward_data(in[0], in[1], out[0],
                          checked_helper_geom(in[0], in[1], x, in[1].sizes(), a, "convolution_backward_input"));
     })
@@ -265,10 +266,11 @@ FLOW_OP(convolution_backward_weight)
         "int[] dilation, int groups) -> Tensor")
     .traits(kConvolution | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
-      return std::vector<TensorMeta>{{Shape(a.ints(0).begin(), a.ints(0).end()), in[0].dtype(), in[0].device()}};
+      return std::vector<TensorMeta>{
+          {Shape(a.ints("weight_sizes").begin(), a.ints("weight_sizes").end()), in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      Shape w(a.ints(0).begin(), a.ints(0).end());
+      Shape w(a.ints("weight_sizes").begin(), a.ints("weight_sizes").end());
       conv_backward_weight(in[0], in[1], out[0],
                            checked_helper_geom(in[0], in[1], in[1].sizes(), w, a, "convolution_backward_weight"));
     })

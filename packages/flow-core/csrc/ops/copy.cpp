@@ -227,7 +227,7 @@ FLOW_OP(to_dtype)
     .schema("to_dtype(Tensor self, ScalarType dtype) -> Tensor")
     .traits(kElementwise | kUnary)
     .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
-      return {{in[0].sizes(), a.dtype(0), in[0].device()}};
+      return {{in[0].sizes(), a.dtype("dtype"), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) { copy_kernel(out[0], in[0]); })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
@@ -268,8 +268,8 @@ FLOW_OP(fill)
     .traits(kElementwise | kCreation | kAliasedOutputOk)
     .meta(same_meta)
     .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
-      check_scalar_fits(a.s(0), out[0].dtype());
-      ops::fill_cpu(out[0], a.s(0));
+      check_scalar_fits(a.s("value"), out[0].dtype());
+      ops::fill_cpu(out[0], a.s("value"));
     })
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {

@@ -13,13 +13,14 @@ namespace {
 
 // arange's dtype without dtype=: default float if any bound or the step is a float, else int64.
 DType arange_dtype(const Attrs& a) {
-  if (auto d = a.opt_dtype(3)) return *d;
-  return (a.s(0).is_float() || a.s(1).is_float() || a.s(2).is_float()) ? default_float_dtype() : DType::Int64;
+  if (auto d = a.opt_dtype("dtype")) return *d;
+  return (a.s("start").is_float() || a.s("end").is_float() || a.s("step").is_float()) ? default_float_dtype()
+                                                                                      : DType::Int64;
 }
 
 // The checks and the length of arange in PyTorch's arithmetic: int64 results use integer bounds, others double.
 int64_t arange_size(const Attrs& a, DType dt) {
-  Scalar start = a.s(0), end = a.s(1), step = a.s(2);
+  Scalar start = a.s("start"), end = a.s("end"), step = a.s("step");
   double size_d;
   if (is_floating(dt)) {
     double xs = start.to_double(), xe = end.to_double(), st = step.to_double();
@@ -43,7 +44,7 @@ int64_t arange_size(const Attrs& a, DType dt) {
   return static_cast<int64_t>(size_d);
 }
 
-DType float_or(const Attrs& a, int k) { return a.opt_dtype(k).value_or(default_float_dtype()); }
+DType float_or(const Attrs& a, const char* name) { return a.opt_dtype(name).value_or(default_float_dtype()); }
 
 int64_t check_steps(int64_t steps, const char* op) {
   FLOW_RUNTIME_CHECK(steps >= 0, op, ": number of steps must be non-negative");
@@ -92,11 +93,11 @@ FLOW_OP(arange)
       dispatch_numeric(out[0].dtype(), "arange", [&](auto tag) {
         using T = typename decltype(tag)::type;
         if constexpr (std::is_integral_v<T>) {
-          int64_t s = a.s(0).to_int(), st = a.s(2).to_int();
+          int64_t s = a.s("start").to_int(), st = a.s("step").to_int();
           generate<T>(out[0], [&](auto i) { return static_cast<T>(s + st * static_cast<int64_t>(i)); });
         } else {
           using A = std::conditional_t<std::is_same_v<acc_t<T>, float> && !std::is_same_v<T, float>, float, double>;
-          A s = static_cast<A>(a.s(0).to_double()), st = static_cast<A>(a.s(2).to_double());
+          A s = static_cast<A>(a.s("start").to_double()), st = static_cast<A>(a.s("step").to_double());
           generate<T>(out[0], [&](auto i) { return static_cast<T>(s + st * static_cast<A>(i)); });
         }
       });
@@ -106,15 +107,16 @@ FLOW_OP(linspace)
     .schema("linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor")
     .traits(kCreation | kNonDifferentiable)
     .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
-      return {{Shape{check_steps(a.i(2), "linspace")}, float_or(a, 3), Device{}}};
+      return {{Shape{check_steps(a.i("steps"), "linspace")}, float_or(a, "dtype"), Device{}}};
     })
     .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
-      const int64_t steps = a.i(2);
+      const int64_t steps = a.i("steps");
       if (steps == 0) return;
       dispatch_numeric(out[0].dtype(), "linspace", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using A = std::conditional_t<std::is_integral_v<T>, double, acc_t<T>>;  // PyTorch's step type
-        const A start = static_cast<A>(a.s(0).template to<T>()), end = static_cast<A>(a.s(1).template to<T>());
+        const A start = static_cast<A>(a.s("start").template to<T>()),
+                end = static_cast<A>(a.s("end").template to<T>());
         if (steps == 1) {
           out[0].data<T>()[0] = static_cast<T>(start);
           return;
@@ -135,23 +137,23 @@ FLOW_OP(logspace)
         "Device? device=None) -> Tensor")
     .traits(kCreation | kNonDifferentiable)
     .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
-      return {{Shape{check_steps(a.i(2), "logspace")}, float_or(a, 4), Device{}}};
+      return {{Shape{check_steps(a.i("steps"), "logspace")}, float_or(a, "dtype"), Device{}}};
     })
     .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
-      const int64_t steps = a.i(2);
-      const double base = a.f(3);
+      const int64_t steps = a.i("steps");
+      const double base = a.f("base");
       if (steps == 0) return;
       dispatch_numeric(out[0].dtype(), "logspace", [&](auto tag) {
         using T = typename decltype(tag)::type;
         if (steps == 1) {
-          out[0].data<T>()[0] = static_cast<T>(std::pow(base, a.s(0).to_double()));
+          out[0].data<T>()[0] = static_cast<T>(std::pow(base, a.s("start").to_double()));
           return;
         }
         // PyTorch: bounds (and a floating result's bound difference) rounded to T, step and exponents in double,
         // std::pow in double (never a vectorised pow, whose last bit can differ), a reduced result rounded
         // through float.
         using A = std::conditional_t<std::is_integral_v<T>, double, acc_t<T>>;
-        const T ts = a.s(0).template to<T>(), te = a.s(1).template to<T>();
+        const T ts = a.s("start").template to<T>(), te = a.s("end").template to<T>();
         const double start = static_cast<double>(ts), end = static_cast<double>(te);
         const T diff_t = static_cast<T>(static_cast<A>(te) - static_cast<A>(ts));
         const double diff = std::is_integral_v<T> ? end - start : static_cast<double>(diff_t);
@@ -168,10 +170,10 @@ FLOW_OP(eye)
     .schema("eye(int n, int? m=None, *, ScalarType? dtype=None, Device? device=None) -> Tensor")
     .traits(kCreation | kNonDifferentiable)
     .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
-      int64_t n = a.i(0), m = a.opt_i(1).value_or(n);
+      int64_t n = a.i("n"), m = a.opt_i("m").value_or(n);
       FLOW_RUNTIME_CHECK(n >= 0, "eye: n must be greater or equal to 0, got ", n);
       FLOW_RUNTIME_CHECK(m >= 0, "eye: m must be greater or equal to 0, got ", m);
-      return {{Shape{n, m}, float_or(a, 2), Device{}}};
+      return {{Shape{n, m}, float_or(a, "dtype"), Device{}}};
     })
     .cpu_out([](const TensorList&, const TensorList& out, const Attrs&) {
       const Tensor& o = out[0];

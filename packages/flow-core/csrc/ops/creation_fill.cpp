@@ -8,7 +8,7 @@ namespace {
 
 // The size attribute checked as PyTorch's factories check it.
 Shape size_of(const Attrs& a, const char* op) {
-  const auto& v = a.ints(0);
+  const auto& v = a.ints("size");
   for (int64_t s : v)
     FLOW_RUNTIME_CHECK(s >= 0, op, ": Trying to create tensor with negative dimension ", s, ": ",
                        shape_str(Shape(v.begin(), v.end())));
@@ -21,7 +21,7 @@ DType fill_dtype(Scalar v) { return v.is_bool() ? DType::Bool : v.is_int() ? DTy
 // One out-kernel for every filled op: the value comes from the attributes (full) or is fixed (zeros, ones).
 OutKernelFn fill_with(std::optional<Scalar> fixed) {
   return [fixed](const TensorList&, const TensorList& out, const Attrs& a) {
-    Scalar v = fixed ? *fixed : a.s(1);
+    Scalar v = fixed ? *fixed : a.s("fill_value");
     if (!fixed) check_scalar_fits(v, out[0].dtype());
     ops::fill_cpu(out[0], v);
   };
@@ -29,18 +29,17 @@ OutKernelFn fill_with(std::optional<Scalar> fixed) {
 
 MetaFn filled_meta(const char* op, bool has_value) {
   return [op, has_value](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
-    int k = has_value ? 2 : 1;
-    DType dt = a.none(k) ? (has_value ? fill_dtype(a.s(1)) : default_float_dtype()) : a.dtype(k);
+    DType dt = !a.none("dtype") ? a.dtype("dtype") : has_value ? fill_dtype(a.s("fill_value")) : default_float_dtype();
     return {{size_of(a, op), dt, Device{}}};
   };
 }
 
 TensorList make_empty_strided(const TensorList&, const Attrs& a) {
   Shape sizes = size_of(a, "empty_strided");
-  const auto& st = a.ints(1);
+  const auto& st = a.ints("stride");
   FLOW_RUNTIME_CHECK(st.size() == sizes.size(), "empty_strided: mismatch in length of strides and shape");
-  DType dt = a.opt_dtype(2).value_or(default_float_dtype());
-  Device dev = a.none(3) ? Device{} : a.device(3);
+  DType dt = a.opt_dtype("dtype").value_or(default_float_dtype());
+  Device dev = a.none("device") ? Device{} : a.device("device");
   return {empty_strided(sizes, Shape(st.begin(), st.end()), dt, dev)};
 }
 
@@ -56,7 +55,7 @@ FLOW_OP(empty_strided)
     .schema("empty_strided(int[] size, int[] stride, *, ScalarType? dtype=None, Device? device=None) -> Tensor")
     .traits(kCreation | kNonDifferentiable)
     .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
-      return {{size_of(a, "empty_strided"), a.opt_dtype(2).value_or(default_float_dtype()), Device{}}};
+      return {{size_of(a, "empty_strided"), a.opt_dtype("dtype").value_or(default_float_dtype()), Device{}}};
     })
     .cpu(make_empty_strided)
     .compute(DeviceType::Meta, make_empty_strided);

@@ -26,7 +26,7 @@ inline Pairs without(int64_t nd, const std::vector<int64_t>& gone) {
 inline Pairs transpose_map(const TensorList& in, const Attrs& a) {
   const int64_t nd = rank(in);
   if (nd == 0) return {};
-  const int64_t d0 = wrap_dim(a.i(0), nd, "transpose"), d1 = wrap_dim(a.i(1), nd, "transpose");
+  const int64_t d0 = wrap_dim(a.i("dim0"), nd, "transpose"), d1 = wrap_dim(a.i("dim1"), nd, "transpose");
   Pairs p;
   for (int64_t o = 0; o < nd; ++o) p.push_back({o == d0 ? d1 : o == d1 ? d0 : o, o});
   return p;
@@ -35,14 +35,14 @@ inline Pairs transpose_map(const TensorList& in, const Attrs& a) {
 inline Pairs permute_map(const TensorList& in, const Attrs& a) {
   const int64_t nd = rank(in);
   Pairs p;
-  const auto& dims = a.ints(0);
+  const auto& dims = a.ints("dims");
   for (size_t o = 0; o < dims.size() && nd > 0; ++o)
     p.push_back({wrap_dim(dims[o], nd, "permute"), static_cast<int64_t>(o)});
   return p;
 }
 
 inline Pairs unsqueeze_map(const TensorList& in, const Attrs& a) {
-  const int64_t nd = rank(in), d = wrap_dim(a.i(0), nd + 1, "unsqueeze");
+  const int64_t nd = rank(in), d = wrap_dim(a.i("dim"), nd + 1, "unsqueeze");
   Pairs p;
   for (int64_t i = 0; i < nd; ++i) p.push_back({i, i < d ? i : i + 1});
   return p;
@@ -52,7 +52,7 @@ inline Pairs unsqueeze_map(const TensorList& in, const Attrs& a) {
 inline Pairs squeeze_map(const TensorList& in, const Attrs& a) {
   const int64_t nd = rank(in);
   std::vector<int64_t> named;
-  const AttrValue& v = a.at(0);
+  const AttrValue& v = a.at("dim");
   if (auto i = std::get_if<int64_t>(&v)) named.push_back(*i);
   else if (auto l = std::get_if<std::vector<int64_t>>(&v)) named = *l;
   else
@@ -68,7 +68,7 @@ inline Pairs squeeze_map(const TensorList& in, const Attrs& a) {
 
 inline Pairs expand_map(const TensorList& in, const Attrs& a) {
   const int64_t nd = rank(in);
-  const auto& size = a.ints(0);
+  const auto& size = a.ints("size");
   const int64_t lead = static_cast<int64_t>(size.size()) - nd;
   Pairs p;
   for (int64_t i = 0; i < nd && lead >= 0; ++i)
@@ -78,9 +78,9 @@ inline Pairs expand_map(const TensorList& in, const Attrs& a) {
 
 // view/reshape: the input and output dims are cut into groups of equal element count; within a group the
 // outermost non-1 dims of each side correspond.
-inline Pairs reshape_map(const TensorList& in, const Attrs& a) {
+inline Pairs reshape_pairs(const TensorList& in, const std::vector<int64_t>& shape) {
   const Shape& is = in[0].sizes();
-  Shape os(a.ints(0).begin(), a.ints(0).end());
+  Shape os(shape.begin(), shape.end());
   int64_t known = 1, infer = -1;
   for (size_t j = 0; j < os.size(); ++j) {
     if (os[j] == -1) infer = static_cast<int64_t>(j);
@@ -103,10 +103,12 @@ inline Pairs reshape_map(const TensorList& in, const Attrs& a) {
   }
   return p;
 }
+inline Pairs view_map(const TensorList& in, const Attrs& a) { return reshape_pairs(in, a.ints("size")); }
+inline Pairs reshape_map(const TensorList& in, const Attrs& a) { return reshape_pairs(in, a.ints("shape")); }
 
 inline Pairs select_map(const TensorList& in, const Attrs& a) {  // select(dim, index), unbind(dim)
   const int64_t nd = rank(in);
-  return nd == 0 ? Pairs{} : without(nd, {wrap_dim(a.i(0), nd, "select")});
+  return nd == 0 ? Pairs{} : without(nd, {wrap_dim(a.i("dim"), nd, "select")});
 }
 
 inline Pairs keep_all_but(int64_t nd, int64_t d) {
@@ -118,18 +120,18 @@ inline Pairs keep_all_but(int64_t nd, int64_t d) {
 
 inline Pairs slice_map(const TensorList& in, const Attrs& a) {  // slice(dim, ...): the sliced dim is cut
   const int64_t nd = rank(in);
-  return nd == 0 ? Pairs{} : keep_all_but(nd, wrap_dim(a.i(0), nd, "slice"));
+  return nd == 0 ? Pairs{} : keep_all_but(nd, wrap_dim(a.i("dim"), nd, "slice"));
 }
 
 inline Pairs split_map(const TensorList& in, const Attrs& a) {  // split_with_sizes(split_sizes, dim)
   const int64_t nd = rank(in);
-  return nd == 0 ? Pairs{} : keep_all_but(nd, wrap_dim(a.i(1), nd, "split_with_sizes"));
+  return nd == 0 ? Pairs{} : keep_all_but(nd, wrap_dim(a.i("dim"), nd, "split_with_sizes"));
 }
 
 inline Pairs diagonal_map(const TensorList& in, const Attrs& a) {  // diagonal(offset, dim1, dim2)
   const int64_t nd = rank(in);
   if (nd < 2) return {};
-  return without(nd, {wrap_dim(a.i(1), nd, "diagonal"), wrap_dim(a.i(2), nd, "diagonal")});
+  return without(nd, {wrap_dim(a.i("dim1"), nd, "diagonal"), wrap_dim(a.i("dim2"), nd, "diagonal")});
 }
 
 }  // namespace flow::dimmap

@@ -101,39 +101,40 @@ FLOW_OP(gather)
     .traits(kIndexing | kNoInputOverlap)
     .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
       idx::check_index_dtype(in[1], "gather(): Expected dtype int32/int64 for index");
-      int64_t d = gdim(in[0], a.i(0), "gather");
+      int64_t d = gdim(in[0], a.i("dim"), "gather");
       check_gather_shapes(in[0], in[1], d, "gather");
       return {{in[1].sizes(), in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      gather_into(out[0], in[0], gdim(in[0], a.i(0), "gather"), in[1]);
+      gather_into(out[0], in[0], gdim(in[0], a.i("dim"), "gather"), in[1]);
     })
     .save_inputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor z = ops::zeros(c.input_meta(0).sizes, g[0].dtype(), g[0].device());
-      return {ops::call1("scatter_add", {z, c.input(1), g[0]}, {c.attrs.i(0)}), Tensor()};
+      return {ops::call1("scatter_add", {z, c.input(1), g[0]}, {c.attrs.i("dim")}), Tensor()};
     });
 
 FLOW_OP(scatter)
     .schema("scatter(Tensor self, int dim, Tensor index, Tensor src, *, str? reduce=None) -> Tensor")
     .traits(kIndexing | kNoInputOverlap)
     .meta([](const TensorList& in, const Attrs& a) {
-      check_scatter(in[0], gdim(in[0], a.i(0), "scatter"), in[1], in[2], "scatter");
-      if (!a.none(1)) idx::parse_reduce(a.str(1), false);
+      check_scatter(in[0], gdim(in[0], a.i("dim"), "scatter"), in[1], in[2], "scatter");
+      if (!a.none("reduce")) idx::parse_reduce(a.str("reduce"), false);
       return same_as_self(in, a);
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       copy_self(out[0], in[0]);
-      Reduce r = a.none(1) ? Reduce::Assign : idx::parse_reduce(a.str(1), false);
-      scatter_into(out[0], gdim(in[0], a.i(0), "scatter"), in[1], in[2], r);
+      Reduce r = a.none("reduce") ? Reduce::Assign : idx::parse_reduce(a.str("reduce"), false);
+      scatter_into(out[0], gdim(in[0], a.i("dim"), "scatter"), in[1], in[2], r);
     })
     .inplace_variant()
     .save_inputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      int64_t dim = c.attrs.i(0);
+      int64_t dim = c.attrs.i("dim");
       Tensor ix = c.input(1);
-      bool add = !c.attrs.none(1) && c.attrs.str(1) == "add";
-      FLOW_RUNTIME_CHECK(c.attrs.none(1) || add, "scatter: the derivative for reduce='multiply' is not implemented");
+      bool add = !c.attrs.none("reduce") && c.attrs.str("reduce") == "add";
+      FLOW_RUNTIME_CHECK(c.attrs.none("reduce") || add,
+                         "scatter: the derivative for reduce='multiply' is not implemented");
       Tensor gs, gsrc;
       if (c.needs(0))
         gs = add ? g[0] : ops::call1("scatter", {g[0], ix, ops::wrapped_scalar(Scalar(int64_t(0)))}, {dim});
@@ -148,18 +149,18 @@ FLOW_OP(scatter_add)
     .schema("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor")
     .traits(kIndexing | kNoInputOverlap)
     .meta([](const TensorList& in, const Attrs& a) {
-      check_scatter(in[0], gdim(in[0], a.i(0), "scatter_add"), in[1], in[2], "scatter_add");
+      check_scatter(in[0], gdim(in[0], a.i("dim"), "scatter_add"), in[1], in[2], "scatter_add");
       return same_as_self(in, a);
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       copy_self(out[0], in[0]);
-      scatter_into(out[0], gdim(in[0], a.i(0), "scatter_add"), in[1], in[2], Reduce::Add);
+      scatter_into(out[0], gdim(in[0], a.i("dim"), "scatter_add"), in[1], in[2], Reduce::Add);
     })
     .inplace_variant()
     .save_inputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor gsrc;
-      if (c.needs(2)) gsrc = ops::call1("gather", {g[0], c.input(1)}, {c.attrs.i(0)});
+      if (c.needs(2)) gsrc = ops::call1("gather", {g[0], c.input(1)}, {c.attrs.i("dim")});
       return {c.needs(0) ? g[0] : Tensor(), Tensor(), gsrc};
     });
 
@@ -170,14 +171,14 @@ FLOW_OP(scatter_reduce)
         "Tensor")
     .traits(kIndexing | kNoInputOverlap)
     .meta([](const TensorList& in, const Attrs& a) {
-      check_scatter(in[0], gdim(in[0], a.i(0), "scatter_reduce"), in[1], in[2], "scatter_reduce");
-      idx::parse_reduce(a.str(1), true);
+      check_scatter(in[0], gdim(in[0], a.i("dim"), "scatter_reduce"), in[1], in[2], "scatter_reduce");
+      idx::parse_reduce(a.str("reduce"), true);
       return same_as_self(in, a);
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      int64_t dim = gdim(in[0], a.i(0), "scatter_reduce");
-      Reduce r = idx::parse_reduce(a.str(1), true);
-      bool include_self = a.b(2);
+      int64_t dim = gdim(in[0], a.i("dim"), "scatter_reduce");
+      Reduce r = idx::parse_reduce(a.str("reduce"), true);
+      bool include_self = a.b("include_self");
       copy_self(out[0], in[0]);
       if (!include_self) {
         // Reset the targets to the reduction's identity first, so only src values count.
@@ -213,9 +214,9 @@ FLOW_OP(scatter_reduce)
     .save_inputs({0, 1, 2})
     .save_outputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      int64_t dim = c.attrs.i(0);
-      const std::string& red = c.attrs.str(1);
-      bool include_self = c.attrs.b(2);
+      int64_t dim = c.attrs.i("dim");
+      const std::string& red = c.attrs.str("reduce");
+      bool include_self = c.attrs.b("include_self");
       Tensor ix = c.input(1), self = c.input(0), src = c.input(2), out = c.output(0);
       Tensor gs, gsrc;
       if (red == "sum") {
@@ -334,7 +335,7 @@ FLOW_OP(index_select)
     .traits(kIndexing | kNoInputOverlap)
     .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
       Tensor ix = vector_index(in[1], "index_select");
-      int64_t d = gdim(in[0], a.i(0), "index_select");
+      int64_t d = gdim(in[0], a.i("dim"), "index_select");
       Shape s = as1d(in[0]).sizes();
       s[d] = ix.numel();
       if (in[0].dim() == 0) s.clear();  // torch keeps a 0-dim self 0-dim
@@ -342,7 +343,7 @@ FLOW_OP(index_select)
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       Tensor self = as1d(in[0]), o = as1d(out[0]);
-      int64_t d = gdim(in[0], a.i(0), "index_select");
+      int64_t d = gdim(in[0], a.i("dim"), "index_select");
       Tensor ix = idx::wrapped_index(vector_index(in[1], "index_select"), self.sizes()[d], d, ErrorKind::Index,
                                      "index out of range in self");
       if (o.numel() == 0) return;
@@ -371,31 +372,31 @@ FLOW_OP(index_select)
     .save_inputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor z = ops::zeros(c.input_meta(0).sizes, g[0].dtype(), g[0].device());
-      return {ops::call1("index_add", {z, c.input(1), g[0]}, {c.attrs.i(0)}), Tensor()};
+      return {ops::call1("index_add", {z, c.input(1), g[0]}, {c.attrs.i("dim")}), Tensor()};
     });
 
 FLOW_OP(index_add)
     .schema("index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor")
     .traits(kIndexing | kNoInputOverlap)
     .meta([](const TensorList& in, const Attrs& a) {
-      check_index_source(in[0], gdim(in[0], a.i(0), "index_add"), in[1], in[2], "index_add_");
+      check_index_source(in[0], gdim(in[0], a.i("dim"), "index_add"), in[1], in[2], "index_add_");
       return same_as_self(in, a);
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       copy_self(out[0], in[0]);
       Tensor src = in[2];
-      Scalar alpha = a.s(1);
+      Scalar alpha = a.s("alpha");
       if (!(alpha.to_double() == 1.0)) src = ops::mul(src, alpha);
       src = cast_for_kernel(src, out[0].dtype());
-      index_reduce_into(out[0], gdim(in[0], a.i(0), "index_add"), in[1], src, Reduce::Add);
+      index_reduce_into(out[0], gdim(in[0], a.i("dim"), "index_add"), in[1], src, Reduce::Add);
     })
     .inplace_variant()
     .save_inputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor gsrc;
       if (c.needs(2)) {
-        gsrc = ops::call1("index_select", {g[0], c.input(1)}, {c.attrs.i(0)});
-        Scalar alpha = c.attrs.s(1);
+        gsrc = ops::call1("index_select", {g[0], c.input(1)}, {c.attrs.i("dim")});
+        Scalar alpha = c.attrs.s("alpha");
         if (alpha.to_double() != 1.0) gsrc = ops::mul(gsrc, alpha);
         if (c.input_meta(2).sizes.size() != static_cast<size_t>(gsrc.dim()))
           gsrc = ops::reshape(gsrc, c.input_meta(2).sizes);
@@ -407,18 +408,18 @@ FLOW_OP(index_copy)
     .schema("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor")
     .traits(kIndexing | kNoInputOverlap)
     .meta([](const TensorList& in, const Attrs& a) {
-      check_index_source(in[0], gdim(in[0], a.i(0), "index_copy"), in[1], in[2], "index_copy_");
+      check_index_source(in[0], gdim(in[0], a.i("dim"), "index_copy"), in[1], in[2], "index_copy_");
       return same_as_self(in, a);
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       copy_self(out[0], in[0]);
-      index_reduce_into(out[0], gdim(in[0], a.i(0), "index_copy"), in[1], in[2], Reduce::Assign);
+      index_reduce_into(out[0], gdim(in[0], a.i("dim"), "index_copy"), in[1], in[2], Reduce::Assign);
     })
     .inplace_variant()
     .save_inputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor gs, gsrc;
-      int64_t dim = c.attrs.i(0);
+      int64_t dim = c.attrs.i("dim");
       if (c.needs(0)) {
         const auto& sm = c.input_meta(2);
         gs = ops::call1("index_copy", {g[0], c.input(1), ops::zeros(sm.sizes, g[0].dtype(), g[0].device())}, {dim});

@@ -225,7 +225,7 @@ FLOW_OP(index_put)
       if (!any_defined(ix)) {
         // all-None indices: the whole tensor is the indexing result
         Tensor v = broadcast_values(cast_for_kernel(in[1], out[0].dtype()), out[0].sizes());
-        if (a.b(0)) {
+        if (a.b("accumulate")) {
           Tensor sum = ops::add(out[0], v);
           ops::copy_into(out[0], sum);
         } else {
@@ -233,7 +233,7 @@ FLOW_OP(index_put)
         }
         return;
       }
-      index_put_into(out[0], ix, in[1], a.b(0));
+      index_put_into(out[0], ix, in[1], a.b("accumulate"));
     })
     .inplace_variant()
     .save_inputs({2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25})
@@ -242,7 +242,7 @@ FLOW_OP(index_put)
       for (size_t i = 2; i < c.num_inputs(); ++i) ix.push_back(c.input(static_cast<int>(i)));
       TensorList grads(c.num_inputs());
       if (c.needs(0)) {
-        if (c.attrs.b(0)) {
+        if (c.attrs.b("accumulate")) {
           grads[0] = g[0];
         } else {
           TensorList args{g[0], ops::scalar_tensor(Scalar(int64_t(0)), g[0].dtype(), g[0].device())};

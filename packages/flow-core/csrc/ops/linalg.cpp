@@ -92,7 +92,7 @@ void check_add_input(const Tensor& self, const TensorMeta& prod, const char* op)
 // out = beta * self + alpha * A @ B (self broadcast; beta == 0 ignores self entirely, NaN included)
 void add_gemm(const Tensor& self, const Tensor& A, const Tensor& B, const Tensor& out3d, const Tensor& out,
               const Attrs& a) {
-  double beta = a.f(0), alpha = a.f(1);
+  double beta = a.f("beta"), alpha = a.f("alpha");
   // A float32 bias row (linear's forward): the product is written first and the row added to it after.
   // Copying the row into every row of out and asking sgemm for beta = 1 costs more: sgemm then reads C
   // back in its inner loops (5-10% on 1024 x 256 x 1024).
@@ -128,8 +128,8 @@ Tensor mm_like(const Tensor& x, const Tensor& y, const Tensor& ref) {
   return ops::transpose(ops::mm(ops::transpose(y, 0, 1), ops::transpose(x, 0, 1)), 0, 1);
 }
 
-Tensor scaled(const Tensor& g, const Attrs& a, int k) {
-  Scalar s = a.s(k);
+Tensor scaled(const Tensor& g, const Attrs& a, const char* name) {
+  Scalar s = a.s(name);
   return s.to_double() == 1.0 ? g : ops::mul(g, s);
 }
 
@@ -179,17 +179,19 @@ FLOW_OP(addmm)
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor gx =
-          c.needs(1) ? scaled(mm_like(g[0], ops::transpose(c.input(2), 0, 1), c.input(1)), c.attrs, 1) : Tensor();
+          c.needs(1) ? scaled(mm_like(g[0], ops::transpose(c.input(2), 0, 1), c.input(1)), c.attrs, "alpha") : Tensor();
       // Linear's backward (a bias row, a transposed weight): the weight gradient packs g^T, and the bias
       // gradient, g's column sums, comes from that same pass instead of a second one.
       const Shape& bias = c.input_meta(0).sizes;
       if (c.needs(0) && c.needs(2) && is_col_major(c.input(2)) && gemm_t_colsum_fused(g[0], c.input(1)) &&
           (bias == Shape{g[0].size(1)} || bias == Shape{1, g[0].size(1)})) {
         TensorList r = ops::call("_mm_t_colsum", {g[0], c.input(1)});
-        return {scaled(ops::reshape(r[1], bias), c.attrs, 0), gx, scaled(ops::transpose(r[0], 0, 1), c.attrs, 1)};
+        return {scaled(ops::reshape(r[1], bias), c.attrs, "beta"), gx,
+                scaled(ops::transpose(r[0], 0, 1), c.attrs, "alpha")};
       }
-      return {c.needs(0) ? scaled(g[0], c.attrs, 0) : Tensor(), gx,
-              c.needs(2) ? scaled(mm_like(ops::transpose(c.input(1), 0, 1), g[0], c.input(2)), c.attrs, 1) : Tensor()};
+      return {c.needs(0) ? scaled(g[0], c.attrs, "beta") : Tensor(), gx,
+              c.needs(2) ? scaled(mm_like(ops::transpose(c.input(1), 0, 1), g[0], c.input(2)), c.attrs, "alpha")
+                         : Tensor()};
     });
 
 // A linear layer's weight and bias gradients from one pass over the output gradient: (grad^T @ input,
@@ -238,9 +240,9 @@ FLOW_OP(baddbmm)
     .save_inputs({1, 2})
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {c.needs(0) ? scaled(g[0], c.attrs, 0) : Tensor(),
-              c.needs(1) ? scaled(ops::bmm(g[0], ops::transpose(c.input(2), 1, 2)), c.attrs, 1) : Tensor(),
-              c.needs(2) ? scaled(ops::bmm(ops::transpose(c.input(1), 1, 2), g[0]), c.attrs, 1) : Tensor()};
+      return {c.needs(0) ? scaled(g[0], c.attrs, "beta") : Tensor(),
+              c.needs(1) ? scaled(ops::bmm(g[0], ops::transpose(c.input(2), 1, 2)), c.attrs, "alpha") : Tensor(),
+              c.needs(2) ? scaled(ops::bmm(ops::transpose(c.input(1), 1, 2), g[0]), c.attrs, "alpha") : Tensor()};
     });
 
 FLOW_OP(mv)
@@ -272,9 +274,9 @@ FLOW_OP(addmv)
     .save_inputs({1, 2})
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {c.needs(0) ? scaled(g[0], c.attrs, 0) : Tensor(),
-              c.needs(1) ? scaled(ops::outer(g[0], c.input(2)), c.attrs, 1) : Tensor(),
-              c.needs(2) ? scaled(ops::mv(ops::transpose(c.input(1), 0, 1), g[0]), c.attrs, 1) : Tensor()};
+      return {c.needs(0) ? scaled(g[0], c.attrs, "beta") : Tensor(),
+              c.needs(1) ? scaled(ops::outer(g[0], c.input(2)), c.attrs, "alpha") : Tensor(),
+              c.needs(2) ? scaled(ops::mv(ops::transpose(c.input(1), 0, 1), g[0]), c.attrs, "alpha") : Tensor()};
     });
 
 static void dot_kernel(const TensorList& in, const TensorList& out, const Attrs&) {
@@ -377,8 +379,9 @@ FLOW_OP(_batch_matmul)
     .meta(meta_batch_matmul)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape sizes = meta_batch_matmul(in, a)[0].sizes;  // compute kernels check their inputs themselves
-      Tensor out = a.none(0) ? empty(sizes, in[0].dtype(), in[0].device())
-                             : empty_strided(sizes, strides_in_order(sizes, a.ints(0)), in[0].dtype(), in[0].device());
+      Tensor out = a.none("memory_order") ? empty(sizes, in[0].dtype(), in[0].device())
+                                          : empty_strided(sizes, strides_in_order(sizes, a.ints("memory_order")),
+                                                          in[0].dtype(), in[0].device());
       batched_gemm(in[0], in[1], out, 1.0, 0.0);
       return {out};
     })

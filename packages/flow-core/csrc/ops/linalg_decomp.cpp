@@ -363,11 +363,11 @@ FLOW_OP(linalg_cholesky)
         if (int64_t info = cholesky_lower(ap + i * n * n, rp + i * n * n, n))
           err = cholesky_error("linalg.cholesky", b, i, info);
       });
-      ops::copy_into(out[0], at.b(0) ? mT(r) : r);
+      ops::copy_into(out[0], at.b("upper") ? mT(r) : r);
     })
     .save_outputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {cholesky_backward(c.output(0), g[0], c.attrs.b(0))};
+      return {cholesky_backward(c.output(0), g[0], c.attrs.b("upper"))};
     });
 
 // cholesky with the per-matrix info (0, or the order of the first leading minor that is not positive-definite)
@@ -386,18 +386,18 @@ FLOW_OP(linalg_cholesky_ex)
       const double* ap = a.data<double>();
       double* rp = r.data<double>();
       int32_t* ip = info.data<int32_t>();
-      const bool check = at.b(1);
+      const bool check = at.b("check_errors");
       over_batch(b, [&](int64_t i, std::string& err) {
         ip[i] = static_cast<int32_t>(cholesky_lower(ap + i * n * n, rp + i * n * n, n));
         if (check && ip[i]) err = cholesky_error("linalg.cholesky_ex", b, i, ip[i]);
       });
-      ops::copy_into(out[0], at.b(0) ? mT(r) : r);
+      ops::copy_into(out[0], at.b("upper") ? mT(r) : r);
       ops::copy_into(out[1], info);
     })
     .save_outputs({0})
     .nondiff_outputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {cholesky_backward(c.output(0), g[0], c.attrs.b(0))};
+      return {cholesky_backward(c.output(0), g[0], c.attrs.b("upper"))};
     });
 
 // X with A X = B for triangular A (..., n, n) (only its upper or lower triangle is read; unitriangular:
@@ -408,7 +408,7 @@ FLOW_OP(linalg_solve_triangular)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& at) {
       Batch b = square_batch(in[0], "linalg.solve_triangular");
       const int64_t n = b.n, k = in[1].size(-1);
-      const bool upper = at.b(0), unit = at.b(1);
+      const bool upper = at.b("upper"), unit = at.b("unitriangular");
       Tensor a = as_double(in[0]), x = ops::clone(as_double(in[1]));  // solved in place
       const double* ap = a.data<double>();
       double* xp = x.data<double>();
@@ -436,7 +436,7 @@ FLOW_OP(linalg_solve_triangular)
     .save_outputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       // X = A^-1 B: dB = A^-T G (a triangular solve the other way), dA = -dB X^T on A's triangle
-      const bool upper = c.attrs.b(0), unit = c.attrs.b(1);
+      const bool upper = c.attrs.b("upper"), unit = c.attrs.b("unitriangular");
       Tensor gb = ops::call1("linalg_solve_triangular", {mT(c.input(0)), g[0]}, {!upper, unit});
       Tensor ga;
       if (c.needs(0)) {
@@ -475,7 +475,7 @@ FLOW_OP(cholesky_solve)
         return ops::expand(t, s);
       };
       Tensor b = with_batch(B), f = with_batch(F);
-      const bool upper = at.b(0);
+      const bool upper = at.b("upper");
       Tensor first = upper ? mT(f) : f, second = upper ? f : mT(f);  // A = first @ second, first lower
       Tensor y = ops::call1("linalg_solve_triangular", {first, b}, {false, false});
       return {ops::call1("linalg_solve_triangular", {second, y}, {true, false})};
@@ -483,7 +483,7 @@ FLOW_OP(cholesky_solve)
     .save_inputs({1})
     .save_outputs({0}, {{1}})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      const bool upper = c.attrs.b(0);
+      const bool upper = c.attrs.b("upper");
       const Tensor& F = c.input(1);
       Tensor gb = ops::call1("cholesky_solve", {g[0], F}, {upper});  // A^-1 g
       Tensor gf;
@@ -589,7 +589,7 @@ FLOW_OP(linalg_lu_factor_ex)
                          " instead");
       FLOW_CHECK(a.dtype() == DType::Float32 || a.dtype() == DType::Float64, NotImplemented,
                  "\"lu_cpu\" not implemented for '", torch_type_name(a.dtype()), "'");
-      FLOW_RUNTIME_CHECK(at.b(0), "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+      FLOW_RUNTIME_CHECK(at.b("pivot"), "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
       Shape batch = batch_of(a, 2);
       return std::vector<TensorMeta>{{a.sizes(), a.dtype(), a.device()},
                                      {with(batch, {std::min(a.size(-2), a.size(-1))}), DType::Int32, a.device()},
@@ -612,7 +612,7 @@ FLOW_OP(linalg_lu_factor_ex)
           for (int64_t j = 0; j < k; ++j) pp[i * k + j] = static_cast<int32_t>(p[j] + 1);
         }
       });
-      if (at.b(1))
+      if (at.b("check_errors"))
         for (int64_t i = 0; i < count; ++i)
           FLOW_RUNTIME_CHECK(ip[i] == 0, "torch.linalg.lu_factor_ex: ",
                              batch.empty() ? std::string() : "(Batch element " + std::to_string(i) + "): ", "U[", ip[i],
@@ -654,19 +654,19 @@ FLOW_OP(lu_unpack)
                          shape_str(with(batch, {k})), " for LU_data of shape ", shape_str(lu.sizes()), ", but got ",
                          shape_str(piv.sizes()));
       const Shape none{0};
-      return std::vector<TensorMeta>{{at.b(1) ? with(batch, {m, m}) : none, lu.dtype(), lu.device()},
-                                     {at.b(0) ? with(batch, {m, k}) : none, lu.dtype(), lu.device()},
-                                     {at.b(0) ? with(batch, {k, n}) : none, lu.dtype(), lu.device()}};
+      return std::vector<TensorMeta>{{at.b("unpack_pivots") ? with(batch, {m, m}) : none, lu.dtype(), lu.device()},
+                                     {at.b("unpack_data") ? with(batch, {m, k}) : none, lu.dtype(), lu.device()},
+                                     {at.b("unpack_data") ? with(batch, {k, n}) : none, lu.dtype(), lu.device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& at) {
       const Tensor& lu = in[0];
       const int64_t m = lu.size(-2), n = lu.size(-1), k = std::min(m, n);
-      if (at.b(0)) {
+      if (at.b("unpack_data")) {
         ops::copy_into(out[1], ops::add(triangular("tril", ops::slice(lu, -1, 0, k), -1),
                                         ops::call1("eye", {}, {m, k, lu.dtype()})));
         ops::copy_into(out[2], triangular("triu", ops::slice(lu, -2, 0, k), 0));
       }
-      if (!at.b(1)) return;
+      if (!at.b("unpack_pivots")) return;
       const int64_t count = numel_of(batch_of(lu, 2));
       Tensor piv = nn::contig(in[1]), P = ops::zeros({count, m, m}, DType::Float64);
       const int32_t* pp = piv.data<int32_t>();
@@ -718,7 +718,7 @@ FLOW_OP(linalg_lu_solve)
                          "linalg.lu_solve: Expected LU and B to have the same dtype, but "
                          "found LU of type ",
                          torch_type_name(lu.dtype()), " and B of type ", torch_type_name(B.dtype()), " instead");
-      const bool left = at.b(0);
+      const bool left = at.b("left");
       const int64_t n = lu.size(-1);
       FLOW_RUNTIME_CHECK(B.size(left ? -2 : -1) == n,
                          "linalg.lu_solve: Incompatible shapes of A and B for the "
@@ -737,7 +737,7 @@ FLOW_OP(linalg_lu_solve)
       return std::vector<TensorMeta>{{B.sizes(), B.dtype(), lu.device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& at) {
-      const bool left = at.b(0), adjoint = at.b(1);
+      const bool left = at.b("left"), adjoint = at.b("adjoint");
       const int64_t n = in[0].size(-1);
       // X op(A) = B is op(A)^T X^T = B^T: solved for the columns of X^T
       Tensor rhs = left ? in[2] : mT(in[2]);
@@ -759,7 +759,7 @@ FLOW_OP(linalg_lu_solve)
     .save_outputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       // left: X = op(A)^-1 B gives gB = op(A)^-T gX; right: X = B op(A)^-1 gives gB = gX op(A)^-T
-      const bool left = c.attrs.b(0), adjoint = c.attrs.b(1);
+      const bool left = c.attrs.b("left"), adjoint = c.attrs.b("adjoint");
       Tensor LU = c.input(0), piv = c.input(1), X = c.output(0);
       Tensor gB = ops::call1("linalg_lu_solve", {LU, piv, g[0]}, {left, !adjoint});
       if (!c.needs(0)) return {Tensor(), Tensor(), gB};

@@ -275,6 +275,6 @@ Tensor einsum_impl(const std::string& eq, const TensorList& ops_in) {
 FLOW_OP(einsum)
     .schema("einsum(str equation, Tensor[] tensors) -> Tensor")
     .traits(kMatmulLike | kComposite)
-    .cpu([](const TensorList& in, const Attrs& a) -> TensorList { return {einsum_impl(a.str(0), in)}; });
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList { return {einsum_impl(a.str("equation"), in)}; });
 
 }  // namespace flow

@@ -146,7 +146,7 @@ Tensor qr_backward_tall(const Tensor& gQ, const Tensor& gR, const Tensor& Q, con
 FLOW_OP(linalg_qr)
     .schema("linalg_qr(Tensor A, str mode='reduced') -> (Tensor Q, Tensor R)")
     .meta([](const TensorList& in, const Attrs& at) {
-      const std::string& mode = at.str(0);
+      const std::string& mode = at.str("mode");
       FLOW_RUNTIME_CHECK(mode == "reduced" || mode == "complete" || mode == "r", "qr received unrecognized mode '",
                          mode, "' but expected one of 'reduced' (default), 'r', or 'complete'");
       const Tensor& a = in[0];
@@ -158,7 +158,7 @@ FLOW_OP(linalg_qr)
                                      {with(batch, {rrows, n}), a.dtype(), a.device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& at) {
-      const std::string& mode = at.str(0);
+      const std::string& mode = at.str("mode");
       const Tensor& A = in[0];
       const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n), count = matrices(A);
       const int64_t qcols = mode == "complete" ? m : k, rrows = mode == "complete" ? m : k;
@@ -183,7 +183,7 @@ FLOW_OP(linalg_qr)
     })
     .save_outputs({0, 1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      const std::string& mode = c.attrs.str(0);
+      const std::string& mode = c.attrs.str("mode");
       FLOW_RUNTIME_CHECK(mode != "r",
                          "The derivative of linalg.qr depends on Q, which is not computed when "
                          "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to differentiate "

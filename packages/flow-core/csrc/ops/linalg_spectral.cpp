@@ -189,9 +189,9 @@ std::vector<TensorMeta> svd_meta(const TensorList& in, bool full) {
 
 FLOW_OP(linalg_svd)
     .schema("linalg_svd(Tensor A, bool full_matrices=True) -> (Tensor, Tensor, Tensor)")
-    .meta([](const TensorList& in, const Attrs& a) { return svd_meta(in, a.b(0)); })
+    .meta([](const TensorList& in, const Attrs& a) { return svd_meta(in, a.b("full_matrices")); })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& at) {
-      const bool full = at.b(0);
+      const bool full = at.b("full_matrices");
       const Tensor& A = in[0];
       const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
       const int64_t count = k == 0 ? 0 : A.numel() / (m * n);
@@ -285,8 +285,8 @@ FLOW_OP(linalg_eigh)
     .schema("linalg_eigh(Tensor A, str UPLO='L') -> (Tensor, Tensor)")
     .meta([](const TensorList& in, const Attrs& at) -> std::vector<TensorMeta> {
       const Tensor& a = in[0];
-      FLOW_RUNTIME_CHECK(at.str(0) == "L" || at.str(0) == "U", "Expected UPLO argument to be 'L' or 'U', but got ",
-                         at.str(0));
+      FLOW_RUNTIME_CHECK(at.str("UPLO") == "L" || at.str("UPLO") == "U",
+                         "Expected UPLO argument to be 'L' or 'U', but got ", at.str("UPLO"));
       FLOW_RUNTIME_CHECK(a.dim() >= 2, "linalg.eigh: The input tensor A must have at least 2 dimensions.");
       FLOW_RUNTIME_CHECK(a.size(-1) == a.size(-2), "linalg.eigh: A must be batches of square matrices, but they are ",
                          a.size(-2), " by ", a.size(-1), " matrices");
@@ -298,7 +298,7 @@ FLOW_OP(linalg_eigh)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& at) {
       const Tensor& A = in[0];
       const int64_t n = A.size(-1), count = n == 0 ? 0 : A.numel() / (n * n);
-      const bool upper = at.str(0) == "U";
+      const bool upper = at.str("UPLO") == "U";
       Tensor a = nn::contig_as(A, DType::Float64);
       Tensor l = ops::zeros({std::max<int64_t>(count, 1), n}, DType::Float64);
       Tensor v = ops::zeros({std::max<int64_t>(count, 1), n, n}, DType::Float64);

@@ -30,8 +30,8 @@ CtcGeom ctc_geometry(const Tensor& lp, const Tensor& targets, const Attrs& a) {
   FLOW_RUNTIME_CHECK(is_integral(targets.dtype()), "ctc_loss: targets must be integral, got ",
                      torch_type_name(targets.dtype()));
   g.T = lp.size(0), g.N = lp.size(1), g.C = lp.size(2);
-  g.il = a.ints(0), g.tl = a.ints(1);
-  const int64_t blank = a.i(2);
+  g.il = a.ints("input_lengths"), g.tl = a.ints("target_lengths");
+  const int64_t blank = a.i("blank");
   FLOW_RUNTIME_CHECK(blank < g.C && blank >= 0, "blank must be in label range");
   FLOW_RUNTIME_CHECK(static_cast<int64_t>(g.il.size()) == g.N, "input_lengths must be of size batch_size");
   FLOW_RUNTIME_CHECK(static_cast<int64_t>(g.tl.size()) == g.N, "target_lengths must be of size batch_size");
@@ -193,7 +193,7 @@ FLOW_OP(_ctc_loss)
       CtcGeom g = ctc_geometry(in[0], in[1], a);
       dispatch_floating(in[0].dtype(), "ctc_loss", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        if constexpr (std::is_floating_point_v<T>) ctc_forward<T>(g, in[0], a.i(2), out[0], out[1]);
+        if constexpr (std::is_floating_point_v<T>) ctc_forward<T>(g, in[0], a.i("blank"), out[0], out[1]);
         else
           fail(ErrorKind::NotImplemented, "\"ctc_loss_cpu\" not implemented for '", torch_type_name(in[0].dtype()),
                "'");
@@ -205,7 +205,7 @@ FLOW_OP(_ctc_loss)
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Attrs& a = c.attrs;
       return {ops::call1("_ctc_loss_backward", {g[0], c.input(0), c.input(1), c.output(0), c.output(1)},
-                         {a.ints(0), a.ints(1), a.i(2), a.b(3)}),
+                         {a.ints("input_lengths"), a.ints("target_lengths"), a.i("blank"), a.b("zero_infinity")}),
               Tensor()};
     });
 
@@ -225,7 +225,8 @@ FLOW_OP(_ctc_loss_backward)
       Tensor o = out[0].is_contiguous() ? out[0] : empty(out[0].sizes(), out[0].dtype(), out[0].device());
       dispatch_floating(in[1].dtype(), "ctc_loss_backward", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        if constexpr (std::is_floating_point_v<T>) ctc_backward<T>(g, in[0], in[1], in[3], in[4], a.i(2), a.b(3), o);
+        if constexpr (std::is_floating_point_v<T>)
+          ctc_backward<T>(g, in[0], in[1], in[3], in[4], a.i("blank"), a.b("zero_infinity"), o);
         else
           fail(ErrorKind::NotImplemented, "\"ctc_loss_backward_cpu\" not implemented for '",
                torch_type_name(in[1].dtype()), "'");

@@ -284,48 +284,48 @@ TensorList loss_backward(BackwardCtx& c, const TensorList& g, const char* kind, 
 }
 
 // Registers a loss op whose schema is "<name>(Tensor self, Tensor target, ...)"; `spec` reads the attrs.
-#define FLOW_POINTWISE_LOSS(NAME, SCHEMA, KIND_EXPR, RED_IDX, PARAM_EXPR, NSAVE)                                     \
-  FLOW_OP(NAME)                                                                                                      \
-      .schema(SCHEMA)                                                                                                \
-      .traits(kLoss)                                                                                                 \
-      .meta([](const TensorList& in, const Attrs& a) {                                                               \
-    return loss_meta(in, nn::parse_reduction(a.str(RED_IDX), #NAME), #NAME);                                         \
-  })                                                                                                                 \
-      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                                     \
-    TensorList full = in;                                                                                            \
-    full.resize(4);                                                                                                  \
-    loss_forward(full, out[0], LossSpec{kind_of(KIND_EXPR), nn::parse_reduction(a.str(RED_IDX), #NAME), PARAM_EXPR}, \
-                 #NAME);                                                                                             \
-  })                                                                                                                 \
-      .save_inputs(NSAVE)                                                                                            \
-      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                                              \
-    const Attrs& a = c.attrs;                                                                                        \
-    return loss_backward(c, g, KIND_EXPR, a.str(RED_IDX), PARAM_EXPR);                                               \
+#define FLOW_POINTWISE_LOSS(NAME, SCHEMA, KIND_EXPR, PARAM_EXPR, NSAVE)                                            \
+  FLOW_OP(NAME)                                                                                                    \
+      .schema(SCHEMA)                                                                                              \
+      .traits(kLoss)                                                                                               \
+      .meta([](const TensorList& in, const Attrs& a) {                                                             \
+    return loss_meta(in, nn::parse_reduction(a.str("reduction"), #NAME), #NAME);                                   \
+  })                                                                                                               \
+      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                                   \
+    TensorList full = in;                                                                                          \
+    full.resize(4);                                                                                                \
+    loss_forward(full, out[0],                                                                                     \
+                 LossSpec{kind_of(KIND_EXPR), nn::parse_reduction(a.str("reduction"), #NAME), PARAM_EXPR}, #NAME); \
+  })                                                                                                               \
+      .save_inputs(NSAVE)                                                                                          \
+      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                                            \
+    const Attrs& a = c.attrs;                                                                                      \
+    return loss_backward(c, g, KIND_EXPR, a.str("reduction"), PARAM_EXPR);                                         \
   });
 
 }  // namespace
 
-FLOW_POINTWISE_LOSS(mse_loss, "mse_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor", "mse", 0, 0.0,
+FLOW_POINTWISE_LOSS(mse_loss, "mse_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor", "mse", 0.0,
                     (std::vector<int>{0, 1}))
-FLOW_POINTWISE_LOSS(l1_loss, "l1_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor", "l1", 0, 0.0,
+FLOW_POINTWISE_LOSS(l1_loss, "l1_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor", "l1", 0.0,
                     (std::vector<int>{0, 1}))
 FLOW_POINTWISE_LOSS(smooth_l1_loss,
                     "smooth_l1_loss(Tensor self, Tensor target, str reduction='mean', float beta=1.0) -> Tensor",
-                    (a.f(1) == 0.0 ? "l1" : "smooth_l1"), 0, a.f(1), (std::vector<int>{0, 1}))
+                    (a.f("beta") == 0.0 ? "l1" : "smooth_l1"), a.f("beta"), (std::vector<int>{0, 1}))
 FLOW_POINTWISE_LOSS(huber_loss,
                     "huber_loss(Tensor self, Tensor target, str reduction='mean', float delta=1.0) -> Tensor", "huber",
-                    0, a.f(1), (std::vector<int>{0, 1}))
+                    a.f("delta"), (std::vector<int>{0, 1}))
 FLOW_POINTWISE_LOSS(
     binary_cross_entropy,
-    "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') -> Tensor", "bce", 0,
-    0.0, (std::vector<int>{0, 1, 2}))
+    "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') -> Tensor", "bce", 0.0,
+    (std::vector<int>{0, 1, 2}))
 FLOW_POINTWISE_LOSS(binary_cross_entropy_with_logits,
                     "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? "
                     "pos_weight=None, str reduction='mean') -> Tensor",
-                    "bce_logits", 0, 0.0, (std::vector<int>{0, 1, 2, 3}))
+                    "bce_logits", 0.0, (std::vector<int>{0, 1, 2, 3}))
 FLOW_POINTWISE_LOSS(kl_div,
                     "kl_div(Tensor self, Tensor target, str reduction='mean', *, bool log_target=False) -> Tensor",
-                    (a.b(1) ? "kl_div_log" : "kl_div"), 0, 0.0, (std::vector<int>{0, 1}))
+                    (a.b("log_target") ? "kl_div_log" : "kl_div"), 0.0, (std::vector<int>{0, 1}))
 
 // grad_self, grad_target of every pointwise loss (both of the broadcast shape; the engine sums them down).
 FLOW_OP(_pointwise_loss_backward)
@@ -337,23 +337,23 @@ FLOW_OP(_pointwise_loss_backward)
       // without target_grad the second result is empty: the target's gradient costs as much as the input's
       LossGeom g = loss_geom(in[1], in[2], in[3], in[4], "loss backward");
       return std::vector<TensorMeta>{{g.shape, g.dtype, in[1].device()},
-                                     {a.b(3) ? g.shape : Shape{0}, g.dtype, in[1].device()}};
+                                     {a.b("target_grad") ? g.shape : Shape{0}, g.dtype, in[1].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       LossGeom g = loss_geom(in[1], in[2], in[3], in[4], "loss backward");
       DType d = g.dtype;
-      Kind kind = kind_of(a.str(0));
-      Reduction red = nn::parse_reduction(a.str(1), "loss backward");
+      Kind kind = kind_of(a.str("kind"));
+      Reduction red = nn::parse_reduction(a.str("reduction"), "loss backward");
       Tensor gr = nn::contig_as(in[0], d), x = nn::contig_as(in[1], d), t = nn::contig_as(in[2], d);
       Tensor w = one_or(in[3], d), pw = one_or(in[4], d);
       Tensor gx = out[0].is_contiguous() && out[0].dtype() == d ? out[0] : empty(g.shape, d);
-      const bool want_gt = a.b(3);
+      const bool want_gt = a.b("target_grad");
       Tensor gt = !want_gt ? gx : out[1].is_contiguous() && out[1].dtype() == d ? out[1] : empty(g.shape, d);
       double scale = red == Reduction::Mean ? 1.0 / static_cast<double>(shape_numel(g.shape)) : 1.0;
       dispatch_floating(d, "loss backward", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
-        A p = static_cast<A>(a.f(2)), sc = static_cast<A>(scale);
+        A p = static_cast<A>(a.f("param")), sc = static_cast<A>(scale);
         dispatch_kind(kind, [&](auto kc) {
           using L = Loss<decltype(kc)::value, A>;
           // without target_grad, gt aliases gx and is never written (its partial is then dead code)

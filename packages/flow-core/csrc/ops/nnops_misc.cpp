@@ -88,7 +88,9 @@ FLOW_OP(embedding)
     .save_inputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       int64_t num = c.input_meta(0).sizes[0];
-      return {ops::call1("embedding_dense_backward", {g[0], c.input(1)}, {num, c.attrs.i(0), c.attrs.b(1)}), Tensor()};
+      return {ops::call1("embedding_dense_backward", {g[0], c.input(1)},
+                         {num, c.attrs.i("padding_idx"), c.attrs.b("scale_grad_by_freq")}),
+              Tensor()};
     });
 
 // grad_weight[idx[i]] += factor[i] * grad[i]; serial over positions per column block (no write races).
@@ -99,14 +101,14 @@ FLOW_OP(embedding_dense_backward)
     .traits(kIndexing | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
       int64_t D = in[0].dim() > 0 ? in[0].size(-1) : 1;
-      return std::vector<TensorMeta>{{{a.i(0), D}, in[0].dtype(), in[0].device()}};
+      return std::vector<TensorMeta>{{{a.i("num_weights"), D}, in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      int64_t num = a.i(0);
+      int64_t num = a.i("num_weights");
       Tensor ip = checked_indices(in[1], num, "embedding_backward");
       const int64_t n = ip.numel();
       const int64_t* idx = ip.data<int64_t>();
-      std::vector<double> f = grad_factors(idx, n, a.i(1), a.b(2));
+      std::vector<double> f = grad_factors(idx, n, a.i("padding_idx"), a.b("scale_grad_by_freq"));
       Tensor o = out[0];
       DType d = o.dtype();
       const int64_t D = o.size(1);
@@ -145,7 +147,8 @@ FLOW_OP(embedding_dense_backward)
       // linear in grad_output: gather rows of h again, times the same per-position factors
       Tensor idx = c.input(1);
       Tensor rows = ops::call1("embedding", {g[0], idx}, {int64_t(-1)});
-      Tensor f = factor_tensor(idx, c.attrs.i(0), c.attrs.i(1), c.attrs.b(2), rows.dtype());
+      Tensor f = factor_tensor(idx, c.attrs.i("num_weights"), c.attrs.i("padding_idx"), c.attrs.b("scale_grad_by_freq"),
+                               rows.dtype());
       return {ops::mul(rows, f), Tensor()};
     });
 
@@ -160,7 +163,7 @@ FLOW_OP(embedding_renorm_)
       const Tensor& w = in[0];
       FLOW_RUNTIME_CHECK(w.dim() == 2, "embedding_renorm_: 'weight' must be 2-D");
       Tensor ip = checked_indices(in[1], w.size(0), "embedding_renorm_");
-      double max_norm = a.f(0), p = a.f(1);
+      double max_norm = a.f("max_norm"), p = a.f("norm_type");
       std::vector<int64_t> rows(ip.data<int64_t>(), ip.data<int64_t>() + ip.numel());
       std::sort(rows.begin(), rows.end());
       rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
@@ -204,7 +207,7 @@ FLOW_OP(_masked_scale)
       DType d = out[0].dtype();
       Tensor m = nn::contig_as(in[1], d);
       Tensor x = in[0].dtype() == d ? in[0] : nn::contig_as(in[0], d);
-      double scale = a.f(0);
+      double scale = a.f("scale");
       dispatch_floating(d, "dropout", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
@@ -214,7 +217,7 @@ FLOW_OP(_masked_scale)
     })
     .save_inputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {ops::call1("_masked_scale", {g[0], c.input(1)}, {c.attrs.f(0)}), Tensor()};
+      return {ops::call1("_masked_scale", {g[0], c.input(1)}, {c.attrs.f("scale")}), Tensor()};
     });
 
 namespace {
@@ -237,7 +240,7 @@ FLOW_OP(dropout)
     .traits(kRandom | kComposite)
     .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      return {dropout_impl(in[0], a.f(0), a.b(1), in[0].sizes())};
+      return {dropout_impl(in[0], a.f("p"), a.b("train"), in[0].sizes())};
     });
 
 // Zeroes whole channels: one mask value per (N, C) (or per C for unbatched input when `batched` is false).
@@ -247,12 +250,12 @@ FLOW_OP(feature_dropout)
     .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& x = in[0];
-      bool batched = a.b(2);
+      bool batched = a.b("batched");
       int64_t keep = batched ? 2 : 1;
       FLOW_RUNTIME_CHECK(x.dim() >= keep, "feature_dropout: expected an input of at least ", keep, " dims");
       Shape ms;
       for (int64_t i = 0; i < x.dim(); ++i) ms.push_back(i < keep ? x.size(i) : 1);
-      return {dropout_impl(x, a.f(0), a.b(1), ms)};
+      return {dropout_impl(x, a.f("p"), a.b("train"), ms)};
     });
 
 }  // namespace flow

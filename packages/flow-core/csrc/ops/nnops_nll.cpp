@@ -52,7 +52,8 @@ struct NllArgs {
   double eps;
 };
 NllArgs nll_args(const Attrs& a, const char* op) {
-  return {nn::parse_reduction(a.str(0), op), a.i(1), a.values.size() > 2 ? a.f(2) : 0.0};
+  return {nn::parse_reduction(a.str("reduction"), op), a.i("ignore_index"),
+          a.has("label_smoothing") ? a.f("label_smoothing") : 0.0};
 }
 
 // Validated targets as int64 (raises IndexError before any memory is read with them).
@@ -185,7 +186,8 @@ void nll_backward_kernel(const TensorList& in, const TensorList& out, const Attr
 
 Tensor nll_backward(const Tensor& grad, const Tensor& self, const Tensor& target, const Tensor& weight,
                     const Attrs& a) {
-  std::vector<AttrValue> attrs{a.str(0), a.i(1), a.values.size() > 2 ? a.f(2) : 0.0};
+  std::vector<AttrValue> attrs{a.str("reduction"), a.i("ignore_index"),
+                               a.has("label_smoothing") ? a.f("label_smoothing") : 0.0};
   return ops::call1("nll_loss_backward", {grad, self, target, weight}, attrs);
 }
 
@@ -233,7 +235,7 @@ std::vector<TensorMeta> linear_ce_meta(const TensorList& in, const Attrs& a) {
                      x.size(0), "], got ", shape_str(t.sizes()));
   FLOW_RUNTIME_CHECK(!cw.defined() || (cw.dim() == 1 && cw.size(0) == w.size(0)), op, ": weight must have ", w.size(0),
                      " elements, one per class");
-  FLOW_RUNTIME_CHECK(a.i(1) > 0, op, ": the chunk size must be positive, got ", a.i(1));
+  FLOW_RUNTIME_CHECK(a.i("chunk_rows") > 0, op, ": the chunk size must be positive, got ", a.i("chunk_rows"));
   TensorMeta m{{x.size(0)}, x.dtype(), x.device()};
   return {m, m};
 }
@@ -278,7 +280,7 @@ FLOW_OP(nll_loss_backward)
       Tensor dg;
       if (c.needs(0))
         dg = ops::call1("_nll_loss_smoothed", {g[0], c.input(2), c.input(3)},
-                        {c.attrs.str(0), c.attrs.i(1), c.attrs.f(2)});
+                        {c.attrs.str("reduction"), c.attrs.i("ignore_index"), c.attrs.f("label_smoothing")});
       return {dg, Tensor(), Tensor(), Tensor()};
     });
 
@@ -292,12 +294,12 @@ FLOW_OP(_linear_cross_entropy_chunked)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       linear_ce_meta(in, a);
       const Tensor &x = in[0], &w = in[1], &b = in[2], &t = in[3], &cw = in[4];
-      const int64_t ignore = a.i(0), classes = w.size(0);
+      const int64_t ignore = a.i("ignore_index"), classes = w.size(0);
       checked_targets(t, classes, ignore);
       autograd::AutoGradMode no_grad(false);  // recorded as one node, with the backward below
       Tensor tc = clamped_targets(t, classes);
       TensorList lses, picked;
-      for (auto [s, e] : row_chunks(x.size(0), a.i(1))) {
+      for (auto [s, e] : row_chunks(x.size(0), a.i("chunk_rows"))) {
         Tensor z = chunk_logits(x, w, b, s, e);
         lses.push_back(ops::call1("logsumexp", {z}, {std::vector<int64_t>{1}, false}));
         Tensor idx = ops::unsqueeze(ops::slice(tc, 0, s, e), 1);
@@ -325,7 +327,7 @@ FLOW_OP(_linear_cross_entropy_chunked)
                                   0);
       TensorList dxs;
       Tensor dw, db;
-      for (auto [s, e] : row_chunks(x.size(0), c.attrs.i(1))) {
+      for (auto [s, e] : row_chunks(x.size(0), c.attrs.i("chunk_rows"))) {
         Tensor z = chunk_logits(x, w, b, s, e);
         Tensor p = ops::call1("softmax", {z}, {int64_t(1), std::monostate{}});
         Tensor onehot = ops::call1("eq", {ops::unsqueeze(ops::slice(tc, 0, s, e), 1), cls});

@@ -200,8 +200,8 @@ void batch_norm_fwd(const TensorList& in, const TensorList& out, const Attrs& a)
   const char* op = "batch_norm";
   BnGeom g = bn_geom(in[0]);
   const Tensor &rm = in[3], &rv = in[4];
-  bool training = a.b(0);
-  double momentum = a.f(1), eps = a.f(2);
+  bool training = a.b("training");
+  double momentum = a.f("momentum"), eps = a.f("eps");
   for (int k = 1; k < 5; ++k)
     check_channel_param(in[k], g.C, op, k == 1 ? "weight" : k == 2 ? "bias" : k == 3 ? "running_mean" : "running_var");
   FLOW_RUNTIME_CHECK(training || (rm.defined() && rv.defined()), op,
@@ -265,7 +265,7 @@ void batch_norm_fwd(const TensorList& in, const TensorList& out, const Attrs& a)
 void batch_norm_bwd(const TensorList& in, const TensorList& out, const Attrs& a) {
   const char* op = "batch_norm_backward";
   BnGeom g = bn_geom(in[1]);
-  bool training = a.b(0);
+  bool training = a.b("train");
   DType d = out[0].dtype(), sd = stat_dtype(d);
   Tensor gr = contig_as(in[0], d), x = contig_as(in[1], d);
   Tensor w = in[2].defined() ? contig_as(in[2], sd) : Tensor();
@@ -535,11 +535,12 @@ FLOW_OP(native_batch_norm)
     .save_outputs({1, 2})
     .nondiff_outputs({1, 2})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      TensorList r = composite_grad() ? nn::batch_norm_grad_composite(g[0], c.input(0), c.input(1), c.output(1),
-                                                                      c.output(2), c.attrs.b(0), c.attrs.f(2))
-                                      : ops::call("native_batch_norm_backward",
-                                                  {g[0], c.input(0), c.input(1), c.output(1), c.output(2)},
-                                                  {c.attrs.b(0), c.attrs.f(2)});
+      TensorList r =
+          composite_grad()
+              ? nn::batch_norm_grad_composite(g[0], c.input(0), c.input(1), c.output(1), c.output(2),
+                                              c.attrs.b("training"), c.attrs.f("eps"))
+              : ops::call("native_batch_norm_backward", {g[0], c.input(0), c.input(1), c.output(1), c.output(2)},
+                          {c.attrs.b("training"), c.attrs.f("eps")});
       return {c.needs(0) ? r[0] : Tensor(), c.needs(1) ? r[1] : Tensor(), c.needs(2) ? r[2] : Tensor(), Tensor(),
               Tensor()};
     });
@@ -565,24 +566,26 @@ FLOW_OP(native_layer_norm)
         "eps=1e-05) -> (Tensor, Tensor, Tensor)")
     .traits(kNormalization)
     .meta([](const TensorList& in, const Attrs& a) {
-      layer_geom(in[0], a.ints(0), in[1], in[2]);
+      layer_geom(in[0], a.ints("normalized_shape"), in[1], in[2]);
       DType d = nn::float_dtype_of(in[0], "layer_norm"), sd = stat_dtype(d);
-      Shape ss = layer_stat_shape(in[0], a.ints(0).size());
+      Shape ss = layer_stat_shape(in[0], a.ints("normalized_shape").size());
       return std::vector<TensorMeta>{{in[0].sizes(), d, in[0].device()},
                                      {ss, sd, in[0].device()},
                                      {ss, sd, in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      rows_fwd_kernel(in, out, layer_geom(in[0], a.ints(0), in[1], in[2]), a.f(1), "layer_norm");
+      rows_fwd_kernel(in, out, layer_geom(in[0], a.ints("normalized_shape"), in[1], in[2]), a.f("eps"), "layer_norm");
     })
     .save_inputs({0, 1})
     .save_outputs({1, 2})
     .nondiff_outputs({1, 2})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      TensorList r = composite_grad()
-                         ? nn::layer_norm_grad_composite(g[0], c.input(0), c.input(1), c.attrs.ints(0), c.attrs.f(1))
-                         : ops::call("native_layer_norm_backward",
-                                     {g[0], c.input(0), c.output(1), c.output(2), c.input(1)}, {c.attrs.ints(0)});
+      TensorList r =
+          composite_grad()
+              ? nn::layer_norm_grad_composite(g[0], c.input(0), c.input(1), c.attrs.ints("normalized_shape"),
+                                              c.attrs.f("eps"))
+              : ops::call("native_layer_norm_backward", {g[0], c.input(0), c.output(1), c.output(2), c.input(1)},
+                          {c.attrs.ints("normalized_shape")});
       return {c.needs(0) ? r[0] : Tensor(), c.needs(1) ? r[1] : Tensor(), c.needs(2) ? r[2] : Tensor()};
     });
 
@@ -592,15 +595,15 @@ FLOW_OP(native_layer_norm_backward)
         "normalized_shape) -> (Tensor, Tensor, Tensor)")
     .traits(kNormalization | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
-      layer_geom(in[1], a.ints(0), in[4], Tensor());  // validates normalized_shape against the input
-      Shape ps(a.ints(0).begin(), a.ints(0).end());
+      layer_geom(in[1], a.ints("normalized_shape"), in[4], Tensor());  // validates normalized_shape against the input
+      Shape ps(a.ints("normalized_shape").begin(), a.ints("normalized_shape").end());
       DType d = in[1].dtype();
       return std::vector<TensorMeta>{{in[1].sizes(), d, in[1].device()},
                                      {ps, d, in[1].device()},
                                      {ps, d, in[1].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      RowGeom g = layer_geom(in[1], a.ints(0), in[4], Tensor());
+      RowGeom g = layer_geom(in[1], a.ints("normalized_shape"), in[4], Tensor());
       rows_bwd_kernel(in, out, g, g.L, "layer_norm_backward");
     })
     .backward([](BackwardCtx&, const TensorList&) -> TensorList { helper_not_differentiable("layer_norm_backward"); });
@@ -611,24 +614,25 @@ FLOW_OP(native_group_norm)
         "Tensor)")
     .traits(kNormalization)
     .meta([](const TensorList& in, const Attrs& a) {
-      group_geom(in[0], a.i(0), in[1], in[2]);
+      group_geom(in[0], a.i("group"), in[1], in[2]);
       DType d = nn::float_dtype_of(in[0], "group_norm"), sd = stat_dtype(d);
-      Shape ss{in[0].size(0), a.i(0)};
+      Shape ss{in[0].size(0), a.i("group")};
       return std::vector<TensorMeta>{{in[0].sizes(), d, in[0].device()},
                                      {ss, sd, in[0].device()},
                                      {ss, sd, in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      rows_fwd_kernel(in, out, group_geom(in[0], a.i(0), in[1], in[2]), a.f(1), "group_norm");
+      rows_fwd_kernel(in, out, group_geom(in[0], a.i("group"), in[1], in[2]), a.f("eps"), "group_norm");
     })
     .save_inputs({0, 1})
     .save_outputs({1, 2})
     .nondiff_outputs({1, 2})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      TensorList r = composite_grad()
-                         ? nn::group_norm_grad_composite(g[0], c.input(0), c.input(1), c.attrs.i(0), c.attrs.f(1))
-                         : ops::call("native_group_norm_backward",
-                                     {g[0], c.input(0), c.output(1), c.output(2), c.input(1)}, {c.attrs.i(0)});
+      TensorList r =
+          composite_grad()
+              ? nn::group_norm_grad_composite(g[0], c.input(0), c.input(1), c.attrs.i("group"), c.attrs.f("eps"))
+              : ops::call("native_group_norm_backward", {g[0], c.input(0), c.output(1), c.output(2), c.input(1)},
+                          {c.attrs.i("group")});
       return {c.needs(0) ? r[0] : Tensor(), c.needs(1) ? r[1] : Tensor(), c.needs(2) ? r[2] : Tensor()};
     });
 
@@ -638,14 +642,14 @@ FLOW_OP(native_group_norm_backward)
         "group) -> (Tensor, Tensor, Tensor)")
     .traits(kNormalization | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
-      group_geom(in[1], a.i(0), in[4], Tensor());  // validates the input's rank and the group count
+      group_geom(in[1], a.i("group"), in[4], Tensor());  // validates the input's rank and the group count
       DType d = in[1].dtype();
       return std::vector<TensorMeta>{{in[1].sizes(), d, in[1].device()},
                                      {{in[1].size(1)}, d, in[1].device()},
                                      {{in[1].size(1)}, d, in[1].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      RowGeom g = group_geom(in[1], a.i(0), in[4], Tensor());
+      RowGeom g = group_geom(in[1], a.i("group"), in[4], Tensor());
       rows_bwd_kernel(in, out, g, in[1].size(1), "group_norm_backward");
     })
     .backward([](BackwardCtx&, const TensorList&) -> TensorList { helper_not_differentiable("group_norm_backward"); });
@@ -693,9 +697,9 @@ Tensor across_channels(const Tensor& window, const Tensor& v) {
 
 // k + alpha / size * (the window's sum of squares)
 Tensor cross_map_scale(const Tensor& x, const Attrs& a) {
-  const int64_t size = a.i(0);
+  const int64_t size = a.i("size");
   Tensor sq = across_channels(cross_map_window(x.size(1), size, false, x.dtype()), ops::mul(x, x));
-  return ops::add(ops::mul(sq, Scalar(a.f(1) / size)), Scalar(a.f(3)));
+  return ops::add(ops::mul(sq, Scalar(a.f("alpha") / size)), Scalar(a.f("k")));
 }
 
 }  // namespace
@@ -704,21 +708,22 @@ FLOW_OP(_cross_map_lrn2d)
     .schema("_cross_map_lrn2d(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1) -> Tensor")
     .traits(kNormalization)
     .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
-      check_cross_map_lrn(in[0], a.i(0));
+      check_cross_map_lrn(in[0], a.i("size"));
       return {{in[0].sizes(), in[0].dtype(), in[0].device()}};
     })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      check_cross_map_lrn(in[0], a.i(0));
+      check_cross_map_lrn(in[0], a.i("size"));
       autograd::AutoGradMode no_grad(false);  // recorded as one node, with the backward below
-      return {ops::mul(ops::call1("pow", {cross_map_scale(in[0], a), ops::wrapped_scalar(Scalar(-a.f(2)))}), in[0])};
+      return {
+          ops::mul(ops::call1("pow", {cross_map_scale(in[0], a), ops::wrapped_scalar(Scalar(-a.f("beta")))}), in[0])};
     })
     .save_inputs({0})
     .save_outputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       // the scale is recomputed (one product over channels) rather than kept as a second output
       const Tensor &x = c.input(0), &y = c.output(0);
-      const int64_t size = c.attrs.i(0);
-      const double beta = c.attrs.f(2), cache_ratio = 2 * c.attrs.f(1) * beta / size;
+      const int64_t size = c.attrs.i("size");
+      const double beta = c.attrs.f("beta"), cache_ratio = 2 * c.attrs.f("alpha") * beta / size;
       Tensor scale = cross_map_scale(x, c.attrs);
       Tensor ratio =
           across_channels(cross_map_window(x.size(1), size, true, x.dtype()), ops::div(ops::mul(g[0], y), scale));

@@ -321,8 +321,8 @@ int up_k(const Tensor& x, const std::vector<int64_t>& out_size, const char* op) 
 }
 // The backward helpers as ops a user can call: input_size must be the (N, C, spatial...) of an input that
 // upsamples to grad_output's shape, and scales (when given) one per spatial dim.
-Shape checked_up_input(const Tensor& grad, const Attrs& a, int scales_idx, const char* op) {
-  const auto &isz = a.ints(0), &osz = a.ints(1);
+Shape checked_up_input(const Tensor& grad, const Attrs& a, const char* scales, const char* op) {
+  const auto &isz = a.ints("input_size"), &osz = a.ints("output_size");
   const int k = static_cast<int>(osz.size());
   FLOW_RUNTIME_CHECK(k >= 1 && k <= 3 && static_cast<int>(isz.size()) == k + 2 && grad.dim() == k + 2, op,
                      ": expected input_size of ", k + 2, " and a ", k + 2, "-D grad_output for ", k,
@@ -331,14 +331,14 @@ Shape checked_up_input(const Tensor& grad, const Attrs& a, int scales_idx, const
   for (int j = 0; j < k; ++j) ok = ok && isz[2 + j] > 0 && osz[j] > 0 && grad.size(2 + j) == osz[j];
   FLOW_RUNTIME_CHECK(ok, op, ": grad_output ", shape_str(grad.sizes()), " does not match input_size ", shape_str(isz),
                      " upsampled to ", shape_str(osz));
-  FLOW_RUNTIME_CHECK(a.none(scales_idx) || static_cast<int>(a.floats(scales_idx).size()) == k, op, ": expected ", k,
-                     " scales, got ", a.floats(scales_idx).size());
+  FLOW_RUNTIME_CHECK(a.none(scales) || static_cast<int>(a.floats(scales).size()) == k, op, ": expected ", k,
+                     " scales, got ", a.floats(scales).size());
   return Shape(isz.begin(), isz.end());
 }
 
-double scale_at(const Attrs& a, int idx, int j) {
-  if (a.none(idx)) return 0.0;
-  const auto& v = a.floats(idx);
+double scale_at(const Attrs& a, const char* scales, int j) {
+  if (a.none(scales)) return 0.0;
+  const auto& v = a.floats(scales);
   return j < static_cast<int>(v.size()) ? v[j] : 0.0;
 }
 Shape up_shape(const Shape& in, const std::vector<int64_t>& os) {
@@ -353,12 +353,12 @@ FLOW_OP(pad)
     .schema("pad(Tensor self, int[] pad, str mode='constant', float? value=None) -> Tensor")
     .traits(kShape)
     .meta([](const TensorList& in, const Attrs& a) {
-      PadSpec s = pad_spec(in[0].sizes(), a.ints(0), a.str(1));
+      PadSpec s = pad_spec(in[0].sizes(), a.ints("pad"), a.str("mode"));
       return std::vector<TensorMeta>{{padded_shape(in[0].sizes(), s), in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      const std::string& mode = a.str(1);
-      PadSpec s = pad_spec(in[0].sizes(), a.ints(0), mode);
+      const std::string& mode = a.str("mode");
+      PadSpec s = pad_spec(in[0].sizes(), a.ints("pad"), mode);
       if (s.k == 0) return ops::copy_into(out[0], in[0]);
       if (in[0].dtype() == DType::Bool) {
         // bool pads by copying values, so run it on bytes; torch's reflect/replicate kernels refuse bool
@@ -367,7 +367,7 @@ FLOW_OP(pad)
         Tensor r = ops::call1("pad", {ops::to_dtype(in[0], DType::UInt8)}, a.values);
         return ops::copy_into(out[0], r);
       }
-      double value = a.none(2) ? 0.0 : a.f(2);
+      double value = a.none("value") ? 0.0 : a.f("value");
       if (mode == "constant") ops::copy_into(out[0], ops::scalar_tensor(Scalar(value), out[0].dtype()));
       if (out[0].numel() == 0) return;
       if (mode == "constant" && value != 0.0) {
@@ -393,47 +393,48 @@ FLOW_OP(pad)
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       std::vector<int64_t> sizes(c.input_meta(0).sizes.begin(), c.input_meta(0).sizes.end());
-      return {ops::call1("pad_backward", {g[0]}, {sizes, c.attrs.ints(0), c.attrs.str(1)})};
+      return {ops::call1("pad_backward", {g[0]}, {sizes, c.attrs.ints("pad"), c.attrs.str("mode")})};
     });
 
 FLOW_OP(pad_backward)
     .schema("pad_backward(Tensor grad_output, int[] input_size, int[] pad, str mode) -> Tensor")
     .traits(kShape | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
-      Shape s(a.ints(0).begin(), a.ints(0).end());
+      Shape s(a.ints("input_size").begin(), a.ints("input_size").end());
       return std::vector<TensorMeta>{{s, in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      Shape isz(a.ints(0).begin(), a.ints(0).end());
-      PadSpec s = pad_spec(isz, a.ints(1), a.str(2));
+      Shape isz(a.ints("input_size").begin(), a.ints("input_size").end());
+      PadSpec s = pad_spec(isz, a.ints("pad"), a.str("mode"));
       FLOW_RUNTIME_CHECK(in[0].sizes() == padded_shape(isz, s), "pad_backward: grad_output has shape ",
                          shape_str(in[0].sizes()), ", expected ", shape_str(padded_shape(isz, s)));
       if (s.k == 0) return ops::copy_into(out[0], in[0]);
-      run_map(in[0], out[0], s.k, true, "pad_backward", [&](auto) { return pad_maps(isz, s, a.str(2)); });
+      run_map(in[0], out[0], s.k, true, "pad_backward", [&](auto) { return pad_maps(isz, s, a.str("mode")); });
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {ops::call1("pad", {g[0]}, {c.attrs.ints(1), c.attrs.str(2), 0.0})};
+      return {ops::call1("pad", {g[0]}, {c.attrs.ints("pad"), c.attrs.str("mode"), 0.0})};
     });
 
 FLOW_OP(upsample_nearest)
     .schema("upsample_nearest(Tensor self, int[] output_size, float[]? scales=None) -> Tensor")
     .traits(kShape)
     .meta([](const TensorList& in, const Attrs& a) {
-      up_k(in[0], a.ints(0), "upsample_nearest");
-      return std::vector<TensorMeta>{{up_shape(in[0].sizes(), a.ints(0)), in[0].dtype(), in[0].device()}};
+      up_k(in[0], a.ints("output_size"), "upsample_nearest");
+      return std::vector<TensorMeta>{{up_shape(in[0].sizes(), a.ints("output_size")), in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      int k = up_k(in[0], a.ints(0), "upsample_nearest");
+      int k = up_k(in[0], a.ints("output_size"), "upsample_nearest");
       run_map(in[0], out[0], k, false, "upsample_nearest", [&](auto) {
         std::vector<DimMap> m;
         for (int j = 0; j < k; ++j)
-          m.push_back(nearest_map(in[0].size(2 + j), a.ints(0)[j], scale_at(a, 1, j), k == 2));
+          m.push_back(nearest_map(in[0].size(2 + j), a.ints("output_size")[j], scale_at(a, "scales", j), k == 2));
         return m;
       });
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       std::vector<int64_t> sizes(c.input_meta(0).sizes.begin(), c.input_meta(0).sizes.end());
-      return {ops::call1("upsample_nearest_backward", {g[0]}, {sizes, c.attrs.ints(0), c.attrs.at(1)})};
+      return {
+          ops::call1("upsample_nearest_backward", {g[0]}, {sizes, c.attrs.ints("output_size"), c.attrs.at("scales")})};
     });
 
 FLOW_OP(upsample_nearest_backward)
@@ -442,43 +443,46 @@ FLOW_OP(upsample_nearest_backward)
         "Tensor")
     .traits(kShape | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
-      Shape s = checked_up_input(in[0], a, 2, "upsample_nearest_backward");
+      Shape s = checked_up_input(in[0], a, "scales", "upsample_nearest_backward");
       return std::vector<TensorMeta>{{s, in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      const auto& isz = a.ints(0);
-      int k = static_cast<int>(a.ints(1).size());
+      const auto& isz = a.ints("input_size");
+      int k = static_cast<int>(a.ints("output_size").size());
       run_map(in[0], out[0], k, true, "upsample_nearest_backward", [&](auto) {
         std::vector<DimMap> m;
-        for (int j = 0; j < k; ++j) m.push_back(nearest_map(isz[2 + j], a.ints(1)[j], scale_at(a, 2, j), k == 2));
+        for (int j = 0; j < k; ++j)
+          m.push_back(nearest_map(isz[2 + j], a.ints("output_size")[j], scale_at(a, "scales", j), k == 2));
         return m;
       });
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {ops::call1("upsample_nearest", {g[0]}, {c.attrs.ints(1), c.attrs.at(2)})};
+      return {ops::call1("upsample_nearest", {g[0]}, {c.attrs.ints("output_size"), c.attrs.at("scales")})};
     });
 
 FLOW_OP(upsample_linear)
     .schema("upsample_linear(Tensor self, int[] output_size, bool align_corners, float[]? scales=None) -> Tensor")
     .traits(kShape)
     .meta([](const TensorList& in, const Attrs& a) {
-      up_k(in[0], a.ints(0), "upsample_linear");
+      up_k(in[0], a.ints("output_size"), "upsample_linear");
       nn::float_dtype_of(in[0], "upsample_linear");
-      return std::vector<TensorMeta>{{up_shape(in[0].sizes(), a.ints(0)), in[0].dtype(), in[0].device()}};
+      return std::vector<TensorMeta>{{up_shape(in[0].sizes(), a.ints("output_size")), in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      int k = up_k(in[0], a.ints(0), "upsample_linear");
+      int k = up_k(in[0], a.ints("output_size"), "upsample_linear");
       run_map(in[0], out[0], k, false, "upsample_linear", [&](auto tag) {
         using A = typename decltype(tag)::type;
         std::vector<DimMap> m;
         for (int j = 0; j < k; ++j)
-          m.push_back(linear_map<A>(in[0].size(2 + j), a.ints(0)[j], a.b(1), scale_at(a, 2, j)));
+          m.push_back(linear_map<A>(in[0].size(2 + j), a.ints("output_size")[j], a.b("align_corners"),
+                                    scale_at(a, "scales", j)));
         return m;
       });
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       std::vector<int64_t> sizes(c.input_meta(0).sizes.begin(), c.input_meta(0).sizes.end());
-      return {ops::call1("upsample_linear_backward", {g[0]}, {sizes, c.attrs.ints(0), c.attrs.b(1), c.attrs.at(2)})};
+      return {ops::call1("upsample_linear_backward", {g[0]},
+                         {sizes, c.attrs.ints("output_size"), c.attrs.b("align_corners"), c.attrs.at("scales")})};
     });
 
 FLOW_OP(upsample_linear_backward)
@@ -487,21 +491,24 @@ FLOW_OP(upsample_linear_backward)
         "float[]? scales=None) -> Tensor")
     .traits(kShape | kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
-      Shape s = checked_up_input(in[0], a, 3, "upsample_linear_backward");
+      Shape s = checked_up_input(in[0], a, "scales", "upsample_linear_backward");
       return std::vector<TensorMeta>{{s, in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      const auto& isz = a.ints(0);
-      int k = static_cast<int>(a.ints(1).size());
+      const auto& isz = a.ints("input_size");
+      int k = static_cast<int>(a.ints("output_size").size());
       run_map(in[0], out[0], k, true, "upsample_linear_backward", [&](auto tag) {
         using A = typename decltype(tag)::type;
         std::vector<DimMap> m;
-        for (int j = 0; j < k; ++j) m.push_back(linear_map<A>(isz[2 + j], a.ints(1)[j], a.b(2), scale_at(a, 3, j)));
+        for (int j = 0; j < k; ++j)
+          m.push_back(
+              linear_map<A>(isz[2 + j], a.ints("output_size")[j], a.b("align_corners"), scale_at(a, "scales", j)));
         return m;
       });
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {ops::call1("upsample_linear", {g[0]}, {c.attrs.ints(1), c.attrs.b(2), c.attrs.at(3)})};
+      return {ops::call1("upsample_linear", {g[0]},
+                         {c.attrs.ints("output_size"), c.attrs.b("align_corners"), c.attrs.at("scales")})};
     });
 
 }  // namespace flow

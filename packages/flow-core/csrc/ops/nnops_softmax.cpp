@@ -154,9 +154,9 @@ void softmax_bwd(const T* gr, const T* y, T* gi, const Geometry& g) {
 
 // The output dtype; a non-floating one is PyTorch's NotImplementedError, named after its kernel for the dim.
 DType softmax_out_dtype(const Tensor& x, const Attrs& a, const char* op) {
-  DType d = a.none(1) ? x.dtype() : a.dtype(1);
+  DType d = a.none("dtype") ? x.dtype() : a.dtype("dtype");
   if (!is_floating(d)) {
-    bool last = x.dim() <= 1 || wrap_dim(a.i(0), x.dim(), op) == x.dim() - 1;
+    bool last = x.dim() <= 1 || wrap_dim(a.i("dim"), x.dim(), op) == x.dim() - 1;
     fail_not_implemented((std::string(op) + (last ? "_lastdim_kernel_impl" : "_kernel_impl")).c_str(), d);
   }
   return d;
@@ -165,7 +165,7 @@ DType softmax_out_dtype(const Tensor& x, const Attrs& a, const char* op) {
 template <bool Log>
 void softmax_kernel(const TensorList& in, const TensorList& out, const Attrs& a, const char* op) {
   DType d = out[0].dtype();
-  int64_t dim = wrap_dim(a.i(0), std::max<int64_t>(in[0].dim(), 1), op);
+  int64_t dim = wrap_dim(a.i("dim"), std::max<int64_t>(in[0].dim(), 1), op);
   Tensor x = contig_as(in[0], d);
   Tensor y = out[0].is_contiguous() ? out[0] : empty(out[0].sizes(), d);
   Geometry g = geometry(x.sizes(), in[0].dim() == 0 ? -1 : dim);
@@ -179,7 +179,7 @@ void softmax_kernel(const TensorList& in, const TensorList& out, const Attrs& a,
 template <bool Log>
 void softmax_bwd_kernel(const TensorList& in, const TensorList& out, const Attrs& a, const char* op) {
   DType d = out[0].dtype();
-  int64_t dim = wrap_dim(a.i(0), std::max<int64_t>(in[1].dim(), 1), op);
+  int64_t dim = wrap_dim(a.i("dim"), std::max<int64_t>(in[1].dim(), 1), op);
   Tensor gr = contig_as(in[0], d), y = contig_as(in[1], d);
   Tensor gi = out[0].is_contiguous() ? out[0] : empty(out[0].sizes(), d);
   Geometry g = geometry(y.sizes(), in[1].dim() == 0 ? -1 : dim);
@@ -212,7 +212,7 @@ FLOW_OP(softmax)
     .traits(kNormalization)
     .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
-      wrap_dim(a.i(0), std::max<int64_t>(in[0].dim(), 1), "softmax");
+      wrap_dim(a.i("dim"), std::max<int64_t>(in[0].dim(), 1), "softmax");
       return std::vector<TensorMeta>{{in[0].sizes(), softmax_out_dtype(in[0], a, "softmax"), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
@@ -220,7 +220,7 @@ FLOW_OP(softmax)
     })
     .save_outputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {softmax_backward(g[0], c.output(0), c.attrs.i(0))};
+      return {softmax_backward(g[0], c.output(0), c.attrs.i("dim"))};
     });
 
 FLOW_OP(log_softmax)
@@ -228,7 +228,7 @@ FLOW_OP(log_softmax)
     .traits(kNormalization)
     .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
-      wrap_dim(a.i(0), std::max<int64_t>(in[0].dim(), 1), "log_softmax");
+      wrap_dim(a.i("dim"), std::max<int64_t>(in[0].dim(), 1), "log_softmax");
       return std::vector<TensorMeta>{{in[0].sizes(), softmax_out_dtype(in[0], a, "log_softmax"), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
@@ -236,7 +236,7 @@ FLOW_OP(log_softmax)
     })
     .save_outputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {log_softmax_backward(g[0], c.output(0), c.attrs.i(0))};
+      return {log_softmax_backward(g[0], c.output(0), c.attrs.i("dim"))};
     });
 
 // gi = y * (g - sum(g*y)). d/dg is the same map applied to the incoming h; d/dy = h*(g - s) - g*sum(h*y).
@@ -251,7 +251,7 @@ FLOW_OP(_softmax_backward_data)
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Tensor& h = g[0];
       Tensor gr = c.input(0), y = c.input(1);
-      int64_t dim = bdim(c, 1, c.attrs.i(0));
+      int64_t dim = bdim(c, 1, c.attrs.i("dim"));
       bool scalar = y.dim() == 0;
       auto rsum = [&](const Tensor& t) { return scalar ? t : ops::sum(t, {dim}, true); };
       Tensor dg = c.needs(0) ? softmax_backward(h, y, dim) : Tensor();
@@ -273,7 +273,7 @@ FLOW_OP(_log_softmax_backward_data)
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Tensor& h = g[0];
       Tensor gr = c.input(0), y = c.input(1);
-      int64_t dim = bdim(c, 1, c.attrs.i(0));
+      int64_t dim = bdim(c, 1, c.attrs.i("dim"));
       bool scalar = y.dim() == 0;
       auto rsum = [&](const Tensor& t) { return scalar ? t : ops::sum(t, {dim}, true); };
       Tensor ey = ops::call1("exp", {y});

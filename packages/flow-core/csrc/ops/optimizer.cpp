@@ -19,13 +19,13 @@ FLOW_OP(sgd_update_)
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double mom = a.f(0), damp = a.f(1), wd = a.f(2);
-      const bool nesterov = a.b(3), maximize = a.b(4);
+      const double mom = a.f("momentum"), damp = a.f("dampening"), wd = a.f("weight_decay");
+      const bool nesterov = a.b("nesterov"), maximize = a.b("maximize");
       Update u = begin_update(in, a, {Role::Param, Role::Grad, {Role::State, mom != 0}});
       const Group& g = u.g;
       const double lr = u.lr;
       std::vector<char> fresh(g.size(), 0);
-      for (int64_t f : a.ints(5)) {
+      for (int64_t f : a.ints("fresh")) {
         FLOW_INDEX_CHECK(f >= 0 && f < g.size(), "sgd_update_: fresh index ", f, " out of range");
         fresh[f] = 1;
       }
@@ -76,8 +76,8 @@ FLOW_OP(adam_update_)
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double b1 = a.f(0), b2 = a.f(1), eps = a.f(2), wd = a.f(3);
-      const bool amsgrad = a.b(4), maximize = a.b(5), decoupled = a.b(6);
+      const double b1 = a.f("beta1"), b2 = a.f("beta2"), eps = a.f("eps"), wd = a.f("weight_decay");
+      const bool amsgrad = a.b("amsgrad"), maximize = a.b("maximize"), decoupled = a.b("decoupled_weight_decay");
       Update u =
           begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::State, Role::Step, {Role::State, amsgrad}});
       const Group& g = u.g;
@@ -131,8 +131,8 @@ FLOW_OP(adagrad_update_)
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double lr_decay = a.f(0), wd = a.f(1), eps = a.f(2);
-      const bool maximize = a.b(3);
+      const double lr_decay = a.f("lr_decay"), wd = a.f("weight_decay"), eps = a.f("eps");
+      const bool maximize = a.b("maximize");
       Update u = begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::Step});
       const Group& g = u.g;
       const double lr = u.lr;
@@ -167,8 +167,8 @@ FLOW_OP(adadelta_update_)
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double rho = a.f(0), eps = a.f(1), wd = a.f(2);
-      const bool maximize = a.b(3);
+      const double rho = a.f("rho"), eps = a.f("eps"), wd = a.f("weight_decay");
+      const bool maximize = a.b("maximize");
       Update u = begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::State, Role::Step});
       const Group& g = u.g;
       const double lr = u.lr;
@@ -206,8 +206,8 @@ FLOW_OP(rmsprop_update_)
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double alpha = a.f(0), eps = a.f(1), wd = a.f(2), mom = a.f(3);
-      const bool centered = a.b(4), maximize = a.b(5);
+      const double alpha = a.f("alpha"), eps = a.f("eps"), wd = a.f("weight_decay"), mom = a.f("momentum");
+      const bool centered = a.b("centered"), maximize = a.b("maximize");
       const int mslot = mom > 0 ? 4 : -1, cslot = centered ? 5 : -1;
       Update u = begin_update(
           in, a, {Role::Param, Role::Grad, Role::State, Role::Step, {Role::State, mom > 0}, {Role::State, centered}});
@@ -268,8 +268,8 @@ FLOW_OP(lamb_update_)
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double b1 = a.f(0), b2 = a.f(1), eps = a.f(2), wd = a.f(3);
-      const bool adam_w = a.b(4), bias_corr = a.b(5), amsgrad = a.b(6);
+      const double b1 = a.f("beta1"), b2 = a.f("beta2"), eps = a.f("eps"), wd = a.f("weight_decay");
+      const bool adam_w = a.b("adam_w_mode"), bias_corr = a.b("do_bias_correction"), amsgrad = a.b("amsgrad");
       Update u =
           begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::State, Role::Step, {Role::State, amsgrad}});
       const Group& g = u.g;

@@ -148,7 +148,14 @@ FLOW_OP(adafactor_update_)
       }
       optim::Update u = optim::begin_update(in, a, {Role::Param, Role::Grad, Role::Shaped, Role::Shaped, Role::Step});
       const optim::Group& g = u.g;
-      Options o{u.lr, a.f(0), a.none(1) ? 0.0 : a.f(1), a.f(2), a.f(3), a.f(4), a.b(5), !a.none(1)};
+      Options o{u.lr,
+                a.f("beta2_decay"),
+                a.none("eps1") ? 0.0 : a.f("eps1"),
+                a.f("eps2"),
+                a.f("d"),
+                a.f("weight_decay"),
+                a.b("maximize"),
+                !a.none("eps1")};
       for (int64_t p = 0; p < g.size(); ++p) {
         const Tensor &w = g.at(p, 0), &gr = g.at(p, 1), &s1 = g.at(p, 2), &s2 = g.at(p, 3);
         if (w.numel() == 0) continue;

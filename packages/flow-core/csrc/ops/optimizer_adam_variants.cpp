@@ -29,8 +29,8 @@ FLOW_OP(adamax_update_)
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double b1 = a.f(0), b2 = a.f(1), eps = a.f(2), wd = a.f(3);
-      const bool maximize = a.b(4);
+      const double b1 = a.f("beta1"), b2 = a.f("beta2"), eps = a.f("eps"), wd = a.f("weight_decay");
+      const bool maximize = a.b("maximize");
       Update u = begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::State, Role::Step});
       const Group& g = u.g;
       const double lr = u.lr;
@@ -71,8 +71,9 @@ FLOW_OP(nadam_update_)
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double b1 = a.f(0), b2 = a.f(1), eps = a.f(2), wd = a.f(3), psi = a.f(4);
-      const bool decoupled = a.b(5), maximize = a.b(6);
+      const double b1 = a.f("beta1"), b2 = a.f("beta2"), eps = a.f("eps"), wd = a.f("weight_decay"),
+                   psi = a.f("momentum_decay");
+      const bool decoupled = a.b("decoupled_weight_decay"), maximize = a.b("maximize");
       Update u = begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::State, Role::Step, Role::Scalar});
       const Group& g = u.g;
       const double lr = u.lr;
@@ -133,8 +134,8 @@ FLOW_OP(radam_update_)
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double b1 = a.f(0), b2 = a.f(1), eps = a.f(2), wd = a.f(3);
-      const bool decoupled = a.b(4), maximize = a.b(5);
+      const double b1 = a.f("beta1"), b2 = a.f("beta2"), eps = a.f("eps"), wd = a.f("weight_decay");
+      const bool decoupled = a.b("decoupled_weight_decay"), maximize = a.b("maximize");
       Update u = begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::State, Role::Step});
       const Group& g = u.g;
       const double lr = u.lr;

@@ -56,10 +56,10 @@ FLOW_OP(muon_update_)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& at) -> TensorList {
       using optim::Role;
-      const double wd = at.f(0), momentum = at.f(1), eps = at.f(4);
-      const bool nesterov = at.b(2);
-      const std::vector<double>& coef = at.floats(3);
-      const int64_t steps = at.i(5);
+      const double wd = at.f("weight_decay"), momentum = at.f("momentum"), eps = at.f("eps");
+      const bool nesterov = at.b("nesterov");
+      const std::vector<double>& coef = at.floats("ns_coefficients");
+      const int64_t steps = at.i("ns_steps");
       const char* op = "muon_update_";
       FLOW_RUNTIME_CHECK(coef.size() == 3, op, ": ns_coefficients must have exactly 3 values");
       FLOW_RUNTIME_CHECK(steps < 100, op, ": Number of steps must be less than 100 for computational efficiency");
@@ -75,7 +75,7 @@ FLOW_OP(muon_update_)
         Tensor update =
             nesterov ? ops::call1("lerp", {gw, buf, ops::scalar_tensor(Scalar(momentum), buf.dtype())}) : buf;
         Tensor ortho = orthogonalise(update, coef[0], coef[1], coef[2], steps, eps);
-        const double step_lr = adjusted_lr(lr, at.str(6), w.size(0), w.size(1));
+        const double step_lr = adjusted_lr(lr, at.str("adjust_lr_fn"), w.size(0), w.size(1));
         Tensor decayed = ops::mul(w, Scalar(1 - lr * wd));
         ops::copy_into(w, ops::add(decayed, ops::to_dtype(ortho, w.dtype()), Scalar(-step_lr)));
       }

@@ -19,8 +19,8 @@ FLOW_OP(rprop_update_)
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double em = a.f(0), ep = a.f(1), smin = a.f(2), smax = a.f(3);
-      const bool maximize = a.b(4);
+      const double em = a.f("etaminus"), ep = a.f("etaplus"), smin = a.f("step_size_min"), smax = a.f("step_size_max");
+      const bool maximize = a.b("maximize");
       Update u = begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::State, Role::Step});
       const Group& g = u.g;
       run_chunks(g, "rprop_update_", [&](auto tag, int64_t p, int64_t b, int64_t e) {
@@ -61,8 +61,8 @@ FLOW_OP(asgd_update_)
     .traits(kOptimizer | kNonDifferentiable)
     .meta(optim::no_output_meta)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      const double lambd = a.f(0), alpha = a.f(1), t0 = a.f(2), wd = a.f(3);
-      const bool maximize = a.b(4);
+      const double lambd = a.f("lambd"), alpha = a.f("alpha"), t0 = a.f("t0"), wd = a.f("weight_decay");
+      const bool maximize = a.b("maximize");
       Update u = begin_update(in, a, {Role::Param, Role::Grad, Role::State, Role::Step, Role::Scalar, Role::Scalar});
       const Group& g = u.g;
       const double lr = u.lr;

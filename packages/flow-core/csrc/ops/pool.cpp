@@ -47,16 +47,16 @@ std::string sizes_x(const std::vector<int64_t>& v) {
 
 // Plan for a windowed pool; `dil` empty for avg_pool (no dilation).
 PoolPlan window_plan(const Tensor& x, const Attrs& a, bool has_dil, const char* op, Shape* out_sizes) {
-  size_t ns = a.ints(0).size();
+  size_t ns = a.ints("kernel_size").size();
   FLOW_RUNTIME_CHECK(ns >= 1 && ns <= 3, op, ": kernel_size must have 1 to 3 elements");
   FLOW_RUNTIME_CHECK(x.dim() == static_cast<int64_t>(ns) + 1 || x.dim() == static_cast<int64_t>(ns) + 2, op,
                      ": Expected ", ns + 1, "D or ", ns + 2, "D input tensor, but got ", shape_str(x.sizes()));
-  auto k = a.ints(0);
-  auto s = a.ints(1).empty() ? k : expand_list(a.ints(1), ns, "stride", op);
-  auto p = expand_list(a.ints(2), ns, "padding", op);
+  auto k = a.ints("kernel_size");
+  auto s = a.ints("stride").empty() ? k : expand_list(a.ints("stride"), ns, "stride", op);
+  auto p = expand_list(a.ints("padding"), ns, "padding", op);
   std::vector<int64_t> d(ns, 1);
-  if (has_dil) d = expand_list(a.ints(3), ns, "dilation", op);
-  bool ceil = a.b(has_dil ? 4 : 3);
+  if (has_dil) d = expand_list(a.ints("dilation"), ns, "dilation", op);
+  bool ceil = a.b("ceil_mode");
   PoolPlan pl;
   int64_t lead = x.dim() - static_cast<int64_t>(ns);
   for (int64_t i = 0; i < lead; ++i) pl.planes *= x.size(i);
@@ -479,9 +479,9 @@ Tensor avg_run(const Tensor& src, const PoolPlan& pl, const Shape& dst_sizes, bo
   return dst;
 }
 
-int64_t divisor_of(const Attrs& a, int k) {
-  if (a.none(k)) return 0;
-  int64_t d = a.i(k);
+int64_t divisor_of(const Attrs& a, const char* name) {
+  if (a.none(name)) return 0;
+  int64_t d = a.i(name);
   FLOW_RUNTIME_CHECK(d != 0, "divisor must be not zero");
   return d;
 }
@@ -531,9 +531,9 @@ int64_t trailing_numel(const Shape& s, size_t ns) {
   return n;
 }
 
-// The pooling gradients' meta: the input's sizes (attribute 0) in the gradient's dtype.
+// The pooling gradients' meta: the input's sizes (attribute input_sizes) in the gradient's dtype.
 std::vector<TensorMeta> sized_by_attr(const TensorList& in, const Attrs& a) {
-  return {{Shape(a.ints(0).begin(), a.ints(0).end()), in[0].dtype(), in[0].device()}};
+  return {{Shape(a.ints("input_sizes").begin(), a.ints("input_sizes").end()), in[0].dtype(), in[0].device()}};
 }
 
 Tensor max_pool_grad(const Tensor& g, const Tensor& indices, const Shape& in_sizes, size_t ns) {
@@ -555,12 +555,12 @@ FLOW_OP(max_pool)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape osz;
       PoolPlan pl = window_plan(in[0], a, true, "max_pool", &osz);
-      return max_pool_run(in[0], pl, osz, false, "max_pool", a.ints(0).size());
+      return max_pool_run(in[0], pl, osz, false, "max_pool", a.ints("kernel_size").size());
     })
     .save_outputs({1})
     .nondiff_outputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {max_pool_grad(g[0], c.output(1), c.input_meta(0).sizes, c.attrs.ints(0).size())};
+      return {max_pool_grad(g[0], c.output(1), c.input_meta(0).sizes, c.attrs.ints("kernel_size").size())};
     });
 
 FLOW_OP(adaptive_max_pool)
@@ -568,18 +568,18 @@ FLOW_OP(adaptive_max_pool)
     .traits(kPooling)
     .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
       Shape osz;
-      adaptive_plan(in[0], a.ints(0), "adaptive_max_pool", &osz);
+      adaptive_plan(in[0], a.ints("output_size"), "adaptive_max_pool", &osz);
       return {{osz, in[0].dtype(), in[0].device()}, {osz, DType::Int64, in[0].device()}};
     })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape osz;
-      PoolPlan pl = adaptive_plan(in[0], a.ints(0), "adaptive_max_pool", &osz);
-      return max_pool_run(in[0], pl, osz, true, "adaptive_max_pool", a.ints(0).size());
+      PoolPlan pl = adaptive_plan(in[0], a.ints("output_size"), "adaptive_max_pool", &osz);
+      return max_pool_run(in[0], pl, osz, true, "adaptive_max_pool", a.ints("output_size").size());
     })
     .save_outputs({1})
     .nondiff_outputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {max_pool_grad(g[0], c.output(1), c.input_meta(0).sizes, c.attrs.ints(0).size())};
+      return {max_pool_grad(g[0], c.output(1), c.input_meta(0).sizes, c.attrs.ints("output_size").size())};
     });
 
 // grad (leading..., out spatial) scattered into zeros(input_sizes) at indices (flat within each plane).
@@ -588,13 +588,14 @@ FLOW_OP(max_pool_backward)
     .traits(kPooling | kBackwardHelper)
     .meta(sized_by_attr)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      Shape is(a.ints(0).begin(), a.ints(0).end());
+      Shape is(a.ints("input_sizes").begin(), a.ints("input_sizes").end());
       FLOW_RUNTIME_CHECK(in[0].sizes() == in[1].sizes(), "max_pool_backward: grad and indices shapes differ");
-      return {index_pool(in[0], in[1], is, trailing_numel(is, a.i(1)), true)};
+      return {index_pool(in[0], in[1], is, trailing_numel(is, a.i("spatial_dims")), true)};
     })
     .save_inputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {c.needs(0) ? ops::call1("max_pool_gather", {g[0], c.input(1)}, {c.attrs.i(1)}) : Tensor(), Tensor()};
+      return {c.needs(0) ? ops::call1("max_pool_gather", {g[0], c.input(1)}, {c.attrs.i("spatial_dims")}) : Tensor(),
+              Tensor()};
     });
 
 // out[p, j] = src[p, indices[p, j]]: the adjoint of max_pool_backward.
@@ -605,11 +606,12 @@ FLOW_OP(max_pool_gather)
       return {{in[1].sizes(), in[0].dtype(), in[0].device()}};
     })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      return {index_pool(in[0], in[1], in[1].sizes(), trailing_numel(in[0].sizes(), a.i(0)), false)};
+      return {index_pool(in[0], in[1], in[1].sizes(), trailing_numel(in[0].sizes(), a.i("spatial_dims")), false)};
     })
     .save_inputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {c.needs(0) ? max_pool_grad(g[0], c.input(1), c.input_meta(0).sizes, c.attrs.i(0)) : Tensor(), Tensor()};
+      return {c.needs(0) ? max_pool_grad(g[0], c.input(1), c.input_meta(0).sizes, c.attrs.i("spatial_dims")) : Tensor(),
+              Tensor()};
     });
 
 FLOW_OP(avg_pool)
@@ -625,11 +627,14 @@ FLOW_OP(avg_pool)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape osz;
       PoolPlan pl = window_plan(in[0], a, false, "avg_pool", &osz);
-      return {avg_run(in[0], pl, osz, false, a.b(4), divisor_of(a, 5), false, "avg_pool", a.ints(0).size())};
+      return {avg_run(in[0], pl, osz, false, a.b("count_include_pad"), divisor_of(a, "divisor_override"), false,
+                      "avg_pool", a.ints("kernel_size").size())};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Attrs& a = c.attrs;
-      std::vector<AttrValue> av{vec(c.input_meta(0).sizes), a.ints(0), a.ints(1), a.ints(2), a.b(3), a.b(4), a.at(5)};
+      std::vector<AttrValue> av{vec(c.input_meta(0).sizes), a.ints("kernel_size"), a.ints("stride"),
+                                a.ints("padding"),          a.b("ceil_mode"),      a.b("count_include_pad"),
+                                a.at("divisor_override")};
       return {ops::call1("avg_pool_backward", {g[0]}, av)};
     });
 
@@ -640,17 +645,19 @@ FLOW_OP(avg_pool_backward)
     .traits(kPooling | kBackwardHelper)
     .meta(sized_by_attr)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      Shape is(a.ints(0).begin(), a.ints(0).end());
-      Attrs fa{a.ints(1), a.ints(2), a.ints(3), a.b(4), a.b(5), a.at(6)};
-      Shape osz;
-      PoolPlan pl = window_plan(empty_meta(is, in[0].dtype(), in[0].device()), fa, false, "avg_pool", &osz);
+      Shape is(a.ints("input_sizes").begin(), a.ints("input_sizes").end());
+      Shape osz;  // the forward's geometry: this op's attributes name it as avg_pool's do
+      PoolPlan pl = window_plan(empty_meta(is, in[0].dtype(), in[0].device()), a, false, "avg_pool", &osz);
       FLOW_RUNTIME_CHECK(osz == in[0].sizes(), "avg_pool_backward: grad of shape ", shape_str(in[0].sizes()),
                          " does not match the pooled shape ", shape_str(osz));
-      return {avg_run(in[0], pl, is, false, a.b(5), divisor_of(a, 6), true, "avg_pool_backward", a.ints(2).size())};
+      return {avg_run(in[0], pl, is, false, a.b("count_include_pad"), divisor_of(a, "divisor_override"), true,
+                      "avg_pool_backward", a.ints("stride").size())};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Attrs& a = c.attrs;
-      return {ops::call1("avg_pool", {g[0]}, {a.ints(1), a.ints(2), a.ints(3), a.b(4), a.b(5), a.at(6)})};
+      return {ops::call1("avg_pool", {g[0]},
+                         {a.ints("kernel_size"), a.ints("stride"), a.ints("padding"), a.b("ceil_mode"),
+                          a.b("count_include_pad"), a.at("divisor_override")})};
     });
 
 FLOW_OP(adaptive_avg_pool)
@@ -658,17 +665,17 @@ FLOW_OP(adaptive_avg_pool)
     .traits(kPooling)
     .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
       Shape osz;
-      adaptive_plan(in[0], a.ints(0), "adaptive_avg_pool", &osz);
+      adaptive_plan(in[0], a.ints("output_size"), "adaptive_avg_pool", &osz);
       return {{osz, in[0].dtype(), in[0].device()}};
     })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape osz;
-      PoolPlan pl = adaptive_plan(in[0], a.ints(0), "adaptive_avg_pool", &osz);
-      return {avg_run(in[0], pl, osz, true, false, 0, false, "adaptive_avg_pool", a.ints(0).size())};
+      PoolPlan pl = adaptive_plan(in[0], a.ints("output_size"), "adaptive_avg_pool", &osz);
+      return {avg_run(in[0], pl, osz, true, false, 0, false, "adaptive_avg_pool", a.ints("output_size").size())};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       return {ops::call1("adaptive_avg_pool_backward", {g[0]},
-                         {vec(c.input_meta(0).sizes), static_cast<int64_t>(c.attrs.ints(0).size())})};
+                         {vec(c.input_meta(0).sizes), static_cast<int64_t>(c.attrs.ints("output_size").size())})};
     });
 
 FLOW_OP(adaptive_avg_pool_backward)
@@ -676,8 +683,8 @@ FLOW_OP(adaptive_avg_pool_backward)
     .traits(kPooling | kBackwardHelper)
     .meta(sized_by_attr)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      Shape is(a.ints(0).begin(), a.ints(0).end());
-      size_t ns = static_cast<size_t>(a.i(1));
+      Shape is(a.ints("input_sizes").begin(), a.ints("input_sizes").end());
+      size_t ns = static_cast<size_t>(a.i("spatial_dims"));
       FLOW_RUNTIME_CHECK(ns >= 1 && ns <= 3 && ns <= is.size() && ns <= static_cast<size_t>(in[0].dim()),
                          "adaptive_avg_pool_backward: bad spatial_dims");
       // the pooled sizes are the grad's trailing dims
@@ -685,11 +692,11 @@ FLOW_OP(adaptive_avg_pool_backward)
       Shape check;
       PoolPlan pl = adaptive_plan(empty_meta(is, in[0].dtype(), in[0].device()), osz, "adaptive_avg_pool", &check);
       FLOW_RUNTIME_CHECK(check == in[0].sizes(), "adaptive_avg_pool_backward: grad shape mismatch");
-      return {avg_run(in[0], pl, is, true, false, 0, true, "adaptive_avg_pool_backward", a.i(1))};
+      return {avg_run(in[0], pl, is, true, false, 0, true, "adaptive_avg_pool_backward", a.i("spatial_dims"))};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Shape& gs = c.input_meta(0).sizes;
-      size_t ns = static_cast<size_t>(c.attrs.i(1));
+      size_t ns = static_cast<size_t>(c.attrs.i("spatial_dims"));
       std::vector<int64_t> osz(gs.end() - static_cast<int64_t>(ns), gs.end());
       return {ops::call1("adaptive_avg_pool", {g[0]}, {osz})};
     });

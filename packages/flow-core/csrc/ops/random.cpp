@@ -248,9 +248,9 @@ void bernoulli_kernel(const Tensor& out, const double* probs, double p, Generato
 }
 
 void bernoulli_op_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
-  auto gen = generator_attr(a, 1);
-  if (!a.none(0)) {
-    double p = a.f(0);
+  auto gen = generator_attr(a, "generator");
+  if (!a.none("p")) {
+    double p = a.f("p");
     FLOW_RUNTIME_CHECK(p >= 0.0 && p <= 1.0, "bernoulli_ expects p to be in [0, 1], but got p=", p);
     bernoulli_kernel(out[0], nullptr, p, *gen);
     return;
@@ -294,7 +294,7 @@ FLOW_OP(uniform)
     .traits(kRandom)
     .meta(same_meta)
     .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
-      uniform_kernel(out[0], a.f(0), a.f(1), *generator_attr(a, 2));
+      uniform_kernel(out[0], a.f("from"), a.f("to"), *generator_attr(a, "generator"));
     })
     .inplace_variant()
     .backward(zero_grad);
@@ -304,7 +304,7 @@ FLOW_OP(normal)
     .traits(kRandom)
     .meta(same_meta)
     .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
-      normal_kernel(out[0], a.f(0), a.f(1), *generator_attr(a, 2));
+      normal_kernel(out[0], a.f("mean"), a.f("std"), *generator_attr(a, "generator"));
     })
     .inplace_variant()
     .backward(zero_grad);
@@ -334,7 +334,7 @@ FLOW_OP(_normal_tensor)
         fail(ErrorKind::Runtime, "normal expects all elements of std >= 0.0");
       }
       Tensor z = empty(out[0].sizes(), out[0].dtype(), out[0].device());
-      normal_kernel(z, 0.0, 1.0, *generator_attr(a, 0));
+      normal_kernel(z, 0.0, 1.0, *generator_attr(a, "generator"));
       ops::copy_into(out[0], ops::add(ops::mul(z, std), in[0]));
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
@@ -346,7 +346,7 @@ FLOW_OP(exponential)
     .traits(kRandom)
     .meta(same_meta)
     .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
-      exponential_kernel(out[0], a.f(0), *generator_attr(a, 1));
+      exponential_kernel(out[0], a.f("lambd"), *generator_attr(a, "generator"));
     })
     .inplace_variant()
     .backward(zero_grad);
@@ -357,7 +357,7 @@ FLOW_OP(random)
     .traits(kRandom)
     .meta(same_meta)
     .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
-      random_kernel(out[0], a.opt_i(0), a.opt_i(1), *generator_attr(a, 2));
+      random_kernel(out[0], a.opt_i("from"), a.opt_i("to"), *generator_attr(a, "generator"));
     })
     .inplace_variant()
     .backward(zero_grad);
@@ -375,9 +375,9 @@ FLOW_OP(randperm)
     .schema("randperm(int n, *, ScalarType? dtype=None, int? generator=None, Device? device=None) -> Tensor")
     .traits(kRandom | kCreation | kNonDifferentiable)
     .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
-      int64_t n = a.i(0);
+      int64_t n = a.i("n");
       FLOW_RUNTIME_CHECK(n >= 0, "randperm: n must be non-negative, got", n);
-      DType dt = a.opt_dtype(1).value_or(DType::Int64);
+      DType dt = a.opt_dtype("dtype").value_or(DType::Int64);
       FLOW_RUNTIME_CHECK(dt != DType::Bool, "randperm: not implemented for 'bool'");
       if (is_floating(dt)) {
         int64_t lim = random_max(dt) + 1;
@@ -389,7 +389,7 @@ FLOW_OP(randperm)
       return {{Shape{n}, dt, Device{}}};
     })
     .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
-      randperm_kernel(out[0], a.i(0), *generator_attr(a, 2));
+      randperm_kernel(out[0], a.i("n"), *generator_attr(a, "generator"));
     });
 
 namespace ops {

@@ -10,8 +10,8 @@
 namespace flow {
 
 // The generator named by an `int? generator` attribute: None is the default CPU generator.
-inline std::shared_ptr<Generator> generator_attr(const Attrs& a, int k) {
-  return a.none(k) ? default_generator() : generator_from_handle(a.i(k));
+inline std::shared_ptr<Generator> generator_attr(const Attrs& a, const char* name) {
+  return a.none(name) ? default_generator() : generator_from_handle(a.i(name));
 }
 
 // Uniform [0, 1) with the mantissa width of T (so the result, rounded to T, stays below 1; PyTorch does the same).

@@ -173,7 +173,7 @@ FLOW_OP(poisson)
       const double* r = rates.data<double>();
       for (int64_t i = 0; i < rates.numel(); ++i)  // checked before any write
         FLOW_RUNTIME_CHECK(!(r[i] < 0), "invalid Poisson rate, expected rate to be non-negative");
-      sample_kernel(in, out[0], *generator_attr(a, 0),
+      sample_kernel(in, out[0], *generator_attr(a, "generator"),
                     [](ElementStream& es, double lam, double) { return sample_poisson(es, lam); });
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
@@ -189,7 +189,7 @@ FLOW_OP(binomial)
       return m;
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      sample_kernel(in, out[0], *generator_attr(a, 0), sample_binomial);
+      sample_kernel(in, out[0], *generator_attr(a, "generator"), sample_binomial);
     })
     .backward([](BackwardCtx&, const TensorList&) -> TensorList {
       fail(ErrorKind::Runtime, "derivative for aten::binomial is not implemented");
@@ -201,7 +201,7 @@ FLOW_OP(_standard_gamma)
     .meta([](const TensorList& in, const Attrs&) { return meta_float_param(in, "_standard_gamma_cpu"); })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       const double tiny = smallest_normal(out[0].dtype());
-      sample_kernel(in, out[0], *generator_attr(a, 0), [tiny](ElementStream& es, double alpha, double) {
+      sample_kernel(in, out[0], *generator_attr(a, "generator"), [tiny](ElementStream& es, double alpha, double) {
         return std::max(sample_gamma(es, alpha), tiny);  // NaN alphas also land on tiny, as in PyTorch
       });
     })

@@ -34,13 +34,13 @@ int64_t reduced_count(const Shape& sizes, const std::vector<bool>& mask) {
 namespace {
 
 // Sum's dtype: integral (and bool) inputs accumulate in int64 unless a dtype is given.
-DType sum_dtype(const Tensor& t, const Attrs& a, int dtype_idx) {
-  if (!a.none(dtype_idx)) return a.dtype(dtype_idx);
+DType sum_dtype(const Tensor& t, const Attrs& a, const char* dtype_attr) {
+  if (!a.none(dtype_attr)) return a.dtype(dtype_attr);
   return is_floating(t.dtype()) ? t.dtype() : DType::Int64;
 }
 
-DType mean_dtype(const Tensor& t, const Attrs& a, int dtype_idx, const char* op) {
-  DType d = a.none(dtype_idx) ? t.dtype() : a.dtype(dtype_idx);
+DType mean_dtype(const Tensor& t, const Attrs& a, const char* dtype_attr, const char* op) {
+  DType d = a.none(dtype_attr) ? t.dtype() : a.dtype(dtype_attr);
   if (std::string(op) == "nanmean") {  // PyTorch checks the input here, whatever dtype= asks for
     FLOW_RUNTIME_CHECK(is_floating(t.dtype()),
                        "nanmean(): expected input to have floating point or complex dtype "
@@ -48,7 +48,7 @@ DType mean_dtype(const Tensor& t, const Attrs& a, int dtype_idx, const char* op)
                        torch_type_name(t.dtype()));
   } else {
     FLOW_RUNTIME_CHECK(is_floating(d), op, "(): could not infer output dtype. ",
-                       a.none(dtype_idx) ? "Input" : "Optional",
+                       a.none(dtype_attr) ? "Input" : "Optional",
                        " dtype must be either a floating point or complex "
                        "dtype. Got: ",
                        dtype_name(d));
@@ -134,11 +134,11 @@ void sum_like_kernel(const Tensor& in, const Tensor& out, const std::vector<int6
 // Gradient of a sum over `dims` (shared by sum and nansum's unmasked part).
 Tensor sum_backward(BackwardCtx& c, const Tensor& g, const char* op) {
   const Shape& in_sizes = c.input_meta(0).sizes;
-  return restore_reduced(g, in_sizes, mask_for_sizes(in_sizes, dims_attr(c.attrs, 0), op), c.attrs.b(1));
+  return restore_reduced(g, in_sizes, mask_for_sizes(in_sizes, dims_attr(c.attrs, "dim"), op), c.attrs.b("keepdim"));
 }
 
 std::vector<TensorMeta> sum_meta(const TensorList& in, const Attrs& a, DType dt, const char* op) {
-  return meta_reduce(in[0], dims_attr(a, 0), a.b(1), dt, op);
+  return meta_reduce(in[0], dims_attr(a, "dim"), a.b("keepdim"), dt, op);
 }
 
 // 1 where x is not NaN, else 0, in x's dtype (no gradient: used as a constant factor).
@@ -151,9 +151,9 @@ FLOW_OP(sum)
     .traits(kReduction)
     .combiner(Combiner::Sum)
     .dims_attr("dim")
-    .meta([](const TensorList& in, const Attrs& a) { return sum_meta(in, a, sum_dtype(in[0], a, 2), "sum"); })
+    .meta([](const TensorList& in, const Attrs& a) { return sum_meta(in, a, sum_dtype(in[0], a, "dtype"), "sum"); })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      sum_like_kernel(in[0], out[0], dims_attr(a, 0), sum_dtype(in[0], a, 2), SumKind::Sum, "sum");
+      sum_like_kernel(in[0], out[0], dims_attr(a, "dim"), sum_dtype(in[0], a, "dtype"), SumKind::Sum, "sum");
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList { return {sum_backward(c, g[0], "sum")}; });
 
@@ -162,9 +162,9 @@ FLOW_OP(nansum)
     .traits(kReduction)
     .combiner(Combiner::Sum)
     .dims_attr("dim")
-    .meta([](const TensorList& in, const Attrs& a) { return sum_meta(in, a, sum_dtype(in[0], a, 2), "nansum"); })
+    .meta([](const TensorList& in, const Attrs& a) { return sum_meta(in, a, sum_dtype(in[0], a, "dtype"), "nansum"); })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      sum_like_kernel(in[0], out[0], dims_attr(a, 0), sum_dtype(in[0], a, 2), SumKind::NanSum, "nansum");
+      sum_like_kernel(in[0], out[0], dims_attr(a, "dim"), sum_dtype(in[0], a, "dtype"), SumKind::NanSum, "nansum");
     })
     .save_inputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
@@ -176,13 +176,15 @@ FLOW_OP(mean)
     .traits(kReduction)
     .combiner(Combiner::Mean)
     .dims_attr("dim")
-    .meta([](const TensorList& in, const Attrs& a) { return sum_meta(in, a, mean_dtype(in[0], a, 2, "mean"), "mean"); })
+    .meta([](const TensorList& in, const Attrs& a) {
+      return sum_meta(in, a, mean_dtype(in[0], a, "dtype", "mean"), "mean");
+    })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      sum_like_kernel(in[0], out[0], dims_attr(a, 0), mean_dtype(in[0], a, 2, "mean"), SumKind::Mean, "mean");
+      sum_like_kernel(in[0], out[0], dims_attr(a, "dim"), mean_dtype(in[0], a, "dtype", "mean"), SumKind::Mean, "mean");
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Shape& s = c.input_meta(0).sizes;
-      int64_t n = reduced_count(s, mask_for_sizes(s, dims_attr(c.attrs, 0), "mean"));
+      int64_t n = reduced_count(s, mask_for_sizes(s, dims_attr(c.attrs, "dim"), "mean"));
       return {ops::div(sum_backward(c, g[0], "mean"), ops::wrapped_scalar(Scalar(static_cast<double>(n))))};
     });
 
@@ -191,18 +193,20 @@ FLOW_OP(nanmean)
     .traits(kReduction)
     .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
-      return sum_meta(in, a, mean_dtype(in[0], a, 2, "nanmean"), "nanmean");
+      return sum_meta(in, a, mean_dtype(in[0], a, "dtype", "nanmean"), "nanmean");
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      sum_like_kernel(in[0], out[0], dims_attr(a, 0), mean_dtype(in[0], a, 2, "nanmean"), SumKind::NanMean, "nanmean");
+      sum_like_kernel(in[0], out[0], dims_attr(a, "dim"), mean_dtype(in[0], a, "dtype", "nanmean"), SumKind::NanMean,
+                      "nanmean");
     })
     .save_inputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       // nanmean = nansum(x) / count(!isnan(x)), as in PyTorch
       Tensor mask = not_nan_mask(c.input(0));
-      Tensor count = ops::sum(mask, dims_attr(c.attrs, 0), true);
+      Tensor count = ops::sum(mask, dims_attr(c.attrs, "dim"), true);
       const Shape& s = c.input_meta(0).sizes;
-      Tensor gk = restore_reduced(g[0], s, mask_for_sizes(s, dims_attr(c.attrs, 0), "nanmean"), c.attrs.b(1), false);
+      Tensor gk = restore_reduced(g[0], s, mask_for_sizes(s, dims_attr(c.attrs, "dim"), "nanmean"),
+                                  c.attrs.b("keepdim"), false);
       return {ops::mul(ops::div(gk, count), mask)};
     });
 
@@ -220,10 +224,10 @@ FLOW_OP(_reduce_not_nan)
 // ---- prod ---------------------------------------------------------------------------------------------
 namespace {
 
-DType prod_dtype(const Tensor& t, const Attrs& a) { return sum_dtype(t, a, 2); }
+DType prod_dtype(const Tensor& t, const Attrs& a) { return sum_dtype(t, a, "dtype"); }
 
 std::vector<int64_t> prod_dims(const Attrs& a) {
-  return a.none(0) ? std::vector<int64_t>{} : std::vector<int64_t>{a.i(0)};
+  return a.none("dim") ? std::vector<int64_t>{} : std::vector<int64_t>{a.i("dim")};
 }
 
 bool has_zero(const Tensor& t) {
@@ -245,7 +249,7 @@ FLOW_OP(prod)
     .combiner(Combiner::Prod)
     .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
-      return meta_reduce(in[0], prod_dims(a), a.b(1), prod_dtype(in[0], a), "prod");
+      return meta_reduce(in[0], prod_dims(a), a.b("keepdim"), prod_dtype(in[0], a), "prod");
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       DType dt = prod_dtype(in[0], a);
@@ -265,9 +269,9 @@ FLOW_OP(prod)
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor x = c.input(0);
       const Shape& s = x.sizes();
-      bool keepdim = c.attrs.b(1);
+      bool keepdim = c.attrs.b("keepdim");
       if (x.numel() == 0) return {ops::zeros_like(x)};
-      if (c.attrs.none(0)) {
+      if (c.attrs.none("dim")) {
         // full product: as a product over dim 0 of the flattened input
         Tensor gk = ops::reshape(g[0], {1});
         if (!has_zero(x)) return {ops::mul(ops::reshape(gk, Shape(s.size(), 1)), ops::div(c.output(0), x))};
@@ -276,7 +280,7 @@ FLOW_OP(prod)
           return {ops::reshape(ops::prod_backward_differentiable(ops::expand(gk, {x.numel()}), flat, 0), s)};
         return {ops::reshape(ops::call1("_prod_backward", {gk, flat}, {int64_t(0)}), s)};
       }
-      int64_t dim = wrap_dim(c.attrs.i(0), x.dim(), "prod");
+      int64_t dim = wrap_dim(c.attrs.i("dim"), x.dim(), "prod");
       std::vector<bool> mask = mask_for_sizes(s, {dim}, "prod");
       Tensor gk = restore_reduced(g[0], s, mask, keepdim, false);
       if (!has_zero(x)) {
@@ -297,7 +301,7 @@ FLOW_OP(_prod_backward)
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       const Tensor& x = in[1];
-      int64_t dim = x.dim() == 0 ? 0 : wrap_dim(a.i(0), x.dim(), "prod");
+      int64_t dim = x.dim() == 0 ? 0 : wrap_dim(a.i("dim"), x.dim(), "prod");
       dispatch_floating(x.dtype(), "prod backward", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
@@ -323,7 +327,7 @@ FLOW_OP(_prod_backward)
       FLOW_CHECK(!c.needs(1), NotImplemented,
                  "_prod_backward: not differentiable with respect to self; differentiate prod with create_graph=True");
       Tensor x = c.input(1);
-      int64_t dim = x.dim() == 0 ? 0 : wrap_dim(c.attrs.i(0), x.dim(), "prod");
+      int64_t dim = x.dim() == 0 ? 0 : wrap_dim(c.attrs.i("dim"), x.dim(), "prod");
       Tensor others = ops::call1("_prod_backward", {ops::ones_like(c.input(0)), x}, {dim});
       return {ops::sum(ops::mul(gg[0], others), {dim}, true), Tensor()};
     });

@@ -7,8 +7,10 @@
 
 namespace flow {
 
-// The `dim` attribute at position k as a list (None: empty, meaning all dims).
-inline std::vector<int64_t> dims_attr(const Attrs& a, int k) { return a.none(k) ? std::vector<int64_t>{} : a.ints(k); }
+// An `int[]? dim` attribute as a list (None: empty, meaning all dims).
+inline std::vector<int64_t> dims_attr(const Attrs& a, const char* name) {
+  return a.none(name) ? std::vector<int64_t>{} : a.ints(name);
+}
 
 // Reduction mask from sizes only (backward formulas see input metadata, not the tensor).
 std::vector<bool> mask_for_sizes(const Shape& sizes, const std::vector<int64_t>& dims, const char* op);

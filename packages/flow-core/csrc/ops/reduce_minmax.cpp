@@ -157,7 +157,7 @@ Tensor evenly_distribute(const Tensor& g, const Tensor& x, const Tensor& result,
 // amax/amin's mask, after torch's checks for an empty input: no dims (all of them) is a RuntimeError, and an
 // empty reduction dim is named as the caller wrote it (torch keeps a negative index here, unlike max(dim)).
 std::vector<bool> amax_mask(const Tensor& t, const Attrs& a, const char* op) {
-  const std::vector<int64_t>& dims = a.ints(0);
+  const std::vector<int64_t>& dims = a.ints("dim");
   std::vector<bool> m = reduce_mask(t, dims, op);
   if (t.numel() != 0) return m;
   FLOW_RUNTIME_CHECK(!dims.empty(), op,
@@ -170,26 +170,26 @@ std::vector<bool> amax_mask(const Tensor& t, const Attrs& a, const char* op) {
 
 }  // namespace
 
-#define FLOW_AMAX_OP(NAME, MAX)                                                                                      \
-  FLOW_OP(NAME)                                                                                                      \
-      .schema(#NAME "(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor")                                     \
-      .traits(kReduction)                                                                                            \
-      .combiner(MAX ? Combiner::Max : Combiner::Min)                                                                 \
-      .dims_attr("dim")                                                                                              \
-      .meta([](const TensorList& in, const Attrs& a) {                                                               \
-    auto m = amax_mask(in[0], a, #NAME);                                                                             \
-    return std::vector<TensorMeta>{{reduced_sizes(in[0].sizes(), m, a.b(1)), in[0].dtype(), in[0].device()}};        \
-  })                                                                                                                 \
-      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                                     \
-    auto m = amax_mask(in[0], a, #NAME);                                                                             \
-    extreme_kernel<MAX>(in[0], out[0], m, #NAME);                                                                    \
-  })                                                                                                                 \
-      .save_inputs({0})                                                                                              \
-      .save_outputs({0})                                                                                             \
-      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                                              \
-    Tensor x = c.input(0);                                                                                           \
-    return {evenly_distribute(g[0], x, c.output(0), mask_for_sizes(x.sizes(), c.attrs.ints(0), #NAME), c.attrs.b(1), \
-                              false)};                                                                               \
+#define FLOW_AMAX_OP(NAME, MAX)                                                                                       \
+  FLOW_OP(NAME)                                                                                                       \
+      .schema(#NAME "(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor")                                      \
+      .traits(kReduction)                                                                                             \
+      .combiner(MAX ? Combiner::Max : Combiner::Min)                                                                  \
+      .dims_attr("dim")                                                                                               \
+      .meta([](const TensorList& in, const Attrs& a) {                                                                \
+    auto m = amax_mask(in[0], a, #NAME);                                                                              \
+    return std::vector<TensorMeta>{{reduced_sizes(in[0].sizes(), m, a.b("keepdim")), in[0].dtype(), in[0].device()}}; \
+  })                                                                                                                  \
+      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                                      \
+    auto m = amax_mask(in[0], a, #NAME);                                                                              \
+    extreme_kernel<MAX>(in[0], out[0], m, #NAME);                                                                     \
+  })                                                                                                                  \
+      .save_inputs({0})                                                                                               \
+      .save_outputs({0})                                                                                              \
+      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                                               \
+    Tensor x = c.input(0);                                                                                            \
+    return {evenly_distribute(g[0], x, c.output(0), mask_for_sizes(x.sizes(), c.attrs.ints("dim"), #NAME),            \
+                              c.attrs.b("keepdim"), false)};                                                          \
   });
 
 FLOW_AMAX_OP(amax, true)
@@ -227,31 +227,31 @@ namespace {
 
 std::vector<TensorMeta> dim_extreme_meta(const TensorList& in, const Attrs& a, const char* op) {
   const Tensor& t = in[0];
-  auto m = reduce_mask(t, {a.i(0)}, op);
+  auto m = reduce_mask(t, {a.i("dim")}, op);
   check_nonempty(t, m, op);
-  Shape s = reduced_sizes(t.sizes(), m, a.b(1));
+  Shape s = reduced_sizes(t.sizes(), m, a.b("keepdim"));
   return {{s, t.dtype(), t.device()}, {s, DType::Int64, t.device()}};
 }
 
 }  // namespace
 
-#define FLOW_DIM_EXTREME_OP(NAME, OPNAME, MAX)                                                       \
-  FLOW_OP(NAME)                                                                                      \
-      .schema(#NAME "(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)") \
-      .traits(kReduction)                                                                            \
-      .dims_attr("dim")                                                                              \
-      .meta([](const TensorList& in, const Attrs& a) { return dim_extreme_meta(in, a, OPNAME); })    \
-      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                     \
-    auto m = reduce_mask(in[0], {a.i(0)}, OPNAME);                                                   \
-    check_nonempty(in[0], m, OPNAME);                                                                \
-    extreme_index_kernel<MAX>(in[0], &out[0], out[1], m, OPNAME);                                    \
-  })                                                                                                 \
-      .save_outputs({1})                                                                             \
-      .nondiff_outputs({1})                                                                          \
-      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                              \
-    const Shape& s = c.input_meta(0).sizes;                                                          \
-    return {ops::call1("value_selecting_reduction_backward", {g[0], c.output(1)},                    \
-                       {c.attrs.i(0), std::vector<int64_t>(s.begin(), s.end()), c.attrs.b(1)})};     \
+#define FLOW_DIM_EXTREME_OP(NAME, OPNAME, MAX)                                                               \
+  FLOW_OP(NAME)                                                                                              \
+      .schema(#NAME "(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")         \
+      .traits(kReduction)                                                                                    \
+      .dims_attr("dim")                                                                                      \
+      .meta([](const TensorList& in, const Attrs& a) { return dim_extreme_meta(in, a, OPNAME); })            \
+      .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                             \
+    auto m = reduce_mask(in[0], {a.i("dim")}, OPNAME);                                                       \
+    check_nonempty(in[0], m, OPNAME);                                                                        \
+    extreme_index_kernel<MAX>(in[0], &out[0], out[1], m, OPNAME);                                            \
+  })                                                                                                         \
+      .save_outputs({1})                                                                                     \
+      .nondiff_outputs({1})                                                                                  \
+      .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                                      \
+    const Shape& s = c.input_meta(0).sizes;                                                                  \
+    return {ops::call1("value_selecting_reduction_backward", {g[0], c.output(1)},                            \
+                       {c.attrs.i("dim"), std::vector<int64_t>(s.begin(), s.end()), c.attrs.b("keepdim")})}; \
   });
 
 FLOW_DIM_EXTREME_OP(max_dim, "max", true)
@@ -265,17 +265,17 @@ FLOW_DIM_EXTREME_OP(min_dim, "min", false)
       .meta([](const TensorList& in, const Attrs& a) {                                                             \
     const Tensor& t = in[0];                                                                                       \
     FLOW_RUNTIME_CHECK(t.dtype() != DType::Bool, #NAME "(): does not support bool input");                         \
-    if (a.none(0)) {                                                                                               \
+    if (a.none("dim")) {                                                                                           \
       FLOW_INDEX_CHECK(t.numel() > 0, #NAME "(): Expected reduction dim to be specified for input.numel() == 0."); \
-      return std::vector<TensorMeta>{{a.b(1) ? Shape(t.dim(), 1) : Shape{}, DType::Int64, t.device()}};            \
+      return std::vector<TensorMeta>{{a.b("keepdim") ? Shape(t.dim(), 1) : Shape{}, DType::Int64, t.device()}};    \
     }                                                                                                              \
-    auto m = reduce_mask(t, {a.i(0)}, #NAME);                                                                      \
+    auto m = reduce_mask(t, {a.i("dim")}, #NAME);                                                                  \
     check_nonempty(t, m, #NAME);                                                                                   \
-    return std::vector<TensorMeta>{{reduced_sizes(t.sizes(), m, a.b(1)), DType::Int64, t.device()}};               \
+    return std::vector<TensorMeta>{{reduced_sizes(t.sizes(), m, a.b("keepdim")), DType::Int64, t.device()}};       \
   }).cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                                     \
     const Tensor& t = in[0];                                                                                       \
-    std::vector<bool> m = a.none(0) ? std::vector<bool>(t.dim(), true) : reduce_mask(t, {a.i(0)}, #NAME);          \
-    FLOW_INDEX_CHECK(t.numel() > 0 || !a.none(0),                                                                  \
+    std::vector<bool> m = a.none("dim") ? std::vector<bool>(t.dim(), true) : reduce_mask(t, {a.i("dim")}, #NAME);  \
+    FLOW_INDEX_CHECK(t.numel() > 0 || !a.none("dim"),                                                              \
                      #NAME "(): Expected reduction dim to be specified for input.numel() == 0.");                  \
     check_nonempty(t, m, #NAME);                                                                                   \
     extreme_index_kernel<MAX>(t, nullptr, out[0], m, #NAME);                                                       \
@@ -296,7 +296,7 @@ FLOW_OP(_reduce_eq_mask)
       return std::vector<TensorMeta>{{in[0].sizes(), in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      bool nan_equal = a.b(0);
+      bool nan_equal = a.b("nan_equal");
       Tensor other = cast_for_kernel(in[1], in[0].dtype());
       dispatch_all(in[0].dtype(), "_reduce_eq_mask", [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -348,11 +348,11 @@ FLOW_OP(value_selecting_reduction_backward)
         "value_selecting_reduction_backward(Tensor grad, Tensor indices, int dim, int[] sizes, bool keepdim) -> Tensor")
     .traits(kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
-      const auto& s = a.ints(1);
+      const auto& s = a.ints("sizes");
       return std::vector<TensorMeta>{{Shape(s.begin(), s.end()), in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      int64_t dim = out[0].dim() == 0 ? 0 : wrap_dim(a.i(0), out[0].dim(), "value_selecting_reduction_backward");
+      int64_t dim = out[0].dim() == 0 ? 0 : wrap_dim(a.i("dim"), out[0].dim(), "value_selecting_reduction_backward");
       Tensor g = contiguous_copy(cast_for_kernel(in[0], out[0].dtype()));
       Tensor o = out[0].is_contiguous() ? out[0] : empty(out[0].sizes(), out[0].dtype(), out[0].device());
       select_along_dim(o, g, in[1], dim, true);
@@ -360,7 +360,7 @@ FLOW_OP(value_selecting_reduction_backward)
     })
     .save_inputs({1})
     .backward([](BackwardCtx& c, const TensorList& gg) -> TensorList {
-      return {ops::call1("_reduce_select", {gg[0], c.input(1)}, {c.attrs.i(0), c.attrs.b(2)}), Tensor()};
+      return {ops::call1("_reduce_select", {gg[0], c.input(1)}, {c.attrs.i("dim"), c.attrs.b("keepdim")}), Tensor()};
     });
 
 // out = self gathered at `indices` along dim (indices has self's shape with dim reduced, kept when keepdim).
@@ -371,7 +371,7 @@ FLOW_OP(_reduce_select)
       return std::vector<TensorMeta>{{in[1].sizes(), in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      int64_t dim = in[0].dim() == 0 ? 0 : wrap_dim(a.i(0), in[0].dim(), "_reduce_select");
+      int64_t dim = in[0].dim() == 0 ? 0 : wrap_dim(a.i("dim"), in[0].dim(), "_reduce_select");
       Tensor o = out[0].is_contiguous() ? out[0] : empty(out[0].sizes(), out[0].dtype(), out[0].device());
       select_along_dim(contiguous_copy(in[0]), o, in[1], dim, false);
       if (!o.is_same(out[0])) ops::copy_into(out[0], o);
@@ -380,7 +380,7 @@ FLOW_OP(_reduce_select)
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Shape& s = c.input_meta(0).sizes;
       return {ops::call1("value_selecting_reduction_backward", {g[0], c.input(1)},
-                         {c.attrs.i(0), std::vector<int64_t>(s.begin(), s.end()), c.attrs.b(1)}),
+                         {c.attrs.i("dim"), std::vector<int64_t>(s.begin(), s.end()), c.attrs.b("keepdim")}),
               Tensor()};
     });
 
@@ -389,9 +389,9 @@ namespace {
 
 // all/any: dim=None reduces everything, an empty dim list nothing (like PyTorch).
 std::vector<bool> logical_mask(const Tensor& t, const Attrs& a, const char* op) {
-  if (a.none(0)) return std::vector<bool>(t.dim(), true);
-  if (a.ints(0).empty()) return std::vector<bool>(t.dim(), false);
-  return reduce_mask(t, a.ints(0), op);
+  if (a.none("dim")) return std::vector<bool>(t.dim(), true);
+  if (a.ints("dim").empty()) return std::vector<bool>(t.dim(), false);
+  return reduce_mask(t, a.ints("dim"), op);
 }
 
 template <bool All>
@@ -415,18 +415,19 @@ void logical_kernel(const TensorList& in, const TensorList& out, const Attrs& a,
 
 }  // namespace
 
-#define FLOW_LOGICAL_OP(NAME, ALL)                                                                                 \
-  FLOW_OP(NAME)                                                                                                    \
-      .schema(#NAME "(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor")                                \
-      .traits(kReduction | kNonDifferentiable)                                                                     \
-      .combiner(ALL ? Combiner::All : Combiner::Any)                                                               \
-      .dims_attr("dim")                                                                                            \
-      .meta([](const TensorList& in, const Attrs& a) {                                                             \
-    const Tensor& t = in[0];                                                                                       \
-    DType dt = t.dtype() == DType::UInt8 ? DType::UInt8 : DType::Bool;                                             \
-    return std::vector<TensorMeta>{{reduced_sizes(t.sizes(), logical_mask(t, a, #NAME), a.b(1)), dt, t.device()}}; \
-  }).cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                                     \
-    logical_kernel<ALL>(in, out, a, #NAME);                                                                        \
+#define FLOW_LOGICAL_OP(NAME, ALL)                                                              \
+  FLOW_OP(NAME)                                                                                 \
+      .schema(#NAME "(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor")             \
+      .traits(kReduction | kNonDifferentiable)                                                  \
+      .combiner(ALL ? Combiner::All : Combiner::Any)                                            \
+      .dims_attr("dim")                                                                         \
+      .meta([](const TensorList& in, const Attrs& a) {                                          \
+    const Tensor& t = in[0];                                                                    \
+    DType dt = t.dtype() == DType::UInt8 ? DType::UInt8 : DType::Bool;                          \
+    return std::vector<TensorMeta>{                                                             \
+        {reduced_sizes(t.sizes(), logical_mask(t, a, #NAME), a.b("keepdim")), dt, t.device()}}; \
+  }).cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                  \
+    logical_kernel<ALL>(in, out, a, #NAME);                                                     \
   });
 
 FLOW_LOGICAL_OP(all, true)
@@ -438,11 +439,11 @@ FLOW_OP(count_nonzero)
     .combiner(Combiner::Sum)
     .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
-      return meta_reduce(in[0], dims_attr(a, 0), false, DType::Int64, "count_nonzero");
+      return meta_reduce(in[0], dims_attr(a, "dim"), false, DType::Int64, "count_nonzero");
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       const Tensor& t = in[0];
-      ReducePlan p = plan_reduction(t, reduce_mask(t, dims_attr(a, 0), "count_nonzero"));
+      ReducePlan p = plan_reduction(t, reduce_mask(t, dims_attr(a, "dim"), "count_nonzero"));
       Tensor o = out[0].is_contiguous() ? out[0] : empty(out[0].sizes(), DType::Int64, out[0].device());
       dispatch_all(t.dtype(), "count_nonzero", [&](auto tag) {
         using T = typename decltype(tag)::type;

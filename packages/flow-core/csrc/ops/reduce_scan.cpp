@@ -6,11 +6,11 @@ namespace flow {
 namespace {
 
 DType scan_dtype(const Tensor& t, const Attrs& a) {
-  if (!a.none(1)) return a.dtype(1);
+  if (!a.none("dtype")) return a.dtype("dtype");
   return is_floating(t.dtype()) ? t.dtype() : DType::Int64;
 }
 
-int64_t scan_dim(const Tensor& t, const Attrs& a, const char* op) { return wrap_dim(a.i(0), t.dim(), op); }
+int64_t scan_dim(const Tensor& t, const Attrs& a, const char* op) { return wrap_dim(a.i("dim"), t.dim(), op); }
 
 template <bool Prod, bool Reverse>
 void scan_kernel(const Tensor& in, const Tensor& out, int64_t dim, const char* op) {
@@ -73,7 +73,7 @@ void logcumsumexp_kernel(const Tensor& in, const Tensor& out, int64_t dim) {
 
 std::vector<TensorMeta> logcumsumexp_meta(const TensorList& in, const Attrs& a) {
   if (!is_floating(in[0].dtype())) fail_not_implemented("logcumsumexp_out_cpu", in[0].dtype());
-  wrap_dim(a.i(0), in[0].dim(), "logcumsumexp");
+  wrap_dim(a.i("dim"), in[0].dim(), "logcumsumexp");
   return {{in[0].sizes(), in[0].dtype(), in[0].device()}};
 }
 
@@ -103,12 +103,12 @@ FLOW_OP(logcumsumexp)
     .dims_attr("dim")
     .meta(logcumsumexp_meta)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      if (out[0].numel()) logcumsumexp_kernel<false>(in[0], out[0], wrap_dim(a.i(0), in[0].dim(), "logcumsumexp"));
+      if (out[0].numel()) logcumsumexp_kernel<false>(in[0], out[0], wrap_dim(a.i("dim"), in[0].dim(), "logcumsumexp"));
     })
     .save_inputs({0})
     .save_outputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {logcumsumexp_grad(c.input(0), c.output(0), g[0], c.attrs.i(0), false)};
+      return {logcumsumexp_grad(c.input(0), c.output(0), g[0], c.attrs.i("dim"), false)};
     });
 
 // logcumsumexp from the end of the dim backwards: the reverse scan its gradient needs (and whose gradient
@@ -118,12 +118,12 @@ FLOW_OP(_logcumsumexp_reverse)
     .traits(kBackwardHelper)
     .meta(logcumsumexp_meta)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      if (out[0].numel()) logcumsumexp_kernel<true>(in[0], out[0], wrap_dim(a.i(0), in[0].dim(), "logcumsumexp"));
+      if (out[0].numel()) logcumsumexp_kernel<true>(in[0], out[0], wrap_dim(a.i("dim"), in[0].dim(), "logcumsumexp"));
     })
     .save_inputs({0})
     .save_outputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {logcumsumexp_grad(c.input(0), c.output(0), g[0], c.attrs.i(0), true)};
+      return {logcumsumexp_grad(c.input(0), c.output(0), g[0], c.attrs.i("dim"), true)};
     });
 
 FLOW_OP(cumsum)
@@ -135,21 +135,23 @@ FLOW_OP(cumsum)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       scan_kernel<false, false>(in[0], out[0], scan_dim(in[0], a, "cumsum"), "cumsum");
     })
-    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList { return {reverse_cumsum(g[0], c.attrs.i(0))}; });
+    .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
+      return {reverse_cumsum(g[0], c.attrs.i("dim"))};
+    });
 
 // Sums from the end of the dim backwards: cumsum's gradient (and cumsum is its gradient).
 FLOW_OP(_cumsum_reverse)
     .schema("_cumsum_reverse(Tensor self, int dim) -> Tensor")
     .traits(kBackwardHelper)
     .meta([](const TensorList& in, const Attrs& a) {
-      wrap_dim(a.i(0), in[0].dim(), "cumsum");
+      wrap_dim(a.i("dim"), in[0].dim(), "cumsum");
       return std::vector<TensorMeta>{{in[0].sizes(), in[0].dtype(), in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      scan_kernel<false, true>(in[0], out[0], wrap_dim(a.i(0), in[0].dim(), "cumsum"), "cumsum");
+      scan_kernel<false, true>(in[0], out[0], wrap_dim(a.i("dim"), in[0].dim(), "cumsum"), "cumsum");
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {ops::call1("cumsum", {g[0]}, {c.attrs.i(0)})};
+      return {ops::call1("cumsum", {g[0]}, {c.attrs.i("dim")})};
     });
 
 FLOW_OP(cumprod)
@@ -165,7 +167,7 @@ FLOW_OP(cumprod)
     .save_outputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor x = c.input(0);
-      int64_t dim = x.dim() == 0 ? 0 : wrap_dim(c.attrs.i(0), x.dim(), "cumprod");
+      int64_t dim = x.dim() == 0 ? 0 : wrap_dim(c.attrs.i("dim"), x.dim(), "cumprod");
       if (x.numel() == 0) return {ops::zeros_like(x)};
       Tensor xc = ops::to_dtype(x, g[0].dtype());
       if (!any_zero(x)) return {ops::div(reverse_cumsum(ops::mul(g[0], c.output(0)), dim), xc)};
@@ -184,7 +186,7 @@ FLOW_OP(_cumprod_backward)
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       const Tensor& x = in[1];
-      int64_t dim = x.dim() == 0 ? 0 : wrap_dim(a.i(0), x.dim(), "cumprod");
+      int64_t dim = x.dim() == 0 ? 0 : wrap_dim(a.i("dim"), x.dim(), "cumprod");
       Tensor g = cast_for_kernel(in[0], x.dtype());
       dispatch_floating(x.dtype(), "cumprod backward", [&](auto tag) {
         using T = typename decltype(tag)::type;

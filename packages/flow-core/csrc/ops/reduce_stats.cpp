@@ -118,7 +118,7 @@ Moments<A> merge_moments(const Moments<A>& a, const Moments<A>& b) {
   return r;
 }
 
-double correction_of(const Attrs& a) { return a.none(1) ? 1.0 : a.f(1); }
+double correction_of(const Attrs& a) { return a.none("correction") ? 1.0 : a.f("correction"); }
 
 void check_var_dtype(const Tensor& t) {
   FLOW_RUNTIME_CHECK(is_floating(t.dtype()), "std and var only support floating point and complex dtypes");
@@ -128,7 +128,7 @@ void check_var_dtype(const Tensor& t) {
 void var_kernel(const Tensor& in, const Tensor& out0, const Tensor* out1, const Attrs& a, bool take_sqrt,
                 const char* op) {
   check_var_dtype(in);
-  ReducePlan p = plan_reduction(in, reduce_mask(in, dims_attr(a, 0), op));
+  ReducePlan p = plan_reduction(in, reduce_mask(in, dims_attr(a, "dim"), op));
   const double corr = correction_of(a);
   Tensor o0 = contiguous_copy(out0).is_same(out0) ? out0 : empty(out0.sizes(), out0.dtype(), out0.device());
   Tensor o1;
@@ -155,7 +155,7 @@ void var_kernel(const Tensor& in, const Tensor& out0, const Tensor* out1, const 
 
 std::vector<TensorMeta> var_meta(const TensorList& in, const Attrs& a, int nout, const char* op) {
   check_var_dtype(in[0]);
-  auto m = meta_reduce(in[0], dims_attr(a, 0), a.b(2), in[0].dtype(), op);
+  auto m = meta_reduce(in[0], dims_attr(a, "dim"), a.b("keepdim"), in[0].dtype(), op);
   if (nout == 2) m.push_back(m[0]);
   return m;
 }
@@ -174,9 +174,9 @@ Tensor abs_pow(const Tensor& x, double p) { return ops::call1("_reduce_abs_pow",
 TensorList var_std_backward(BackwardCtx& c, const TensorList& g, bool is_std, bool has_mean, const char* op) {
   Tensor x = c.input(0);
   const Shape& s = x.sizes();
-  auto dims = dims_attr(c.attrs, 0);
+  auto dims = dims_attr(c.attrs, "dim");
   auto mask = mask_for_sizes(s, dims, op);
-  bool keepdim = c.attrs.b(2);
+  bool keepdim = c.attrs.b("keepdim");
   int64_t n = reduced_count(s, mask);
   std::vector<int64_t> all_dims;
   for (size_t d = 0; d < mask.size(); ++d)
@@ -227,8 +227,8 @@ DType norm_dtype(const Tensor& t, const Attrs& a) {
                      "linalg.vector_norm: Expected a floating point or complex tensor as "
                      "input. Got ",
                      dtype_name(t.dtype()));
-  if (a.none(3)) return t.dtype();
-  DType d = a.dtype(3);
+  if (a.none("dtype")) return t.dtype();
+  DType d = a.dtype("dtype");
   FLOW_RUNTIME_CHECK(is_floating(d), "linalg.vector_norm: dtype should be floating point or complex. Got ",
                      dtype_name(d));
   return d;
@@ -260,15 +260,15 @@ FLOW_OP(linalg_vector_norm)
     .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
       DType dt = norm_dtype(in[0], a);
-      auto m = reduce_mask(in[0], dims_attr(a, 1), "linalg.vector_norm");
-      check_norm_empty(in[0], m, a.f(0));
-      return std::vector<TensorMeta>{{reduced_sizes(in[0].sizes(), m, a.b(2)), dt, in[0].device()}};
+      auto m = reduce_mask(in[0], dims_attr(a, "dim"), "linalg.vector_norm");
+      check_norm_empty(in[0], m, a.f("ord"));
+      return std::vector<TensorMeta>{{reduced_sizes(in[0].sizes(), m, a.b("keepdim")), dt, in[0].device()}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       DType dt = norm_dtype(in[0], a);
-      const double ord = a.f(0);
+      const double ord = a.f("ord");
       Tensor src = cast_for_kernel(in[0], dt);
-      auto m = reduce_mask(src, dims_attr(a, 1), "linalg.vector_norm");
+      auto m = reduce_mask(src, dims_attr(a, "dim"), "linalg.vector_norm");
       check_norm_empty(src, m, ord);
       ReducePlan p = plan_reduction(src, m);
       Tensor o = out[0].is_contiguous() && out[0].dtype() == dt ? out[0] : empty(out[0].sizes(), dt, out[0].device());
@@ -304,10 +304,10 @@ FLOW_OP(linalg_vector_norm)
     .save_outputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor x = c.input(0);
-      const double p = c.attrs.f(0);
+      const double p = c.attrs.f("ord");
       const Shape& s = x.sizes();
-      auto mask = mask_for_sizes(s, dims_attr(c.attrs, 1), "linalg.vector_norm");
-      bool keepdim = c.attrs.b(2);
+      auto mask = mask_for_sizes(s, dims_attr(c.attrs, "dim"), "linalg.vector_norm");
+      bool keepdim = c.attrs.b("keepdim");
       Tensor gk = restore_reduced(g[0], s, mask, keepdim, false);
       Tensor rk = restore_reduced(c.output(0), s, mask, keepdim, false);
       if (p == 0.0) return {ops::zeros_like(x)};
@@ -344,12 +344,12 @@ FLOW_OP(logsumexp)
     .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
       DType dt = is_floating(in[0].dtype()) ? in[0].dtype() : default_float_dtype();
-      return meta_reduce(in[0], a.ints(0), a.b(1), dt, "logsumexp");
+      return meta_reduce(in[0], a.ints("dim"), a.b("keepdim"), dt, "logsumexp");
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       DType dt = out[0].dtype();
       Tensor src = cast_for_kernel(in[0], dt);
-      ReducePlan p = plan_reduction(src, reduce_mask(src, a.ints(0), "logsumexp"));
+      ReducePlan p = plan_reduction(src, reduce_mask(src, a.ints("dim"), "logsumexp"));
       Tensor o = out[0].is_contiguous() ? out[0] : empty(out[0].sizes(), dt, out[0].device());
       dispatch_floating(dt, "logsumexp", [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -402,9 +402,9 @@ FLOW_OP(logsumexp)
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor x = c.input(0);
       const Shape& s = x.sizes();
-      auto mask = mask_for_sizes(s, c.attrs.ints(0), "logsumexp");
-      Tensor gk = restore_reduced(g[0], s, mask, c.attrs.b(1), false);
-      Tensor rk = restore_reduced(c.output(0), s, mask, c.attrs.b(1), false);
+      auto mask = mask_for_sizes(s, c.attrs.ints("dim"), "logsumexp");
+      Tensor gk = restore_reduced(g[0], s, mask, c.attrs.b("keepdim"), false);
+      Tensor rk = restore_reduced(c.output(0), s, mask, c.attrs.b("keepdim"), false);
       return {ops::mul(gk, ops::call1("exp", {ops::sub(x, rk)}))};
     });
 
@@ -450,7 +450,7 @@ FLOW_OP(_reduce_abs_pow)
     .traits(kBackwardHelper | kElementwise)
     .meta(meta_unary_same)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      const double p = a.f(0);
+      const double p = a.f("p");
       dispatch_floating(in[0].dtype(), "_reduce_abs_pow", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
@@ -464,7 +464,7 @@ FLOW_OP(_reduce_abs_pow)
     .save_inputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor x = c.input(0);
-      const double p = c.attrs.f(0);
+      const double p = c.attrs.f("p");
       if (p == 0.0) return {ops::zeros_like(x)};
       Tensor d = p == 1.0 ? sign_of(x) : ops::mul(ops::mul(sign_of(x), abs_pow(x, p - 1)), Scalar(p));
       return {ops::mul(g[0], d)};

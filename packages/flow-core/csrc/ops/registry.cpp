@@ -261,7 +261,7 @@ std::vector<InputSpan> split_inputs(const TensorList& in, const Attrs& attrs) {
   FLOW_RUNTIME_CHECK(s != nullptr, "split_inputs: attributes without a schema");
   const std::vector<int64_t>* lengths = nullptr;
   if (s->list_lengths_attr >= 0) {
-    lengths = &attrs.ints(s->list_lengths_attr);
+    lengths = &attrs.ints(kListLengthsAttr);
     int64_t lists = 0;
     for (const ArgDef& t : s->tensor_args) lists += t.type == ArgType::TensorList;
     FLOW_RUNTIME_CHECK(static_cast<int64_t>(lengths->size()) == lists, s->name, ": attribute '", kListLengthsAttr,
@@ -342,66 +342,45 @@ std::vector<std::string> trait_names(uint64_t t) {
 }
 
 // ---- Attrs --------------------------------------------------------------------------------------------
-int Attrs::index(const char* name) const {
-  FLOW_RUNTIME_CHECK(schema != nullptr, "attribute '", name, "' looked up without a schema");
-  for (size_t k = 0; k < schema->attr_args.size(); ++k)
-    if (schema->attr_args[k].name == name) return static_cast<int>(k);
-  fail(ErrorKind::Runtime, schema->name, ": no attribute named '", name, "'");
+bool Attrs::has(const char* name) const {
+  if (schema == nullptr) return false;
+  for (const ArgDef& d : schema->attr_args)
+    if (d.name == name) return true;
+  return false;
 }
-const AttrValue& Attrs::at(int k) const {
-  FLOW_RUNTIME_CHECK(k >= 0 && k < static_cast<int>(values.size()), "attribute index ", k, " out of range (",
-                     values.size(), " attributes)");
-  return values[k];
+void Attrs::unknown(const char* name) const {
+  FLOW_RUNTIME_CHECK(schema != nullptr, "attribute '", name, "' read without a schema (", values.size(),
+                     " unnamed values)");
+  FLOW_RUNTIME_CHECK(!has(name), schema->name, ": attribute '", name, "' has no value (", values.size(), " of ",
+                     schema->attr_args.size(), " given)");
+  std::string known;
+  for (const ArgDef& d : schema->attr_args) known += (known.empty() ? "" : ", ") + d.name;
+  fail(ErrorKind::Runtime, schema->name, ": no attribute named '", name,
+       "' (the schema has: ", known.empty() ? "none" : known, ")");
 }
-int64_t Attrs::i(int k) const {
-  const AttrValue& v = at(k);
-  if (auto p = std::get_if<int64_t>(&v)) return *p;
+void Attrs::wrong_type(const char* name, const char* expected) const {
+  fail(ErrorKind::Type, schema ? schema->name : "op", ": attribute '", name, "': expected ", expected);
+}
+int64_t Attrs::convert_i(const AttrValue& v, const char* name) const {
   if (auto p = std::get_if<bool>(&v)) return *p;
   if (auto p = std::get_if<Scalar>(&v)) return p->to_int();
-  fail(ErrorKind::Type, "attribute ", k, ": expected an int");
+  wrong_type(name, "an int");
 }
-double Attrs::f(int k) const {
-  const AttrValue& v = at(k);
-  if (auto p = std::get_if<double>(&v)) return *p;
+double Attrs::convert_f(const AttrValue& v, const char* name) const {
   if (auto p = std::get_if<int64_t>(&v)) return static_cast<double>(*p);
   if (auto p = std::get_if<Scalar>(&v)) return p->to_double();
   if (auto p = std::get_if<bool>(&v)) return *p;
-  fail(ErrorKind::Type, "attribute ", k, ": expected a float");
+  wrong_type(name, "a float");
 }
-bool Attrs::b(int k) const {
-  const AttrValue& v = at(k);
-  if (auto p = std::get_if<bool>(&v)) return *p;
+bool Attrs::convert_b(const AttrValue& v, const char* name) const {
   if (auto p = std::get_if<int64_t>(&v)) return *p != 0;
-  fail(ErrorKind::Type, "attribute ", k, ": expected a bool");
+  wrong_type(name, "a bool");
 }
-Scalar Attrs::s(int k) const {
-  const AttrValue& v = at(k);
-  if (auto p = std::get_if<Scalar>(&v)) return *p;
+Scalar Attrs::convert_s(const AttrValue& v, const char* name) const {
   if (auto p = std::get_if<double>(&v)) return Scalar(*p);
   if (auto p = std::get_if<int64_t>(&v)) return Scalar(*p);
   if (auto p = std::get_if<bool>(&v)) return Scalar(*p);
-  fail(ErrorKind::Type, "attribute ", k, ": expected a number");
-}
-DType Attrs::dtype(int k) const {
-  if (auto p = std::get_if<DType>(&at(k))) return *p;
-  fail(ErrorKind::Type, "attribute ", k, ": expected a dtype");
-}
-const std::string& Attrs::str(int k) const {
-  if (auto p = std::get_if<std::string>(&at(k))) return *p;
-  fail(ErrorKind::Type, "attribute ", k, ": expected a string");
-}
-const std::vector<int64_t>& Attrs::ints(int k) const {
-  if (auto p = std::get_if<std::vector<int64_t>>(&at(k))) return *p;
-  fail(ErrorKind::Type, "attribute ", k, ": expected a list of ints");
-}
-const std::vector<double>& Attrs::floats(int k) const {
-  if (auto p = std::get_if<std::vector<double>>(&at(k))) return *p;
-  fail(ErrorKind::Type, "attribute ", k, ": expected a list of floats");
-}
-
-Device Attrs::device(int k) const {
-  if (auto p = std::get_if<Device>(&at(k))) return *p;
-  fail(ErrorKind::Type, "attribute ", k, ": expected a device");
+  wrong_type(name, "a number");
 }
 
 // ---- trait data ---------------------------------------------------------------------------------------

@@ -127,6 +127,11 @@ Schema parse_schema(const std::string& text);
 constexpr const char* kListLengthsAttr = "_list_lengths";
 
 // ---- attributes ---------------------------------------------------------------------------------------
+// Kernels, meta functions and backward formulas read attributes by their schema name (`a.f("alpha")`), so that
+// a schema edit (a new attribute, a reordering) cannot make them read another attribute's value. The dispatcher
+// attaches the called op's schema before any of them runs; a name the schema lacks raises a RuntimeError naming
+// the op and the attribute. Integer arguments are refused at compile time (a literal 0 would otherwise convert
+// to a null name). Code that walks a schema (dispatcher, bindings, autograd) reads `values` by position.
 struct Attrs {
   std::vector<AttrValue> values;
   const Schema* schema = nullptr;
@@ -134,29 +139,86 @@ struct Attrs {
   Attrs() = default;
   Attrs(std::initializer_list<AttrValue> v) : values(v) {}
 
-  int index(const char* name) const;  // position of attribute `name`; raises if unknown
-  const AttrValue& at(int k) const;
-  bool none(int k) const { return std::holds_alternative<std::monostate>(at(k)); }
-  int64_t i(int k) const;
-  double f(int k) const;  // accepts int and Scalar values too
-  bool b(int k) const;
-  Scalar s(int k) const;
-  DType dtype(int k) const;
-  const std::string& str(int k) const;
-  const std::vector<int64_t>& ints(int k) const;
-  const std::vector<double>& floats(int k) const;
-  std::optional<int64_t> opt_i(int k) const { return none(k) ? std::nullopt : std::optional<int64_t>(i(k)); }
-  std::optional<double> opt_f(int k) const { return none(k) ? std::nullopt : std::optional<double>(f(k)); }
-  std::optional<DType> opt_dtype(int k) const { return none(k) ? std::nullopt : std::optional<DType>(dtype(k)); }
-  Device device(int k) const;
-  // by name (a linear search over the schema; fine outside the hottest ops)
-  int64_t i(const char* n) const { return i(index(n)); }
-  double f(const char* n) const { return f(index(n)); }
-  bool b(const char* n) const { return b(index(n)); }
-  Scalar s(const char* n) const { return s(index(n)); }
-  bool none(const char* n) const { return none(index(n)); }
-  const std::vector<int64_t>& ints(const char* n) const { return ints(index(n)); }
-  const std::string& str(const char* n) const { return str(index(n)); }
+  // Position of attribute `name` in the schema; raises if the schema lacks it or holds no value for it. A
+  // short scan comparing lengths first (`name` is a literal at nearly every call, so its length is folded).
+  int index(const char* name) const {
+    if (schema != nullptr) {
+      const size_t n = std::char_traits<char>::length(name);
+      const std::vector<ArgDef>& args = schema->attr_args;
+      for (size_t k = 0, e = args.size(); k < e; ++k) {
+        const std::string& s = args[k].name;
+        if (s.size() == n && std::char_traits<char>::compare(s.data(), name, n) == 0 && k < values.size())
+          return static_cast<int>(k);
+      }
+    }
+    unknown(name);
+  }
+  bool has(const char* name) const;  // whether the schema names attribute `name`
+  const AttrValue& at(const char* name) const { return values[index(name)]; }
+  bool none(const char* name) const { return std::holds_alternative<std::monostate>(at(name)); }
+  // The exact type inline; the conversions a kind of value allows (an int read as a float, ...) out of line.
+  int64_t i(const char* name) const {
+    const AttrValue& v = at(name);
+    if (const auto* p = std::get_if<int64_t>(&v)) return *p;
+    return convert_i(v, name);
+  }
+  double f(const char* name) const {  // accepts int and Scalar values too
+    const AttrValue& v = at(name);
+    if (const auto* p = std::get_if<double>(&v)) return *p;
+    return convert_f(v, name);
+  }
+  bool b(const char* name) const {
+    const AttrValue& v = at(name);
+    if (const auto* p = std::get_if<bool>(&v)) return *p;
+    return convert_b(v, name);
+  }
+  Scalar s(const char* name) const {
+    const AttrValue& v = at(name);
+    if (const auto* p = std::get_if<Scalar>(&v)) return *p;
+    return convert_s(v, name);
+  }
+  DType dtype(const char* name) const { return get<DType>(name, "a dtype"); }
+  const std::string& str(const char* name) const { return get<std::string>(name, "a string"); }
+  const std::vector<int64_t>& ints(const char* name) const { return get<std::vector<int64_t>>(name, "a list of ints"); }
+  const std::vector<double>& floats(const char* name) const {
+    return get<std::vector<double>>(name, "a list of floats");
+  }
+  Device device(const char* name) const { return get<Device>(name, "a device"); }
+  std::optional<int64_t> opt_i(const char* n) const { return none(n) ? std::nullopt : std::optional<int64_t>(i(n)); }
+  std::optional<double> opt_f(const char* n) const { return none(n) ? std::nullopt : std::optional<double>(f(n)); }
+  std::optional<DType> opt_dtype(const char* n) const {
+    return none(n) ? std::nullopt : std::optional<DType>(dtype(n));
+  }
+
+  // Reads by position do not compile (see above).
+  const AttrValue& at(int) const = delete;
+  bool none(int) const = delete;
+  int64_t i(int) const = delete;
+  double f(int) const = delete;
+  bool b(int) const = delete;
+  Scalar s(int) const = delete;
+  DType dtype(int) const = delete;
+  const std::string& str(int) const = delete;
+  const std::vector<int64_t>& ints(int) const = delete;
+  const std::vector<double>& floats(int) const = delete;
+  Device device(int) const = delete;
+  std::optional<int64_t> opt_i(int) const = delete;
+  std::optional<double> opt_f(int) const = delete;
+  std::optional<DType> opt_dtype(int) const = delete;
+
+ private:
+  template <typename T>
+  const T& get(const char* name, const char* expected) const {
+    const T* p = std::get_if<T>(&at(name));
+    if (p == nullptr) wrong_type(name, expected);
+    return *p;
+  }
+  int64_t convert_i(const AttrValue& v, const char* name) const;
+  double convert_f(const AttrValue& v, const char* name) const;
+  bool convert_b(const AttrValue& v, const char* name) const;
+  Scalar convert_s(const AttrValue& v, const char* name) const;
+  [[noreturn]] void unknown(const char* name) const;
+  [[noreturn]] void wrong_type(const char* name, const char* expected) const;
 };
 
 // ---- op definition ------------------------------------------------------------------------------------

@@ -56,8 +56,8 @@ struct Geom {
 // (the backward has no xg, only its shape).
 Geom geometry(const Shape& xg, const TensorList& in, const Attrs& a, const char* op) {
   Geom g;
-  g.cell = cell_of(a.str(0));
-  g.reverse = a.b(1);
+  g.cell = cell_of(a.str("mode"));
+  g.reverse = a.b("reverse");
   const Tensor &h0 = in[1], &w_hh = in[3];
   g.G = g.cell == Cell::Lstm ? 4 : g.cell == Cell::Gru ? 3 : 1;
   FLOW_RUNTIME_CHECK(xg.size() == 3 && h0.dim() == 2 && w_hh.dim() == 2, op,
@@ -77,7 +77,7 @@ Geom geometry(const Shape& xg, const TensorList& in, const Attrs& a, const char*
   if (in[4].defined()) FLOW_RUNTIME_CHECK(g.cell == Cell::Gru && in[4].numel() == g.H, op, ": b_hn is GRU's (H,) bias");
   if (g.cell == Cell::Lstm)
     FLOW_RUNTIME_CHECK(in[2].defined() && in[2].size(0) == g.Nb && in[2].size(1) == g.H, op, ": c0 must be (N, H)");
-  g.active = a.ints(2);
+  g.active = a.ints("active");
   FLOW_RUNTIME_CHECK(g.active.empty() || static_cast<int64_t>(g.active.size()) == g.L, op,
                      ": active must give one row count per step");
   for (int64_t m : g.active) FLOW_RUNTIME_CHECK(m >= 0 && m <= g.Nb, op, ": active row counts must be in [0, N]");
@@ -408,7 +408,7 @@ FLOW_OP(_rnn_layer)
       TensorList r = ops::call("_rnn_layer_backward",
                                {g[0], g[1], g[2], c.input(1), c.input(2), c.input(3), c.input(4), c.input(5),
                                 c.output(0), c.output(3)},
-                               {c.attrs.str(0), c.attrs.b(1), c.attrs.ints(2)});
+                               {c.attrs.str("mode"), c.attrs.b("reverse"), c.attrs.ints("active")});
       TensorList result(6);
       for (int i = 0; i < 6; ++i)
         if (c.needs(i) && r[static_cast<size_t>(i)].numel() > 0)

@@ -53,9 +53,7 @@ void elementwise(const TensorList& in, const Shape& out, size_t no, const std::v
 void reduction(const OpDef& op, const TensorList& in, const Attrs& attrs, size_t no, Candidates& c) {
   const Tensor& x = in[0];
   const std::vector<int64_t> dims = op.dims(in, attrs);
-  bool keepdim = false;
-  for (size_t k = 0; k < op.schema.attr_args.size(); ++k)
-    if (op.schema.attr_args[k].name == "keepdim" && k < attrs.values.size()) keepdim = attrs.b(static_cast<int>(k));
+  const bool keepdim = attrs.has("keepdim") && attrs.b("keepdim");
   const bool scan = op.has(kScan);
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (x.size(d) <= 1) continue;

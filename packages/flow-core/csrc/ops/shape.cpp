@@ -111,13 +111,13 @@ std::vector<int64_t> cat_lengths(const TensorList& in, int64_t dim) {
 
 // split_backward's output: the input's shape, dtype and device of the first gradient given.
 TensorMeta split_backward_meta(const TensorList& in, const Attrs& a) {
-  const std::vector<int64_t>& sizes = a.ints(0);
-  const std::vector<int64_t>& lens = a.ints(1);
+  const std::vector<int64_t>& sizes = a.ints("input_sizes");
+  const std::vector<int64_t>& lens = a.ints("split_sizes");
   FLOW_RUNTIME_CHECK(in.size() == lens.size(), "split_backward: got ", in.size(), " gradients for ", lens.size(),
                      " pieces");
   int64_t nd = static_cast<int64_t>(sizes.size());
   FLOW_RUNTIME_CHECK(nd > 0, "split_backward: expected the sizes of an input of at least one dim");
-  int64_t dim = wrap_dim(a.i(2), nd, "split_backward");
+  int64_t dim = wrap_dim(a.i("dim"), nd, "split_backward");
   int64_t total = 0;
   for (int64_t l : lens) {
     FLOW_RUNTIME_CHECK(l >= 0, "split_backward: negative piece length");
@@ -193,13 +193,13 @@ FLOW_OP(cat)
     .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
       int64_t d;
       DType dt;
-      Shape s = cat_shape(in, a.i(0), &d, &dt);
+      Shape s = cat_shape(in, a.i("dim"), &d, &dt);
       return {{s, dt, common_device(in, "cat")}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       int64_t d;
       DType dt;
-      cat_shape(in, a.i(0), &d, &dt);
+      cat_shape(in, a.i("dim"), &d, &dt);
       cat_kernel(in, cat_lengths(in, d), out[0], d);
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
@@ -208,7 +208,7 @@ FLOW_OP(cat)
       for (size_t i = 0; i < c.num_inputs(); ++i) {
         const Shape& s = c.input_meta(i).sizes;
         if (s.size() == 1 && s[0] == 0) continue;
-        dim = wrap_dim(c.attrs.i(0), static_cast<int64_t>(s.size()), "cat");
+        dim = wrap_dim(c.attrs.i("dim"), static_cast<int64_t>(s.size()), "cat");
         break;
       }
       int64_t off = 0;
@@ -229,11 +229,11 @@ FLOW_OP(split_backward)
     .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> { return {split_backward_meta(in, a)}; })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       split_backward_meta(in, a);
-      cat_kernel(in, a.ints(1), out[0], wrap_dim(a.i(2), out[0].dim(), "split_backward"));
+      cat_kernel(in, a.ints("split_sizes"), out[0], wrap_dim(a.i("dim"), out[0].dim(), "split_backward"));
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      const std::vector<int64_t>& lens = c.attrs.ints(1);
-      int64_t dim = wrap_dim(c.attrs.i(2), g[0].dim(), "split_backward");
+      const std::vector<int64_t>& lens = c.attrs.ints("split_sizes");
+      int64_t dim = wrap_dim(c.attrs.i("dim"), g[0].dim(), "split_backward");
       TensorList grads(c.num_inputs());
       int64_t off = 0;
       for (size_t i = 0; i < c.num_inputs() && i < lens.size(); ++i) {
@@ -250,7 +250,7 @@ FLOW_OP(flip)
     .meta(same_meta)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       const Tensor& t = in[0];
-      auto dims = wrap_dims_unique(a.ints(0), t.dim(), "flip");
+      auto dims = wrap_dims_unique(a.ints("dims"), t.dim(), "flip");
       if (t.dim() == 0 || t.numel() == 0) {
         ops::copy_into(out[0], t);
         return;
@@ -264,7 +264,7 @@ FLOW_OP(flip)
       ops::copy_into(out[0], make_view(t, t.sizes(), st, off));
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {ops::call1("flip", {g[0]}, {c.attrs.at(0)})};
+      return {ops::call1("flip", {g[0]}, {c.attrs.at("dims")})};
     });
 
 FLOW_OP(roll)
@@ -272,8 +272,8 @@ FLOW_OP(roll)
     .traits(kShape)
     .dims_attr("dims")
     .meta([](const TensorList& in, const Attrs& a) {
-      const auto& sh = a.ints(0);
-      const auto& dims = a.ints(1);
+      const auto& sh = a.ints("shifts");
+      const auto& dims = a.ints("dims");
       FLOW_RUNTIME_CHECK(!sh.empty(), "`shifts` required");
       if (dims.empty())
         FLOW_RUNTIME_CHECK(sh.size() == 1, "shifts and dimensions must align. shifts: ", sh.size(), ", dims:0");
@@ -284,8 +284,8 @@ FLOW_OP(roll)
       return same_meta(in, a);
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      const auto& sh = a.ints(0);
-      std::vector<int64_t> dims = a.ints(1);
+      const auto& sh = a.ints("shifts");
+      std::vector<int64_t> dims = a.ints("dims");
       Tensor src = in[0], dst_final = out[0];
       if (dims.empty() || src.dim() == 0) {
         // roll the flattened tensor
@@ -306,9 +306,9 @@ FLOW_OP(roll)
       }
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      std::vector<int64_t> sh = c.attrs.ints(0);
+      std::vector<int64_t> sh = c.attrs.ints("shifts");
       for (auto& v : sh) v = -v;
-      return {ops::call1("roll", {g[0]}, {sh, c.attrs.at(1)})};
+      return {ops::call1("roll", {g[0]}, {sh, c.attrs.at("dims")})};
     });
 
 #define FLOW_TRI_OP(NAME, LOWER)                                                                  \
@@ -321,11 +321,11 @@ FLOW_OP(roll)
   })                                                                                              \
       .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {                  \
     if (!out[0].is_same(in[0])) ops::copy_into(out[0], in[0]);                                    \
-    zero_triangle(out[0], a.i(0), LOWER);                                                         \
+    zero_triangle(out[0], a.i("diagonal"), LOWER);                                                \
   })                                                                                              \
       .inplace_variant()                                                                          \
       .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {                           \
-    return {ops::call1(#NAME, {g[0]}, {c.attrs.i(0)})};                                           \
+    return {ops::call1(#NAME, {g[0]}, {c.attrs.i("diagonal")})};                                  \
   });
 FLOW_TRI_OP(tril, true)
 FLOW_TRI_OP(triu, false)
@@ -337,17 +337,17 @@ FLOW_OP(one_hot)
     .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
       FLOW_RUNTIME_CHECK(in[0].dtype() == DType::Int64,
                          "one_hot is only applicable to index tensor of type LongTensor.");
-      FLOW_CHECK(a.i(0) >= 0, NotImplemented,
+      FLOW_CHECK(a.i("num_classes") >= 0, NotImplemented,
                  "one_hot: without num_classes the result's shape depends on the "
                  "values (pass num_classes)");
       Shape s = in[0].sizes();
-      s.push_back(a.i(0));
+      s.push_back(a.i("num_classes"));
       return {{s, DType::Int64, in[0].device()}};
     })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
       FLOW_RUNTIME_CHECK(t.dtype() == DType::Int64, "one_hot is only applicable to index tensor of type LongTensor.");
-      int64_t nc = a.i(0);
+      int64_t nc = a.i("num_classes");
       Tensor c = ops::contiguous(t);
       const int64_t* p = c.data<int64_t>();
       int64_t n = c.numel();

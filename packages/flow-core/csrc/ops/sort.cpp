@@ -106,12 +106,12 @@ FLOW_OP(sort)
     .traits(kIndexing)
     .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
-      int64_t d = wrap_dim(a.i(0), std::max<int64_t>(in[0].dim(), 1), "sort");
+      int64_t d = wrap_dim(a.i("dim"), std::max<int64_t>(in[0].dim(), 1), "sort");
       return sort_meta(in[0], d, in[0].dim() == 0 ? 1 : in[0].sizes()[d]);
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      int64_t d = wrap_dim(a.i(0), std::max<int64_t>(in[0].dim(), 1), "sort");
-      bool desc = a.b(1);
+      int64_t d = wrap_dim(a.i("dim"), std::max<int64_t>(in[0].dim(), 1), "sort");
+      bool desc = a.b("descending");
       int64_t n = in[0].dim() == 0 ? 1 : in[0].sizes()[d];
       along_last(in[0], d, n, out[0], out[1],
                  [desc](auto tag) { return RowSorter<typename decltype(tag)::type>{desc}; });
@@ -120,7 +120,7 @@ FLOW_OP(sort)
     .save_outputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       int64_t d =
-          wrap_dim(c.attrs.i(0), std::max<int64_t>(static_cast<int64_t>(c.input_meta(0).sizes.size()), 1), "sort");
+          wrap_dim(c.attrs.i("dim"), std::max<int64_t>(static_cast<int64_t>(c.input_meta(0).sizes.size()), 1), "sort");
       return {pick_backward(c, g[0], c.output(1), d)};
     });
 
@@ -130,15 +130,15 @@ FLOW_OP(topk)
     .traits(kIndexing)
     .dims_attr("dim")
     .meta([](const TensorList& in, const Attrs& a) {
-      int64_t d = wrap_dim(a.i(1), std::max<int64_t>(in[0].dim(), 1), "topk");
-      int64_t n = in[0].dim() == 0 ? 1 : in[0].sizes()[d], k = a.i(0);
+      int64_t d = wrap_dim(a.i("dim"), std::max<int64_t>(in[0].dim(), 1), "topk");
+      int64_t n = in[0].dim() == 0 ? 1 : in[0].sizes()[d], k = a.i("k");
       FLOW_RUNTIME_CHECK(k >= 0 && k <= n, "selected index k out of range");
       return sort_meta(in[0], d, k);
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      int64_t d = wrap_dim(a.i(1), std::max<int64_t>(in[0].dim(), 1), "topk");
-      int64_t k = a.i(0);
-      bool largest = a.b(2);
+      int64_t d = wrap_dim(a.i("dim"), std::max<int64_t>(in[0].dim(), 1), "topk");
+      int64_t k = a.i("k");
+      bool largest = a.b("largest");
       if (in[0].dim() == 0 && k == 0) return;
       along_last(in[0], d, k, out[0], out[1], [largest](auto tag) {
         using T = typename decltype(tag)::type;
@@ -188,7 +188,7 @@ FLOW_OP(topk)
     .save_outputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       int64_t d =
-          wrap_dim(c.attrs.i(1), std::max<int64_t>(static_cast<int64_t>(c.input_meta(0).sizes.size()), 1), "topk");
+          wrap_dim(c.attrs.i("dim"), std::max<int64_t>(static_cast<int64_t>(c.input_meta(0).sizes.size()), 1), "topk");
       return {pick_backward(c, g[0], c.output(1), d)};
     });
 
@@ -287,9 +287,9 @@ FLOW_OP(unique)
         "(Tensor, Tensor, Tensor)")
     .traits(kIndexing | kDataDependentShape | kNonDifferentiable)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      int64_t dim = a.none(3) ? -1 : wrap_dim(a.i(3), std::max<int64_t>(in[0].dim(), 1), "unique");
+      int64_t dim = a.none("dim") ? -1 : wrap_dim(a.i("dim"), std::max<int64_t>(in[0].dim(), 1), "unique");
       if (dim >= 0 && in[0].dim() == 0) dim = -1;
-      return unique_impl(in[0], a.b(0), dim, false);
+      return unique_impl(in[0], a.b("sorted"), dim, false);
     });
 
 FLOW_OP(unique_consecutive)
@@ -298,7 +298,7 @@ FLOW_OP(unique_consecutive)
         "(Tensor, Tensor, Tensor)")
     .traits(kIndexing | kDataDependentShape | kNonDifferentiable)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      int64_t dim = a.none(2) ? -1 : wrap_dim(a.i(2), std::max<int64_t>(in[0].dim(), 1), "unique_consecutive");
+      int64_t dim = a.none("dim") ? -1 : wrap_dim(a.i("dim"), std::max<int64_t>(in[0].dim(), 1), "unique_consecutive");
       if (dim >= 0 && in[0].dim() == 0) dim = -1;
       return unique_impl(in[0], true, dim, true);
     });
@@ -326,7 +326,7 @@ FLOW_OP(_searchsorted)
       return {{v.sizes(), DType::Int64, common_device(in, "searchsorted")}};
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      const bool right = a.b(0);
+      const bool right = a.b("right");
       DType dt = promote_types(in[0].dtype(), in[1].dtype());
       Tensor s = ops::contiguous(ops::to_dtype(in[0], dt)), v = ops::contiguous(ops::to_dtype(in[1], dt));
       Tensor o = out[0].is_contiguous() ? out[0] : empty(out[0].sizes(), DType::Int64, out[0].device());

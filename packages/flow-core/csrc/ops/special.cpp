@@ -307,11 +307,11 @@ FLOW_OP(_special_polynomial)
     .schema("_special_polynomial(Tensor self, Tensor n, int kind) -> Tensor")
     .traits(kElementwise | kBroadcastBinary | kNonDifferentiable)
     .meta([](const TensorList& in, const Attrs& a) {
-      FLOW_RUNTIME_CHECK(a.i(0) >= 0 && a.i(0) <= 11, "_special_polynomial: unknown kind ", a.i(0));
+      FLOW_RUNTIME_CHECK(a.i("kind") >= 0 && a.i("kind") <= 11, "_special_polynomial: unknown kind ", a.i("kind"));
       return meta_float("special_polynomial_cpu", true)(in, a);
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      const int kind = static_cast<int>(a.i(0));
+      const int kind = static_cast<int>(a.i("kind"));
       special_binary("special_polynomial", in, out[0],
                      [kind](double x, double n) { return sm::orthogonal_polynomial(kind, x, n); });
     });

@@ -164,7 +164,7 @@ std::vector<TensorMeta> meta_addc(const TensorList& in, const Attrs&) {
 template <bool Div>
 void addc_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   DType ct = meta_addc<Div>(in, a)[0].dtype;
-  Scalar value = a.s(0);
+  Scalar value = a.s("value");
   in_dtype(in, out[0], ct, [&](const Tensor& o, const TensorList& c) {
     dispatch_numeric(ct, Div ? "addcdiv" : "addcmul", [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -209,7 +209,7 @@ FLOW_OP(addcmul)
     .save_inputs({1, 2})
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      Scalar v = c.attrs.s(0);
+      Scalar v = c.attrs.s("value");
       return {c.needs(0) ? g[0] : Tensor(), c.needs(1) ? times(ops::mul(g[0], c.input(2)), v) : Tensor(),
               c.needs(2) ? times(ops::mul(g[0], c.input(1)), v) : Tensor()};
     });
@@ -222,7 +222,7 @@ FLOW_OP(addcdiv)
     .save_inputs({1, 2})
     .inplace_variant()
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      Scalar v = c.attrs.s(0);
+      Scalar v = c.attrs.s("value");
       Tensor t1 = c.input(1), t2 = c.input(2);
       Tensor g1, g2;
       if (c.needs(1)) g1 = times(ops::div(g[0], t2), v);

@@ -253,11 +253,11 @@ FLOW_OP(round)
     .schema("round(Tensor self, *, int decimals=0) -> Tensor")
     .traits(kElementwise | kUnary)
     .meta([](const TensorList& in, const Attrs& a) {
-      if (a.i(0) != 0 && !is_floating(in[0].dtype())) fail_not_implemented("round_cpu", in[0].dtype());
+      if (a.i("decimals") != 0 && !is_floating(in[0].dtype())) fail_not_implemented("round_cpu", in[0].dtype());
       return meta_numeric_only(in, "round_vml_cpu");
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      int64_t decimals = a.i(0);
+      int64_t decimals = a.i("decimals");
       unary_numeric_kernel("round", in[0], out[0], [decimals](auto tag) {
         using A = acc_t<typename decltype(tag)::type>;
         if constexpr (std::is_integral_v<A>) {

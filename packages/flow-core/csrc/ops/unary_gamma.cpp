@@ -161,16 +161,16 @@ FLOW_OP(_polygamma)
     .schema("_polygamma(Tensor self, int n) -> Tensor")
     .traits(kElementwise | kUnary)
     .meta([](const TensorList& in, const Attrs& a) {
-      FLOW_RUNTIME_CHECK(a.i(0) >= 0, "polygamma(n, x) does not support negative n.");
+      FLOW_RUNTIME_CHECK(a.i("n") >= 0, "polygamma(n, x) does not support negative n.");
       return meta_unary_float(in, a);
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      const int64_t n = a.i(0);
+      const int64_t n = a.i("n");
       gamma_kernel("polygamma", in[0], out[0], [n](double x) { return polygamma_d(n, x); });
     })
     .save_inputs({0})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {ops::mul(g[0], ops::call1("_polygamma", {c.input(0)}, {c.attrs.i(0) + 1}))};
+      return {ops::mul(g[0], ops::call1("_polygamma", {c.input(0)}, {c.attrs.i("n") + 1}))};
     });
 
 }  // namespace flow

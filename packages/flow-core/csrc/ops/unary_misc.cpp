@@ -17,25 +17,25 @@ DType promote_with_scalar(DType t, const Scalar& s) {
 }
 
 std::vector<TensorMeta> meta_clamp(const TensorList& in, const Attrs& a, const char* name) {
-  FLOW_RUNTIME_CHECK(!a.none(0) || !a.none(1), name, ": At least one of 'min' or 'max' must not be None");
+  FLOW_RUNTIME_CHECK(!a.none("min") || !a.none("max"), name, ": At least one of 'min' or 'max' must not be None");
   DType d = in[0].dtype();
-  if (!a.none(0)) d = promote_with_scalar(d, a.s(0));
-  if (!a.none(1)) d = promote_with_scalar(d, a.s(1));
+  if (!a.none("min")) d = promote_with_scalar(d, a.s("min"));
+  if (!a.none("max")) d = promote_with_scalar(d, a.s("max"));
   if (d == DType::Bool)
-    fail_not_implemented(a.none(0)   ? "clamp_max_scalar_cpu"
-                         : a.none(1) ? "clamp_min_scalar_cpu"
-                                     : "clamp_scalar_cpu",
+    fail_not_implemented(a.none("min")   ? "clamp_max_scalar_cpu"
+                         : a.none("max") ? "clamp_min_scalar_cpu"
+                                         : "clamp_scalar_cpu",
                          d);
-  if (!a.none(0)) check_scalar_fits(a.s(0), d);
-  if (!a.none(1)) check_scalar_fits(a.s(1), d);
+  if (!a.none("min")) check_scalar_fits(a.s("min"), d);
+  if (!a.none("max")) check_scalar_fits(a.s("max"), d);
   return {{in[0].sizes(), d, in[0].device()}};
 }
 
 // min(max(x, lo), hi) in the result dtype; NaN inputs stay NaN.
 void clamp_kernel(const Tensor& in, const Tensor& out, const Attrs& a) {
   DType ct = out.dtype();
-  bool has_lo = !a.none(0), has_hi = !a.none(1);
-  Scalar lo_s = has_lo ? a.s(0) : Scalar(int64_t(0)), hi_s = has_hi ? a.s(1) : Scalar(int64_t(0));
+  bool has_lo = !a.none("min"), has_hi = !a.none("max");
+  Scalar lo_s = has_lo ? a.s("min") : Scalar(int64_t(0)), hi_s = has_hi ? a.s("max") : Scalar(int64_t(0));
   with_compute_dtype({in}, out, ct, ct, [&](const Tensor& o, const TensorList& c) {
     dispatch_numeric(ct, "clamp", [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -65,6 +65,14 @@ void clamp_kernel(const Tensor& in, const Tensor& out, const Attrs& a) {
   });
 }
 
+// The bounds as one (min, max) pair named as clamp's, whatever the op's own attributes (clamp_min has only min).
+Attrs clamp_bounds(AttrValue lo, AttrValue hi) {
+  static const Schema bounds = parse_schema("_clamp_bounds(Scalar? min=None, Scalar? max=None) -> Tensor");
+  Attrs b{std::move(lo), std::move(hi)};
+  b.schema = &bounds;
+  return b;
+}
+
 TensorList clamp_grad(BackwardCtx& c, const TensorList& g, AttrValue lo, AttrValue hi) {
   return {ops::call1("clamp_backward", {g[0], c.input(0)}, {lo, hi})};
 }
@@ -76,11 +84,11 @@ TensorList clamp_grad(BackwardCtx& c, const TensorList& g, AttrValue lo, AttrVal
       .schema(SCHEMA)                                                            \
       .traits(kElementwise | kUnary)                                             \
       .meta([](const TensorList& in, const Attrs& a) {                           \
-    Attrs b{LO, HI};                                                             \
+    Attrs b = clamp_bounds(LO, HI);                                              \
     return meta_clamp(in, b, #NAME);                                             \
   })                                                                             \
       .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) { \
-    Attrs b{LO, HI};                                                             \
+    Attrs b = clamp_bounds(LO, HI);                                              \
     clamp_kernel(in[0], out[0], b);                                              \
   })                                                                             \
       .save_inputs({0})                                                          \
@@ -91,10 +99,10 @@ TensorList clamp_grad(BackwardCtx& c, const TensorList& g, AttrValue lo, AttrVal
   });
 
 #define FLOW_NONE AttrValue(std::monostate{})
-FLOW_CLAMP_OP(clamp, "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", a.at(0), a.at(1))
-FLOW_CLAMP_OP(clip, "clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", a.at(0), a.at(1))
-FLOW_CLAMP_OP(clamp_min, "clamp_min(Tensor self, Scalar min) -> Tensor", a.at(0), FLOW_NONE)
-FLOW_CLAMP_OP(clamp_max, "clamp_max(Tensor self, Scalar max) -> Tensor", FLOW_NONE, a.at(0))
+FLOW_CLAMP_OP(clamp, "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", a.at("min"), a.at("max"))
+FLOW_CLAMP_OP(clip, "clip(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", a.at("min"), a.at("max"))
+FLOW_CLAMP_OP(clamp_min, "clamp_min(Tensor self, Scalar min) -> Tensor", a.at("min"), FLOW_NONE)
+FLOW_CLAMP_OP(clamp_max, "clamp_max(Tensor self, Scalar max) -> Tensor", FLOW_NONE, a.at("max"))
 #undef FLOW_NONE
 
 // nan_to_num: NaN -> nan, +inf -> posinf (default: the dtype's max), -inf -> neginf (default: lowest).
@@ -112,9 +120,11 @@ FLOW_OP(nan_to_num)
             simd_unary<T>(o, c[0], [](A x) -> A { return x; });
           } else {
             // the defaults are the limits of the tensor's own dtype (65504 for float16)
-            const A nan_v = static_cast<A>(a.none(0) ? 0.0 : a.f(0));
-            const A pos_v = a.none(1) ? static_cast<A>(std::numeric_limits<T>::max()) : static_cast<A>(a.f(1));
-            const A neg_v = a.none(2) ? static_cast<A>(std::numeric_limits<T>::lowest()) : static_cast<A>(a.f(2));
+            const A nan_v = static_cast<A>(a.none("nan") ? 0.0 : a.f("nan"));
+            const A pos_v =
+                a.none("posinf") ? static_cast<A>(std::numeric_limits<T>::max()) : static_cast<A>(a.f("posinf"));
+            const A neg_v =
+                a.none("neginf") ? static_cast<A>(std::numeric_limits<T>::lowest()) : static_cast<A>(a.f("neginf"));
             const A inf = std::numeric_limits<A>::infinity();
             simd_unary<T>(o, c[0],
                           [=](A x) -> A { return x != x ? nan_v : (x == inf ? pos_v : (x == -inf ? neg_v : x)); });

@@ -62,7 +62,10 @@ namespace {
 
 std::vector<TensorMeta> meta_of(const Shape& s, const Tensor& t) { return {{s, t.dtype(), t.device()}}; }
 
-Shape view_shape(const Tensor& t, const Attrs& a, const char* op) { return infer_size(a.ints(0), t.numel(), op); }
+// view's `size` and reshape's `shape`: the new shape, one -1 inferred
+Shape view_shape(const Tensor& t, const std::vector<int64_t>& shape, const char* op) {
+  return infer_size(shape, t.numel(), op);
+}
 
 // z = zeros(input shape); view_fn(z).copy_(grad); differentiable through its own backward op.
 Tensor scatter_into_zeros(const Tensor& grad, const Shape& in_sizes,
@@ -105,11 +108,13 @@ Tensor split_backward(const TensorList& grads, const Shape& in_sizes, const std:
 FLOW_OP(view)
     .schema("view(Tensor self, int[] size) -> Tensor")
     .traits(kView | kShape)
-    .dim_map(dimmap::reshape_map)
-    .meta([](const TensorList& in, const Attrs& a) { return meta_of(view_shape(in[0], a, "view"), in[0]); })
+    .dim_map(dimmap::view_map)
+    .meta([](const TensorList& in, const Attrs& a) {
+      return meta_of(view_shape(in[0], a.ints("size"), "view"), in[0]);
+    })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
-      Shape ns = view_shape(t, a, "view");
+      Shape ns = view_shape(t, a.ints("size"), "view");
       auto st = view_strides(t.sizes(), t.strides(), ns);
       FLOW_RUNTIME_CHECK(st.has_value(),
                          "view size is not compatible with input tensor's size and stride (at least one "
@@ -124,10 +129,12 @@ FLOW_OP(reshape)
     .schema("reshape(Tensor self, int[] shape) -> Tensor")
     .traits(kView | kShape)
     .dim_map(dimmap::reshape_map)
-    .meta([](const TensorList& in, const Attrs& a) { return meta_of(view_shape(in[0], a, "reshape"), in[0]); })
+    .meta([](const TensorList& in, const Attrs& a) {
+      return meta_of(view_shape(in[0], a.ints("shape"), "reshape"), in[0]);
+    })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
-      Shape ns = view_shape(t, a, "reshape");
+      Shape ns = view_shape(t, a.ints("shape"), "reshape");
       if (auto st = view_strides(t.sizes(), t.strides(), ns)) return {make_view(t, ns, *st, t.offset())};
       Tensor c = empty(t.sizes(), t.dtype(), t.device());
       ops::copy_into(c, t);
@@ -172,10 +179,12 @@ FLOW_OP(expand)
     .schema("expand(Tensor self, int[] size) -> Tensor")
     .traits(kView | kShape)
     .dim_map(dimmap::expand_map)
-    .meta([](const TensorList& in, const Attrs& a) { return meta_of(expand_shape(in[0], a.ints(0), nullptr), in[0]); })
+    .meta([](const TensorList& in, const Attrs& a) {
+      return meta_of(expand_shape(in[0], a.ints("size"), nullptr), in[0]);
+    })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape st;
-      Shape sz = expand_shape(in[0], a.ints(0), &st);
+      Shape sz = expand_shape(in[0], a.ints("size"), &st);
       return {make_view(in[0], sz, st, in[0].offset())};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
@@ -202,13 +211,13 @@ FLOW_OP(permute)
     .traits(kView | kShape)
     .dim_map(dimmap::permute_map)
     .meta([](const TensorList& in, const Attrs& a) {
-      auto p = check_perm(a.ints(0), in[0].dim());
+      auto p = check_perm(a.ints("dims"), in[0].dim());
       Shape s(p.size());
       for (size_t i = 0; i < p.size(); ++i) s[i] = in[0].sizes()[p[i]];
       return meta_of(s, in[0]);
     })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      auto p = check_perm(a.ints(0), in[0].dim());
+      auto p = check_perm(a.ints("dims"), in[0].dim());
       Shape s(p.size()), st(p.size());
       for (size_t i = 0; i < p.size(); ++i) {
         s[i] = in[0].sizes()[p[i]];
@@ -217,7 +226,7 @@ FLOW_OP(permute)
       return {make_view(in[0], s, st, in[0].offset())};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      auto p = check_perm(c.attrs.ints(0), static_cast<int64_t>(c.input_meta(0).sizes.size()));
+      auto p = check_perm(c.attrs.ints("dims"), static_cast<int64_t>(c.input_meta(0).sizes.size()));
       std::vector<int64_t> inv(p.size());
       for (size_t i = 0; i < p.size(); ++i) inv[p[i]] = static_cast<int64_t>(i);
       return {ops::permute(g[0], inv)};
@@ -230,12 +239,13 @@ FLOW_OP(transpose)
     .meta([](const TensorList& in, const Attrs& a) {
       Shape s = in[0].sizes();
       if (!s.empty())
-        std::swap(s[wrap_dim(a.i(0), in[0].dim(), "transpose")], s[wrap_dim(a.i(1), in[0].dim(), "transpose")]);
+        std::swap(s[wrap_dim(a.i("dim0"), in[0].dim(), "transpose")],
+                  s[wrap_dim(a.i("dim1"), in[0].dim(), "transpose")]);
       return meta_of(s, in[0]);
     })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
-      int64_t d0 = wrap_dim(a.i(0), t.dim(), "transpose"), d1 = wrap_dim(a.i(1), t.dim(), "transpose");
+      int64_t d0 = wrap_dim(a.i("dim0"), t.dim(), "transpose"), d1 = wrap_dim(a.i("dim1"), t.dim(), "transpose");
       Shape s = t.sizes(), st = t.strides();
       if (!s.empty()) {
         std::swap(s[d0], s[d1]);
@@ -244,7 +254,7 @@ FLOW_OP(transpose)
       return {make_view(t, s, st, t.offset())};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {ops::transpose(g[0], c.attrs.i(0), c.attrs.i(1))};
+      return {ops::transpose(g[0], c.attrs.i("dim0"), c.attrs.i("dim1"))};
     });
 
 FLOW_OP(unsqueeze)
@@ -253,12 +263,12 @@ FLOW_OP(unsqueeze)
     .dim_map(dimmap::unsqueeze_map)
     .meta([](const TensorList& in, const Attrs& a) {
       Shape s = in[0].sizes();
-      s.insert(s.begin() + wrap_dim(a.i(0), in[0].dim() + 1, "unsqueeze"), 1);
+      s.insert(s.begin() + wrap_dim(a.i("dim"), in[0].dim() + 1, "unsqueeze"), 1);
       return meta_of(s, in[0]);
     })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
-      int64_t d = wrap_dim(a.i(0), t.dim() + 1, "unsqueeze");
+      int64_t d = wrap_dim(a.i("dim"), t.dim() + 1, "unsqueeze");
       Shape s = t.sizes(), st = t.strides();
       int64_t new_st = d < t.dim() ? s[d] * st[d] : 1;
       s.insert(s.begin() + d, 1);
@@ -296,10 +306,10 @@ FLOW_OP(squeeze_dim)
     .schema("squeeze_dim(Tensor self, int dim) -> Tensor")
     .traits(kView | kShape)
     .dim_map(dimmap::squeeze_map)
-    .cpu([](const TensorList& in, const Attrs& a) -> TensorList { return {squeeze_impl(in[0], {a.i(0)}, false)}; })
+    .cpu([](const TensorList& in, const Attrs& a) -> TensorList { return {squeeze_impl(in[0], {a.i("dim")}, false)}; })
     .meta([](const TensorList& in, const Attrs& a) {
-      return meta_of(squeeze_impl(empty_meta(in[0].sizes(), in[0].dtype(), in[0].device()), {a.i(0)}, false).sizes(),
-                     in[0]);
+      return meta_of(
+          squeeze_impl(empty_meta(in[0].sizes(), in[0].dtype(), in[0].device()), {a.i("dim")}, false).sizes(), in[0]);
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       return {ops::reshape(g[0], c.input_meta(0).sizes)};
@@ -311,7 +321,7 @@ FLOW_OP(squeeze)
     .dim_map(dimmap::squeeze_map)
     .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      return {a.none(0) ? squeeze_impl(in[0], {}, true) : squeeze_impl(in[0], a.ints(0), false)};
+      return {a.none("dim") ? squeeze_impl(in[0], {}, true) : squeeze_impl(in[0], a.ints("dim"), false)};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       return {ops::reshape(g[0], c.input_meta(0).sizes)};
@@ -326,19 +336,19 @@ FLOW_OP(slice)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
       FLOW_INDEX_CHECK(t.dim() > 0, "slice() cannot be applied to a 0-dim tensor.");
-      int64_t d = wrap_dim(a.i(0), t.dim(), "slice");
-      int64_t step = a.i(3);
+      int64_t d = wrap_dim(a.i("dim"), t.dim(), "slice");
+      int64_t step = a.i("step");
       FLOW_VALUE_CHECK(step > 0, "slice: step must be greater than zero");
       int64_t size = t.sizes()[d];
-      int64_t start = a.none(1) ? 0 : a.i(1);
-      int64_t end = a.none(2) ? size : a.i(2);
+      int64_t start = a.none("start") ? 0 : a.i("start");
+      int64_t end = a.none("end") ? size : a.i("end");
       clamp_slice(size, start, end);
       return {raw_slice(t, d, start, end, step)};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       return {ops::call1("slice_backward", {g[0]},
                          {std::vector<int64_t>(c.input_meta(0).sizes.begin(), c.input_meta(0).sizes.end()),
-                          c.attrs.i(0), c.attrs.at(1), c.attrs.at(2), c.attrs.i(3)})};
+                          c.attrs.i("dim"), c.attrs.at("start"), c.attrs.at("end"), c.attrs.i("step")})};
     });
 
 FLOW_OP(slice_backward)
@@ -346,9 +356,9 @@ FLOW_OP(slice_backward)
     .traits(kBackwardHelper)
     .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      Shape sizes(a.ints(0).begin(), a.ints(0).end());
-      AttrValue st = a.at(2), en = a.at(3);
-      int64_t dim = a.i(1), step = a.i(4);
+      Shape sizes(a.ints("input_sizes").begin(), a.ints("input_sizes").end());
+      AttrValue st = a.at("start"), en = a.at("end");
+      int64_t dim = a.i("dim"), step = a.i("step");
       FLOW_RUNTIME_CHECK(step > 0, "slice_backward: slice step must be positive, got ", step);
       FLOW_INDEX_CHECK(!sizes.empty(), "slice_backward: slice() cannot be applied to a 0-dim tensor.");
       return {scatter_into_zeros(in[0], sizes, [&](const Tensor& z) {
@@ -361,7 +371,8 @@ FLOW_OP(slice_backward)
       })};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {ops::call1("slice", {g[0]}, {c.attrs.i(1), c.attrs.at(2), c.attrs.at(3), c.attrs.i(4)})};
+      return {
+          ops::call1("slice", {g[0]}, {c.attrs.i("dim"), c.attrs.at("start"), c.attrs.at("end"), c.attrs.i("step")})};
     });
 
 // split_with_sizes(self, split_sizes, dim): views of consecutive pieces of `dim` (torch.split / chunk).
@@ -376,8 +387,8 @@ FLOW_OP(split_with_sizes)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
       FLOW_RUNTIME_CHECK(t.dim() > 0, "split expects at least a 1-dimensional tensor");
-      int64_t d = wrap_dim(a.i(1), t.dim(), "split_with_sizes");
-      const std::vector<int64_t>& sizes = a.ints(0);
+      int64_t d = wrap_dim(a.i("dim"), t.dim(), "split_with_sizes");
+      const std::vector<int64_t>& sizes = a.ints("split_sizes");
       int64_t total = 0;
       bool negative = false;
       for (int64_t s : sizes) {
@@ -402,8 +413,8 @@ FLOW_OP(split_with_sizes)
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Shape& in_sizes = c.input_meta(0).sizes;
-      int64_t d = wrap_dim(c.attrs.i(1), static_cast<int64_t>(in_sizes.size()), "split_with_sizes");
-      return {split_backward(g, in_sizes, c.attrs.ints(0), d)};
+      int64_t d = wrap_dim(c.attrs.i("dim"), static_cast<int64_t>(in_sizes.size()), "split_with_sizes");
+      return {split_backward(g, in_sizes, c.attrs.ints("split_sizes"), d)};
     });
 
 // unbind(self, dim): the select views of every index of `dim`; backward stacks the gradients in one op.
@@ -414,8 +425,8 @@ FLOW_OP(unbind)
     .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
-      FLOW_INDEX_CHECK(t.dim() > 0, "Dimension specified as ", a.i(0), " but tensor has no dimensions");
-      int64_t d = wrap_dim(a.i(0), t.dim(), "unbind");
+      FLOW_INDEX_CHECK(t.dim() > 0, "Dimension specified as ", a.i("dim"), " but tensor has no dimensions");
+      int64_t d = wrap_dim(a.i("dim"), t.dim(), "unbind");
       Shape s = t.sizes(), st = t.strides();
       int64_t step = st[d];
       s.erase(s.begin() + d);
@@ -427,7 +438,7 @@ FLOW_OP(unbind)
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Shape& in_sizes = c.input_meta(0).sizes;
-      int64_t d = wrap_dim(c.attrs.i(0), static_cast<int64_t>(in_sizes.size()), "unbind");
+      int64_t d = wrap_dim(c.attrs.i("dim"), static_cast<int64_t>(in_sizes.size()), "unbind");
       TensorList pieces(g.size());
       for (size_t i = 0; i < g.size(); ++i)
         if (g[i].defined()) pieces[i] = ops::unsqueeze(g[i], d);
@@ -442,8 +453,8 @@ FLOW_OP(select)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
       FLOW_INDEX_CHECK(t.dim() > 0, "select() cannot be applied to a 0-dim tensor.");
-      int64_t d = wrap_dim(a.i(0), t.dim(), "select");
-      int64_t size = t.sizes()[d], idx = a.i(1);
+      int64_t d = wrap_dim(a.i("dim"), t.dim(), "select");
+      int64_t size = t.sizes()[d], idx = a.i("index");
       FLOW_INDEX_CHECK(idx >= -size && idx < size, "select(): index ", idx, " out of range for tensor of size ",
                        shape_str(t.sizes()), " at dimension ", d);
       if (idx < 0) idx += size;
@@ -454,7 +465,7 @@ FLOW_OP(select)
       return {make_view(t, s, st, off)};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      int64_t d = c.attrs.i(0), idx = c.attrs.i(1);
+      int64_t d = c.attrs.i("dim"), idx = c.attrs.i("index");
       const Shape& in_sizes = c.input_meta(0).sizes;
       int64_t dd = wrap_dim(d, static_cast<int64_t>(in_sizes.size()), "select");
       if (idx < 0) idx += in_sizes[dd];
@@ -471,10 +482,10 @@ FLOW_OP(diagonal)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
       // torch's errors: the dims are checked like any dim argument (IndexError)
-      FLOW_INDEX_CHECK(t.dim() > 0, "Dimension specified as ", a.i(1), " but tensor has no dimensions");
-      int64_t off = a.i(0);
-      int64_t d1 = wrap_dim(a.i(1), t.dim(), "diagonal"), d2 = wrap_dim(a.i(2), t.dim(), "diagonal");
-      FLOW_RUNTIME_CHECK(d1 != d2, "diagonal dimensions cannot be identical ", a.i(1), ", ", a.i(2));
+      FLOW_INDEX_CHECK(t.dim() > 0, "Dimension specified as ", a.i("dim1"), " but tensor has no dimensions");
+      int64_t off = a.i("offset");
+      int64_t d1 = wrap_dim(a.i("dim1"), t.dim(), "diagonal"), d2 = wrap_dim(a.i("dim2"), t.dim(), "diagonal");
+      FLOW_RUNTIME_CHECK(d1 != d2, "diagonal dimensions cannot be identical ", a.i("dim1"), ", ", a.i("dim2"));
       int64_t n1 = t.sizes()[d1], n2 = t.sizes()[d2];
       int64_t len, start = t.offset();
       if (off >= 0) {
@@ -497,8 +508,8 @@ FLOW_OP(diagonal)
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       const Shape& in_sizes = c.input_meta(0).sizes;
       return {ops::call1("diagonal_backward", {g[0]},
-                         {std::vector<int64_t>(in_sizes.begin(), in_sizes.end()), c.attrs.i(0), c.attrs.i(1),
-                          c.attrs.i(2)})};
+                         {std::vector<int64_t>(in_sizes.begin(), in_sizes.end()), c.attrs.i("offset"),
+                          c.attrs.i("dim1"), c.attrs.i("dim2")})};
     });
 
 FLOW_OP(diagonal_backward)
@@ -506,13 +517,13 @@ FLOW_OP(diagonal_backward)
     .traits(kBackwardHelper)
     .meta_from_compute()
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      Shape sizes(a.ints(0).begin(), a.ints(0).end());
+      Shape sizes(a.ints("input_sizes").begin(), a.ints("input_sizes").end());
       return {scatter_into_zeros(in[0], sizes, [&](const Tensor& z) {
-        return ops::call1("diagonal", {z}, {a.i(1), a.i(2), a.i(3)});
+        return ops::call1("diagonal", {z}, {a.i("offset"), a.i("dim1"), a.i("dim2")});
       })};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
-      return {ops::call1("diagonal", {g[0]}, {c.attrs.i(1), c.attrs.i(2), c.attrs.i(3)})};
+      return {ops::call1("diagonal", {g[0]}, {c.attrs.i("offset"), c.attrs.i("dim1"), c.attrs.i("dim2")})};
     });
 
 FLOW_OP(as_strided)
@@ -522,9 +533,9 @@ FLOW_OP(as_strided)
     .save_inputs({0})
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& t = in[0];
-      Shape s(a.ints(0).begin(), a.ints(0).end()), st(a.ints(1).begin(), a.ints(1).end());
+      Shape s(a.ints("size").begin(), a.ints("size").end()), st(a.ints("stride").begin(), a.ints("stride").end());
       FLOW_RUNTIME_CHECK(s.size() == st.size(), "as_strided: mismatch in length of strides and shape");
-      int64_t off = a.none(2) ? t.offset() : a.i(2);
+      int64_t off = a.none("storage_offset") ? t.offset() : a.i("storage_offset");
       FLOW_RUNTIME_CHECK(off >= 0, "as_strided: Tensor: invalid storage offset ", off);
       int64_t max_el = off;
       for (size_t i = 0; i < s.size(); ++i) {
@@ -544,8 +555,8 @@ FLOW_OP(as_strided)
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor inp = c.input(0);
-      int64_t off = c.attrs.none(2) ? inp.offset() : c.attrs.i(2);
-      return {ops::call1("as_strided_backward", {g[0], inp}, {c.attrs.at(0), c.attrs.at(1), off})};
+      int64_t off = c.attrs.none("storage_offset") ? inp.offset() : c.attrs.i("storage_offset");
+      return {ops::call1("as_strided_backward", {g[0], inp}, {c.attrs.at("size"), c.attrs.at("stride"), off})};
     });
 
 // Gradient of as_strided for an input laid out contiguously from its own offset: scatter-add into zeros.
@@ -561,8 +572,8 @@ FLOW_OP(as_strided_backward)
       FLOW_RUNTIME_CHECK(inp.is_contiguous(), "as_strided backward: only supported for inputs that were contiguous");
       Tensor z = ops::zeros({inp.numel()}, grad.dtype(), grad.device());
       Tensor gc = ops::contiguous(grad);
-      const auto& s = a.ints(0);
-      const auto& st = a.ints(1);
+      const auto& s = a.ints("size");
+      const auto& st = a.ints("stride");
       FLOW_RUNTIME_CHECK(s.size() == st.size(), "as_strided_backward: size ", shape_str(s), " and stride ",
                          shape_str(st), " differ in length");
       int64_t n_view = 1;
@@ -571,7 +582,7 @@ FLOW_OP(as_strided_backward)
                            shape_str(s));
       FLOW_RUNTIME_CHECK(n_view == grad.numel(), "as_strided_backward: grad of ", grad.numel(),
                          " elements for a view of size ", shape_str(s));
-      int64_t rel = a.i(2) - inp.offset();
+      int64_t rel = a.i("storage_offset") - inp.offset();
       dispatch_floating(grad.dtype(), "as_strided_backward", [&](auto tag) {
         using T = typename decltype(tag)::type;
         T* zp = z.data<T>();
@@ -607,24 +618,25 @@ FLOW_OP(view_scatter)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Tensor out = empty(in[0].sizes(), in[0].dtype(), in[0].device());
       ops::copy_into(out, in[0]);
-      Shape s(a.ints(0).begin(), a.ints(0).end()), st(a.ints(1).begin(), a.ints(1).end());
+      Shape s(a.ints("size").begin(), a.ints("size").end()), st(a.ints("stride").begin(), a.ints("stride").end());
       FLOW_RUNTIME_CHECK(s.size() == st.size(), "view_scatter: size ", shape_str(s), " and stride ", shape_str(st),
                          " differ in length");
-      FLOW_INDEX_CHECK(region_in_bounds(s, st, a.i(2), out.numel()), "view_scatter: region out of bounds");
-      ops::copy_into(make_view(out, s, st, out.offset() + a.i(2)), in[1]);
+      FLOW_INDEX_CHECK(region_in_bounds(s, st, a.i("offset"), out.numel()), "view_scatter: region out of bounds");
+      ops::copy_into(make_view(out, s, st, out.offset() + a.i("offset")), in[1]);
       return {out};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor gc = ops::contiguous(g[0]);
-      const auto& s = c.attrs.ints(0);
+      const auto& s = c.attrs.ints("size");
       Tensor gb, gs;
       if (c.needs(0)) {
         Tensor z = ops::zeros(Shape(s.begin(), s.end()), g[0].dtype(), g[0].device());
-        gb = ops::call1("view_scatter", {gc, z}, {c.attrs.at(0), c.attrs.at(1), c.attrs.at(2)});
+        gb = ops::call1("view_scatter", {gc, z}, {c.attrs.at("size"), c.attrs.at("stride"), c.attrs.at("offset")});
       }
       if (c.needs(1))
-        gs = ops::as_strided(gc, Shape(s.begin(), s.end()), Shape(c.attrs.ints(1).begin(), c.attrs.ints(1).end()),
-                             gc.offset() + c.attrs.i(2));
+        gs = ops::as_strided(gc, Shape(s.begin(), s.end()),
+                             Shape(c.attrs.ints("stride").begin(), c.attrs.ints("stride").end()),
+                             gc.offset() + c.attrs.i("offset"));
       return {gb, gs};
     });
 
@@ -638,15 +650,15 @@ FLOW_OP(strided_view)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       const Tensor& b = in[0];
       FLOW_RUNTIME_CHECK(b.is_contiguous(), "strided_view: base must be contiguous");
-      Shape s(a.ints(0).begin(), a.ints(0).end()), st(a.ints(1).begin(), a.ints(1).end());
+      Shape s(a.ints("size").begin(), a.ints("size").end()), st(a.ints("stride").begin(), a.ints("stride").end());
       FLOW_RUNTIME_CHECK(s.size() == st.size(), "strided_view: size ", shape_str(s), " and stride ", shape_str(st),
                          " differ in length");
-      FLOW_INDEX_CHECK(region_in_bounds(s, st, a.i(2), b.numel()), "strided_view: region out of bounds");
-      return {make_view(b, s, st, b.offset() + a.i(2))};
+      FLOW_INDEX_CHECK(region_in_bounds(s, st, a.i("offset"), b.numel()), "strided_view: region out of bounds");
+      return {make_view(b, s, st, b.offset() + a.i("offset"))};
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
       Tensor z = ops::zeros(c.input_meta(0).sizes, g[0].dtype(), g[0].device());
-      return {ops::call1("view_scatter", {z, g[0]}, {c.attrs.at(0), c.attrs.at(1), c.attrs.at(2)})};
+      return {ops::call1("view_scatter", {z, g[0]}, {c.attrs.at("size"), c.attrs.at("stride"), c.attrs.at("offset")})};
     });
 
 }  // namespace flow
@@ -697,11 +709,11 @@ FLOW_OP(view_dtype)
     .schema("view_dtype(Tensor self, ScalarType dtype) -> Tensor")
     .traits(kView)
     .meta([](const TensorList& in, const Attrs& a) -> std::vector<TensorMeta> {
-      return {{dtype_view(in[0], a.dtype(0)).sizes, a.dtype(0), in[0].device()}};
+      return {{dtype_view(in[0], a.dtype("dtype")).sizes, a.dtype("dtype"), in[0].device()}};
     })
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      DtypeView v = dtype_view(in[0], a.dtype(0));
-      return {make_view(in[0], v.sizes, v.strides, v.offset, a.dtype(0))};
+      DtypeView v = dtype_view(in[0], a.dtype("dtype"));
+      return {make_view(in[0], v.sizes, v.strides, v.offset, a.dtype("dtype"))};
     });
 
 }  // namespace flow

@@ -181,7 +181,8 @@ void Plan::finalize() {
       }
     }
     Attrs a = st.attrs;
-    if (def.device_attr >= 0 && !a.none(def.device_attr)) real = a.device(def.device_attr);
+    if (def.device_attr >= 0)
+      if (const auto* d = std::get_if<Device>(&a.values[def.device_attr])) real = *d;
     if (def.device_attr >= 0) a.values[def.device_attr] = Device{DeviceType::Meta, -1};
     TensorList out;
     if (known) {
