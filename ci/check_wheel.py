@@ -281,22 +281,27 @@ def check_isa(path, elf, data, problems):
         tmp.flush()
         out = subprocess.run([objdump, "-d", "-C", "--no-show-raw-insn", tmp.name], capture_output=True,
                              text=True, check=True).stdout
-    # function start address -> its instructions
-    starts = {value: name for name, _, _, _, value in elf.functions}
+    # exported function start -> (end, demangled name, whether it has AVX code); a stripped library has no
+    # labels for its local functions, so an instruction counts only inside its function's [start, start + size)
+    bounds = {value: value + size for _, _, _, size, value in elf.functions}
     demangled = {}
     current = None
     for line in out.splitlines():
         m = re.match(r"^([0-9a-f]+) <(.*)>:$", line)
         if m:
             addr = int(m.group(1), 16)
-            current = addr if addr in starts else None
+            current = addr if addr in bounds else None
             if current is not None:
                 demangled[current] = [m.group(2), False]
             continue
-        if current is not None and not demangled[current][1]:
-            parts = line.split("\t")
-            if len(parts) >= 2 and re.match(r"\s*v[a-z]", parts[-1]) and "vmcall" not in parts[-1]:
-                demangled[current][1] = True
+        if current is None or demangled[current][1]:
+            continue
+        parts = line.split("\t")
+        m = re.match(r"^\s*([0-9a-f]+):", parts[0])
+        if not m or int(m.group(1), 16) >= bounds[current]:
+            continue
+        if len(parts) >= 2 and re.match(r"\s*v[a-z]", parts[-1]) and "vmcall" not in parts[-1]:
+            demangled[current][1] = True
     for name, avx in demangled.values():
         if avx and not DISPATCHED.search(name):
             problems.append(f"{path}: exported function {name} uses AVX instructions outside the dispatched "
@@ -368,7 +373,8 @@ def retag(wheel, platform):
     with zipfile.ZipFile(wheel) as src:
         dist_info = next(n.split("/")[0] for n in src.namelist() if n.split("/")[0].endswith(".dist-info"))
         wheel_txt = src.read(f"{dist_info}/WHEEL").decode()
-        lines = [ln for ln in wheel_txt.splitlines() if not ln.startswith("Tag:")]
+        # (no blank lines: one would end WHEEL's header block before the Tag lines)
+        lines = [ln for ln in wheel_txt.splitlines() if ln.strip() and not ln.startswith("Tag:")]
         lines += [f"Tag: {p}-{a}-{platform}" for p in py.split(".") for a in abi.split(".")]
         new_wheel = ("\n".join(lines) + "\n").encode()
         digest = base64.urlsafe_b64encode(hashlib.sha256(new_wheel).digest()).rstrip(b"=").decode()
@@ -399,9 +405,9 @@ def oldest_tag(wheel, isa):
     problems = []
     for minor, *_ in POLICY:
         tag = f"manylinux_2_{minor}_x86_64"
-        problems, _ = check_wheel(wheel, tag, isa)
+        problems, _ = check_wheel(wheel, tag)  # the instruction check does not depend on the tag: once, below
         if not problems:
-            return tag, []
+            return tag, check_wheel(wheel, tag, isa)[0] if isa else []
     return None, problems
 
 
@@ -415,12 +421,13 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.retag == "auto":
         tag, problems = oldest_tag(args.wheel, args.check_isa)
-        if tag is None:
+        if tag is None or problems:
             print(f"check_wheel: {os.path.basename(args.wheel)} passes as no manylinux tag:", file=sys.stderr)
             for p in problems:
                 print("  " + p, file=sys.stderr)
             return 1
-        args.retag = tag
+        print(retag(args.wheel, tag))
+        return 0
     problems, platform = check_wheel(args.wheel, args.retag or args.tag, args.check_isa)
     if problems:
         print(f"check_wheel: {os.path.basename(args.wheel)} fails as {platform}:", file=sys.stderr)

@@ -46,7 +46,7 @@ def _wheel(tmp_path, so, metadata, tag="linux_x86_64"):
     path = tmp_path / f"flow_core-0.1.0-cp311-cp311-{tag}.whl"
     di = "flow_core-0.1.0.dist-info"
     files = {"oneflow/libx.so": so, f"{di}/METADATA": metadata.encode(),
-             f"{di}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-{tag}\n".encode(),
+             f"{di}/WHEEL": f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n\nTag: cp311-cp311-{tag}\n".encode(),
              f"{di}/licenses/LICENSE": b"Apache-2.0\n"}
     with zipfile.ZipFile(path, "w") as z:
         record = []
@@ -87,6 +87,7 @@ def test_good_wheel_passes_and_retags(tmp_path):
     with zipfile.ZipFile(out) as z:
         info = z.read("flow_core-0.1.0.dist-info/WHEEL").decode()
         assert "Tag: cp311-cp311-manylinux_2_17_x86_64" in info and "linux_x86_64\n" not in info.replace("manylinux_2_17_x86_64", "")
+        assert "\n\n" not in info  # a blank line would end the header block before the tag
         record = z.read("flow_core-0.1.0.dist-info/RECORD").decode()
         digest = base64.urlsafe_b64encode(hashlib.sha256(info.encode()).digest()).rstrip(b"=").decode()
         assert f"flow_core-0.1.0.dist-info/WHEEL,sha256={digest},{len(info)}" in record
