@@ -6,8 +6,11 @@ them with their traits.
 """
 import builtins as _builtins
 
-from . import _C
-from ._C import (  # noqa: F401
+from ._editable import load_core as _load_core
+
+_C = _load_core()  # an editable install's rebuild announces itself; a named dev build wins (_editable.py)
+del _load_core
+from ._C import (  # noqa: E402,F401
     dtype,
     device,
     bool,
