@@ -3,12 +3,12 @@
 // A portable build (the default; CMake defines FLOW_CPU_DISPATCH) compiles the library for the x86-64-v2
 // baseline and, in addition, every parallel_for body (elementwise, reductions, normalisation, optimizer
 // steps: parallel.h) for AVX2+FMA, and for AVX-512 too with FLOW_CPU_DISPATCH_AVX512 (CMake option
-// FLOW_DISPATCH_AVX512: each variant adds a baseline's worth of compile time to those files, and on the
-// CPUs measured the 512-bit variant was not faster: see CMakeLists.txt). The hand-written AVX2 kernels
-// (the packed GEMMs, Winograd) are compiled for AVX2+FMA only, between FLOW_AVX2_BEGIN/END. The variant is chosen once,
-// at the first call, from what the CPU supports (__builtin_cpu_supports), so one wheel runs on any x86-64-v2 machine
-// and still uses the wide units where they exist. A native build (FLOW_NATIVE=ON) compiles everything for
-// the build machine instead (-march=native) and dispatches nothing.
+// FLOW_DISPATCH_AVX512; each variant costs about one more compile of those files: see CMakeLists.txt). The
+// hand-written AVX2 kernels (the packed GEMMs, Winograd) are compiled for AVX2+FMA only, between
+// FLOW_AVX2_BEGIN/END. The variant is chosen once, at the first call, from what the CPU supports
+// (__builtin_cpu_supports), so one wheel runs on any x86-64-v2 machine and still uses the wide units where
+// they exist. A native build (FLOW_NATIVE=ON) compiles everything for the build machine instead
+// (-march=native) and dispatches nothing.
 //
 // Only the variant's own code may use the wider instructions: functions and templates defined between
 // FLOW_AVX2_BEGIN and FLOW_AVX2_END get that target, so every header shared with baseline code must be
