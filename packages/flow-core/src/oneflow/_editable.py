@@ -70,8 +70,8 @@ def load_core():
 
     def notice():
         told.set()
-        print(f"oneflow: the editable install is bringing its C++ extension up to date in {finder.path} (cmake --build; "
-              "SKBUILD_EDITABLE_VERBOSE=1 shows its output)...", file=sys.stderr, flush=True)
+        print(f"oneflow: the editable install is bringing its C++ extension up to date in {finder.path} "
+              "(cmake --build; SKBUILD_EDITABLE_VERBOSE=1 shows its output)...", file=sys.stderr, flush=True)
 
     timer = threading.Timer(NOTICE_AFTER, notice)
     timer.daemon = True
