@@ -48,6 +48,8 @@ bn = F.batch_norm(bx, None, None, training=True)
 bn.pow(3).sum().backward()
 out["bn"], out["bn_gx"] = bn.detach().numpy(), bx.grad.numpy()
 out["ln"] = F.layer_norm(t(64, 256), (256,)).numpy()
+mp, mi = F.max_pool2d(t(4, 8, 16, 32), 2, return_indices=True)  # the 2x2 pool's AVX2 rows
+out["maxpool"], out["maxpool_idx"] = mp.numpy(), mi.numpy()
 out["softmax"] = F.softmax(t(64, 1000), dim=1).numpy()
 out["half"] = (x * 100).half().float().numpy()
 out["bf16"] = (x * 100).bfloat16().float().numpy()
@@ -101,11 +103,11 @@ def test_baseline_request_lowers_the_level(runs):
 
 
 @pytest.mark.parametrize("key", ["add", "bcast", "exp_relu", "f64", "sum_rows", "sum_cols", "max", "mean", "mm_tn",
-                                 "mm_rows", "bmm", "conv", "conv_gx", "conv_gw", "bn", "bn_gx", "ln", "softmax",
+                                 "mm_rows", "bmm", "conv", "conv_gx", "conv_gw", "bn", "bn_gx", "ln", "maxpool", "maxpool_idx", "softmax",
                                  "half", "bf16", "lstm", "adam"])
 def test_variants_agree(runs, key):
     best, base = runs
-    if key in ("half", "bf16", "max"):  # exact: conversions and comparisons do not round differently
+    if key in ("half", "bf16", "max", "maxpool", "maxpool_idx"):  # exact: conversions and comparisons do not round differently
         np.testing.assert_array_equal(best[key], base[key])
     else:  # FMA contraction and vector widths change the last bits of sums only
         scale = max(1.0, float(np.abs(base[key]).max()))
