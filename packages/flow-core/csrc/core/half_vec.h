@@ -7,11 +7,29 @@
 
 #include "half.h"
 
+#include "cpu_isa.h"
+
 #if defined(__AVX2__) && defined(__F16C__)
 #include <immintrin.h>
+#define FLOW_HALF_VEC_DISPATCH 0
+#elif defined(FLOW_CPU_DISPATCH) && FLOW_KERNELS_AVX2
+// a portable build: the eight-lane loops are compiled for AVX2 + F16C in half_vec.cpp
+#define FLOW_HALF_VEC_DISPATCH 1
+#else
+#define FLOW_HALF_VEC_DISPATCH 0
 #endif
 
 namespace flow {
+
+#if FLOW_HALF_VEC_DISPATCH
+namespace half_vec_detail {
+// The vector part of the runs below (AVX2 + F16C; cpu_isa() >= kAvx2 only): returns how many leading
+// elements it converted, the rest is left to the scalar loop.
+int64_t float_to_half_avx2(const float* s, Half* d, int64_t n);
+int64_t half_to_float_avx2(const Half* s, float* d, int64_t n);
+int64_t float_to_bfloat16_avx2(const float* s, BFloat16* d, int64_t n);
+}  // namespace half_vec_detail
+#endif
 
 inline void float_to_half_run(const float* s, Half* d, int64_t n) {
   int64_t i = 0;
@@ -19,6 +37,8 @@ inline void float_to_half_run(const float* s, Half* d, int64_t n) {
   for (; i + 8 <= n; i += 8)
     _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
                      _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+#elif FLOW_HALF_VEC_DISPATCH
+  if (cpu_isa() >= CpuIsa::kAvx2) i = half_vec_detail::float_to_half_avx2(s, d, n);
 #endif
   for (; i < n; ++i) d[i] = Half(s[i]);
 }
@@ -28,6 +48,8 @@ inline void half_to_float_run(const Half* s, float* d, int64_t n) {
 #if defined(__AVX2__) && defined(__F16C__)
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+#elif FLOW_HALF_VEC_DISPATCH
+  if (cpu_isa() >= CpuIsa::kAvx2) i = half_vec_detail::half_to_float_avx2(s, d, n);
 #endif
   for (; i < n; ++i) d[i] = static_cast<float>(s[i]);
 }
@@ -49,6 +71,8 @@ inline void float_to_bfloat16_run(const float* s, BFloat16* d, int64_t n) {
     __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(h[0], h[1]), 0xD8);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), packed);
   }
+#elif FLOW_HALF_VEC_DISPATCH
+  if (cpu_isa() >= CpuIsa::kAvx2) i = half_vec_detail::float_to_bfloat16_avx2(s, d, n);
 #endif
   for (; i < n; ++i) d[i] = BFloat16(s[i]);
 }

@@ -2,14 +2,14 @@
 // unbatched inputs share one op): max_pool (with indices), avg_pool, adaptive_avg_pool, adaptive_max_pool.
 // Spatial dims are padded to 3 from the left; loops run OpenMP over planes. Gradients are helper ops whose
 // own gradients close the loop (max: scatter <-> gather by indices; avg: pool <-> its adjoint).
+#include <immintrin.h>
 #include <cmath>
 #include <cstring>
+
 #include <limits>
-#ifdef __AVX2__
-#include <immintrin.h>
-#endif
 #include <type_traits>
 
+#include "../core/cpu_isa.h"
 #include "../kernels/cpu/parallel.h"
 #include "functions.h"
 
@@ -206,12 +206,13 @@ inline void max_step(T v, int64_t li, T& best, int64_t& bi) {
   }
 }
 
-#ifdef __AVX2__
+#if FLOW_KERNELS_AVX2
+FLOW_AVX2_BEGIN  // compiled for AVX2 (cpu_isa.h); called only where the CPU has it
 // Eight outputs of one float 2x2 row at a time, with the scalar steps' order and NaN rule: the window's four
 // values come deinterleaved from two rows, each step a compare-and-blend; the winner's position is kept as a
 // code (0..3) and widened to int64 indices at the end. Returns how many outputs it wrote (a multiple of 8).
-inline int64_t max_pool_2x2_row_avx2(const float* r0, const float* r1, float* yr, int64_t* ir, int64_t rowbase,
-                                     int64_t win, int64_t wout) {
+    inline int64_t max_pool_2x2_row_avx2(const float* r0, const float* r1, float* yr, int64_t* ir, int64_t rowbase,
+                                         int64_t win, int64_t wout) {
   auto split = [](const float* p, __m256& even, __m256& odd) {
     __m256 lo = _mm256_loadu_ps(p), hi = _mm256_loadu_ps(p + 8);
     // in-lane shuffles leave the outputs in order 0 1 4 5 2 3 6 7; the 64-bit permute restores 0..7
@@ -249,6 +250,7 @@ inline int64_t max_pool_2x2_row_avx2(const float* r0, const float* r1, float* yr
   }
   return o2;
 }
+FLOW_AVX2_END
 #endif
 
 // The CNN pool: 2x2 windows, stride 2, no padding, every window inside the input: four branch-free steps per
@@ -267,8 +269,9 @@ void max_pool_2x2_loop(const PoolPlan& pl, const T* x, T* y, int64_t* idx) {
       int64_t* ir = idx + pi * op + o1 * wout;
       const int64_t rowbase = 2 * o1 * win;
       int64_t o2 = 0;
-#ifdef __AVX2__
-      if constexpr (std::is_same_v<T, float>) o2 = max_pool_2x2_row_avx2(r0, r1, yr, ir, rowbase, win, wout);
+#if FLOW_KERNELS_AVX2
+      if constexpr (std::is_same_v<T, float>)
+        if (cpu_isa() >= CpuIsa::kAvx2) o2 = max_pool_2x2_row_avx2(r0, r1, yr, ir, rowbase, win, wout);
 #endif
       for (; o2 < wout; ++o2) {
         const int64_t li = rowbase + 2 * o2;

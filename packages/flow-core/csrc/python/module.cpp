@@ -2,6 +2,7 @@
 #include <nanobind/stl/string.h>
 #include "../autograd/grad_mode.h"
 #include "../core/allocator.h"
+#include "../core/cpu_isa.h"
 #include "../kernels/cpu/parallel.h"
 
 #include "bind.h"
@@ -44,6 +45,9 @@ NB_MODULE(_C, m) {
   m.def("cuda_is_built", &cuda_is_built);
   // The libstdc++ ABI this build uses: plugins must compile with the same (oneflow.sysconfig).
   m.def("_cxx11_abi", []() { return static_cast<int>(_GLIBCXX_USE_CXX11_ABI); });
+  // The SIMD level the CPU kernels run at (PyTorch's names) and how the library was compiled (cpu_isa.h).
+  m.def("_cpu_capability", []() { return std::string(cpu_isa_name(cpu_isa())); });
+  m.def("_build_isa", []() { return std::string(build_isa()); });
   m.def("_allocator_stats", []() {
     auto s = cpu_allocator_stats();
     nb::dict d;

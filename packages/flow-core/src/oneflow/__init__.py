@@ -6,8 +6,11 @@ them with their traits.
 """
 import builtins as _builtins
 
-from . import _C
-from ._C import (  # noqa: F401
+from ._editable import load_core as _load_core
+
+_C = _load_core()  # an editable install's rebuild announces itself; a named dev build wins (_editable.py)
+del _load_core
+from ._C import (  # noqa: E402,F401
     dtype,
     device,
     bool,
@@ -108,6 +111,7 @@ from . import profiler  # noqa: E402,F401
 from .autograd import profiler as _autograd_profiler  # noqa: E402  (PyTorch's torch.autograd.profiler)
 del _autograd_profiler
 from . import compiler, jit, multiprocessing, ops, return_types, signal, sysconfig, testing  # noqa: E402,F401
+from . import __config__  # noqa: E402,F401  (torch.__config__: show() says how this core was built)
 from .compiler import compile  # noqa: E402,F401  (runs eagerly: there is no graph compiler yet)
 
 

@@ -31,6 +31,22 @@ def with_cuda():
     return bool(_C.cuda_is_built())
 
 
+def get_build_isa():
+    """How the core's CPU code was compiled: ``'x86-64-v2+dispatch(avx2)'`` for the portable build (the
+    default; ``'...(avx2,avx512)'`` with the AVX-512 variant too), whose kernels pick their instruction set when
+    the library loads, or ``'native'`` for a ``FLOW_NATIVE=ON`` build, which was compiled for the build
+    machine's CPU (``-march=native``) and may not run on another."""
+    return _C._build_isa()
+
+
+def get_kernel_capability():
+    """The instruction set the core's own CPU kernels run at here, in PyTorch's names (``'DEFAULT'``,
+    ``'AVX2'``, ``'AVX512'``): the strongest variant of this build that the CPU supports, lowered by the
+    environment variable ``FLOW_CPU_CAPABILITY`` (``default``, ``avx2``) when it is set at startup.
+    :func:`oneflow.backends.cpu.get_cpu_capability` reports what the CPU itself supports."""
+    return _C._cpu_capability()
+
+
 def get_compile_flags():
     """Compiler flags for a plugin: the include path, the language standard and the ABI of this build."""
     flags = [f"-I{get_include()}", "-std=c++17", "-fPIC", "-fopenmp",

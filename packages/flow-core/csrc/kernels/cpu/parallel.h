@@ -9,6 +9,8 @@
 #include <omp.h>
 #endif
 
+#include "../../core/cpu_isa.h"
+
 namespace flow {
 
 constexpr int64_t kParallelGrain = 32768;
@@ -20,6 +22,8 @@ void set_num_threads(int n);
 // the threads OpenMP actually grants (OMP_THREAD_LIMIT or OMP_DYNAMIC may give fewer than asked), and an
 // exception thrown by f on any thread is rethrown here after the region: one leaving an OpenMP region would
 // terminate the process.
+// Each f(begin, end) runs as the variant of cpu_isa() (core/cpu_isa.h): every kernel written as a
+// parallel_for body is compiled for the baseline, AVX2 and AVX-512 in a portable build.
 template <typename F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
   if (n <= 0) return;
@@ -35,7 +39,7 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
       int64_t per = (n + got - 1) / got;
       int64_t b = tid * per, e = std::min(n, b + per);
       try {
-        if (b < e) f(b, e);
+        if (b < e) with_cpu_isa([&] { f(b, e); });
       } catch (...) {
 #pragma omp critical(flow_parallel_for_error)
         if (!err) err = std::current_exception();
@@ -45,7 +49,7 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
     return;
   }
 #endif
-  f(int64_t(0), n);
+  with_cpu_isa([&] { f(int64_t(0), n); });
 }
 
 }  // namespace flow

@@ -1,6 +1,6 @@
 // The 6x16 AVX2 register block and the helpers shared by the packed GEMMs (sgemm_packed.cpp: large
 // products; sgemm_small.cpp: batches of small products; sgemm_pack.cpp: the packing routines). Include only
-// where __AVX2__ and __FMA__ are defined.
+// where FLOW_KERNELS_AVX2 is set (cpu_isa.h); what it defines is compiled for AVX2 + FMA.
 #pragma once
 #include <immintrin.h>
 
@@ -8,9 +8,11 @@
 #include <cstdlib>
 #include <memory>
 
+#include "../../core/cpu_isa.h"
 #include "../../core/error.h"
 #include "sgemm_packed.h"
 
+FLOW_AVX2_BEGIN
 namespace flow::sgemm_detail {
 
 constexpr int64_t MR = kSgemmMR, NR = kSgemmNR;
@@ -126,3 +128,4 @@ void pack_b(const float* B, int64_t ldb, int64_t j0, int64_t nc, int64_t p0, int
 void pack_bt(const float* Bt, int64_t ldb, int64_t N, int64_t K, float* out);
 
 }  // namespace flow::sgemm_detail
+FLOW_AVX2_END

@@ -4,8 +4,11 @@
 
 #include "sgemm_packed.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#include "../../core/cpu_isa.h"
+#if FLOW_KERNELS_AVX2
 #include "sgemm_microkernel.h"
+
+FLOW_AVX2_BEGIN
 
 namespace flow::sgemm_detail {
 
@@ -116,4 +119,5 @@ void pack_bt(const float* Bt, int64_t ldb, int64_t N, int64_t K, float* out) {
 
 }  // namespace flow::sgemm_detail
 
+FLOW_AVX2_END
 #endif

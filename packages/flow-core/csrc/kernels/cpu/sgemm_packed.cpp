@@ -4,18 +4,40 @@
 #include <cstdlib>
 #include <vector>
 
+#include "../../core/cpu_isa.h"
 #include "../../core/error.h"
 #include "gemm.h"
 #include "parallel.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if FLOW_KERNELS_AVX2
 #define FLOW_PACKED_SGEMM 1
 #include "sgemm_microkernel.h"
 #endif
 
 namespace flow {
 
+bool packed_sgemm_available() { return FLOW_KERNELS_AVX2 && cpu_isa() >= CpuIsa::kAvx2; }
+
+PackedB::PackedB(const float* B, int64_t ldb, bool tb, int64_t K, int64_t N)
+    : K_(K), N_(N), kb_(K), data_(nullptr, [](float* p) { std::free(p); }) {
+  if (packed_sgemm_available()) {
+    pack_own(B, ldb, tb);
+    return;
+  }
+  // Without the kernel, "packing" keeps a dense row-major copy of op(B) for the library GEMM.
+  data_.reset(static_cast<float*>(std::malloc(sizeof(float) * K * N)));
+  FLOW_CHECK(data_ != nullptr, Runtime, "matmul: out of memory for a packed operand");
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j) data_[k * N + j] = tb ? B[j * ldb + k] : B[k * ldb + j];
+}
+
+void PackedB::multiply(int64_t M, const float* A, int64_t lda, float beta, float* C, int64_t ldc) const {
+  if (packed_sgemm_available()) return multiply_own(M, A, lda, beta, C, ldc);
+  if (M > 0) sgemm_rowmajor(false, false, M, N_, K_, 1.f, A, lda, data_.get(), N_, beta, C, ldc);
+}
+
 #ifdef FLOW_PACKED_SGEMM
+FLOW_AVX2_BEGIN
 
 using namespace sgemm_detail;
 
@@ -170,8 +192,8 @@ void sgemm_prepacked_tiles(int64_t t0, int64_t t1, int64_t M, int64_t N, int64_t
 
 }  // namespace
 
-PackedB::PackedB(const float* B, int64_t ldb, bool tb, int64_t K, int64_t N)
-    : K_(K), N_(N), kb_(0), data_(nullptr, [](float* p) { std::free(p); }) {
+void PackedB::pack_own(const float* B, int64_t ldb, bool tb) {
+  const int64_t K = K_, N = N_;
   FLOW_CHECK(K > 0 && N > 0, Runtime, "PackedB: empty operand (", K, " x ", N, ")");
   const int64_t nk = (K + KC - 1) / KC, ntile = (N + NR - 1) / NR;
   kb_ = (K + nk - 1) / nk;
@@ -186,7 +208,7 @@ PackedB::PackedB(const float* B, int64_t ldb, bool tb, int64_t K, int64_t N)
   }
 }
 
-void PackedB::multiply(int64_t M, const float* A, int64_t lda, float beta, float* C, int64_t ldc) const {
+void PackedB::multiply_own(int64_t M, const float* A, int64_t lda, float beta, float* C, int64_t ldc) const {
   if (M <= 0) return;
   const int64_t ntile = (N_ + NR - 1) / NR;
   // Each thread takes whole column tiles, so it only ever reads its own panels; small products stay serial.
@@ -198,8 +220,6 @@ void PackedB::multiply(int64_t M, const float* A, int64_t lda, float beta, float
                             ldc);
   });
 }
-
-bool packed_sgemm_available() { return true; }
 
 void sgemm_microkernel_6x16(int64_t kc, const float* a, const float* b, float* tile) {
   microkernel<false>(kc, a, 0, b, tile, NR);
@@ -248,26 +268,16 @@ void packed_sgemm_rows(int64_t M, int64_t N, int64_t K, float alpha, const float
   });
 }
 
+FLOW_AVX2_END
 #else  // no AVX2/FMA in this build
-
-bool packed_sgemm_available() { return false; }
 
 void packed_sgemm_tn(int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float, float*,
                      int64_t, float*) {}
 void packed_sgemm_rows(int64_t, int64_t, int64_t, float, const float*, int64_t, bool, const float*, int64_t, float,
                        float*, int64_t) {}
 void sgemm_microkernel_6x16(int64_t, const float*, const float*, float*) {}
-// Without the kernel, "packing" keeps a dense row-major copy of op(B) for the library GEMM.
-PackedB::PackedB(const float* B, int64_t ldb, bool tb, int64_t K, int64_t N)
-    : K_(K), N_(N), kb_(K),
-      data_(static_cast<float*>(std::malloc(sizeof(float) * K * N)), [](float* p) { std::free(p); }) {
-  FLOW_CHECK(data_ != nullptr, Runtime, "matmul: out of memory for a packed operand");
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t j = 0; j < N; ++j) data_[k * N + j] = tb ? B[j * ldb + k] : B[k * ldb + j];
-}
-void PackedB::multiply(int64_t M, const float* A, int64_t lda, float beta, float* C, int64_t ldc) const {
-  if (M > 0) sgemm_rowmajor(false, false, M, N_, K_, 1.f, A, lda, data_.get(), N_, beta, C, ldc);
-}
+void PackedB::pack_own(const float*, int64_t, bool) {}
+void PackedB::multiply_own(int64_t, const float*, int64_t, float, float*, int64_t) const {}
 
 #endif
 

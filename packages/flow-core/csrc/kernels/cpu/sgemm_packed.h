@@ -9,7 +9,7 @@
 
 namespace flow {
 
-// Whether this build has the kernel (compiled with AVX2 and FMA).
+// Whether the kernel runs here: this build has it (compiled for AVX2 and FMA) and the CPU has both.
 bool packed_sgemm_available();
 
 // Row-major C (M x N, ldc) = alpha * A^T @ B + beta * C, where A^T's storage A is K x M (stride lda) and B
@@ -51,6 +51,9 @@ class PackedB {
   void multiply(int64_t M, const float* A, int64_t lda, float beta, float* C, int64_t ldc) const;
 
  private:
+  // the kernel's panels, and the product over them (packed_sgemm_available() only)
+  void pack_own(const float* B, int64_t ldb, bool tb);
+  void multiply_own(int64_t M, const float* A, int64_t lda, float beta, float* C, int64_t ldc) const;
   int64_t K_, N_, kb_;
   std::unique_ptr<float[], void (*)(float*)> data_;
 };

@@ -1,9 +1,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "../../core/cpu_isa.h"
 #include "sgemm_packed.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if FLOW_KERNELS_AVX2
 #define FLOW_SMALL_SGEMM 1
 #include "sgemm_microkernel.h"
 #endif
@@ -11,6 +12,7 @@
 namespace flow {
 
 #ifdef FLOW_SMALL_SGEMM
+FLOW_AVX2_BEGIN
 
 using namespace sgemm_detail;
 
@@ -159,6 +161,7 @@ void packed_sgemm_small(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float
   }
 }
 
+FLOW_AVX2_END
 #else  // no AVX2/FMA in this build
 
 void packed_sgemm_small(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,

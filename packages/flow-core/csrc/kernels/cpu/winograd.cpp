@@ -7,6 +7,7 @@
 namespace flow {
 
 #ifdef FLOW_WINOGRAD
+FLOW_AVX2_BEGIN
 
 namespace {
 
@@ -236,6 +237,20 @@ void run(const float* x, const float* w, int64_t I, bool flip, const float* bias
 
 }  // namespace
 
+void winograd_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const ConvGeom& g) {
+  Wino s = make_wino(x.size(0), x.size(1), w.size(0), x.size(2), x.size(3), g.padding[0], g.padding[1]);
+  run(x.data<float>(), w.data<float>(), w.size(1), false, b.defined() ? b.data<float>() : nullptr, y.data<float>(), s);
+}
+
+void winograd_conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvGeom& g) {
+  // gx = conv(gy, w rotated, channels swapped), padded by 2 - p so it is gx's size again.
+  Wino s = make_wino(gy.size(0), gy.size(1), w.size(1), gy.size(2), gy.size(3), 2 - g.padding[0], 2 - g.padding[1]);
+  run(gy.data<float>(), w.data<float>(), w.size(1), true, nullptr, gx.data<float>(), s);
+}
+
+FLOW_AVX2_END
+
+// baseline code: it decides whether the AVX2 kernels above may run at all
 bool winograd_applicable(const Shape& x, const Shape& w, const ConvGeom& g, bool weight_grad) {
   if (!packed_sgemm_available() || x.size() != 4 || w.size() != 4 || w[2] != 3 || w[3] != 3 || g.groups != 1)
     return false;
@@ -248,11 +263,7 @@ bool winograd_applicable(const Shape& x, const Shape& w, const ConvGeom& g, bool
   // batch 1 at 4x4 with 512 channels runs 6 ms against oneDNN's 3. Where oneDNN has AVX-512 kernels its
   // direct forward and backward-data also beat Winograd on batch 32 at 4x4 (128 tiles; 512 channels, Zen 4,
   // 2 threads: 11.7 -> 9.1 and 13.0 -> 9.2 ms), though not at 8x8 (512 tiles) nor in backward-weight.
-#ifdef __AVX512F__
-  const int64_t min_tiles = weight_grad ? 64 : 256;
-#else
-  const int64_t min_tiles = 64;
-#endif
+  const int64_t min_tiles = cpu_capability() >= CpuIsa::kAvx512 ? (weight_grad ? 64 : 256) : 64;
   if (x[0] * ((OH + 1) / 2) * ((OW + 1) / 2) < min_tiles) return false;
   // The transformed weights take 16/9 of the weight's memory again; past 256 MiB (channels in the
   // thousands) oneDNN's direct kernel, which needs none, is the better trade.
@@ -261,17 +272,6 @@ bool winograd_applicable(const Shape& x, const Shape& w, const ConvGeom& g, bool
   int64_t planes = x[0] * std::max(x[1], w[0]);
   int64_t area = (std::max(H, OH) + 6) * (std::max(W, OW) + 6);
   return planes * area < std::numeric_limits<int32_t>::max();
-}
-
-void winograd_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const ConvGeom& g) {
-  Wino s = make_wino(x.size(0), x.size(1), w.size(0), x.size(2), x.size(3), g.padding[0], g.padding[1]);
-  run(x.data<float>(), w.data<float>(), w.size(1), false, b.defined() ? b.data<float>() : nullptr, y.data<float>(), s);
-}
-
-void winograd_conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvGeom& g) {
-  // gx = conv(gy, w rotated, channels swapped), padded by 2 - p so it is gx's size again.
-  Wino s = make_wino(gy.size(0), gy.size(1), w.size(1), gy.size(2), gy.size(3), 2 - g.padding[0], 2 - g.padding[1]);
-  run(gy.data<float>(), w.data<float>(), w.size(1), true, nullptr, gx.data<float>(), s);
 }
 
 #else  // no AVX2/FMA in this build

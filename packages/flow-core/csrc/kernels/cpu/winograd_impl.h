@@ -2,7 +2,8 @@
 // backward-weight): the geometry as run, the register block's sizes and the scratch helpers. AVX2 + FMA
 // builds only: they define FLOW_WINOGRAD, which the kernels' files test.
 #pragma once
-#if defined(__AVX2__) && defined(__FMA__)
+#include "../../core/cpu_isa.h"
+#if FLOW_KERNELS_AVX2
 #define FLOW_WINOGRAD 1
 #include <immintrin.h>
 
@@ -16,6 +17,7 @@
 #include "parallel.h"
 #include "sgemm_packed.h"
 
+FLOW_AVX2_BEGIN
 namespace flow {
 namespace winograd_detail {
 
@@ -65,5 +67,6 @@ inline int64_t xi_stride(int64_t n) {
 
 }  // namespace winograd_detail
 }  // namespace flow
+FLOW_AVX2_END
 
 #endif  // AVX2 + FMA

@@ -8,6 +8,7 @@
 namespace flow {
 
 #ifdef FLOW_WINOGRAD
+FLOW_AVX2_BEGIN
 
 namespace {
 
@@ -230,6 +231,7 @@ void winograd_conv_backward_weight(const Tensor& gy, const Tensor& x, const Tens
   run_backward_weight(x.data<float>(), gy.data<float>(), gw.data<float>(), s);
 }
 
+FLOW_AVX2_END
 #else  // no AVX2/FMA in this build
 
 void winograd_conv_backward_weight(const Tensor&, const Tensor&, const Tensor&, const ConvGeom&) {}
