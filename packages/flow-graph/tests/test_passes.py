@@ -203,3 +203,37 @@ def test_ir_prints_as_readable_ssa():
     relu = next(line for line in lines if "relu_(" in line)
     assert "# writes %" in relu
     assert lines[-2].startswith("  return {'out': %") and lines[-1] == "}"
+
+
+# ---- copy elision ------------------------------------------------------------------------------------------
+def test_copy_elision_drops_clones_of_unshared_contiguous_intermediates():
+    from oneflow_graph.passes import copy_elision
+
+    def f(x):
+        a = (x * 2).clone()  # x * 2 is read by nothing else: the clone is elided
+        b = x + 1
+        c = b.clone()  # b is returned too: both must stay distinct tensors
+        d = (x * 3).t().clone()  # a non-contiguous source keeps its copy (eager .grad steals only contiguous)
+        c.add_(1)
+        return a, b, c, d
+
+    x = flow.randn(2, 3)
+    ir = trace(f, (x,))
+    assert names(ir).count("clone") == 3
+    assert copy_elision(ir) == {"removed": 1}
+    assert names(ir).count("clone") == 2
+    a, b, c, d = run(ir, x)
+    np.testing.assert_array_equal(a.numpy(), (x * 2).numpy())
+    np.testing.assert_array_equal(c.numpy(), ((x + 1) + 1).numpy())
+    np.testing.assert_array_equal(b.numpy(), (x + 1).numpy())
+    np.testing.assert_array_equal(d.numpy(), (x * 3).t().numpy())
+
+
+def test_copy_elision_removes_the_gradient_copies_of_a_traced_training_step():
+    from models import TrainGraph
+
+    model = flow.nn.Sequential(flow.nn.Linear(3, 4), flow.nn.ReLU(), flow.nn.Linear(4, 2))
+    g = TrainGraph(model, flow.optim.SGD(model.parameters(), lr=0.1))
+    g(flow.randn(5, 3), flow.tensor([0, 1, 1, 0, 1]))
+    report = dict(g._last.report)
+    assert report["copy_elision"]["removed"] >= 2  # the bias gradients at least

@@ -18,7 +18,7 @@ class GraphConfig:
         self._training = bool(mode)
 
     def enable_pass(self, name, mode=True):
-        """Turns the pass ``name`` (``constant_folding``, ``cse``, ``dce``) on or off."""
+        """Turns the pass ``name`` (``constant_folding``, ``cse``, ``dce``, ``copy_elision``) on or off."""
         known = [n for n, _ in _passes.DEFAULT]
         if name not in known:
             raise ValueError(f"unknown graph pass {name!r}; the passes are {known}")

@@ -16,12 +16,14 @@ class Value:
     """One tensor of the IR: ``kind`` is INPUT, VARIABLE, CONSTANT or NODE; ``tensor`` binds a variable or a
     constant; ``alias_of`` is the value whose memory a view output shares (None: its own memory)."""
 
-    __slots__ = ("id", "kind", "shape", "dtype", "device", "name", "tensor", "producer", "alias_of", "index")
+    __slots__ = ("id", "kind", "shape", "dtype", "device", "name", "tensor", "producer", "alias_of", "index",
+                 "contiguous")
 
     def __init__(self, id, kind, shape, dtype, device, name=None, tensor=None, producer=None, alias_of=None,
-                 index=None):
+                 index=None, contiguous=True):
         self.id, self.kind, self.shape, self.dtype, self.device = id, kind, tuple(shape), dtype, device
         self.name, self.tensor, self.producer, self.alias_of, self.index = name, tensor, producer, alias_of, index
+        self.contiguous = contiguous  # the layout the op's meta function gave (as the kernel will)
 
     def root(self):
         """The value owning this value's memory (following views)."""

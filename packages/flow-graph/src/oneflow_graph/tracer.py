@@ -184,7 +184,8 @@ class TraceMode(DispatchMode):
                 node.outputs.append(values[k])
                 results.append(inputs[k])
                 continue
-            v = self.ir.new_value(NODE, tuple(o.shape), o.dtype, device, producer=node, alias_of=alias)
+            v = self.ir.new_value(NODE, tuple(o.shape), o.dtype, device, producer=node, alias_of=alias,
+                                  contiguous=o.is_contiguous())
             node.outputs.append(v)
             results.append(self._new_proxy(v, o, device))
         self.ir.nodes.append(node)
