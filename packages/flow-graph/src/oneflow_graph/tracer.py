@@ -68,14 +68,7 @@ class Proxy(flow.Tensor):
     def __repr__(self):
         return f"tensor(..., size={tuple(self.shape)}, dtype={self.dtype}, is_lazy=True)"
 
-    # strides and offsets of the meta shadow, which the meta functions computed as a real run would
-    def stride(self, dim=None):
-        return self._shadow.stride() if dim is None else self._shadow.stride(dim)
-
-    def is_contiguous(self, *args, **kwargs):
-        return self._shadow.is_contiguous(*args, **kwargs)
-
-    def storage_offset(self):
+    def storage_offset(self):  # the proxy's own memory starts at its first element; a run's may not
         return self._shadow.storage_offset()
 
     def detach(self):
@@ -94,12 +87,16 @@ class Proxy(flow.Tensor):
 
 
 def _proxy(value, shadow, device, graph_name):
-    # A proxy owns one element of real memory, viewed with stride 0 as its shape: no values, but an identity
-    # that survives the tensor copies the core makes without dispatching an op (autograd's saved outputs are
-    # new tensor objects sharing the original's memory), found again by the memory's address.
-    shape = list(shadow.shape)
-    base = flow.empty([1] * len(shape), dtype=shadow.dtype, device=device).expand(shape) if shape else \
-        flow.empty((), dtype=shadow.dtype, device=device)
+    # A proxy has real, never written memory with the strides the meta function computed: the core's own
+    # decisions on layout (which product a backward formula computes, whether .grad may take a gradient without
+    # a copy) see what they see in eager mode, and the proxy keeps an identity that survives the tensor copies
+    # the core makes without dispatching an op (autograd's saved outputs are new tensor objects sharing the
+    # original's memory), found again by the memory's address.
+    shape, stride = list(shadow.shape), list(shadow.stride())
+    if shadow.numel() > 0:
+        base = flow.empty_strided(shape, stride, dtype=shadow.dtype, device=device)
+    else:  # no memory at all would leave no address: one element, viewed as the empty shape
+        base = flow.empty(1, dtype=shadow.dtype, device=device).as_strided(shape, stride)
     p = flow._C._make_subclass(Proxy, base, False)
     p._value, p._shadow, p._graph_name = value, shadow, graph_name
     return p
