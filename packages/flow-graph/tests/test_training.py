@@ -152,6 +152,28 @@ def test_training_graph_without_backward_is_an_error():
     assert model.weight.grad is None
 
 
+def test_stepping_the_optimizer_inside_build_is_an_error():
+    model = nn.Linear(2, 2)
+    opt = flow.optim.SGD(model.parameters(), lr=0.1)
+
+    class G(Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+
+        def build(self, x):
+            loss = self.model(x).sum()
+            loss.backward()
+            opt.step()
+            return loss
+
+    w = model.weight.detach().numpy().copy()
+    with pytest.raises(RuntimeError, match="must not call optimizer.step"):
+        G()(flow.ones(1, 2))
+    np.testing.assert_array_equal(model.weight.detach().numpy(), w)
+
+
 def test_add_optimizer_checks_its_arguments():
     model = nn.Linear(2, 2)
     opt = flow.optim.SGD(model.parameters(), lr=0.1)

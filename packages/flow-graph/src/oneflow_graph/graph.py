@@ -216,6 +216,10 @@ class Graph:
         stepped = []
 
         def optimizer_steps():
+            mode = [m for m in current_modes() if isinstance(m, TraceMode)][-1]
+            if any("optimizer" in n.op.traits for n in mode.ir.nodes):
+                raise RuntimeError(f"{self.name}: build() must not call optimizer.step(): the graph steps the "
+                                   f"optimizers added with add_optimizer() itself, after build()")
             if self._opts and not any(isinstance(p.grad, Proxy) for p in params.values()):
                 raise RuntimeError(f"{self.name}: a training graph (one with add_optimizer) must call "
                                    f"loss.backward() inside build(); no parameter received a gradient")
