@@ -152,6 +152,28 @@ def test_training_graph_without_backward_is_an_error():
     assert model.weight.grad is None
 
 
+@pytest.mark.parametrize("norm_type", [2.0, 1.0])
+def test_param_group_gradient_clipping_equals_eager_clip_grad_norm(norm_type):
+    rng = np.random.default_rng(6)
+    batches = [batch("mlp", rng) for _ in range(5)]
+    eager = mlp()
+    graphed = mlp()
+    graphed.load_state_dict(eager.state_dict())
+    eo = flow.optim.SGD(eager.parameters(), lr=0.5)
+    go = flow.optim.SGD([{"params": list(graphed.parameters()), "clip_grad_max_norm": 0.1,
+                          "clip_grad_norm_type": norm_type}], lr=0.5)
+    g = TrainGraph(graphed, go)
+    for x, y in batches:
+        loss = nn.functional.cross_entropy(eager(x), y)
+        loss.backward()
+        total = flow.nn.utils.clip_grad_norm_(eager.parameters(), 0.1, norm_type)
+        assert total.item() > 0.1  # the clipping does clip
+        eo.step()
+        eo.zero_grad()
+        assert g(x, y).item() == loss.item()
+    assert_same_state(eager, graphed)
+
+
 def test_stepping_the_optimizer_inside_build_is_an_error():
     model = nn.Linear(2, 2)
     opt = flow.optim.SGD(model.parameters(), lr=0.1)

@@ -109,6 +109,8 @@ class Graph:
     def add_optimizer(self, optim, *, lr_sch=None, is_sparse=False):
         """Makes the graph a training graph that steps ``optim`` (and then ``lr_sch``, an lr scheduler of
         ``optim``) on each call, after the ``loss.backward()`` of ``build``; gradients are zeroed after the step.
+        A parameter group with ``clip_grad_max_norm`` (and optionally ``clip_grad_norm_type``, default 2) has
+        its gradients clipped to that total norm before the step, as in OneFlow.
 
         Args:
             optim (oneflow.optim.Optimizer): the optimizer.
@@ -224,6 +226,10 @@ class Graph:
                 raise RuntimeError(f"{self.name}: a training graph (one with add_optimizer) must call "
                                    f"loss.backward() inside build(); no parameter received a gradient")
             for opt, _ in self._opts:
+                for group in opt.param_groups:  # OneFlow's per-group gradient clipping
+                    if group.get("clip_grad_max_norm") is not None:
+                        flow.nn.utils.clip_grad_norm_(group["params"], group["clip_grad_max_norm"],
+                                                      group.get("clip_grad_norm_type", 2.0))
                 opt.step()
                 opt.zero_grad(set_to_none=True)
                 stepped.append(opt)
