@@ -1,13 +1,14 @@
 """Graph training against eager, in one process: ours eager, ours nn.Graph, PyTorch eager and torch.compile
-on the MLP and SimpleCNN training steps of bench_training.py (same models, inputs and optimizers).
+on the MLP and SimpleCNN training steps of bench_training.py (same models, inputs and optimizers), and on a
+tiny MLP whose step time is per-op overhead.
 
 Each round times every variant once, alternating, so all see the same machine load; the figures are the best
 per-step times over the rounds, with the ratios against our graph. The first call of our graph (trace +
 compile + run) and of torch.compile are timed separately. torch.compile needs a working C++ toolchain for its
 CPU code generation; where it fails, its column says why.
 
-    python bench/bench_graph.py            # mlp and cnn
-    python bench/bench_graph.py mlp
+    python bench/bench_graph.py            # mlp, cnn and tiny
+    python bench/bench_graph.py mlp tiny
 """
 import os
 import sys
@@ -23,10 +24,17 @@ import numpy as np  # noqa: E402
 from bench_training import mlp, simple_cnn  # noqa: E402
 from oneflow_graph import Graph  # noqa: E402
 
+def tiny_mlp(lib):
+    """Small enough that per-op overhead, not arithmetic, sets the step time."""
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 10))
+
+
 WORKLOADS = {
     # name: (label, model, input shape, classes, optimizer, steps per timed run)
     "mlp": ("MLP 784-1024-1024-10 train b128 Adam", mlp, (128, 784), 10, "adam", 10),
     "cnn": ("SimpleCNN train b64 SGD", simple_cnn, (64, 1, 28, 28), 10, "sgd", 8),
+    "tiny": ("MLP 32-32-32-10 train b8 Adam (overhead-bound)", tiny_mlp, (8, 32), 10, "adam", 200),
 }
 
 

@@ -5,7 +5,7 @@ import pytest
 
 import oneflow as flow
 from oneflow import nn
-from oneflow_graph import Graph
+from oneflow_graph import Graph, Proxy
 
 from models import TrainGraph, assert_same_state, batch, cnn, mlp, train_both
 
@@ -172,6 +172,40 @@ def test_param_group_gradient_clipping_equals_eager_clip_grad_norm(norm_type):
         eo.zero_grad()
         assert g(x, y).item() == loss.item()
     assert_same_state(eager, graphed)
+
+
+def test_a_failed_trace_leaves_the_optimizer_as_it_was():
+    model = nn.Linear(2, 2)
+    opt = flow.optim.Adam(model.parameters(), lr=0.1)
+    fail = [True]
+
+    class G(Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+
+        def build(self, x):
+            loss = self.model(x).sum()
+            loss.backward()
+            return loss
+
+    original_step = opt.step
+
+    def step_then_fail():
+        original_step()  # the state is made (traced), then the trace fails
+        if fail[0]:
+            raise ValueError("boom")
+
+    opt.step = step_then_fail
+    with pytest.raises(ValueError, match="boom"):
+        G()(flow.ones(1, 2))
+    assert len(opt.state) == 0
+    fail[0] = False
+    g = G()
+    g(flow.ones(1, 2))
+    assert not any(isinstance(t, Proxy) for st in opt.state.values() for t in st.values())
+    assert opt.state[model.weight]["step"].item() == 1
 
 
 def test_stepping_the_optimizer_inside_build_is_an_error():

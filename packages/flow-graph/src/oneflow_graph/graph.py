@@ -237,6 +237,9 @@ class Graph:
         try:
             ir = trace(self.build, args, kwargs, name=self.name, names=self._variable_names(),
                        grad=self.training, after=optimizer_steps if self._opts else None)
+        except BaseException:
+            self._drop_traced_state()
+            raise
         finally:
             for p, g in saved_grads:
                 p.grad = g
@@ -250,6 +253,17 @@ class Graph:
         if self._debug_level >= 0:
             self._print_debug(entry)
         return entry
+
+    def _drop_traced_state(self):
+        """After a failed trace: optimizer state the trace began to make holds traced tensors; it goes, so the
+        optimizer is as it was (its next step, eager or traced, makes the state again)."""
+        for opt, _ in self._opts:
+            for p in list(opt.state):
+                state = opt.state[p]
+                for key in [k for k, t in state.items() if isinstance(t, Proxy)]:
+                    del state[key]
+                if not state:
+                    del opt.state[p]
 
     def _collect_escaped_state(self, ir):
         """Optimizer state made during the trace (first step: moments, momentum buffers, step counters) holds
