@@ -5,7 +5,7 @@ import pytest
 
 import oneflow as flow
 from oneflow import nn
-from oneflow_graph import Graph, Proxy
+from oneflow_graph import Graph, GraphTraceError, Proxy
 
 from models import TrainGraph, assert_same_state, batch, cnn, mlp, train_both
 
@@ -38,6 +38,39 @@ def test_twenty_steps_equal_eager_training(model, opt):
             np.testing.assert_array_equal(sg[k].numpy(), se[k].numpy())
     # the graph's gradients stay inside it, as zero_grad(set_to_none=True) leaves eager ones
     assert all(p.grad is None for p in graphed.parameters())
+
+
+def test_transformer_layer_training_equals_eager():
+    rng = np.random.default_rng(7)
+    batches = [(flow.tensor(rng.standard_normal((3, 5, 16)).astype(np.float32)), flow.tensor(rng.integers(0, 4, 3)))
+               for _ in range(6)]
+
+    def make():
+        return nn.Sequential(nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, dropout=0.0, batch_first=True),
+                             nn.Flatten(), nn.Linear(16 * 5, 4))
+
+    eager, graphed, el, gl, *_ = train_both(make, OPTIMIZERS["adamw"], batches)
+    assert el == gl
+    assert_same_state(eager, graphed)
+
+
+def test_ops_without_meta_functions_are_named_trace_errors():
+    lstm = nn.LSTM(4, 3, batch_first=True)
+
+    class G(Graph):
+        def __init__(self):
+            super().__init__()
+            self.lstm = lstm
+            self.add_optimizer(flow.optim.SGD(lstm.parameters(), lr=0.1))
+
+        def build(self, x):
+            loss = self.lstm(x)[0].sum()
+            loss.backward()  # the LSTM's backward op has no meta function
+            return loss
+
+    with pytest.raises(GraphTraceError, match=r"_rnn_layer_backward at .*test_training.py:\d+ cannot be traced"):
+        G()(flow.randn(2, 3, 4))
+    assert all(p.grad is None for p in lstm.parameters())
 
 
 def test_first_step_creates_state_then_one_compiled_plan_serves_the_rest():

@@ -161,7 +161,10 @@ class TraceMode(DispatchMode):
         device = attrs.get("device")
         if "device" in attrs:  # a creation op: made on the meta device (None would mean the default device)
             meta_attrs = dict(attrs, device=_META)
-        out = op.redispatch(shadows, meta_attrs)
+        try:
+            out = op.redispatch(shadows, meta_attrs)
+        except NotImplementedError as e:  # no meta function: the output depends on input values
+            raise GraphTraceError(f"{op.name} at {user_location()} cannot be traced into a graph: {e}") from e
         if device is None:
             first = next((t for t in inputs if t is not None and t.dim() > 0), None)
             if first is None:
