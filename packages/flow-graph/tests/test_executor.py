@@ -143,3 +143,26 @@ def test_plans_free_intermediates_after_their_last_use():
     assert isinstance(plan, Plan) and len(plan) == 10
     frees = [step[4] for step in plan._steps]
     assert frees[0] == () and all(len(f) == 1 for f in frees[1:])  # each step drops the value before it
+
+
+def test_the_core_plan_and_the_python_loop_agree():
+    from oneflow import _C
+
+    model = nn.Sequential(nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3), nn.ReLU(), nn.Flatten(), nn.Linear(3 * 4 * 4, 2))
+    g = GradGraph(model)
+    x = rand(2, 2, 6, 6)
+    g(x)  # the sgd step with lr 0 keeps the parameters; batch norm's statistics move
+    ir = g._last.ir
+    native, loop = Plan(ir), Plan(ir, use_native=False)
+    assert native.native == hasattr(_C, "_Plan") and not loop.native
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    a_loss, a_grads = native.run([x])
+    after_native = {k: v.clone() for k, v in model.state_dict().items()}
+    model.load_state_dict(state)
+    b_loss, b_grads = loop.run([x])
+    assert a_loss.item() == b_loss.item()
+    for a, b in zip(a_grads, b_grads):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    for k, v in model.state_dict().items():  # both updated the running statistics alike
+        np.testing.assert_array_equal(v.numpy(), after_native[k].numpy())
+    assert model[1].num_batches_tracked.item() == 2

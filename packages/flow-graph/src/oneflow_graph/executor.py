@@ -19,7 +19,7 @@ class Plan:
     tensors at its leaves; values the traced program stored outside the graph (``ir.escaped``) are handed to
     their setters."""
 
-    def __init__(self, ir):
+    def __init__(self, ir, use_native=True):
         self.ir = ir
         slot = {}
         template = [None]  # slot 0 stays None: absent optional inputs read it
@@ -51,6 +51,12 @@ class Plan:
         self._steps = steps
         self._template = template
         self._output_slots = [slot[v] for v in out_values]
+        # the same steps as one C++ object where the core has it (attributes parsed once, no Python per step)
+        self._native = None
+        if use_native and hasattr(_C, "_Plan"):
+            self._native = _C._Plan([(n.op.name, [s if s > 0 else -1 for s in ins], n.attrs, list(outs) if n.multi
+                                      else [outs], list(frees))
+                                     for n, (_, ins, _, outs, frees) in zip(ir.nodes, steps)], len(template))
         # outputs that are not a fresh result of this call (an input, a variable, a constant or a view of one)
         # are copied, so that what one call returns is never changed by the next
         self._copy_out = [v.root().kind != NODE for v in out_values]
@@ -70,6 +76,10 @@ class Plan:
         env = list(self._template)
         for s, t in zip(self._input_slots, flat_inputs):
             env[s] = t
+        if self._native is not None:
+            wanted = self._output_slots + [s for s, _ in self._escaped]
+            got = dict(zip(wanted, self._native.run(env, wanted)))
+            return self._finish(got)
         for fn, ins, attrs, outs, frees in self._steps:
             r = fn([env[i] for i in ins], attrs)
             if outs.__class__ is int:
@@ -81,10 +91,18 @@ class Plan:
                         env[s] = t
             for s in frees:
                 env[s] = None
+        return self._finish(env)
+
+    def _finish(self, env):
         for s, setter in self._escaped:
             setter(env[s])
         results = iter([env[s].clone() if copy else env[s] for s, copy in zip(self._output_slots, self._copy_out)])
         return map_leaves(self.ir.outputs, lambda x: next(results) if _is_value(x) else x)
+
+    @property
+    def native(self):
+        """Whether the steps run as one core ``_C._Plan`` (else as a Python loop)."""
+        return self._native is not None
 
     def __len__(self):
         return len(self._steps)
