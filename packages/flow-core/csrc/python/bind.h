@@ -44,8 +44,6 @@ bool to_device(nb::handle o, Device& out);  // false when `o` is not a device, d
 nb::object device_object(const Device& d);
 
 nb::object attr_to_py(const AttrValue& v);
-// Python value -> attribute `a` of `op` (schema types, optional None); raises naming the op and argument.
-AttrValue parse_attr(const OpDef& op, const ArgDef& a, int pos, nb::handle v);
 // t's values readable from Python: t itself, or what interception makes of the `_materialize` op for a tensor
 // a handler owns (a global tensor gathered, a traced value refused).
 Tensor readable(const Tensor& t);
@@ -59,7 +57,6 @@ void init_interop(nb::module_& m);
 void init_types(nb::module_& m);
 void init_random(nb::module_& m);
 void init_autocast(nb::module_& m);
-void init_plan(nb::module_& m);
 
 }  // namespace flow::py
 

@@ -82,7 +82,7 @@ static bool to_int(PyObject* o, int64_t& out) {
   return false;
 }
 
-AttrValue parse_attr(const OpDef& op, const ArgDef& a, int pos, nb::handle v) {
+static AttrValue parse_attr(const OpDef& op, const ArgDef& a, int pos, nb::handle v) {
   PyObject* o = v.ptr();
   if (v.is_none()) {
     if (a.optional) return std::monostate{};
