@@ -149,20 +149,16 @@ def test_the_core_plan_and_the_python_loop_agree():
     from oneflow import _C
 
     model = nn.Sequential(nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3), nn.ReLU(), nn.Flatten(), nn.Linear(3 * 4 * 4, 2))
-    g = GradGraph(model)
+    model.eval()
+    g = Fn(lambda x: (model(x).softmax(-1), model(x).sum()))
     x = rand(2, 2, 6, 6)
-    g(x)  # the sgd step with lr 0 keeps the parameters; batch norm's statistics move
+    g(x)
     ir = g._last.ir
     native, loop = Plan(ir), Plan(ir, use_native=False)
-    assert native.native == hasattr(_C, "_Plan") and not loop.native
-    state = {k: v.clone() for k, v in model.state_dict().items()}
-    a_loss, a_grads = native.run([x])
-    after_native = {k: v.clone() for k, v in model.state_dict().items()}
-    model.load_state_dict(state)
-    b_loss, b_grads = loop.run([x])
-    assert a_loss.item() == b_loss.item()
-    for a, b in zip(a_grads, b_grads):
+    assert native.native == hasattr(_C, "Plan") and not loop.native and loop.native_error is None
+    for a, b in zip(native.run([x]), loop.run([x])):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
-    for k, v in model.state_dict().items():  # both updated the running statistics alike
-        np.testing.assert_array_equal(v.numpy(), after_native[k].numpy())
-    assert model[1].num_batches_tracked.item() == 2
+    # a training step writes the parameters: it stays on the loop (a failed core run could not be redone)
+    train = GradGraph(nn.Linear(3, 2))
+    train(rand(4, 3))
+    assert not train._last.plan.native and "updates variables" in train._last.plan.native_error

@@ -51,12 +51,20 @@ class Plan:
         self._steps = steps
         self._template = template
         self._output_slots = [slot[v] for v in out_values]
-        # the same steps as one C++ object where the core has it (attributes parsed once, no Python per step)
-        self._native = None
-        if use_native and hasattr(_C, "_Plan"):
-            self._native = _C._Plan([(n.op.name, [s if s > 0 else -1 for s in ins], n.attrs, list(outs) if n.multi
-                                      else [outs], list(frees))
-                                     for n, (_, ins, _, outs, frees) in zip(ir.nodes, steps)], len(template))
+        # the same steps as the core's plan executor where the core has one (one call per run, no Python,
+        # dispatcher or autograd per step, intermediates in one planned arena); the Python loop otherwise, or
+        # where the core's plan does not take this IR (native_error says why)
+        self._native, self.native_error = None, None
+        # A run the core's plan cannot finish can be redone by the loop only when it wrote no state; plans that
+        # update variables (training steps) stay on the loop until the core's plan is checked on them.
+        writes_state = any(n.inputs[i].root().kind != NODE for n in ir.nodes for i in n.mutates)
+        if use_native and writes_state:
+            self.native_error = "the plan updates variables (training): run by the Python loop"
+        elif use_native and hasattr(_C, "Plan"):
+            try:
+                self._native = _core_plan(ir)
+            except Exception as e:  # noqa: BLE001 - any refusal of the core leaves the Python loop working
+                self.native_error = f"{type(e).__name__}: {e}"
         # outputs that are not a fresh result of this call (an input, a variable, a constant or a view of one)
         # are copied, so that what one call returns is never changed by the next
         self._copy_out = [v.root().kind != NODE for v in out_values]
@@ -77,9 +85,13 @@ class Plan:
         for s, t in zip(self._input_slots, flat_inputs):
             env[s] = t
         if self._native is not None:
-            wanted = self._output_slots + [s for s, _ in self._escaped]
-            got = dict(zip(wanted, self._native.run(env, wanted)))
-            return self._finish(got)
+            try:
+                got = self._native.run(list(flat_inputs))
+            except RuntimeError as e:  # a kernel the core's plan cannot call: nothing was written, redo below
+                self._native, self.native_error = None, f"{type(e).__name__}: {e}"
+            else:
+                wanted = self._output_slots + [s for s, _ in self._escaped]
+                return self._finish(dict(zip(wanted, got)))
         for fn, ins, attrs, outs, frees in self._steps:
             r = fn([env[i] for i in ins], attrs)
             if outs.__class__ is int:
@@ -101,12 +113,31 @@ class Plan:
 
     @property
     def native(self):
-        """Whether the steps run as one core ``_C._Plan`` (else as a Python loop)."""
+        """Whether the steps run as the core's ``_C.Plan`` (else as a Python loop)."""
         return self._native is not None
 
     def __len__(self):
         return len(self._steps)
 
+
+def _core_plan(ir):
+    """The IR as a finalized ``oneflow._C.Plan``: inputs, variables and constants (bound, shared), one step per
+    node; its outputs are the IR's output values, then the escaped ones."""
+    plan = _C.Plan()
+    slot = {}
+    for v in ir.inputs:
+        slot[v] = plan.add_input(list(v.shape), v.dtype, v.device)
+    for v in ir.variables + ir.constants:
+        slot[v] = plan.add_constant(v.tensor)
+    for n in ir.nodes:
+        ins = [None if v is None else slot[v] for v in n.inputs]
+        outs = plan.add_step(n.op, ins, n.attrs, len(n.outputs) if n.multi else None)
+        for v, s in zip(n.outputs, outs):
+            if v is not None and v.producer is n:
+                slot[v] = s
+    plan.set_outputs([slot[v] for v in ir.output_values()] + [slot[v] for v, _ in ir.escaped])
+    plan.finalize()
+    return plan
 
 def _is_value(x):
     from .ir import Value
