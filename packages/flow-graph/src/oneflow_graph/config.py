@@ -1,0 +1,42 @@
+"""``graph.config``: the options of one graph (OneFlow's GraphConfig)."""
+from . import passes as _passes
+
+
+class GraphConfig:
+    """Options of an :class:`~oneflow_graph.Graph`. ``training`` is set by ``add_optimizer``; the pass
+    switches turn passes of the default pipeline off (they are on by default)."""
+
+    def __init__(self):
+        self._training = False
+        self._disabled = set()
+
+    @property
+    def training(self):
+        return self._training
+
+    def _train(self, mode):
+        self._training = bool(mode)
+
+    def enable_pass(self, name, mode=True):
+        """Turns the pass ``name`` (``constant_folding``, ``cse``, ``dce``, ``copy_elision``) on or off."""
+        known = [n for n, _ in _passes.DEFAULT]
+        if name not in known:
+            raise ValueError(f"unknown graph pass {name!r}; the passes are {known}")
+        if mode:
+            self._disabled.discard(name)
+        else:
+            self._disabled.add(name)
+
+    def _passes(self):
+        return tuple((n, f) for n, f in _passes.DEFAULT if n not in self._disabled)
+
+    def enable_zero(self, *args, **kwargs):
+        raise NotImplementedError("graph.config.enable_zero needs the distributed package (flow-dist) support "
+                                  "for graphs, which is not there yet")
+
+    def enable_auto_parallel(self, *args, **kwargs):
+        raise NotImplementedError("graph.config.enable_auto_parallel needs the distributed package (flow-dist) "
+                                  "support for graphs, which is not there yet")
+
+    def __repr__(self):
+        return f"GraphConfig(training={self._training}, )"

@@ -1,0 +1,316 @@
+"""``nn.Graph``: OneFlow's static-graph API over the tracer, the passes and the plan executor."""
+import inspect
+import itertools
+from collections import OrderedDict
+
+import oneflow as flow
+from oneflow._dispatch import current_modes
+from oneflow.nn import Module
+from oneflow.optim import Optimizer
+
+from . import passes as _passes
+from .config import GraphConfig
+from .executor import Plan, flat_tensors
+from .graph_repr import graph_repr
+from .structure import describe, leaves, signature
+from .tracer import Proxy, TraceMode, trace
+
+_instance_counts = itertools.count()
+
+
+class _Compiled:
+    """One compiled signature: the IR before and after the passes, their statistics and the plan."""
+
+    def __init__(self, ir_before, ir, report, plan, one_shot, example):
+        self.ir_before, self.ir, self.report, self.plan = ir_before, ir, report, plan
+        self.one_shot = one_shot  # traced while optimizer state was being created: valid for this call only
+        self.example = example  # (input descriptions, output structure) for repr
+
+
+class Graph:
+    """Base class of static graphs, OneFlow's ``oneflow.nn.Graph``.
+
+    Subclass it, call ``super().__init__()`` first in ``__init__``, assign the modules (and add the optimizers)
+    the graph uses, and define ``build(*args, **kwargs)`` returning tensors or nested tuples/lists/dicts of
+    them. The first call with a given input signature (the structure, shapes, dtypes and devices of the
+    arguments, and their non-tensor values) traces ``build``, optimises the traced IR and runs it; later calls
+    with that signature run the compiled plan only. Parameters and buffers are shared with the eager modules.
+
+    A training graph calls ``loss.backward()`` inside ``build`` and registers its optimizers with
+    :meth:`add_optimizer`: each call then runs forward, backward, the optimizer steps and ``zero_grad`` as one
+    plan, and afterwards steps the lr schedulers (a new learning rate reaches the plan without recompiling).
+
+    Example::
+
+        >>> class TrainGraph(flow.nn.Graph):
+        ...     def __init__(self, model, optimizer):
+        ...         super().__init__()
+        ...         self.model = model
+        ...         self.add_optimizer(optimizer)
+        ...     def build(self, x, y):
+        ...         loss = flow.nn.functional.mse_loss(self.model(x), y)
+        ...         loss.backward()
+        ...         return loss
+    """
+
+    _cache_size = None  # None: every signature stays compiled (see with_dynamic_input_shape)
+
+    def __init__(self):
+        d = self.__dict__
+        d["_name"] = f"{type(self).__name__}_{next(_instance_counts)}"
+        d["_modules"] = OrderedDict()
+        d["_opts"] = []  # [optimizer, lr_scheduler or None]
+        d["_cache"] = OrderedDict()
+        d["config"] = GraphConfig()
+        d["_debug_level"] = -1
+        d["_last"] = None
+        d["_compile_count"] = 0
+
+    # ---- attributes ---------------------------------------------------------------------------------------
+    def __setattr__(self, name, value):
+        if "_modules" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__}: call super().__init__() in __init__ before assigning "
+                                 f"attributes to an nn.Graph")
+        if isinstance(value, Module):
+            self._modules[name] = value
+            self.__dict__.pop(name, None)
+        elif isinstance(value, Optimizer):
+            raise AttributeError(f"'{name}': an optimizer is added to an nn.Graph with "
+                                 f"self.add_optimizer(optimizer, lr_sch=...), not assigned as an attribute")
+        else:
+            self._modules.pop(name, None)
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        modules = self.__dict__.get("_modules")
+        if modules is not None and name in modules:
+            return modules[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    @property
+    def name(self):
+        """The graph's unique name: its class name and an instance number (``MyGraph_0``)."""
+        return self._name
+
+    @property
+    def training(self):
+        """Whether the graph trains: True once an optimizer has been added."""
+        return self.config.training
+
+    @property
+    def is_compiled(self):
+        """Whether a call has compiled the graph (for at least one input signature)."""
+        return bool(self._cache) or self._last is not None
+
+    def build(self, *args, **kwargs):
+        """The computation of the graph, written with eager code: override it in the subclass."""
+        raise NotImplementedError(f"{type(self).__name__} must override build()")
+
+    def add_optimizer(self, optim, *, lr_sch=None, is_sparse=False):
+        """Makes the graph a training graph that steps ``optim`` (and then ``lr_sch``, an lr scheduler of
+        ``optim``) on each call, after the ``loss.backward()`` of ``build``; gradients are zeroed after the step.
+        A parameter group with ``clip_grad_max_norm`` (and optionally ``clip_grad_norm_type``, default 2) has
+        its gradients clipped to that total norm before the step, as in OneFlow.
+
+        Args:
+            optim (oneflow.optim.Optimizer): the optimizer.
+            lr_sch (oneflow.optim.lr_scheduler.LRScheduler, optional): its learning-rate scheduler.
+            is_sparse (bool): OneFlow's sparse-update flag (embedding); not supported yet.
+        """
+        if not isinstance(optim, Optimizer):
+            raise TypeError(f"add_optimizer() expects an oneflow.optim.Optimizer, but got {type(optim).__name__}")
+        if lr_sch is not None and getattr(lr_sch, "optimizer", None) is not optim:
+            raise ValueError("add_optimizer(): lr_sch must be a scheduler of the optimizer it is added with")
+        if is_sparse:
+            raise NotImplementedError("add_optimizer(is_sparse=True) needs flow-embedding's sparse updates")
+        if any(o is optim for o, _ in self._opts):
+            raise ValueError("add_optimizer(): this optimizer was added already")
+        if self.is_compiled:
+            raise RuntimeError(f"{self.name}: add_optimizer() must be called before the graph is first called")
+        self._opts.append([optim, lr_sch])
+        self.config._train(True)
+
+    @classmethod
+    def with_dynamic_input_shape(cls, size=10, *args, **kwargs):
+        """A class decorator bounding the number of input signatures a graph keeps compiled (least recently
+        used first out): ``@flow.nn.Graph.with_dynamic_input_shape(size=4)``."""
+        if size < 1:
+            raise ValueError(f"with_dynamic_input_shape(size={size}): size must be at least 1")
+
+        def decorate(graph_cls):
+            graph_cls._cache_size = size
+            return graph_cls
+
+        return decorate
+
+    # ---- calling ------------------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if "_modules" not in self.__dict__:
+            raise RuntimeError(f"{type(self).__name__}.__init__ did not call super().__init__()")
+        if any(isinstance(m, TraceMode) for m in current_modes()):
+            # called inside another graph's build: its ops become part of that graph
+            return self.build(*args, **kwargs)
+        key = signature((args, kwargs))
+        entry = self._cache.get(key)
+        if entry is None:
+            self._check_arguments(args, kwargs)
+            entry = self._compile(args, kwargs)
+            if not entry.one_shot:
+                self._cache[key] = entry
+                if self._cache_size is not None and len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        self.__dict__["_last"] = entry
+        for opt, _ in self._opts:  # a scheduler's new lr goes into the tensor the plan reads
+            for i, group in enumerate(opt.param_groups):
+                opt._lr_tensor(i, group)
+        out = entry.plan.run(flat_tensors(args, kwargs))
+        for _, sch in self._opts:
+            if sch is not None:
+                sch.step()
+        return out
+
+    def _check_arguments(self, args, kwargs):
+        try:
+            sig = inspect.signature(self.build)
+        except (TypeError, ValueError):
+            return
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.name}: the call does not match {type(self).__name__}.build{sig}: {e} "
+                            f"(got {describe(tuple(args))}{', ' + describe(kwargs) if kwargs else ''})") from None
+        for x in leaves((tuple(args), dict(kwargs))):
+            if isinstance(x, Proxy):
+                raise TypeError(f"{self.name}: a tensor traced inside another graph's build() was passed to it")
+            if isinstance(x, flow.Tensor) and x.requires_grad and not self.training:
+                raise RuntimeError(
+                    f"{self.name}: an inference graph (no optimizer added) got an input that requires grad; "
+                    f"autograd does not record graph calls, so pass x.detach() (or add an optimizer and call "
+                    f"backward inside build)")
+
+    def _variable_names(self):
+        names = {}
+        for prefix, m in self._modules.items():
+            for n, t in itertools.chain(m.named_parameters(prefix), m.named_buffers(prefix)):
+                names.setdefault(id(t), n)
+        for k, (opt, _) in enumerate(self._opts):
+            pnames = {id(p): n for p, n in ((p, names.get(id(p))) for g in opt.param_groups for p in g["params"])}
+            for p, state in opt.state.items():
+                for key, t in state.items():
+                    if isinstance(t, flow.Tensor):
+                        names.setdefault(id(t), f"optimizer{k}.{pnames.get(id(p)) or 'param'}.{key}")
+            for i, entry in enumerate(opt.__dict__.get("_lr_tensors", [])):
+                if entry is not None:
+                    names.setdefault(id(entry[0]), f"optimizer{k}.group{i}.lr")
+        return names
+
+    def _compile(self, args, kwargs):
+        params = {id(p): p for m in self._modules.values() for p in m.parameters()}
+        for opt, _ in self._opts:
+            params.update((id(p), p) for g in opt.param_groups for p in g["params"])
+            for i, group in enumerate(opt.param_groups):
+                opt._lr_tensor(i, group)  # made now, eagerly, so the trace binds it as a variable
+        saved_grads = [(p, p.grad) for p in params.values()]
+        for p, _ in saved_grads:
+            p.grad = None  # the graph's gradients live inside it
+        stepped = []
+
+        def optimizer_steps():
+            mode = [m for m in current_modes() if isinstance(m, TraceMode)][-1]
+            if any("optimizer" in n.op.traits for n in mode.ir.nodes):
+                raise RuntimeError(f"{self.name}: build() must not call optimizer.step(): the graph steps the "
+                                   f"optimizers added with add_optimizer() itself, after build()")
+            if self._opts and not any(isinstance(p.grad, Proxy) for p in params.values()):
+                raise RuntimeError(f"{self.name}: a training graph (one with add_optimizer) must call "
+                                   f"loss.backward() inside build(); no parameter received a gradient")
+            for opt, _ in self._opts:
+                for group in opt.param_groups:  # OneFlow's per-group gradient clipping
+                    if group.get("clip_grad_max_norm") is not None:
+                        flow.nn.utils.clip_grad_norm_(group["params"], group["clip_grad_max_norm"],
+                                                      group.get("clip_grad_norm_type", 2.0))
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                stepped.append(opt)
+
+        try:
+            ir = trace(self.build, args, kwargs, name=self.name, names=self._variable_names(),
+                       grad=self.training, after=optimizer_steps if self._opts else None)
+        except BaseException:
+            self._drop_traced_state()
+            raise
+        finally:
+            for p, g in saved_grads:
+                p.grad = g
+        one_shot = self._collect_escaped_state(ir)
+        ir_before = ir.format(show_locations=True) if self._debug_level >= 1 else None
+        report = _passes.run_default(ir, self.config._passes())
+        plan = Plan(ir)
+        self.__dict__["_compile_count"] += 1
+        example = ([describe(x) for x in flat_tensors(args, kwargs)], ir.outputs)
+        entry = _Compiled(ir_before, ir, report, plan, one_shot, example)
+        if self._debug_level >= 0:
+            self._print_debug(entry)
+        return entry
+
+    def _drop_traced_state(self):
+        """After a failed trace: optimizer state the trace began to make holds traced tensors; it goes, so the
+        optimizer is as it was (its next step, eager or traced, makes the state again)."""
+        for opt, _ in self._opts:
+            for p in list(opt.state):
+                state = opt.state[p]
+                for key in [k for k, t in state.items() if isinstance(t, Proxy)]:
+                    del state[key]
+                if not state:
+                    del opt.state[p]
+
+    def _collect_escaped_state(self, ir):
+        """Optimizer state made during the trace (first step: moments, momentum buffers, step counters) holds
+        traced tensors; the plan hands their run-time tensors back to the optimizer. Such a plan builds state
+        that later steps only update, so it serves that one call and the next call traces again."""
+        one_shot = False
+        for opt, _ in self._opts:
+            for state in opt.state.values():
+                for key, t in state.items():
+                    if isinstance(t, Proxy):
+                        ir.escaped.append((t._value, _setter(state, key)))
+                        one_shot = True
+        return one_shot
+
+    # ---- inspection ---------------------------------------------------------------------------------------
+    def debug(self, v_level=0, *, ranks=None, max_py_stack_depth=2, only_user_py_stack=True,
+              op_repr_with_py_stack=False):
+        """Prints the compiled IR and the passes' statistics: now for a compiled graph, and at each later
+        compile. ``v_level`` 0 prints the optimised IR; 1 also the traced IR before the passes, with the user
+        source line of each op; -1 turns printing off. ``ranks`` and the stack options are accepted for
+        OneFlow compatibility."""
+        if not isinstance(v_level, int):
+            raise TypeError(f"debug(): v_level must be an int, but got {type(v_level).__name__}")
+        self.__dict__["_debug_level"] = v_level
+        if v_level >= 0 and self._last is not None:
+            self._print_debug(self._last)
+
+    def _print_debug(self, entry):
+        print(f"(GRAPH:{self.name}) compiled: {entry.ir.stats()['nodes']} ops, "
+              f"{len(entry.ir.variables)} variables, {len(entry.ir.constants)} constants")
+        for name, stats in entry.report:
+            print(f"  pass {name}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
+        if entry.ir_before is not None:
+            print("IR before passes:\n" + entry.ir_before)
+        print(entry.ir.format(show_locations=self._debug_level >= 1))
+
+    def ir(self):
+        """The optimised IR of the last call (None before the first call)."""
+        return None if self._last is None else self._last.ir
+
+    def __repr__(self):
+        return graph_repr(self)
+
+
+def _setter(state, key):
+    def put(t):
+        state[key] = t
+
+    return put
+

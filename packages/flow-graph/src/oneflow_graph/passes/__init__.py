@@ -1,0 +1,25 @@
+"""IR -> IR passes. Each lives in its own module and rewrites a :class:`~oneflow_graph.ir.GraphIR` in place,
+returning a dict of statistics; :func:`run_default` runs the default pipeline and collects them."""
+from .const_fold import constant_folding
+from .copy_elision import copy_elision
+from .cse import common_subexpression_elimination
+from .dce import dead_code_elimination
+
+DEFAULT = (
+    ("constant_folding", constant_folding),
+    ("cse", common_subexpression_elimination),
+    ("dce", dead_code_elimination),
+    ("copy_elision", copy_elision),
+)
+
+
+def run_default(ir, passes=DEFAULT):
+    """Runs ``passes`` (``(name, fn)`` pairs) over ``ir``; returns ``[(name, stats)]`` in order."""
+    report = []
+    for name, fn in passes:
+        report.append((name, fn(ir)))
+    return report
+
+
+__all__ = ["constant_folding", "copy_elision", "common_subexpression_elimination", "dead_code_elimination",
+           "run_default", "DEFAULT"]
