@@ -29,3 +29,9 @@ def test_local_tensors_are_not_global():
         x.to_local()
     g = x.to_global(flow.placement("cpu", ranks=[0]), flow.sbp.broadcast)
     assert g.is_global and type(g).__name__ == "GlobalTensor" and g.to_local().tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("nproc", [1, 2, 4])
+def test_ops_on_global_tensors_equal_single_process(nproc):
+    out = run_ranks(nproc, "global_ops.py", timeout=400)
+    assert out.count("global ops ok") == nproc

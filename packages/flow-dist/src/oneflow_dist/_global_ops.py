@@ -52,22 +52,18 @@ def _mean_partial(sig):
 
 
 def _cost(src, dst, nbytes, k):
-    """Bytes one rank sends to take one hierarchy dimension from ``src`` to ``dst`` (ring algorithms)."""
-    if src == dst or dst.is_broadcast() and src.is_broadcast():
+    """Bytes one rank sends to take one hierarchy dimension from ``src`` to ``dst`` (ring algorithms). Making
+    a partial value sends nothing but owes a reduction later and grows a shard to the whole: it costs as much
+    as a gather."""
+    if src == dst:
         return 0.0
+    if dst.is_partial():
+        return nbytes * (k - 1) / k if not src.is_partial() else 3.0 * nbytes * (k - 1) / k
     if src.is_broadcast():
-        return 0.0 if not dst.is_partial() else 0.0
-    if src.is_split():
-        if dst.is_broadcast():
-            return nbytes * (k - 1) / k
-        if dst.is_split():
-            return nbytes * (k - 1) / (k * k)
         return 0.0
-    if dst.is_broadcast():
-        return 2.0 * nbytes * (k - 1) / k
-    if dst.is_split():
-        return nbytes * (k - 1) / k
-    return 3.0 * nbytes * (k - 1) / k
+    if src.is_split():
+        return nbytes * (k - 1) / k if dst.is_broadcast() else nbytes * (k - 1) / (k * k)
+    return 2.0 * nbytes * (k - 1) / k if dst.is_broadcast() else nbytes * (k - 1) / k
 
 
 def _hashable(v):
