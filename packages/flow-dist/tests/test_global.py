@@ -35,3 +35,15 @@ def test_local_tensors_are_not_global():
 def test_ops_on_global_tensors_equal_single_process(nproc):
     out = run_ranks(nproc, "global_ops.py", timeout=400)
     assert out.count("global ops ok") == nproc
+
+
+@pytest.mark.parametrize("nproc", [1, 2, 4])
+def test_global_autograd_and_data_parallel_training_equal_single_process(nproc):
+    out = run_ranks(nproc, "global_train.py", timeout=300)
+    assert out.count("global train ok") == nproc
+
+
+@pytest.mark.parametrize("nproc", [1, 2, 4])
+def test_global_creation(nproc):
+    out = run_ranks(nproc, "global_creation.py", timeout=300)
+    assert out.count("global creation ok") == nproc

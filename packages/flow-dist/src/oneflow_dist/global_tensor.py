@@ -288,3 +288,14 @@ def _not_global(name):
 placement = _not_global("placement")
 sbp = _not_global("sbp")
 is_global = property(lambda self: False, doc="Whether the tensor is global (False for local tensors).")
+
+
+def from_full(full, placement, sbp, requires_grad=False):
+    """The global tensor whose whole value is ``full`` (the same on every rank): the creation functions'
+    ``placement=``/``sbp=`` (flow-core's ``_global_from_full`` entry point)."""
+    _check_placement(placement, "creation")
+    nd_sbp = _layout.normalize_sbp(sbp, placement, full.dim(), "creation")
+    if full.device.type != placement.type:
+        raise RuntimeError(f"creation: the placement is on {placement.type!r}, the tensor was made on {full.device}")
+    return make(boxing.from_broadcast(full.detach(), placement, nd_sbp), tuple(full.shape), placement, nd_sbp,
+                requires_grad)
