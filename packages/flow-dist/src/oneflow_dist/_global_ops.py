@@ -212,53 +212,80 @@ def _check_local(op, inputs):
                                f"to_global(placement, sbp) first")
 
 
-def _key(op, inputs, attrs):
-    metas = tuple((tuple(t.shape), t.dtype, t.sbp) if isinstance(t, GlobalTensor) else
-                  (None if t is None else ("local", tuple(t.shape), t.dtype)) for t in inputs)
+def _attrs_key(attrs):
+    k = tuple((n, tuple(v) if type(v) is list else v) for n, v in attrs.items())
     try:
-        return (op, metas, _hashable(attrs))
+        hash(k)
+        return k
     except TypeError:
-        return None
+        try:
+            return _hashable(attrs)
+        except TypeError:
+            return None
 
 
-def dispatch(op, inputs, attrs):
-    name = op.name
-    special = _SPECIAL.get(name)
+class _Step:
+    """A cached decision: how to get each input's shard and what to make of the op's result."""
+    __slots__ = ("plan", "box", "local_attrs", "placement", "wrap")
+
+
+def _decide(op, inputs, attrs):
+    placement = _placement_of(op, inputs)
+    _check_local(op, inputs)
+    plan = _infer(op, inputs, attrs, placement)
+    st = _Step()
+    st.plan, st.placement = plan, placement
+    st.box = [None if not isinstance(t, GlobalTensor) or t.sbp == nd else nd for t, nd in zip(inputs, plan.in_sbp)]
+    at = _layout.coord(placement)
+    st.local_attrs = plan.attrs_for.get(at, attrs) if at is not None else attrs
+    st.wrap = None if op.is_inplace else [(m[0], placement, s) for m, s in zip(plan.out_metas, plan.out_sbp)]
+    return st
+
+
+def dispatch(cls, op, inputs, attrs):
+    """``GlobalTensor.__flow_dispatch__``."""
+    special = _SPECIAL.get(op.name)
     if special is not None:
         return special(op, inputs, attrs)
-    placement = _placement_of(op, inputs)
-    if "random" in op.traits and op.is_inplace:
-        return _random_inplace(op, inputs, attrs)
-    _check_local(op, inputs)
-    key = _key(op, inputs, attrs)
-    plan = _cache.get(key) if key is not None else None
-    if plan is None:
-        plan = _infer(op, inputs, attrs, placement)
+    metas = []
+    for t in inputs:
+        if type(t) is GlobalTensor:
+            metas.append(t.__dict__["_mk"])
+        elif t is None:
+            metas.append(None)
+        else:
+            metas.append(("local", tuple(t.shape), t.dtype))
+    ak = _attrs_key(attrs)
+    key = (op, tuple(metas), ak) if ak is not None else None
+    st = _cache.get(key) if key is not None else None
+    if st is None:
+        if "random" in op.traits and op.is_inplace:
+            return _random_inplace(op, inputs, attrs)
+        st = _decide(op, inputs, attrs)
         if key is not None:
             if len(_cache) >= _CACHE_MAX:
                 _cache.clear()
-            _cache[key] = plan
-    at = _layout.coord(placement)
-    with comm_debug.cause(name):
-        locs = []
-        for t, nd in zip(inputs, plan.in_sbp):
-            if isinstance(t, GlobalTensor):
+            _cache[key] = st
+    locs = []
+    for t, nd in zip(inputs, st.box):
+        if type(t) is not GlobalTensor:
+            locs.append(t)
+        elif nd is None:
+            locs.append(t.__dict__["_local"])
+        else:
+            with comm_debug.cause(op.name):
                 d = t.__dict__
-                locs.append(d["_local"] if d["_nd_sbp"] == nd else
-                            boxing.box(d["_local"], tuple(t.shape), placement, d["_nd_sbp"], nd))
-            else:
-                locs.append(t)
-    la = plan.attrs_for[at]
+                locs.append(boxing.box(d["_local"], tuple(t.shape), st.placement, d["_nd_sbp"], nd))
+    plan = st.plan
     if plan.mean_count is not None:  # a mean over a split dim: local sums over the whole count, partial sums
-        out = _C.ops.sum.redispatch(locs, la)
-        out = _C.ops.div(out, plan.mean_count)
+        out = _C.ops.div(_C.ops.sum.redispatch(locs, st.local_attrs), plan.mean_count)
     else:
-        out = op.redispatch(locs, la)
-    if op.is_inplace:
+        out = op.redispatch(locs, st.local_attrs)
+    if st.wrap is None:
         return inputs[0]
     if isinstance(out, (tuple, list)):
-        return type(out)(make(o, m[0], placement, s) for o, m, s in zip(out, plan.out_metas, plan.out_sbp))
-    return make(out, plan.out_metas[0][0], placement, plan.out_sbp[0])
+        return type(out)(make(o, *w) for o, w in zip(out, st.wrap))
+    return make(out, *st.wrap[0])
 
 
 # ---- ops with rules of their own ---------------------------------------------------------------------------

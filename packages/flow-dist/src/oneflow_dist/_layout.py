@@ -17,10 +17,19 @@ def balanced(n, parts, i):
     return start, start + base + (1 if i < rem else 0)
 
 
+_coords = {}
+
+
 def coord(placement, rank=None):
     """This rank's index in the placement's rank array (a tuple), or None outside it."""
+    key = (placement, rank)
+    if key in _coords:
+        return _coords[key]
     found = np.argwhere(placement.ranks == (_world.rank() if rank is None else rank))
-    return tuple(int(c) for c in found[0]) if found.size else None
+    at = tuple(int(c) for c in found[0]) if found.size else None
+    if len(_coords) < 1024:
+        _coords[key] = at
+    return at
 
 
 def normalize_sbp(sbp, placement, ndim, op="to_global"):

@@ -16,6 +16,8 @@ from ._groups import communicator
 from .placement import placement as _Placement
 from .sbp import broadcast
 
+_make_wrapper = _C._make_wrapper
+
 __all__ = ["GlobalTensor", "to_global", "to_local", "is_global", "placement", "sbp", "make"]
 
 
@@ -23,11 +25,7 @@ class GlobalTensor(flow.Tensor):
     """A global tensor (see the module docstring). Made by ``Tensor.to_global`` or a creation function with
     ``placement=`` and ``sbp=``; not constructed directly."""
 
-    @classmethod
-    def __flow_dispatch__(cls, op, inputs, attrs):
-        from . import _global_ops
-
-        return _global_ops.dispatch(op, inputs, attrs)
+    # __flow_dispatch__ is _global_ops.dispatch, set below (a classmethod: one call per op, no wrapper)
 
     @property
     def placement(self):
@@ -79,10 +77,13 @@ class GlobalTensor(flow.Tensor):
 
 def make(local, shape, placement, nd_sbp, requires_grad=False):
     """The global tensor whose shard on this rank is ``local`` (a local tensor, not checked)."""
-    local = local.detach()
-    g = _C._make_wrapper(GlobalTensor, list(shape), local.dtype, None, requires_grad)
+    if local.requires_grad:
+        local = local.detach()
+    g = _make_wrapper(GlobalTensor, list(shape), local.dtype, None, requires_grad)
     d = g.__dict__
-    d["_local"], d["_placement"], d["_nd_sbp"] = local, placement, tuple(nd_sbp)
+    nd_sbp = tuple(nd_sbp)
+    d["_local"], d["_placement"], d["_nd_sbp"] = local, placement, nd_sbp
+    d["_mk"] = (tuple(shape), local.dtype, nd_sbp, placement)  # the key of ops' cached sbp decisions
     if requires_grad:
         _watch_leaf(g)
     return g
@@ -299,3 +300,8 @@ def from_full(full, placement, sbp, requires_grad=False):
         raise RuntimeError(f"creation: the placement is on {placement.type!r}, the tensor was made on {full.device}")
     return make(boxing.from_broadcast(full.detach(), placement, nd_sbp), tuple(full.shape), placement, nd_sbp,
                 requires_grad)
+
+
+from . import _global_ops  # noqa: E402  (it needs GlobalTensor)
+
+GlobalTensor.__flow_dispatch__ = classmethod(_global_ops.dispatch)
