@@ -38,6 +38,13 @@ w = flow.randn(3, 4, placement=p, sbp=B, requires_grad=True)
 assert w.requires_grad and w.is_leaf
 (w * 2).sum().backward()
 np.testing.assert_array_equal(w.grad.numpy(), np.full((3, 4), 2.0))
+for like in (flow.zeros_like, flow.ones_like, lambda t: flow.full_like(t, 3.0), flow.empty_like):
+    for sbp in (S(0), B, P):
+        src = flow.randn(2 * n + 1, 3, placement=p, sbp=sbp)
+        t = like(src)
+        assert t.is_global and t.placement == p and t.sbp == ((B,) if sbp == P else (sbp,)) and t.shape == src.shape
+        if like is not flow.empty_like:
+            np.testing.assert_array_equal(t.numpy(), like(flow.randn(2 * n + 1, 3)).numpy())
 for bad, exc, match in [(lambda: flow.zeros(2, placement=p), ValueError, "go together"),
                         (lambda: flow.zeros(2, placement=p, sbp=S(1)), ValueError, "out of range"),
                         (lambda: flow.zeros(2, placement=p, sbp=B, device="cpu"), ValueError, "not both")]:

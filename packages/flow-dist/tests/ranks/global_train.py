@@ -76,4 +76,20 @@ for g_, w_ in zip(got, want):
 if n > 1:  # the parameters' partial gradients are all-reduced, once per parameter and step
     grads = [c for c in comm.records if c["op"] == "grad_to_param_sbp"]
     assert len(grads) == 4 * 20 and {c["collective"] for c in grads} == {"all_reduce"}, comm.by_op().keys()
+
+# flow.optim on global parameters (their state is made by the *_like functions: global too)
+for make_opt in (lambda ps: flow.optim.SGD(ps, lr=0.05, momentum=0.9), lambda ps: flow.optim.Adam(ps, lr=0.01)):
+    results = []
+    for wrap, params in ((flow.tensor, [flow.tensor(v, requires_grad=True) for v in init]),
+                         (lambda v: glob(v, S(0)), [glob(v, B, True) for v in init])):
+        opt = make_opt(params)
+        for xb, yb in data[:5]:
+            w1, b1, w2, b2 = params
+            opt.zero_grad()
+            loss = ((flow.matmul(flow.tanh(flow.matmul(wrap(xb), w1) + b1), w2) + b2 - wrap(yb)) ** 2).mean()
+            loss.backward()
+            opt.step()
+        results.append([q.detach().numpy() for q in params])
+    for g_, w_ in zip(*results):
+        np.testing.assert_allclose(g_, w_, rtol=1e-5, atol=1e-6)
 print("global train ok")
