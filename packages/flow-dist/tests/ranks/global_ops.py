@@ -76,6 +76,27 @@ check(lambda x: x.transpose(0, 1), a)
 check(lambda x: x.view(-1, 3), a)  # uneven: a split of 2n+1 rows is no split of the flat view
 check(lambda x: x.unsqueeze(0).expand(2, *x.shape), a)
 
+# more families: shape ops, normalization, convolution, pooling, indexing, losses, scans, reductions with indices
+F = flow.nn.functional
+img = rng.standard_normal((4, 3, 6, 6)).astype(np.float32)
+kern = rng.standard_normal((5, 3, 3, 3)).astype(np.float32)
+idx = np.array([0, 2, 1])
+lab = rng.integers(0, 3, (2 * n + 1,))
+img_sbps = [(s,) for s in [S(0), S(1), S(2), B]]
+check(lambda x: flow.cat([x, x * 2], 1), a)
+check(lambda x: flow.stack([x, x]), a)
+check(lambda x: F.layer_norm(x, (3,)), a)
+check(lambda x: F.gelu(x), a)
+check(lambda x: flow.cumsum(x, 1), a)
+check(lambda x: flow.max(x, 1), a)  # values and indices
+check(lambda x: flow.argmax(x, 1), a)
+check(lambda x: x[1:3, ::2], a)
+check(lambda x: x.var(0), a)
+check(lambda x, i: flow.index_select(x, 1, i), a, idx[:2], sbps=[(s, B) for s in [S(0), S(1), B]])
+check(lambda x: F.max_pool2d(x, 2), img, sbps=img_sbps)
+check(lambda x, k: F.conv2d(x, k), img, kern, sbps=[(s, B) for s in [S(0), B]] + [(B, S(0))])
+check(lambda x, t: F.cross_entropy(x, t), a, lab, sbps=[(S(0), S(0)), (B, B), (S(1), B)])
+
 # ---- the inference picks these signatures and collectives (with one rank every layout is the same) ----
 if n > 1:
     x0, wb = glob(a, S(0)), glob(w, B)
