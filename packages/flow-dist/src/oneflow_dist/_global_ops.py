@@ -60,7 +60,7 @@ def _cost(src, dst, nbytes, k):
     if dst.is_partial():
         return nbytes * (k - 1) / k if not src.is_partial() else 3.0 * nbytes * (k - 1) / k
     if src.is_broadcast():
-        return 0.0
+        return nbytes * 1e-6  # a free slice, but a broadcast input keeps its layout when nothing else differs
     if src.is_split():
         return nbytes * (k - 1) / k if dst.is_broadcast() else nbytes * (k - 1) / (k * k)
     return 2.0 * nbytes * (k - 1) / k if dst.is_broadcast() else nbytes * (k - 1) / k
@@ -141,7 +141,6 @@ def _infer(op, inputs, attrs, placement):
             continue
         cands.append((ins, outs, _mean_partial(s)))
     nbytes = [t.numel() * t.element_size() if isinstance(t, GlobalTensor) else 0 for t in inputs]
-    out_bytes = sum(_numel(m[0]) for m in out_metas) * 4
 
     def score(c, h):
         ins, outs, _ = c
@@ -149,9 +148,7 @@ def _infer(op, inputs, attrs, placement):
         for t, a, nb in zip(inputs, ins, nbytes):
             if isinstance(t, GlobalTensor):
                 cost += _cost(t.sbp[h], a, nb, hier[h])
-        # redundant compute of a broadcast result, and the reduction a partial one owes later, break ties
-        cost += out_bytes * (1e-3 if outs[0].is_broadcast() else 0.0) + (1e-4 if outs[0].is_partial() else 0)
-        return cost
+        return cost + (1e-4 if outs[0].is_partial() else 0)  # ties: a partial result owes a reduction
 
     if op.is_inplace:
         self_sbp = inputs[0].sbp
@@ -207,9 +204,22 @@ def _placement_of(op, inputs):
 
 def _check_local(op, inputs):
     for i, t in enumerate(inputs):
-        if t is not None and not isinstance(t, GlobalTensor) and t.dim() > 0:
-            raise RuntimeError(f"{op.name}(): input {i} is a local tensor mixed with global ones; convert it with "
-                               f"to_global(placement, sbp) first")
+        if t is not None and not isinstance(t, GlobalTensor):
+            raise RuntimeError(f"{op.name}(): input {i} is a local tensor mixed with global ones")
+
+
+def _with_local_inputs(op, inputs, attrs):
+    """Local tensors among global inputs are taken as broadcast: the same value on every rank. That is what
+    the core's decompositions and backward formulas make when they create tensors (dropout's mask, index's
+    zeros: made alike on every rank from the same generator state)."""
+    placement = _placement_of(op, inputs)
+    nd = (broadcast,) * placement.ranks.ndim
+    wrapped = [t if t is None or isinstance(t, GlobalTensor) else make(t, tuple(t.shape), placement, nd)
+               for t in inputs]
+    out = dispatch(GlobalTensor, op, wrapped, attrs)
+    if op.is_inplace and not isinstance(inputs[0], GlobalTensor):
+        return inputs[0]
+    return out
 
 
 def _attrs_key(attrs):
@@ -254,13 +264,13 @@ def dispatch(cls, op, inputs, attrs):
         elif t is None:
             metas.append(None)
         else:
-            metas.append(("local", tuple(t.shape), t.dtype))
+            return _with_local_inputs(op, inputs, attrs)
     ak = _attrs_key(attrs)
     key = (op, tuple(metas), ak) if ak is not None else None
     st = _cache.get(key) if key is not None else None
     if st is None:
-        if "random" in op.traits and op.is_inplace:
-            return _random_inplace(op, inputs, attrs)
+        if "random" in op.traits:
+            return _random_inplace(op, inputs, attrs) if op.is_inplace else _random_op(op, inputs, attrs)
         st = _decide(op, inputs, attrs)
         if key is not None:
             if len(_cache) >= _CACHE_MAX:
@@ -340,6 +350,25 @@ def _random_inplace(op, inputs, attrs):
     op.redispatch([full, *rest], attrs)
     x.__dict__["_local"].copy_(boxing.from_broadcast(full, x.placement, x.sbp))
     return x
+
+
+def _random_op(op, inputs, attrs):
+    """A random op (dropout, bernoulli) runs on the whole inputs, as a single process would, and the result
+    takes the layout of its first global input (partial: broadcast): values equal the single-process ones of
+    the same seed, and no two shards share a random stream."""
+    placement = _placement_of(op, inputs)
+    _check_local(op, inputs)
+    first = next(t for t in inputs if isinstance(t, GlobalTensor))
+    nd = tuple(broadcast if s.is_partial() else s for s in first.sbp)
+    with comm_debug.cause(op.name):
+        full = [_full_value(t) if isinstance(t, GlobalTensor) else t for t in inputs]
+    out = op.redispatch(full, attrs)
+
+    def lay(o):
+        on = nd if o.dim() == first.dim() else (broadcast,) * len(nd)
+        return make(boxing.from_broadcast(o, placement, on), tuple(o.shape), placement, on)
+
+    return type(out)(lay(o) for o in out) if isinstance(out, (tuple, list)) else lay(out)
 
 
 def _detach(op, inputs, attrs):

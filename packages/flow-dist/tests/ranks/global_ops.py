@@ -153,4 +153,12 @@ for sbp in [S(0), S(1), B]:
     flow.manual_seed(5)
     g = glob(np.zeros((5, 3), np.float32), sbp).normal_()
     np.testing.assert_array_equal(g.numpy(), want)
+for sbp in [S(0), S(1), B]:  # random ops draw as a single process would (dropout's mask, bernoulli)
+    for fn in (lambda t: F.dropout(t, 0.5), lambda t: flow.bernoulli(t.sigmoid())):
+        flow.manual_seed(7)
+        want = fn(flow.tensor(a)).numpy()
+        flow.manual_seed(7)
+        got = fn(glob(a, sbp))
+        assert got.sbp == (sbp,)
+        np.testing.assert_array_equal(got.numpy(), want)
 print("global ops ok")
