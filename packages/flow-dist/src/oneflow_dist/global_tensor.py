@@ -17,6 +17,7 @@ from .placement import placement as _Placement
 from .sbp import broadcast
 
 _make_wrapper = _C._make_wrapper
+_REQUIRES_GRAD = _C.TensorBase.__dict__["requires_grad"]  # the core's property (the setter also watches leaves)
 
 __all__ = ["GlobalTensor", "to_global", "to_local", "is_global", "placement", "sbp", "make"]
 
@@ -58,6 +59,15 @@ class GlobalTensor(flow.Tensor):
         flow.Tensor.requires_grad_(self, requires_grad)
         _watch_leaf(self)
         return self
+
+    @property
+    def requires_grad(self):
+        return _REQUIRES_GRAD.__get__(self)
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        _REQUIRES_GRAD.__set__(self, value)
+        _watch_leaf(self)
 
     def __repr__(self):
         full = _full_value(self)

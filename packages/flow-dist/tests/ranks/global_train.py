@@ -28,6 +28,11 @@ for sa, sw in [(S(0), B), (B, S(1)), (S(1), S(0)), (B, B), (S(0), S(0))]:
     assert ga.grad.sbp == ga.sbp and gw.grad.sbp == gw.sbp, (ga.grad.sbp, gw.grad.sbp)  # in the leaf's sbp
     np.testing.assert_allclose(ga.grad.numpy(), ta.grad.numpy(), rtol=1e-5, atol=1e-6, err_msg=f"{sa} {sw}")
     np.testing.assert_allclose(gw.grad.numpy(), tw.grad.numpy(), rtol=1e-5, atol=1e-6, err_msg=f"{sa} {sw}")
+w2 = glob(w, B)
+w2.requires_grad = True  # the attribute, like requires_grad_(), makes a leaf whose gradient keeps its sbp
+(flow.matmul(glob(a, S(0)), w2)).sum().backward()
+assert w2.grad.sbp == (B,)
+np.testing.assert_allclose(w2.grad.numpy(), np.repeat(a.sum(0)[:, None], 4, 1), rtol=1e-5)
 # boxing is differentiable: to_global between layouts, and from/to local tensors
 x = glob(a, S(0), True)
 y = x.to_global(sbp=B) * flow.tensor(a).to_global(p, B)
