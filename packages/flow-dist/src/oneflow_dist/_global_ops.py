@@ -371,6 +371,42 @@ def _random_op(op, inputs, attrs):
     return type(out)(lay(o) for o in out) if isinstance(out, (tuple, list)) else lay(out)
 
 
+# updates that read more than one element of a parameter at a time (norms, orthogonalisation)
+_NON_ELEMENTWISE_UPDATES = ("lamb_update_", "muon_update_", "adafactor_update_")
+
+
+def _optimizer_update(op, inputs, attrs):
+    """A fused optimizer update (lists of parameters, gradients, states) runs on the shards: each list
+    entry takes the layout of its parameter, and tensors outside the lists (lr, step) their whole value."""
+    from oneflow._dispatch import split_inputs
+
+    groups = split_inputs(op, inputs, attrs)
+    names = [a["name"] for a in op.arguments if a["is_tensor"]]
+    params = groups[names[0]]
+    if op.name in _NON_ELEMENTWISE_UPDATES and any(
+            isinstance(q, GlobalTensor) and not all(s.is_broadcast() for s in q.sbp) for q in params):
+        raise NotImplementedError(f"{op.name}(): this update reads whole parameters; it runs on global "
+                                  f"parameters only when they are broadcast")
+    flat = []
+    with comm_debug.cause(op.name):
+        for name in names:
+            group = groups[name]
+            if not isinstance(group, list):
+                flat.append(_full_value(group) if isinstance(group, GlobalTensor) else group)
+                continue
+            for q, t in zip(params, group):
+                if not isinstance(t, GlobalTensor):
+                    flat.append(t)
+                elif t is q or t.sbp == q.sbp:
+                    flat.append(t.__dict__["_local"])
+                elif t.placement != q.placement:
+                    raise RuntimeError(f"{op.name}(): a state or gradient lies on {t.placement!r}, its parameter "
+                                       f"on {q.placement!r}")
+                else:
+                    flat.append(boxing.box(t.__dict__["_local"], tuple(t.shape), t.placement, t.sbp, q.sbp))
+    return op.redispatch(flat, attrs)
+
+
 def _detach(op, inputs, attrs):
     x = inputs[0]
     return make(x.__dict__["_local"], tuple(x.shape), x.placement, x.sbp)
@@ -378,3 +414,4 @@ def _detach(op, inputs, attrs):
 
 _SPECIAL = {"_materialize": _materialize, "fill": _fill, "fill_": _fill, "copy_": _copy_, "detach": _detach,
             "alias": _detach}
+_SPECIAL.update({o["name"]: _optimizer_update for o in _C.list_ops() if "optimizer" in o["traits"]})

@@ -97,4 +97,25 @@ for make_opt in (lambda ps: flow.optim.SGD(ps, lr=0.05, momentum=0.9), lambda ps
         results.append([q.detach().numpy() for q in params])
     for g_, w_ in zip(*results):
         np.testing.assert_allclose(g_, w_, rtol=1e-5, atol=1e-6)
+
+# a 2 x 2 placement: data parallel on both dimensions, and data x model parallel (columns of the weights split)
+if n == 4:
+    mesh = flow.placement("cpu", ranks=[[0, 1], [2, 3]])
+    w1, w2 = init[0], init[2]
+
+    def train2(wrap_p, wrap_x):
+        ps = [wrap_p(w1), wrap_p(w2)]
+        opt = flow.optim.SGD(ps, lr=0.05, momentum=0.9)
+        for xb, _ in data[:5]:
+            opt.zero_grad()
+            (flow.matmul(flow.tanh(flow.matmul(wrap_x(xb), ps[0])), ps[1]) ** 2).mean().backward()
+            opt.step()
+        return [q.detach().numpy() for q in ps]
+
+    want = train2(lambda v: flow.tensor(v, requires_grad=True), flow.tensor)
+    for x_sbp, p_sbp in [((S(0), S(0)), (B, B)), ((S(0), B), (B, S(1))), ((B, S(0)), (B, B))]:
+        got = train2(lambda v: flow.tensor(v, placement=mesh, sbp=p_sbp, requires_grad=True),
+                     lambda v: flow.tensor(v, placement=mesh, sbp=x_sbp))
+        for g_, w_ in zip(got, want):
+            np.testing.assert_allclose(g_, w_, rtol=1e-5, atol=1e-6, err_msg=f"{x_sbp} {p_sbp}")
 print("global train ok")
