@@ -236,7 +236,7 @@ def _attrs_key(attrs):
 
 class _Step:
     """A cached decision: how to get each input's shard and what to make of the op's result."""
-    __slots__ = ("plan", "box", "local_attrs", "placement", "wrap")
+    __slots__ = ("plan", "box", "local_attrs", "placement", "wrap", "outside")
 
 
 def _decide(op, inputs, attrs):
@@ -248,6 +248,7 @@ def _decide(op, inputs, attrs):
     st.box = [None if not isinstance(t, GlobalTensor) or t.sbp == nd else nd for t, nd in zip(inputs, plan.in_sbp)]
     at = _layout.coord(placement)
     st.local_attrs = plan.attrs_for.get(at, attrs) if at is not None else attrs
+    st.outside = at is None
     st.wrap = None if op.is_inplace else [(m[0], placement, s) for m, s in zip(plan.out_metas, plan.out_sbp)]
     return st
 
@@ -276,6 +277,11 @@ def dispatch(cls, op, inputs, attrs):
             if len(_cache) >= _CACHE_MAX:
                 _cache.clear()
             _cache[key] = st
+    if st.outside:  # this rank holds no shard of the placement: nothing to compute
+        if st.wrap is None:
+            return inputs[0]
+        outs = [make(_C._empty([0], m[1], None), *w) for m, w in zip(st.plan.out_metas, st.wrap)]
+        return tuple(outs) if len(outs) > 1 or op.num_outputs != 1 else outs[0]
     locs = []
     for t, nd in zip(inputs, st.box):
         if type(t) is not GlobalTensor:

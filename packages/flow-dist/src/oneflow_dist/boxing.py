@@ -198,8 +198,8 @@ def box(x, shape, placement, src, dst):
 def from_broadcast(full, placement, nd_sbp):
     """This rank's shard under ``nd_sbp`` of a tensor whose whole value ``full`` every rank holds."""
     at = _layout.coord(placement)
-    if at is None:
-        return full
+    if at is None:  # a rank outside the placement holds nothing
+        return flow.empty(0, dtype=full.dtype)
     out = full
     for h, s in enumerate(nd_sbp):
         if s.is_partial() and s.kind == "partial_sum" and at[h] != 0:

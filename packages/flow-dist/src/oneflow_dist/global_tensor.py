@@ -173,7 +173,9 @@ def _local_to_global(x, placement, nd_sbp, check_meta=True):
                            f"{placement.type!r}")
     shape = _logical_shape(local, placement, nd_sbp, check_meta)
     at = _layout.coord(placement)
-    if at is not None:
+    if at is None:  # a rank outside the placement holds nothing (OneFlow's rule)
+        local = flow.empty(0, dtype=local.dtype)
+    else:
         for h, s in enumerate(nd_sbp):
             if s.is_broadcast() and placement.ranks.shape[h] > 1:  # rank 0's value, as OneFlow
                 c = communicator(placement, h)

@@ -119,6 +119,16 @@ if n >= 2:
         np.testing.assert_allclose(y.to_local().numpy(), full)
     z = y.to_global(placement=p, sbp=S(1))
     np.testing.assert_allclose(z.numpy(), full)
+    # ranks outside a placement hold nothing and compute nothing
+    u = (y * 2 + 1).sum(0)
+    v = flow.tensor(full).to_global(sub, B)
+    assert u.shape == (3,) and u.placement == sub and v.shape == (4, 3)
+    if r == n - 1:
+        np.testing.assert_allclose(u.to_local().numpy(), (full * 2 + 1).sum(0), rtol=1e-5)
+        np.testing.assert_allclose(v.to_local().numpy(), full)
+    else:
+        assert u.to_local().numel() == 0 and v.to_local().numel() == 0
+    np.testing.assert_allclose(u.to_global(placement=p, sbp=B).numpy(), (full * 2 + 1).sum(0), rtol=1e-5)
 
 # ---- bad input ----
 expect_raises(ValueError, "outside the world", lambda: flow.placement("cpu", ranks=[0, n]))
