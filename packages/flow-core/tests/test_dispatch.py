@@ -122,3 +122,15 @@ def test_op_handles_copy_pickle_and_compare_like_builtin_functions():
     m.act = flow.sigmoid  # a module holding an op: deep copies and pickles share the op
     m2 = pickle.loads(pickle.dumps(copy.deepcopy(m)))
     assert m2.act is flow.sigmoid and m2[0].weight is not m[0].weight
+
+
+def test_detach_and_saved_outputs_of_a_handler_subclass_keep_its_class_and_attributes():
+    Wrapped.calls.clear()
+    w = Wrapped.wrap(flow.tensor([1.0, -2.0, 3.0]), requires_grad=True)
+    d = w.detach()
+    assert type(d) is Wrapped and d.inner is w.inner and not d.requires_grad
+    y = flow.relu(w)  # relu's backward reads its saved output: a detached copy that must stay a Wrapped
+    y.sum().backward()
+    assert type(w.grad) is Wrapped and w.grad.inner.tolist() == [1.0, 0.0, 1.0]
+    p = flow.tensor([1.0]).detach()
+    assert type(flow.nn.Parameter(flow.ones(1)).detach()) is flow.Tensor and type(p) is flow.Tensor

@@ -359,3 +359,17 @@ def test_installed_package_without_the_entry_point_says_so(tmp_path, monkeypatch
         _plugins.refresh()
     with pytest.raises(AttributeError, match="'flow-dist' package, which is not installed"):
         flow.placement
+
+
+def test_creation_with_placement_needs_flow_dist():
+    from oneflow import _plugins
+
+    hook = _plugins.load("_global_from_full")
+    if hook is not None:  # flow-dist is installed: its own tests cover global creation
+        assert hook.__module__ == "oneflow_dist.global_tensor"
+        return
+    with pytest.raises(AttributeError, match="flow-dist"):
+        flow.zeros(2, placement="p", sbp="s")
+    with pytest.raises(ValueError, match="go together"):
+        flow.randn(2, sbp="s")
+    assert flow.zeros(2).tolist() == [0.0, 0.0] and flow.randn.__name__ == "randn"

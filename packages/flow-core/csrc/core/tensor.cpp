@@ -13,6 +13,7 @@
 namespace flow {
 
 void (*g_release_py_class)(void*) = nullptr;
+void (*g_retain_py_object)(void*) = nullptr;
 
 TensorImpl::TensorImpl() = default;
 TensorImpl::~TensorImpl() {
@@ -189,6 +190,17 @@ Tensor shallow_copy(const Tensor& t, bool keep_base) {
   impl->is_inference = s->is_inference;
   impl->handler_key = s->handler_key;
   if (keep_base) impl->base = s->base;
+  // A subclass with a dispatch handler (a storage-less wrapper) stays one: its detached copies, and the
+  // outputs autograd saves, keep its class and attributes, which say where its values live.
+  if (s->py_handler && s->py_class && g_retain_py_object) {
+    g_retain_py_object(s->py_class);
+    impl->py_class = s->py_class;
+    impl->py_handler = true;
+    if (s->py_dict) {
+      g_retain_py_object(s->py_dict);
+      impl->py_dict = s->py_dict;
+    }
+  }
   return Tensor(std::move(impl));
 }
 

@@ -139,5 +139,6 @@ Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, DType dty
 
 // Hooks set by the Python module so the core never includes Python headers.
 extern void (*g_release_py_class)(void* py_class);
+extern void (*g_retain_py_object)(void* obj);
 
 }  // namespace flow

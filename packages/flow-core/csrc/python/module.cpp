@@ -16,12 +16,18 @@ static void release_py_class(void* cls) {
   Py_DECREF(static_cast<PyObject*>(cls));
 }
 
+static void retain_py_object(void* obj) {
+  nb::gil_scoped_acquire gil;
+  Py_INCREF(static_cast<PyObject*>(obj));
+}
+
 }  // namespace flow::py
 
 NB_MODULE(_C, m) {
   using namespace flow;
   using namespace flow::py;
   g_release_py_class = &release_py_class;
+  g_retain_py_object = &retain_py_object;
   nb::set_leak_warnings(false);  // module-level caches (dtype objects, op handles) live until exit
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

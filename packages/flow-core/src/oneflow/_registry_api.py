@@ -47,6 +47,7 @@ def export_ops(namespace):
             namespace[name] = getattr(mod, name)
         for name, fn in getattr(mod, "TENSOR_METHODS", {}).items():
             setattr(Tensor, name, fn)
-    from . import _derived_docs
+    from . import _derived_docs, _global_creation
 
     _derived_docs.fill(Tensor, namespace)
+    _global_creation.install(namespace)

@@ -21,7 +21,7 @@ class placement:
         (array([0, 1]), oneflow.Size([2]))
     """
 
-    __slots__ = ("_type", "_ranks", "_key")
+    __slots__ = ("_type", "_ranks", "_key", "_hash")
 
     def __init__(self, type, ranks):
         if isinstance(type, str) is False:
@@ -58,6 +58,7 @@ class placement:
         self._type = dev
         self._ranks = arr
         self._key = (dev, arr.shape, tuple(arr.reshape(-1).tolist()))
+        self._hash = hash(self._key)  # placements key the per-op decision cache of global tensors
 
     @classmethod
     def all(cls, type):
@@ -82,10 +83,10 @@ class placement:
         return flow.Size(self._ranks.shape)
 
     def __eq__(self, other):
-        return isinstance(other, placement) and self._key == other._key
+        return self is other or isinstance(other, placement) and self._key == other._key
 
     def __hash__(self):
-        return hash(self._key)
+        return self._hash
 
     def __repr__(self):
         return f"oneflow.placement(type=\"{self._type}\", ranks={self._ranks.tolist()})"

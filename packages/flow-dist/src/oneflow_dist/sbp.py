@@ -15,12 +15,13 @@ class sbp:
     """One SBP: ``kind`` is "split", "broadcast", "partial_sum" or "partial_max"; ``dim`` is the split dim (None
     for the others). Made by :func:`split` or taken from the module's constants."""
 
-    __slots__ = ("_kind", "_dim")
+    __slots__ = ("_kind", "_dim", "_hash")
 
     def __init__(self, kind, dim=None):
         if kind not in ("split", "broadcast", "partial_sum", "partial_max"):
             raise ValueError(f"sbp: unknown kind {kind!r}")
         self._kind, self._dim = kind, dim
+        self._hash = hash((kind, dim))
 
     @property
     def kind(self):
@@ -44,7 +45,7 @@ class sbp:
         return isinstance(other, sbp) and (self._kind, self._dim) == (other._kind, other._dim)
 
     def __hash__(self):
-        return hash((self._kind, self._dim))
+        return self._hash
 
     def __repr__(self):
         return f"oneflow.sbp.split(dim={self._dim})" if self._kind == "split" else f"oneflow.sbp.{self._kind}"

@@ -7,5 +7,8 @@ Ranks given to collectives (``src``, ``dst``) are global ranks, as in PyTorch, a
 from . import _api
 from ._api import *  # noqa: F401,F403
 from ._api import __all__  # noqa: F401
+from ..comm_debug import CommDebugMode, comm_debug  # noqa: F401
+
+__all__ = [*__all__, "comm_debug", "CommDebugMode"]
 
 del _api

@@ -1,0 +1,423 @@
+"""Ops on global tensors: the ``__flow_dispatch__`` of :class:`GlobalTensor`.
+
+For an op on global inputs: the candidate 1-D SBP signatures come from the op's registry traits
+(``op.sbp_signatures``, plus the few linear rules traits cannot say, ``_EXTRA``); each hierarchy dimension
+takes the cheapest by the boxing cost of getting the inputs there; a choice is kept only if the op, run on
+every rank's shards, gives exactly that rank's shard of the logical result (checked by meta inference, so
+uneven splits that a view cannot follow are refused). The decision is cached per (op, input metadata and sbps,
+attributes). Then the inputs are boxed and the op runs on the shards.
+"""
+import itertools
+
+from oneflow import _C
+
+from . import _layout, boxing, comm_debug
+from .global_tensor import GlobalTensor, _full_value, make
+from .sbp import broadcast, partial_max, partial_sum, split
+
+_PARTIAL = {"sum": partial_sum, "max": partial_max, "mean": partial_sum}
+
+# Linear rules the traits do not carry: partial values pass through sums and through products with a broadcast
+_EXTRA = {
+    "add": ["P(sum), P(sum) -> P(sum)"], "sub": ["P(sum), P(sum) -> P(sum)"],
+    "mul": ["P(sum), B -> P(sum)", "B, P(sum) -> P(sum)"], "div": ["P(sum), B -> P(sum)"],
+    "neg": ["P(sum) -> P(sum)"], "clone": ["P(sum) -> P(sum)", "P(max) -> P(max)"],
+    "contiguous": ["P(sum) -> P(sum)"], "to_dtype": ["P(sum) -> P(sum)", "P(max) -> P(max)"],
+    "add_": ["P(sum), P(sum) -> P(sum)"], "mul_": ["P(sum), B -> P(sum)"], "div_": ["P(sum), B -> P(sum)"],
+}
+
+_cache = {}
+_CACHE_MAX = 4096
+
+
+def _parse_axis(s):
+    s = s.strip()
+    if s == "B":
+        return broadcast
+    if s.startswith("S("):
+        return split(int(s[2:-1]))
+    if s.startswith("P("):
+        return _PARTIAL.get(s[2:-1], s)  # an unknown combiner stays a string: no sbp of ours holds it
+    raise ValueError(f"unknown sbp axis {s!r}")
+
+
+def _parse(sig):
+    lhs, rhs = sig.split("->")
+    ins = [_parse_axis(a) for a in lhs.split(",")] if lhs.strip() else []
+    return ins, [_parse_axis(a) for a in rhs.split(",")]
+
+
+def _mean_partial(sig):
+    return "P(mean)" in sig.split("->")[1]
+
+
+def _cost(src, dst, nbytes, k):
+    """Bytes one rank sends to take one hierarchy dimension from ``src`` to ``dst`` (ring algorithms). Making
+    a partial value sends nothing but owes a reduction later and grows a shard to the whole: it costs as much
+    as a gather."""
+    if src == dst:
+        return 0.0
+    if dst.is_partial():
+        return nbytes * (k - 1) / k if not src.is_partial() else 3.0 * nbytes * (k - 1) / k
+    if src.is_broadcast():
+        return nbytes * 1e-6  # a free slice, but a broadcast input keeps its layout when nothing else differs
+    if src.is_split():
+        return nbytes * (k - 1) / k if dst.is_broadcast() else nbytes * (k - 1) / (k * k)
+    return 2.0 * nbytes * (k - 1) / k if dst.is_broadcast() else nbytes * (k - 1) / k
+
+
+def _hashable(v):
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
+    hash(v)
+    return v
+
+
+def _local_attrs(op, attrs, out_shape, local_out):
+    """Shape-like list attributes (view's size, expand's size) given for the logical output, made local."""
+    if out_shape is None or tuple(out_shape) == tuple(local_out):
+        return attrs
+    new = None
+    for name, v in attrs.items():
+        if isinstance(v, (list, tuple)) and len(v) == len(out_shape) and all(isinstance(e, int) for e in v) and \
+                all(e == -1 or e == s for e, s in zip(v, out_shape)):
+            new = dict(attrs) if new is None else new
+            new[name] = [e if e == -1 else ls for e, ls in zip(v, local_out)]
+    return attrs if new is None else new
+
+
+def _meta(shape, dtype):
+    return _C._empty(list(shape), dtype, "meta")
+
+
+class _Plan:
+    __slots__ = ("in_sbp", "out_sbp", "out_metas", "mean_count", "attrs_for")
+
+
+def _valid(op, inputs, attrs, placement, in_nd, out_nd, out_metas):
+    """Whether the op on every rank's shards gives that rank's shard of the logical outputs; returns the
+    per-coordinate local attrs (or None when not valid)."""
+    attrs_for = {}
+    coords = [tuple(int(i) for i in c) for c in itertools.product(*[range(n) for n in placement.ranks.shape])]
+    for at in coords:
+        locs = []
+        for t, nd in zip(inputs, in_nd):
+            if t is None:
+                locs.append(None)
+                continue
+            shape = tuple(t.shape)
+            if nd is None:
+                locs.append(_meta(shape, t.dtype))
+                continue
+            locs.append(_meta(_layout.local_shape(shape, placement, nd, at), t.dtype))
+        want = [_layout.local_shape(m[0], placement, o, at) for m, o in zip(out_metas, out_nd)]
+        la = _local_attrs(op, attrs, out_metas[0][0] if len(out_metas) == 1 else None, want[0]) \
+            if out_metas else attrs
+        try:
+            got = op.meta(locs, la)
+        except Exception:
+            return None
+        if [tuple(g[0]) for g in got] != want:
+            return None
+        attrs_for[at] = la
+    return attrs_for
+
+
+def _infer(op, inputs, attrs, placement):
+    nh = placement.ranks.ndim
+    hier = placement.ranks.shape
+    try:
+        out_metas = [(tuple(m[0]), m[1]) for m in op.meta(inputs, attrs)]
+    except NotImplementedError:
+        raise NotImplementedError(f"{op.name}(): this op has no meta inference, so it cannot run on global "
+                                  f"tensors (its output shape depends on the data)") from None
+    sigs = list(op.sbp_signatures(inputs, attrs)) + _EXTRA.get(op.name, [])
+    cands = []
+    for s in sigs:
+        ins, outs = _parse(s)
+        if len(ins) != len(inputs) or any(isinstance(a, str) for a in ins + outs):
+            continue
+        cands.append((ins, outs, _mean_partial(s)))
+    nbytes = [t.numel() * t.element_size() if isinstance(t, GlobalTensor) else 0 for t in inputs]
+
+    def score(c, h):
+        ins, outs, _ = c
+        cost = 0.0
+        for t, a, nb in zip(inputs, ins, nbytes):
+            if isinstance(t, GlobalTensor):
+                cost += _cost(t.sbp[h], a, nb, hier[h])
+        return cost + (1e-4 if outs[0].is_partial() else 0)  # ties: a partial result owes a reduction
+
+    if op.is_inplace:
+        self_sbp = inputs[0].sbp
+        per_dim = [[c for c in cands if c[0][0] == self_sbp[h] and c[1][0] == self_sbp[h] and not c[2]]
+                   for h in range(nh)]
+    else:
+        per_dim = [sorted(cands, key=lambda c, h=h: score(c, h)) for h in range(nh)]
+    tried = 0
+    for combo in sorted(itertools.product(*per_dim), key=lambda cs: sum(score(c, h) for h, c in enumerate(cs))):
+        tried += 1
+        if tried > 64:
+            break
+        in_nd = [None if not isinstance(t, GlobalTensor) else tuple(c[0][i] for c in combo)
+                 for i, t in enumerate(inputs)]
+        out_nd = [tuple(c[1][j] for c in combo) for j in range(len(out_metas))]
+        if any(c[2] for c in combo) and len(out_metas) != 1:
+            continue
+        attrs_for = _valid(op, inputs, attrs, placement, in_nd, out_nd, out_metas)
+        if attrs_for is None:
+            continue
+        p = _Plan()
+        p.in_sbp, p.out_sbp, p.out_metas, p.attrs_for = in_nd, out_nd, out_metas, attrs_for
+        p.mean_count = None
+        if any(c[2] for c in combo):
+            dims = op.dims(inputs, attrs) or list(range(inputs[0].dim()))
+            p.mean_count = _numel([inputs[0].shape[d] for d in dims])
+        return p
+    if op.is_inplace:
+        raise RuntimeError(f"{op.name}(): cannot run in place on a global tensor of sbp {inputs[0].sbp} with "
+                           f"inputs of sbp {[getattr(t, 'sbp', None) for t in inputs[1:]]}")
+    raise RuntimeError(f"{op.name}(): found no sbp signature for inputs of shapes "
+                       f"{[tuple(t.shape) if t is not None else None for t in inputs]} on {placement!r}")
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _placement_of(op, inputs):
+    placement = None
+    for t in inputs:
+        if isinstance(t, GlobalTensor):
+            if placement is None:
+                placement = t.placement
+            elif t.placement != placement:
+                raise RuntimeError(f"{op.name}(): expected all global tensors on the same placement, got "
+                                   f"{placement!r} and {t.placement!r}; convert one with to_global(placement=...)")
+    return placement
+
+
+def _check_local(op, inputs):
+    for i, t in enumerate(inputs):
+        if t is not None and not isinstance(t, GlobalTensor):
+            raise RuntimeError(f"{op.name}(): input {i} is a local tensor mixed with global ones")
+
+
+def _with_local_inputs(op, inputs, attrs):
+    """Local tensors among global inputs are taken as broadcast: the same value on every rank. That is what
+    the core's decompositions and backward formulas make when they create tensors (dropout's mask, index's
+    zeros: made alike on every rank from the same generator state)."""
+    placement = _placement_of(op, inputs)
+    nd = (broadcast,) * placement.ranks.ndim
+    wrapped = [t if t is None or isinstance(t, GlobalTensor) else make(t, tuple(t.shape), placement, nd)
+               for t in inputs]
+    out = dispatch(GlobalTensor, op, wrapped, attrs)
+    if op.is_inplace and not isinstance(inputs[0], GlobalTensor):
+        return inputs[0]
+    return out
+
+
+def _attrs_key(attrs):
+    k = tuple((n, tuple(v) if type(v) is list else v) for n, v in attrs.items())
+    try:
+        hash(k)
+        return k
+    except TypeError:
+        try:
+            return _hashable(attrs)
+        except TypeError:
+            return None
+
+
+class _Step:
+    """A cached decision: how to get each input's shard and what to make of the op's result."""
+    __slots__ = ("plan", "box", "local_attrs", "placement", "wrap", "outside")
+
+
+def _decide(op, inputs, attrs):
+    placement = _placement_of(op, inputs)
+    _check_local(op, inputs)
+    plan = _infer(op, inputs, attrs, placement)
+    st = _Step()
+    st.plan, st.placement = plan, placement
+    st.box = [None if not isinstance(t, GlobalTensor) or t.sbp == nd else nd for t, nd in zip(inputs, plan.in_sbp)]
+    at = _layout.coord(placement)
+    st.local_attrs = plan.attrs_for.get(at, attrs) if at is not None else attrs
+    st.outside = at is None
+    st.wrap = None if op.is_inplace else [(m[0], placement, s) for m, s in zip(plan.out_metas, plan.out_sbp)]
+    return st
+
+
+def dispatch(cls, op, inputs, attrs):
+    """``GlobalTensor.__flow_dispatch__``."""
+    special = _SPECIAL.get(op.name)
+    if special is not None:
+        return special(op, inputs, attrs)
+    metas = []
+    for t in inputs:
+        if type(t) is GlobalTensor:
+            metas.append(t.__dict__["_mk"])
+        elif t is None:
+            metas.append(None)
+        else:
+            return _with_local_inputs(op, inputs, attrs)
+    ak = _attrs_key(attrs)
+    key = (op, tuple(metas), ak) if ak is not None else None
+    st = _cache.get(key) if key is not None else None
+    if st is None:
+        if "random" in op.traits:
+            return _random_inplace(op, inputs, attrs) if op.is_inplace else _random_op(op, inputs, attrs)
+        st = _decide(op, inputs, attrs)
+        if key is not None:
+            if len(_cache) >= _CACHE_MAX:
+                _cache.clear()
+            _cache[key] = st
+    if st.outside:  # this rank holds no shard of the placement: nothing to compute
+        if st.wrap is None:
+            return inputs[0]
+        outs = [make(_C._empty([0], m[1], None), *w) for m, w in zip(st.plan.out_metas, st.wrap)]
+        return tuple(outs) if len(outs) > 1 or op.num_outputs != 1 else outs[0]
+    locs = []
+    for t, nd in zip(inputs, st.box):
+        if type(t) is not GlobalTensor:
+            locs.append(t)
+        elif nd is None:
+            locs.append(t.__dict__["_local"])
+        else:
+            with comm_debug.cause(op.name):
+                d = t.__dict__
+                locs.append(boxing.box(d["_local"], tuple(t.shape), st.placement, d["_nd_sbp"], nd))
+    plan = st.plan
+    if plan.mean_count is not None:  # a mean over a split dim: local sums over the whole count, partial sums
+        out = _C.ops.div(_C.ops.sum.redispatch(locs, st.local_attrs), plan.mean_count)
+    else:
+        out = op.redispatch(locs, st.local_attrs)
+    if st.wrap is None:
+        return inputs[0]
+    if isinstance(out, (tuple, list)):
+        return type(out)(make(o, *w) for o, w in zip(out, st.wrap))
+    return make(out, *st.wrap[0])
+
+
+# ---- ops with rules of their own ---------------------------------------------------------------------------
+def _materialize(op, inputs, attrs):
+    with comm_debug.cause("_materialize"):
+        return _full_value(inputs[0])
+
+
+def _fill(op, inputs, attrs):
+    """A fill ignores the values: the result keeps the input's split layout (a partial input gives a
+    broadcast result, whose value is the filled one)."""
+    x = inputs[0]
+    nd = tuple(broadcast if s.is_partial() else s for s in x.sbp)
+    if op.is_inplace:
+        if nd != x.sbp:
+            x.__dict__["_local"] = _C._empty(list(_layout.local_shape(tuple(x.shape), x.placement, nd)), x.dtype,
+                                             None)
+            x.__dict__["_nd_sbp"] = nd
+        op.redispatch([x.__dict__["_local"]], attrs)
+        return x
+    local = _C._empty(list(_layout.local_shape(tuple(x.shape), x.placement, nd)), x.dtype, None)
+    return make(op.redispatch([local], attrs), tuple(x.shape), x.placement, nd)
+
+
+def _copy_(op, inputs, attrs):
+    dst, src = inputs[0], inputs[1]
+    if not isinstance(dst, GlobalTensor):  # out= a local tensor: the whole value
+        _C.ops.copy_.redispatch([dst, _full_value(src)], attrs)
+        return dst
+    with comm_debug.cause("copy_"):
+        if isinstance(src, GlobalTensor):
+            if src.placement != dst.placement:
+                raise RuntimeError(f"copy_(): the source is on {src.placement!r}, the destination on "
+                                   f"{dst.placement!r}; convert it with to_global(placement=...) first")
+            val = boxing.box(src.__dict__["_local"], tuple(src.shape), src.placement, src.sbp, dst.sbp)
+            if tuple(src.shape) != tuple(dst.shape):
+                val = boxing.from_broadcast(_C.ops.expand(_full_value(src), list(dst.shape)), dst.placement,
+                                            dst.sbp)
+        else:  # a local source is the whole value (the same on every rank)
+            full = _C.ops.expand(src, list(dst.shape)) if tuple(src.shape) != tuple(dst.shape) else src
+            val = boxing.from_broadcast(full, dst.placement, dst.sbp)
+    _C.ops.copy_.redispatch([dst.__dict__["_local"], val], attrs)
+    return dst
+
+
+def _random_inplace(op, inputs, attrs):
+    """Random fills draw the whole logical tensor on every rank (one generator state, as a single process
+    would) and keep this rank's shard: split values equal the single-process ones of the same seed."""
+    x = inputs[0]
+    full = _C._empty(list(x.shape), x.dtype, None)
+    rest = [_full_value(t) if isinstance(t, GlobalTensor) else t for t in inputs[1:]]
+    op.redispatch([full, *rest], attrs)
+    x.__dict__["_local"].copy_(boxing.from_broadcast(full, x.placement, x.sbp))
+    return x
+
+
+def _random_op(op, inputs, attrs):
+    """A random op (dropout, bernoulli) runs on the whole inputs, as a single process would, and the result
+    takes the layout of its first global input (partial: broadcast): values equal the single-process ones of
+    the same seed, and no two shards share a random stream."""
+    placement = _placement_of(op, inputs)
+    _check_local(op, inputs)
+    first = next(t for t in inputs if isinstance(t, GlobalTensor))
+    nd = tuple(broadcast if s.is_partial() else s for s in first.sbp)
+    with comm_debug.cause(op.name):
+        full = [_full_value(t) if isinstance(t, GlobalTensor) else t for t in inputs]
+    out = op.redispatch(full, attrs)
+
+    def lay(o):
+        on = nd if o.dim() == first.dim() else (broadcast,) * len(nd)
+        return make(boxing.from_broadcast(o, placement, on), tuple(o.shape), placement, on)
+
+    return type(out)(lay(o) for o in out) if isinstance(out, (tuple, list)) else lay(out)
+
+
+# updates that read more than one element of a parameter at a time (norms, orthogonalisation)
+_NON_ELEMENTWISE_UPDATES = ("lamb_update_", "muon_update_", "adafactor_update_")
+
+
+def _optimizer_update(op, inputs, attrs):
+    """A fused optimizer update (lists of parameters, gradients, states) runs on the shards: each list
+    entry takes the layout of its parameter, and tensors outside the lists (lr, step) their whole value."""
+    from oneflow._dispatch import split_inputs
+
+    groups = split_inputs(op, inputs, attrs)
+    names = [a["name"] for a in op.arguments if a["is_tensor"]]
+    params = groups[names[0]]
+    if op.name in _NON_ELEMENTWISE_UPDATES and any(
+            isinstance(q, GlobalTensor) and not all(s.is_broadcast() for s in q.sbp) for q in params):
+        raise NotImplementedError(f"{op.name}(): this update reads whole parameters; it runs on global "
+                                  f"parameters only when they are broadcast")
+    flat = []
+    with comm_debug.cause(op.name):
+        for name in names:
+            group = groups[name]
+            if not isinstance(group, list):
+                flat.append(_full_value(group) if isinstance(group, GlobalTensor) else group)
+                continue
+            for q, t in zip(params, group):
+                if not isinstance(t, GlobalTensor):
+                    flat.append(t)
+                elif t is q or t.sbp == q.sbp:
+                    flat.append(t.__dict__["_local"])
+                elif t.placement != q.placement:
+                    raise RuntimeError(f"{op.name}(): a state or gradient lies on {t.placement!r}, its parameter "
+                                       f"on {q.placement!r}")
+                else:
+                    flat.append(boxing.box(t.__dict__["_local"], tuple(t.shape), t.placement, t.sbp, q.sbp))
+    return op.redispatch(flat, attrs)
+
+
+def _detach(op, inputs, attrs):
+    x = inputs[0]
+    return make(x.__dict__["_local"], tuple(x.shape), x.placement, x.sbp)
+
+
+_SPECIAL = {"_materialize": _materialize, "fill": _fill, "fill_": _fill, "copy_": _copy_, "detach": _detach,
+            "alias": _detach}
+_SPECIAL.update({o["name"]: _optimizer_update for o in _C.list_ops() if "optimizer" in o["traits"]})

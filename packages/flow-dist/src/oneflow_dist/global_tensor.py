@@ -1,0 +1,319 @@
+"""Global tensors: a logical tensor laid over the ranks of a placement by an nd-sbp.
+
+A :class:`GlobalTensor` is a storage-less subclass of ``oneflow.Tensor`` (``oneflow._C._make_wrapper``): its
+shape and dtype are the logical ones, and it holds this rank's shard (``to_local()``), the placement and the
+nd-sbp (one sbp per hierarchy dimension). Every op on it reaches :meth:`GlobalTensor.__flow_dispatch__`
+(``_global_ops``), below autograd, so backward formulas run on global tensors too.
+
+``Tensor.to_global``, ``Tensor.to_local``, ``Tensor.placement``, ``Tensor.sbp`` and ``Tensor.is_global`` are
+attached to ``oneflow.Tensor`` through flow-core's plugin entry points.
+"""
+import oneflow as flow
+from oneflow import _C
+
+from . import _layout, _world, boxing, comm_debug
+from ._groups import communicator
+from .placement import placement as _Placement
+from .sbp import broadcast
+
+_make_wrapper = _C._make_wrapper
+_REQUIRES_GRAD = _C.TensorBase.__dict__["requires_grad"]  # the core's property (the setter also watches leaves)
+
+__all__ = ["GlobalTensor", "to_global", "to_local", "is_global", "placement", "sbp", "make"]
+
+
+class GlobalTensor(flow.Tensor):
+    """A global tensor (see the module docstring). Made by ``Tensor.to_global`` or a creation function with
+    ``placement=`` and ``sbp=``; not constructed directly."""
+
+    # __flow_dispatch__ is _global_ops.dispatch, set below (a classmethod: one call per op, no wrapper)
+
+    @property
+    def placement(self):
+        """The placement (``oneflow.placement``) of this global tensor."""
+        return self.__dict__["_placement"]
+
+    @property
+    def sbp(self):
+        """The nd-sbp: a tuple with one ``oneflow.sbp`` per hierarchy dimension of the placement."""
+        return self.__dict__["_nd_sbp"]
+
+    @property
+    def is_global(self):
+        return True
+
+    @property
+    def is_local(self):
+        return False
+
+    def to_local(self):
+        """This rank's shard, a local tensor (differentiable: its gradient comes back with this tensor's sbp)."""
+        if self.requires_grad and flow.is_grad_enabled():
+            return _ToLocal.apply(self)
+        return self.__dict__["_local"]
+
+    def detach(self):
+        return make(self.__dict__["_local"], tuple(self.shape), self.placement, self.sbp)
+
+    def requires_grad_(self, requires_grad=True):
+        flow.Tensor.requires_grad_(self, requires_grad)
+        _watch_leaf(self)
+        return self
+
+    @property
+    def requires_grad(self):
+        return _REQUIRES_GRAD.__get__(self)
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        _REQUIRES_GRAD.__set__(self, value)
+        _watch_leaf(self)
+
+    def __repr__(self):
+        full = _full_value(self)
+        text = repr(full)
+        extra = f", placement={self.placement!r}, sbp={self.sbp!r}"
+        if self.grad_fn is not None:
+            extra += f", grad_fn=<{type(self.grad_fn).__name__}>"
+        elif self.requires_grad:
+            extra += ", requires_grad=True"
+        return text[:-1] + extra + ")"
+
+    __str__ = __repr__
+
+    def __reduce_ex__(self, proto):
+        raise TypeError("a global tensor cannot be pickled; save its to_local() shard or numpy()")
+
+
+def make(local, shape, placement, nd_sbp, requires_grad=False):
+    """The global tensor whose shard on this rank is ``local`` (a local tensor, not checked)."""
+    if local.requires_grad:
+        local = local.detach()
+    g = _make_wrapper(GlobalTensor, list(shape), local.dtype, None, requires_grad)
+    d = g.__dict__
+    nd_sbp = tuple(nd_sbp)
+    d["_local"], d["_placement"], d["_nd_sbp"] = local, placement, nd_sbp
+    d["_mk"] = (tuple(shape), local.dtype, nd_sbp, placement)  # the key of ops' cached sbp decisions
+    if requires_grad:
+        _watch_leaf(g)
+    return g
+
+
+def _watch_leaf(g):
+    """A leaf that requires grad gets its gradient in its own sbp: a gradient arriving partial (a broadcast
+    parameter used with split data) is reduced, which makes S(0) data with B parameters data parallelism."""
+    if not g.requires_grad or g.grad_fn is not None or g.__dict__.get("_watched"):
+        return
+    g.__dict__["_watched"] = True
+
+    def to_own_layout(grad):
+        if isinstance(grad, GlobalTensor) and (grad.sbp != g.sbp or grad.placement != g.placement):
+            with comm_debug.cause("grad_to_param_sbp"):
+                return _to_global_nograd(grad, g.placement, g.sbp)
+        return grad
+
+    g.register_hook(to_own_layout)
+
+
+def _full_value(t):
+    """The whole logical value, on every rank (a local tensor)."""
+    return boxing.box(t.__dict__["_local"], tuple(t.shape), t.placement, t.sbp,
+                      (broadcast,) * len(t.sbp))
+
+
+# ---- conversions ------------------------------------------------------------------------------------------------
+def _check_placement(placement, op):
+    if not isinstance(placement, _Placement):
+        raise TypeError(f"{op}(): placement must be a oneflow.placement, got {type(placement).__name__}")
+
+
+def _grad_layout(nd_sbp):
+    """The layout a gradient takes back to an input of ``nd_sbp``: a partial input's gradient is the whole one."""
+    return tuple(broadcast if s.is_partial() else s for s in nd_sbp)
+
+
+def _logical_shape(local, placement, nd_sbp, check_meta):
+    """The logical shape of the global tensor whose shards are every rank's ``local`` (OneFlow's local-to-
+    global: each rank's tensor is its shard), checked against every rank's shape and dtype."""
+    shape = tuple(local.shape)
+    split_dims = {s.dim for s in nd_sbp if s.is_split()}
+    if not split_dims and not check_meta:
+        return shape
+    metas = _world.world().all_gather_object((shape, str(local.dtype)))
+    ranks = placement.ranks
+    members = [int(r) for r in ranks.reshape(-1)]
+    dtypes = {metas[r][1] for r in members}
+    if len(dtypes) > 1:
+        raise RuntimeError(f"to_global(): the local tensors of the ranks of {placement!r} have different dtypes "
+                           f"{sorted(dtypes)}")
+    logical = list(metas[members[0]][0])
+    for d in split_dims:
+        hs = [h for h, s in enumerate(nd_sbp) if s.is_split() and s.dim == d]
+        total = 0
+        for r in members:
+            at = _layout.coord(placement, r)
+            if all(at[h] == 0 for h in range(ranks.ndim) if h not in hs):
+                total += metas[r][0][d] if len(metas[r][0]) > d else 0
+        logical[d] = total
+    logical = tuple(logical)
+    for r in members:
+        want = _layout.local_shape(logical, placement, nd_sbp, _layout.coord(placement, r))
+        if tuple(metas[r][0]) != want:
+            got = {q: metas[q][0] for q in members}
+            raise RuntimeError(f"to_global(): the local tensors' shapes {got} (by rank) do not form a global "
+                               f"tensor with sbp {nd_sbp!r} on {placement!r} (rank {r} would need {want} for a "
+                               f"logical shape {logical})")
+    return logical
+
+
+def _local_to_global(x, placement, nd_sbp, check_meta=True):
+    local = x.detach()
+    if local.device.type != placement.type:
+        raise RuntimeError(f"to_global(): the tensor is on {local.device} but the placement is on "
+                           f"{placement.type!r}")
+    shape = _logical_shape(local, placement, nd_sbp, check_meta)
+    at = _layout.coord(placement)
+    if at is None:  # a rank outside the placement holds nothing (OneFlow's rule)
+        local = flow.empty(0, dtype=local.dtype)
+    else:
+        for h, s in enumerate(nd_sbp):
+            if s.is_broadcast() and placement.ranks.shape[h] > 1:  # rank 0's value, as OneFlow
+                c = communicator(placement, h)
+                local = local.contiguous().clone() if local is x or not local.is_contiguous() else local
+                comm_debug.record("broadcast", (c.size - 1) * local.numel() * local.element_size() // c.size,
+                                  c.size)
+                c.broadcast(local, 0)
+    return make(local.contiguous(), shape, placement, nd_sbp)
+
+
+def _change_placement(x, placement, nd_sbp):
+    """``x`` moved to another placement: gathered on its own, sent from its first rank to the world, split on
+    the new one (every rank of the world takes part)."""
+    full = _full_value(x) if _layout.coord(x.placement) is not None else None
+    src = int(x.placement.ranks.reshape(-1)[0])
+    w = _world.world()
+    shape = tuple(x.shape)
+    if full is None:
+        full = flow.empty(*shape, dtype=x.dtype)
+    full = full.contiguous()
+    comm_debug.record("broadcast", full.numel() * full.element_size(), w.size)
+    w.broadcast(full, src)
+    return make(boxing.from_broadcast(full, placement, nd_sbp), shape, placement, nd_sbp)
+
+
+def _to_global_nograd(x, placement, nd_sbp):
+    if x.placement != placement:
+        return _change_placement(x, placement, nd_sbp)
+    shape = tuple(x.shape)
+    return make(boxing.box(x.__dict__["_local"], shape, placement, x.sbp, nd_sbp), shape, placement, nd_sbp)
+
+
+class _LocalToGlobal(flow.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, placement, nd_sbp, check_meta):
+        ctx.layout = (placement, nd_sbp)
+        return _local_to_global(x, placement, nd_sbp, check_meta)
+
+    @staticmethod
+    def backward(ctx, grad):
+        placement, nd_sbp = ctx.layout
+        return _to_global_nograd(grad, placement, nd_sbp).__dict__["_local"], None, None, None
+
+
+class _GlobalToGlobal(flow.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, placement, nd_sbp, grad_sbp):
+        ctx.layout = (x.placement, grad_sbp if grad_sbp is not None else _grad_layout(x.sbp))
+        return _to_global_nograd(x, placement, nd_sbp)
+
+    @staticmethod
+    def backward(ctx, grad):
+        placement, nd_sbp = ctx.layout
+        return _to_global_nograd(grad, placement, nd_sbp), None, None, None
+
+
+class _ToLocal(flow.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.layout = (tuple(x.shape), x.placement, x.sbp)
+        return x.__dict__["_local"]
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, placement, nd_sbp = ctx.layout
+        return make(grad, shape, placement, nd_sbp)
+
+
+def to_global(self, placement=None, sbp=None, *, grad_sbp=None, check_meta=True, copy=False):
+    """``x.to_global(placement, sbp)``: a global tensor.
+
+    From a local tensor, every rank's tensor is its shard (OneFlow's rule): with ``split(d)`` the logical
+    tensor is the ranks' tensors concatenated along ``d`` (shapes checked across ranks); with ``broadcast``
+    the value of the placement's first rank is taken (sent to the others); with ``partial_sum`` the value is
+    the sum of the ranks' tensors. From a global tensor it changes the sbp (boxing) and/or the placement;
+    ``None`` keeps the tensor's own. Differentiable.
+
+    Args:
+        placement (oneflow.placement): the ranks (required from a local tensor).
+        sbp (oneflow.sbp or tuple): one sbp per hierarchy dimension of the placement.
+        grad_sbp: the sbp the gradient is converted to on its way back (default: the input's, with partial
+            replaced by broadcast).
+        check_meta (bool): from a local tensor, check shapes and dtypes across ranks (one small exchange).
+    """
+    if isinstance(self, GlobalTensor):
+        placement = self.placement if placement is None else placement
+        _check_placement(placement, "to_global")
+        nd_sbp = self.sbp if sbp is None else _layout.normalize_sbp(sbp, placement, self.dim())
+        if grad_sbp is not None:
+            grad_sbp = _layout.normalize_sbp(grad_sbp, self.placement, self.dim())
+        if placement == self.placement and nd_sbp == self.sbp and not copy:
+            return self
+        with comm_debug.cause("to_global"):
+            if self.requires_grad and flow.is_grad_enabled():
+                return _GlobalToGlobal.apply(self, placement, nd_sbp, grad_sbp)
+            return _to_global_nograd(self, placement, nd_sbp)
+    if not isinstance(self, flow.Tensor):
+        raise TypeError(f"to_global(): expected a oneflow.Tensor, got {type(self).__name__}")
+    if placement is None or sbp is None:
+        raise ValueError("to_global(): a local tensor needs both placement and sbp")
+    _check_placement(placement, "to_global")
+    nd_sbp = _layout.normalize_sbp(sbp, placement, self.dim())
+    with comm_debug.cause("to_global"):
+        if self.requires_grad and flow.is_grad_enabled():
+            return _LocalToGlobal.apply(self, placement, nd_sbp, check_meta)
+        return _local_to_global(self, placement, nd_sbp, check_meta)
+
+
+def to_local(self):
+    """The local shard of a global tensor (see ``GlobalTensor.to_local``); a local tensor has none."""
+    if isinstance(self, GlobalTensor):
+        return GlobalTensor.to_local(self)
+    raise RuntimeError("to_local(): expected a global tensor, got a local one (make one with to_global())")
+
+
+def _not_global(name):
+    def get(self):
+        raise RuntimeError(f"Tensor.{name}: a local tensor has no {name} (only global tensors do; see "
+                           f"to_global())")
+    return property(get)
+
+
+placement = _not_global("placement")
+sbp = _not_global("sbp")
+is_global = property(lambda self: False, doc="Whether the tensor is global (False for local tensors).")
+
+
+def from_full(full, placement, sbp, requires_grad=False):
+    """The global tensor whose whole value is ``full`` (the same on every rank): the creation functions'
+    ``placement=``/``sbp=`` (flow-core's ``_global_from_full`` entry point)."""
+    _check_placement(placement, "creation")
+    nd_sbp = _layout.normalize_sbp(sbp, placement, full.dim(), "creation")
+    if full.device.type != placement.type:
+        raise RuntimeError(f"creation: the placement is on {placement.type!r}, the tensor was made on {full.device}")
+    return make(boxing.from_broadcast(full.detach(), placement, nd_sbp), tuple(full.shape), placement, nd_sbp,
+                requires_grad)
+
+
+from . import _global_ops  # noqa: E402  (it needs GlobalTensor)
+
+GlobalTensor.__flow_dispatch__ = classmethod(_global_ops.dispatch)
