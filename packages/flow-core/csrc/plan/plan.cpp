@@ -39,6 +39,16 @@ struct UnionFind {
   throw Error(e.kind(), "plan step " + std::to_string(k) + " (" + op.name + "): " + e.what());
 }
 
+// A plan runs below interception: the modes active where it is finalized or run (the tracer that built it, a
+// profiler) see the plan's caller, not its steps, and composites' inner ops reach kernels directly.
+struct NoModes {
+  int saved = dispatch::mode_depth();
+  NoModes() { dispatch::mode_depth() = 0; }
+  ~NoModes() { dispatch::mode_depth() = saved; }
+  NoModes(const NoModes&) = delete;
+  NoModes& operator=(const NoModes&) = delete;
+};
+
 }  // namespace
 
 int64_t assign_offsets(const std::vector<std::pair<int, int>>& intervals, const std::vector<int64_t>& bytes,
@@ -147,6 +157,7 @@ void Plan::finalize() {
   FLOW_RUNTIME_CHECK(!finalized_, "Plan: finalize() called twice");
   autograd::AutoGradMode no_grad(false);
   autocast::DisableGuard no_autocast;
+  NoModes no_modes;
   // Evaluate every step on meta tensors: checks the plan and gives each value's metadata. A step whose
   // outputs depend on values (nonzero, unique) leaves them, and what is computed from them, unknown.
   std::vector<Tensor> mv(num_slots_);
@@ -191,6 +202,8 @@ void Plan::finalize() {
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::NotImplemented) rethrow_in_step(e, k, *st.op);
         out.clear();  // value-dependent: unknown from here on
+      } catch (const std::exception& e) {
+        rethrow_in_step(Error(ErrorKind::Runtime, e.what()), k, *st.op);
       }
     }
     if (!out.empty())
@@ -332,6 +345,7 @@ TensorList Plan::run(const TensorList& inputs) const {
   for (const auto& [s, t] : constants_) v[s] = t;
   autograd::AutoGradMode no_grad(false);
   autocast::DisableGuard no_autocast;
+  NoModes no_modes;
   std::shared_ptr<Storage> arena = memory_.arena_bytes > 0 ? acquire_arena() : nullptr;
   TensorList in, out;
   for (size_t k = 0; k < steps_.size(); ++k) {
@@ -381,6 +395,8 @@ TensorList Plan::run(const TensorList& inputs) const {
       }
     } catch (const Error& e) {
       rethrow_in_step(e, k, op);
+    } catch (const std::exception& e) {
+      rethrow_in_step(Error(ErrorKind::Runtime, e.what()), k, op);
     }
     FLOW_RUNTIME_CHECK(out.size() >= st.outputs.size(), "plan step ", k, " (", op.name, "): returned ", out.size(),
                        " outputs, the plan expects ", st.outputs.size());
