@@ -13,26 +13,37 @@ import functools
 from . import _C, _plugins
 
 LIKE = ("zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like")
-NAMES = ("tensor", "randn", "rand", "randint", "normal", "zeros", "ones", "full", "empty", "arange", "linspace",
-         "eye", "randperm")
+NAMES = ("randint", "normal", "full", "arange", "linspace", "eye", "randperm")
+# The hottest creators call make_global themselves when given placement/sbp, so that a local call pays no
+# wrapper: empty, zeros, ones, rand, randn (from their **kw) and tensor (keyword parameters).
+
+
+def requested(kw):
+    """Whether a creation call's extra keywords ask for a global tensor."""
+    return "placement" in kw or "sbp" in kw
+
+
+def make_global(fn, args, kw):
+    """``fn(*args, **kw)`` made whole on every rank, then laid out by ``kw``'s ``placement`` and ``sbp``."""
+    placement, sbp = kw.pop("placement", None), kw.pop("sbp", None)
+    if placement is None or sbp is None:
+        raise ValueError(f"{fn.__name__}(): placement and sbp go together (a global tensor needs both)")
+    if kw.get("device") is not None:
+        raise ValueError(f"{fn.__name__}(): give either device (a local tensor) or placement and sbp (a "
+                         f"global one), not both")
+    requires_grad = kw.pop("requires_grad", False)
+    hook = _plugins.load("_global_from_full")
+    if hook is None:
+        raise _plugins.missing("placement")
+    return hook(fn(*args, **kw), placement, sbp, requires_grad)
 
 
 def _wrap(fn):
     @functools.wraps(fn)
     def creation(*args, **kw):
-        if "placement" not in kw and "sbp" not in kw:
+        if not kw or not requested(kw):
             return fn(*args, **kw)
-        placement, sbp = kw.pop("placement", None), kw.pop("sbp", None)
-        if placement is None or sbp is None:
-            raise ValueError(f"{fn.__name__}(): placement and sbp go together (a global tensor needs both)")
-        if kw.get("device") is not None:
-            raise ValueError(f"{fn.__name__}(): give either device (a local tensor) or placement and sbp (a "
-                             f"global one), not both")
-        requires_grad = kw.pop("requires_grad", False)
-        hook = _plugins.load("_global_from_full")
-        if hook is None:
-            raise _plugins.missing("placement")
-        return hook(fn(*args, **kw), placement, sbp, requires_grad)
+        return make_global(fn, args, kw)
 
     creation.__wrapped_creation__ = fn
     return creation

@@ -5,7 +5,7 @@ import builtins
 
 import numpy as np
 
-from .. import _C
+from .. import _C, _global_creation
 from .._printing import set_printoptions  # noqa: F401  (exported as oneflow.set_printoptions)
 from ._creation_args import (  # noqa: F401  (other modules and the tests reach these through creation)
     _UNSET, _check_requires_grad, _default_device, _device, _finish, _typename, _warn_once, _warned)
@@ -93,6 +93,10 @@ def _sequence_arg(x, op, arg, pos):
 def empty(*size, dtype=None, device=None, requires_grad=False, out=None, pin_memory=False, memory_format=None,
           **kw):
     """An uninitialised tensor of the given size."""
+    if kw and _global_creation.requested(kw):  # placement=/sbp=: a global tensor (flow-dist)
+        return _global_creation.make_global(empty, size, dict(
+            kw, dtype=dtype, device=device, requires_grad=requires_grad, out=out, pin_memory=pin_memory,
+            memory_format=memory_format))
     shape = _sized("empty", size, kw)
     t = _C._empty(shape, dtype or _C.get_default_dtype(), _device(device))
     if memory_format is not None:
@@ -202,6 +206,10 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False, **kw):
     """A tensor of zeros (default dtype unless ``dtype``)."""
+    if kw and _global_creation.requested(kw):  # placement=/sbp=: a global tensor (flow-dist)
+        return _global_creation.make_global(zeros, size, dict(
+            kw, dtype=dtype, device=device, requires_grad=requires_grad, out=out, layout=layout,
+            pin_memory=pin_memory))
     # the registry's zeros op: dtype None is the default dtype there
     t = _C.ops.zeros(_sized("zeros", size, kw), dtype=dtype, device=_device(device))
     return _finish(t, requires_grad, out) if requires_grad or out is not None else t
@@ -209,6 +217,10 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False, **kw):
     """A tensor of ones (default dtype unless ``dtype``)."""
+    if kw and _global_creation.requested(kw):  # placement=/sbp=: a global tensor (flow-dist)
+        return _global_creation.make_global(ones, size, dict(
+            kw, dtype=dtype, device=device, requires_grad=requires_grad, out=out, layout=layout,
+            pin_memory=pin_memory))
     t = _C.ops.ones(_sized("ones", size, kw), dtype=dtype, device=_device(device))
     return _finish(t, requires_grad, out) if requires_grad or out is not None else t
 

@@ -6,7 +6,7 @@ receive the generator as its integer handle (``Generator._handle``) in their ``g
 import builtins
 import importlib
 
-from .. import _C
+from .. import _C, _global_creation
 from ._names import torch_dtype_name
 from .creation import _device, _finish, _kw_size, _reject, _shape
 
@@ -41,6 +41,10 @@ def _float_dtype(dtype, op):
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
          pin_memory=False, **kw):
     """Uniform samples from [0, 1) of the given size (default float dtype)."""
+    if kw and _global_creation.requested(kw):  # placement=/sbp=: a global tensor (flow-dist)
+        return _global_creation.make_global(rand, size, dict(
+            kw, generator=generator, dtype=dtype, device=device, requires_grad=requires_grad, out=out, layout=layout,
+            pin_memory=pin_memory))
     shape = _kw_size(size, kw.pop("size", None), "rand")
     _reject(kw, "rand")
     t = _C._empty(shape, _float_dtype(dtype, "rand"), _device(device))
@@ -51,6 +55,10 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
           pin_memory=False, **kw):
     """Standard normal samples of the given size (default float dtype)."""
+    if kw and _global_creation.requested(kw):  # placement=/sbp=: a global tensor (flow-dist)
+        return _global_creation.make_global(randn, size, dict(
+            kw, generator=generator, dtype=dtype, device=device, requires_grad=requires_grad, out=out, layout=layout,
+            pin_memory=pin_memory))
     shape = _kw_size(size, kw.pop("size", None), "randn")
     _reject(kw, "randn")
     t = _C._empty(shape, _float_dtype(dtype, "randn"), _device(device))

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from .. import _C, _dlpack_protocol
+from .. import _C, _dlpack_protocol, _global_creation
 from ._creation_args import _UNSET, _device, _finish, _typename, _warn_once
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack"]
@@ -259,7 +259,7 @@ def _copy_of(data, dtype):
     return _from_data(data, dtype)
 
 
-def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False, placement=None, sbp=None):
     r"""Constructs a tensor with no autograd history by copying ``data``.
 
     Args:
@@ -269,11 +269,17 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
             own dtype, mixed elements the promotion of their types.
         device (oneflow.device, optional): the result's device.
         requires_grad (bool, optional): whether autograd records operations on the result. Default: ``False``.
+        placement, sbp (optional): OneFlow's global layout: ``data`` is the whole logical tensor on every rank,
+            laid out over ``placement`` by ``sbp`` (needs flow-dist). Default: a local tensor.
 
     Copying a tensor warns (use ``t.detach().clone()``); ragged data raises ``ValueError``; a Python int out of
     the ``int64`` range raises ``ValueError``; a number out of a narrower integer ``dtype``'s range raises
     ``RuntimeError``.
     """
+    if placement is not None or sbp is not None:  # a global tensor (flow-dist)
+        return _global_creation.make_global(tensor, (data,), dict(
+            dtype=dtype, device=device, requires_grad=requires_grad, pin_memory=pin_memory, placement=placement,
+            sbp=sbp))
     dev = _device(device)
     if isinstance(data, _C.TensorBase):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
