@@ -147,3 +147,35 @@ def test_bad_input():
 
     with pytest.raises(ConversionError, match="torch.nn.FancyLayer has no oneflow counterpart"):
         compiled(nn.Sequential(nn.Linear(2, 2), FancyLayer()))
+
+
+def test_use_graph_with_flow_graph_runs_a_compiled_graph(tmp_path):
+    # flow-graph installed beside us (into a folder of its own, so the other tests keep running without it):
+    # the module runs as a compiled nn.Graph with torch's results
+    import os
+    import subprocess
+    import sys
+
+    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    target = tmp_path / "with_graph"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
+                    str(target), os.path.join(repo, "packages", "flow-graph")], check=True, timeout=300)
+    code = """if True:
+        import warnings
+        import numpy as np, torch
+        from oneflow.framework.infer_compiler import compile_from_torch
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)).eval()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # no fallback warning: the graph is there
+            c = compile_from_torch(m, use_graph=True)
+        x = torch.randn(3, 4)
+        ys = [c(x), c(x)]
+        print(c.uses_graph, c._run.is_compiled, type(ys[1]).__module__,
+              max(float(np.abs(y.numpy() - m(x).detach().numpy()).max()) for y in ys))
+    """
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(target), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    uses_graph, is_compiled, module, err = r.stdout.split()
+    assert (uses_graph, is_compiled, module) == ("True", "True", "torch") and float(err) < 1e-6
