@@ -1,8 +1,8 @@
-// The eight-lane conversion loops of half_vec.h for a portable build, compiled for AVX2 + F16C and run only
-// where the CPU has them (half_vec.h asks cpu_isa() first).
+// The eight-lane conversion loops of half_vec.h, compiled for AVX2 + F16C: always run by a native build for such
+// a CPU, run by a portable build only where the CPU has them (half_vec.h asks cpu_isa() first).
 #include "half_vec.h"
 
-#if FLOW_HALF_VEC_DISPATCH
+#if FLOW_HALF_VEC_LOOPS
 #include <immintrin.h>
 
 FLOW_AVX2_BEGIN
