@@ -278,6 +278,49 @@ class Graph:
                         one_shot = True
         return one_shot
 
+    # ---- state --------------------------------------------------------------------------------------------
+    def state_dict(self, destination=None):
+        r"""Returns a dictionary containing the whole state of the graph, as OneFlow's ``nn.Graph.state_dict``.
+
+        Each module of the graph appears under its attribute name with its own ``state_dict()`` (parameters
+        and persistent buffers); the optimizers' state tensors follow as flat entries named
+        ``<parameter>-<state>`` (``model.0.weight-exp_avg``, ``model.0.weight-step``), and a grad scaler set with
+        :meth:`set_grad_scaler` adds ``grad_scaler.scale`` and ``grad_scaler.growth_tracker``. The tensors share
+        memory with the graph's (detached), as ``Module.state_dict`` does.
+
+        Args:
+            destination (dict, optional): filled and returned instead of a new ``OrderedDict``.
+
+        Returns:
+            dict: the graph's state.
+        """
+        from . import state
+
+        sd = state.state_dict(self)
+        if destination is None:
+            return sd
+        destination.update(sd)
+        return destination
+
+    def load_state_dict(self, state_dict, strict=True):
+        r"""Copies the modules' states and the optimizers' state from :attr:`state_dict` into this graph.
+
+        Everything is checked before anything is copied: with ``strict=True`` a missing or unexpected key, and
+        in any mode a shape mismatch or a non-tensor value, raises ``RuntimeError`` listing every problem and
+        leaves the graph unchanged. Values are copied into the existing tensors, so compiled plans see them; an
+        optimizer that has not stepped yet receives its state as new tensors (the graph then compiles again).
+
+        Args:
+            state_dict (dict): as returned by :meth:`state_dict`.
+            strict (bool): whether the keys must match this graph's exactly. Default: ``True``.
+        """
+        from . import state
+
+        actions = state.plan_load(self, state_dict, strict)
+        if state.apply_load(self, actions, strict):
+            self._cache.clear()
+            self.__dict__["_last"] = None
+
     # ---- inspection ---------------------------------------------------------------------------------------
     def debug(self, v_level=0, *, ranks=None, max_py_stack_depth=2, only_user_py_stack=True,
               op_repr_with_py_stack=False):
