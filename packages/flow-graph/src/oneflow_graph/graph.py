@@ -156,9 +156,7 @@ class Graph:
             self._check_arguments(args, kwargs)
             entry = self._compile(args, kwargs)
             if not entry.one_shot:
-                self._cache[key] = entry
-                if self._cache_size is not None and len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+                self._remember(key, entry)
         else:
             self._cache.move_to_end(key)
         self.__dict__["_last"] = entry
@@ -170,6 +168,15 @@ class Graph:
             if sch is not None:
                 sch.step()
         return out
+
+    def _remember(self, key, entry):
+        """Caches a compiled signature as the most recent one, dropping the least recently used past the bound
+        of with_dynamic_input_shape."""
+        self._cache[key] = entry
+        self._cache.move_to_end(key)
+        if self._cache_size is not None:
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
 
     def _check_arguments(self, args, kwargs):
         try:
@@ -371,12 +378,8 @@ class Graph:
         loaded = runtime_state.apply_runtime_load(self, actions, decoded)
         for key, ir, example in loaded:
             entry = _Compiled(None, ir, [], Plan(ir), False, (example, ir.outputs))
-            self._cache[key] = entry
-            self._cache.move_to_end(key)
+            self._remember(key, entry)
             self.__dict__["_last"] = entry
-        if self._cache_size is not None:
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
 
     # ---- inspection ---------------------------------------------------------------------------------------
     def debug(self, v_level=0, *, ranks=None, max_py_stack_depth=2, only_user_py_stack=True,
