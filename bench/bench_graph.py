@@ -7,10 +7,16 @@ per-step times over the rounds, with the ratios against our graph. The first cal
 compile + run) and of torch.compile are timed separately. torch.compile needs a working C++ toolchain for its
 CPU code generation; where it fails, its column says why.
 
+Peak RSS growth (the resident-set high-water mark over a few training steps, less the mark after the model,
+optimizer and inputs were made) is measured for each variant in a fresh process.
+
     python bench/bench_graph.py            # every workload
     python bench/bench_graph.py mlp tiny
 """
+import json
 import os
+import resource
+import subprocess
 import sys
 import time
 
@@ -156,6 +162,31 @@ def _first_call(make):
     return step, time.perf_counter() - t
 
 
+VARIANTS = ("ours eager", "ours graph", "torch eager", "torch.compile")
+
+
+def rss_child(name, variant):
+    """In a fresh process: the RSS high-water mark's growth over setup-excluded training steps, in MiB."""
+    makers = {"ours eager": lambda: eager_step(flow, name), "ours graph": lambda: graph_step(name)[0],
+              "torch eager": lambda: eager_step(torch, name), "torch.compile": lambda: compiled_torch_step(name)}
+    step = makers[variant]()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for _ in range(3):
+        step()
+    growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    print("RESULT " + json.dumps({"rss_growth_mb": growth}))
+
+
+def peak_rss(name):
+    out = {}
+    for v in VARIANTS:
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--rss", name, v], capture_output=True,
+                              text=True)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+        out[v] = json.loads(lines[-1][7:])["rss_growth_mb"] if lines else None
+    return out
+
+
 def run(name, rounds=6):
     label, *_, number = WORKLOADS[name]
     steps = {"ours eager": eager_step(flow, name), "torch eager": eager_step(torch, name)}
@@ -188,9 +219,17 @@ def run(name, rounds=6):
     for k, v in compile_s.items():
         if not isinstance(v, str):
             print(f"  first call(s) {k}: {v:.2f} s")
+    rss = peak_rss(name)
+    ref = rss["torch eager"]
+    print("  peak RSS growth (model setup excluded, fresh process each): " + ", ".join(
+        f"{k} {v:.0f} MiB" + (f" (x{v / ref:.2f} of torch eager)" if ref and k != "torch eager" else "")
+        if v is not None else f"{k} failed" for k, v in rss.items()))
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--rss"]:
+        rss_child(sys.argv[2], sys.argv[3])
+        sys.exit()
     names = sys.argv[1:] or list(WORKLOADS)
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
