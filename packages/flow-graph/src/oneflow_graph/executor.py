@@ -116,6 +116,17 @@ class Plan:
         """Whether the steps run as the core's ``_C.Plan`` (else as a Python loop)."""
         return self._native is not None
 
+    def memory_stats(self):
+        """The core plan's arena: ``planned_bytes`` (its size: the planned peak of the intermediates placed in
+        it), ``naive_bytes`` (what they would take with no reuse), ``arena_values`` and ``unplanned_values``
+        (intermediates allocated as they are made: views, unknown layouts); None when the steps run as the
+        Python loop, which allocates each value as it is made."""
+        if self._native is None:
+            return None
+        m = self._native.memory
+        return {"planned_bytes": m["arena_bytes"], "naive_bytes": m["naive_bytes"],
+                "arena_values": m["arena_values"], "unplanned_values": m["unplanned_values"]}
+
     def __len__(self):
         return len(self._steps)
 

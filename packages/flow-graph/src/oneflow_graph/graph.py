@@ -399,6 +399,9 @@ class Graph:
               f"{len(entry.ir.variables)} variables, {len(entry.ir.constants)} constants")
         for name, stats in entry.report:
             print(f"  pass {name}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
+        mem = entry.plan.memory_stats()
+        print("  memory plan: " + ("none (steps run as the Python loop)" if mem is None else
+                                   ", ".join(f"{k}={v}" for k, v in mem.items())))
         if entry.ir_before is not None:
             print("IR before passes:\n" + entry.ir_before)
         print(entry.ir.format(show_locations=self._debug_level >= 1))
