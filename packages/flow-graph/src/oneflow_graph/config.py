@@ -9,6 +9,7 @@ class GraphConfig:
     def __init__(self):
         self._training = False
         self._disabled = set()
+        self._grad_acc_steps = 1
 
     @property
     def training(self):
@@ -30,6 +31,23 @@ class GraphConfig:
     def _passes(self):
         return tuple((n, f) for n, f in _passes.DEFAULT if n not in self._disabled)
 
+    def set_gradient_accumulation_steps(self, value):
+        """Sets the number of micro-batches a training graph call accumulates gradients over, as OneFlow.
+
+        Each tensor input of the call is split into ``value`` micro-batches along dim 0 (which must be
+        divisible by ``value``); ``build`` runs on each micro-batch, each ``loss.backward()`` back-propagates
+        ``loss / value``, the gradients accumulate and the optimizers (with clipping and the lr scheduler) step
+        once per call. Each output of ``build`` is returned packed along dim 0 over the micro-batches: a 0-dim
+        loss comes back as a tensor of shape ``(value,)``, the loss of each micro-batch. Set it before the
+        graph's first call.
+
+        Args:
+            value (int): the number of micro-batches (1: no accumulation).
+        """
+        from .accumulation import check_steps
+
+        self._grad_acc_steps = check_steps(value)
+
     def enable_zero(self, *args, **kwargs):
         raise NotImplementedError("graph.config.enable_zero needs the distributed package (flow-dist) support "
                                   "for graphs, which is not there yet")
@@ -39,4 +57,5 @@ class GraphConfig:
                                   "support for graphs, which is not there yet")
 
     def __repr__(self):
-        return f"GraphConfig(training={self._training}, )"
+        acc = f"gradient_accumulation_steps={self._grad_acc_steps}, " if self._grad_acc_steps > 1 else ""
+        return f"GraphConfig(training={self._training}, {acc})"

@@ -242,7 +242,14 @@ class Graph:
                 stepped.append(opt)
 
         try:
-            ir = trace(self.build, args, kwargs, name=self.name, names=self._variable_names(),
+            build = self.build
+            steps = self.config._grad_acc_steps if self.training else 1
+            if steps > 1:  # build sees micro-batches; see accumulation.py
+                from . import accumulation
+
+                accumulation.check_inputs(self.name, self.build, args, kwargs, steps)
+                build = accumulation.unrolled(self.build, steps)
+            ir = trace(build, args, kwargs, name=self.name, names=self._variable_names(),
                        grad=self.training, after=optimizer_steps if self._opts else None)
         except BaseException:
             self._drop_traced_state()
