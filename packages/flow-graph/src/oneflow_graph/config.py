@@ -1,4 +1,6 @@
 """``graph.config``: the options of one graph (OneFlow's GraphConfig)."""
+import oneflow as flow
+
 from . import passes as _passes
 
 
@@ -10,6 +12,7 @@ class GraphConfig:
         self._training = False
         self._disabled = set()
         self._grad_acc_steps = 1
+        self._amp_dtype = None  # None: no autocast
 
     @property
     def training(self):
@@ -30,6 +33,21 @@ class GraphConfig:
 
     def _passes(self):
         return tuple((n, f) for n, f in _passes.DEFAULT if n not in self._disabled)
+
+    def enable_amp(self, mode=True, *, dtype=flow.float16):
+        """Runs ``build`` in automatic mixed precision, as inside ``oneflow.autocast(dtype=dtype)``: the graph
+        computes with the same casts eager autocast code makes (its backward too). Set it before the graph's
+        first call; combine it with :meth:`oneflow_graph.Graph.set_grad_scaler` for float16 training.
+
+        Args:
+            mode (bool): turn mixed precision on or off. Default: ``True``.
+            dtype (oneflow.dtype): ``oneflow.float16`` (OneFlow's default) or ``oneflow.bfloat16``.
+        """
+        from .amp import check_dtype
+
+        if not isinstance(mode, bool):
+            raise TypeError(f"enable_amp(): mode must be a bool, but got {type(mode).__name__}")
+        self._amp_dtype = check_dtype(dtype) if mode else None
 
     def set_gradient_accumulation_steps(self, value):
         """Sets the number of micro-batches a training graph call accumulates gradients over, as OneFlow.
@@ -58,4 +76,5 @@ class GraphConfig:
 
     def __repr__(self):
         acc = f"gradient_accumulation_steps={self._grad_acc_steps}, " if self._grad_acc_steps > 1 else ""
-        return f"GraphConfig(training={self._training}, {acc})"
+        amp = f"amp={self._amp_dtype}, " if self._amp_dtype is not None else ""
+        return f"GraphConfig(training={self._training}, {amp}{acc})"
