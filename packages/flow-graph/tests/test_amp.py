@@ -139,3 +139,25 @@ def test_amp_arguments_are_checked():
     g(flow.randn(4, 6), flow.tensor([0, 1, 2, 3]))
     with pytest.raises(RuntimeError, match="before the graph is first called"):
         g.set_grad_scaler(flow.amp.GradScaler())
+
+
+def test_runtime_state_with_amp_scaler_and_accumulation_resumes_bitwise(tmp_path):
+    flow.manual_seed(0)
+    m = mlp()
+    m2 = copy.deepcopy(m)
+    make = dict(init_scale=2.0**10, growth_interval=2)
+    s1, s2 = flow.amp.GradScaler(**make), flow.amp.GradScaler(**make)
+    g = AmpGraph(m, flow.optim.Adam(m.parameters(), lr=1e-2), flow.bfloat16, s1, acc=2)
+    x, y = flow.randn(4, 6), flow.tensor([0, 1, 2, 3])
+    for _ in range(3):
+        g(x, y)
+    flow.save(g.runtime_state_dict(), str(tmp_path / "g.pt"))
+    g2 = AmpGraph(m2, flow.optim.Adam(m2.parameters(), lr=1e-2), flow.bfloat16, s2, acc=2)
+    g2.load_runtime_state_dict(flow.load(str(tmp_path / "g.pt")))
+    assert s2.get_scale() == s1.get_scale() == 2.0**11  # grown once, after two clean steps
+    for _ in range(2):
+        (a, _), (b, _) = g(x, y), g2(x, y)
+        assert a.tolist() == b.tolist() and tuple(b.shape) == (2,)
+    assert g2._compile_count == 0  # ran the loaded plan, no trace
+    assert s2.get_scale() == s1.get_scale()
+    assert_same_state(m, m2)

@@ -137,11 +137,13 @@ class Graph:
         do, all inside the graph: gradients are unscaled before clipping, an optimizer step whose gradients
         hold an inf or NaN leaves the parameters and optimizer state as they were, and the scale (read with
         ``grad_scaler.get_scale()``) backs off or grows after each call. Call it before the first call."""
-        from .amp import check_scaler
+        from .amp import check_scaler, prepare_scaler
 
         if self.is_compiled:
             raise RuntimeError(f"{self.name}: set_grad_scaler() must be called before the graph is first called")
-        self.__dict__["_grad_scaler"] = None if grad_scaler is None else check_scaler(grad_scaler)
+        if grad_scaler is not None and check_scaler(grad_scaler).is_enabled():
+            prepare_scaler(grad_scaler)  # its tensors exist from now on: state_dict and load see them
+        self.__dict__["_grad_scaler"] = grad_scaler
 
     @classmethod
     def with_dynamic_input_shape(cls, size=10, *args, **kwargs):
@@ -216,10 +218,11 @@ class Graph:
 
     def _variable_names(self):
         names = {}
-        if self.__dict__.get("_grad_scaler") is not None:
+        scaler = self.__dict__.get("_grad_scaler")
+        if scaler is not None and scaler.is_enabled():
             from .amp import prepare_scaler
 
-            names.update(prepare_scaler(self._grad_scaler))
+            names.update(prepare_scaler(scaler))
         for prefix, m in self._modules.items():
             for n, t in itertools.chain(m.named_parameters(prefix), m.named_buffers(prefix)):
                 names.setdefault(id(t), n)
