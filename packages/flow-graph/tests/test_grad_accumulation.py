@@ -121,3 +121,54 @@ def test_steps_argument_is_checked():
         g.config.set_gradient_accumulation_steps(2.0)
     g.config.set_gradient_accumulation_steps(3)
     assert "gradient_accumulation_steps=3" in repr(g.config)
+
+
+class DictGraph(Graph):
+    """Nested inputs, a non-tensor argument and backward with an explicit gradient."""
+
+    def __init__(self, model, optimizer, steps):
+        super().__init__()
+        self.model = model
+        self.add_optimizer(optimizer)
+        self.config.set_gradient_accumulation_steps(steps)
+
+    def build(self, batch, weight=1.0):
+        per_sample = nn.functional.cross_entropy(self.model(batch["x"]), batch["y"], reduction="none")
+        per_sample.backward(flow.full(per_sample.shape, weight / per_sample.shape[0]))
+        return {"per_sample": per_sample, "tag": "ok"}
+
+
+def test_nested_inputs_and_explicit_backward_gradient_equal_eager():
+    rng = np.random.default_rng(4)
+    eager = mlp()
+    graphed = copy.deepcopy(eager)
+    eo, go = flow.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9), flow.optim.SGD(graphed.parameters(), lr=0.1,
+                                                                                        momentum=0.9)
+    graph = DictGraph(graphed, go, 2)
+    for _ in range(3):
+        x, y = flow.tensor(rng.standard_normal((6, 6)).astype(np.float32)), flow.tensor(rng.integers(0, 4, 6))
+        expected = []
+        for xm, ym in zip(x.chunk(2), y.chunk(2)):
+            ps = nn.functional.cross_entropy(eager(xm), ym, reduction="none")
+            (ps / 2).backward(flow.full(ps.shape, 0.5 / ps.shape[0]))
+            expected.append(ps.detach().numpy())
+        eo.step()
+        eo.zero_grad()
+        out = graph({"x": x, "y": y}, weight=0.5)
+        assert out["tag"] == "ok" and tuple(out["per_sample"].shape) == (6,)
+        np.testing.assert_array_equal(out["per_sample"].numpy(), np.concatenate(expected))
+    assert_same_state(eager, graphed)
+    with pytest.raises(ValueError, match=r"input 'batch \(tensor 1\)' has shape \(5,\)"):
+        graph({"x": flow.randn(6, 6), "y": flow.zeros(5, dtype=flow.int64)})
+
+
+def test_options_are_fixed_after_the_first_call():
+    m = mlp()
+    g = AccGraph(m, flow.optim.SGD(m.parameters(), lr=0.1), 2)
+    g(flow.randn(4, 6), flow.tensor([0, 1, 2, 3]))
+    with pytest.raises(RuntimeError, match="before the graph is first called"):
+        g.config.set_gradient_accumulation_steps(4)
+    with pytest.raises(RuntimeError, match="before the graph is first called"):
+        g.config.enable_amp(True, dtype=flow.bfloat16)
+    loss, _ = g(flow.randn(4, 6), flow.tensor([0, 1, 2, 3]))
+    assert tuple(loss.shape) == (2,)

@@ -13,6 +13,7 @@ class GraphConfig:
         self._disabled = set()
         self._grad_acc_steps = 1
         self._amp_dtype = None  # None: no autocast
+        self._compiled = False  # set at the graph's first compile: the options below are fixed from then on
 
     @property
     def training(self):
@@ -45,6 +46,7 @@ class GraphConfig:
         """
         from .amp import check_dtype
 
+        self._check_not_compiled("enable_amp")
         if not isinstance(mode, bool):
             raise TypeError(f"enable_amp(): mode must be a bool, but got {type(mode).__name__}")
         self._amp_dtype = check_dtype(dtype) if mode else None
@@ -64,7 +66,13 @@ class GraphConfig:
         """
         from .accumulation import check_steps
 
+        self._check_not_compiled("set_gradient_accumulation_steps")
         self._grad_acc_steps = check_steps(value)
+
+    def _check_not_compiled(self, what):
+        if self._compiled:
+            raise RuntimeError(f"graph.config.{what}() must be called before the graph is first called: its "
+                               f"compiled plans would not follow the change")
 
     def enable_zero(self, *args, **kwargs):
         raise NotImplementedError("graph.config.enable_zero needs the distributed package (flow-dist) support "

@@ -310,6 +310,7 @@ class Graph:
         report = _passes.run_default(ir, self.config._passes())
         plan = Plan(ir)
         self.__dict__["_compile_count"] += 1
+        self.config._compiled = True
         example = ([describe(x) for x in flat_tensors(args, kwargs)], ir.outputs)
         entry = _Compiled(ir_before, ir, report, plan, one_shot, example)
         entry.scaler_new_state = new_state or None
@@ -436,6 +437,7 @@ class Graph:
             entry = _Compiled(None, ir, [], Plan(ir), False, (example, ir.outputs))
             self._remember(key, entry)
             self.__dict__["_last"] = entry
+            self.config._compiled = True
 
     # ---- inspection ---------------------------------------------------------------------------------------
     def debug(self, v_level=0, *, ranks=None, max_py_stack_depth=2, only_user_py_stack=True,

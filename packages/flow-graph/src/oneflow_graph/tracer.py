@@ -85,8 +85,8 @@ class Proxy(flow.Tensor):
         # the trace may back-propagate a transformed loss (gradient accumulation's loss / n, a grad scaler's
         # loss * scale), as eager code would write it, while build() keeps the loss it computed
         transform = getattr(active_mode(), "loss_transform", None)
-        if transform is not None and gradient is None:
-            return flow.Tensor.backward(transform(self), None, retain_graph, create_graph, inputs)
+        if transform is not None:  # a linear map of the loss: a given gradient keeps its meaning
+            return flow.Tensor.backward(transform(self), gradient, retain_graph, create_graph, inputs)
         return flow.Tensor.backward(self, gradient, retain_graph, create_graph, inputs)
 
     @property
