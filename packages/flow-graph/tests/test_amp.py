@@ -161,3 +161,47 @@ def test_runtime_state_with_amp_scaler_and_accumulation_resumes_bitwise(tmp_path
     assert g2._compile_count == 0  # ran the loaded plan, no trace
     assert s2.get_scale() == s1.get_scale()
     assert_same_state(m, m2)
+
+
+class TwoOptGraph(Graph):
+    def __init__(self, model, opts, scaler):
+        super().__init__()
+        self.model = model
+        for o in opts:
+            self.add_optimizer(o)
+        self.set_grad_scaler(scaler)
+
+    def build(self, x, y):
+        loss = nn.functional.cross_entropy(self.model(x), y)
+        loss.backward()
+        return loss
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_two_optimizers_and_a_disabled_scaler_equal_eager(enabled):
+    rng = np.random.default_rng(9)
+    eager = mlp()
+    graphed = copy.deepcopy(eager)
+
+    def opts(m):  # the first layer by Adam, the rest by momentum SGD
+        ps = list(m.parameters())
+        return [flow.optim.Adam(ps[:2], lr=1e-2), flow.optim.SGD(ps[2:], lr=0.05, momentum=0.9)]
+
+    eos, gos = opts(eager), opts(graphed)
+    es, gs = (flow.amp.GradScaler(init_scale=2.0**8, growth_interval=1, enabled=enabled) for _ in range(2))
+    graph = TwoOptGraph(graphed, gos, gs)
+    for step in range(4):
+        x, y = _batch("mlp", rng, 4, poison=step == 2)
+        loss = nn.functional.cross_entropy(eager(x), y)
+        es.scale(loss).backward()
+        for o in eos:
+            es.step(o)
+        es.update()
+        for o in eos:
+            o.zero_grad()
+        np.testing.assert_array_equal(graph(x, y).numpy(), loss.detach().numpy())
+        assert gs.get_scale() == es.get_scale()
+        if enabled and step < 2:
+            assert gs.get_scale() == 2.0 ** (9 + step)
+        assert_same_state(eager, graphed)  # disabled: the NaN step runs as in eager (NaNs compare equal)
+        assert np.isnan(graphed[0].weight.detach().numpy()).any() == (not enabled and step >= 2)
