@@ -149,3 +149,17 @@ def test_uncompiled_graph_and_first_step_only_have_nothing_to_save():
 def test_module_reexports_error():
     assert issubclass(RuntimeStateError, RuntimeError)
     assert oneflow_graph.Graph.load_runtime_state_dict.__doc__
+
+
+def test_a_runtime_state_loaded_in_memory_is_copied_not_shared():
+    rng = np.random.default_rng(5)
+    g1 = make("train")
+    for _ in range(2):
+        g1(*batch("cnn", rng))
+    g2 = make("train")
+    g2.load_runtime_state_dict(g1.runtime_state_dict())  # no file in between: g1 still holds its tensors
+    for _ in range(2):  # each graph steps its own Adam state; shared state would advance twice per step
+        x = batch("cnn", rng)
+        assert g1(*x).item() == g2(*x).item()
+    for (k, a), b in zip(g1.model.state_dict().items(), g2.model.state_dict().values()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=k)

@@ -318,7 +318,7 @@ def plan_runtime_load(graph, sd):
 
 def apply_runtime_load(graph, actions, decoded):
     """Loads the state, binds each IR's variables and returns ``[(signature, ir, example)]``."""
-    _state.apply_load(graph, actions, strict=True, take=True)  # the caller handed the file's tensors over
+    _state.apply_load(graph, actions, strict=True)
     tensors = _state.named_tensors(graph)
     out = []
     for d in decoded:

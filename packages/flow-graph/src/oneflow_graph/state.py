@@ -158,11 +158,10 @@ def plan_load(graph, sd, strict=True):
     return actions
 
 
-def apply_load(graph, actions, strict=True, take=False):
+def apply_load(graph, actions, strict=True):
     """Runs the actions of :func:`plan_load`. Optimizer state that does not exist yet is made from copies of the
-    given tensors, or from the tensors themselves with ``take`` (a state dict nobody else holds, fresh from a
-    file). Returns whether new tensors were made (compiled plans do not see those: the graph must compile
-    again)."""
+    given tensors (the caller may still hold them: another graph's live state). Returns whether new tensors
+    were made (compiled plans do not see those: the graph must compile again)."""
     made = False
     with flow.no_grad():
         for a in actions:
@@ -173,6 +172,6 @@ def apply_load(graph, actions, strict=True, take=False):
             else:
                 _, opt, p, group, skey, value = a
                 t = type(opt)._cast_state_value(p, value.detach(), skey, group)
-                opt.state.setdefault(p, {})[skey] = t if take else t.clone()
+                opt.state.setdefault(p, {})[skey] = t.clone()
                 made = True
     return made
