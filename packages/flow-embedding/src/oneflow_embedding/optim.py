@@ -33,6 +33,11 @@ def sparse_rule(optimizer, group, step):
         return ADAM, [lr, beta1, beta2, group["eps"], group["weight_decay"], float(bool(group["amsgrad"])),
                       maximize, float(bool(group.get("decoupled_weight_decay", False))), float(step)]
     if isinstance(optimizer, flow.optim.SGD):
+        if group["momentum"] and group["dampening"]:
+            # the dense rule starts a row's buffer at its first gradient undamped; the store cannot tell a row's
+            # first update from a later one, so it would start it damped
+            raise NotImplementedError("SGD with momentum and dampening != 0 has no sparse update for OneEmbedding "
+                                      "parameters (use dampening=0)")
         return SGD, [lr, group["momentum"], group["dampening"], group["weight_decay"],
                      float(bool(group["nesterov"])), maximize]
     if isinstance(optimizer, flow.optim.Adagrad):
