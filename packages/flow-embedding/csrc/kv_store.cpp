@@ -36,6 +36,36 @@ std::string errno_text(const std::string& what, const std::string& path) {
   return what + " '" + path + "': " + std::strerror(errno);
 }
 
+// float16 storage: IEEE binary16 with round-to-nearest-even (values are computed in float32 and only stored
+// as halves, so the conversions stay at the tier's boundary).
+uint16_t to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7FFFFFFFu;
+  if (ax >= 0x7F800000u) return static_cast<uint16_t>(sign | 0x7C00u | (ax > 0x7F800000u ? 0x200u : 0u));
+  if (ax >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // rounds to infinity
+  if (ax < 0x38800000u) {  // a subnormal half: scale so that one unit is 2**-24, round to the nearest even
+    float a;
+    std::memcpy(&a, &ax, 4);
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(a * 16777216.0f)));
+  }
+  return static_cast<uint16_t>(sign | ((ax + 0xC8000FFFu + ((ax >> 13) & 1u)) >> 13));
+}
+
+float from_half(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+  uint32_t bits;
+  if (exp == 0) {
+    const float f = static_cast<float>(man) * 5.9604644775390625e-8f;  // 2**-24
+    return sign ? -f : f;
+  }
+  if (exp == 31) bits = sign | 0x7F800000u | (man << 13);
+  else bits = sign | ((exp + 112) << 23) | (man << 13);
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 // Header of a snapshot file; the payload is tables (int32[n]), ids (int64[n]), rows (float[n * row_floats]).
 struct SnapshotHeader {
   char magic[8];
@@ -95,6 +125,7 @@ float initial_value(uint64_t seed, int32_t table, int64_t id, int64_t col, const
 
 struct Backing {
   int64_t row_floats = 0;
+  int64_t elem = 4;  // bytes per stored value: 4 (float32) or 2 (float16)
   bool cached = false;
   int64_t cache_rows = 0;
   StoreStats* stats = nullptr;
@@ -109,7 +140,7 @@ struct Backing {
   std::vector<int64_t> slot_id;
 
   // full tier
-  std::vector<std::unique_ptr<float[]>> chunks;
+  std::vector<std::unique_ptr<unsigned char[]>> chunks;
 
   // cached tier
   int fd = -1;
@@ -121,7 +152,7 @@ struct Backing {
   std::vector<int32_t> prev, next;
   int32_t head = -1, tail = -1;  // head: most recently used
   int64_t used_lines = 0;
-  std::vector<float> lines;
+  std::vector<unsigned char> lines;
 
   Backing() = default;
   Backing(const Backing&) = delete;
@@ -134,6 +165,30 @@ struct Backing {
   }
 
   int64_t size() const { return static_cast<int64_t>(slot_id.size()); }
+  int64_t row_bytes() const { return row_floats * elem; }
+
+  void encode(unsigned char* dst, const float* src, int64_t n) const {
+    if (elem == 4) {
+      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t h = to_half(src[i]);
+      std::memcpy(dst + 2 * i, &h, 2);
+    }
+  }
+
+  void decode(float* dst, const unsigned char* src, int64_t n) const {
+    if (elem == 4) {
+      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, src + 2 * i, 2);
+      dst[i] = from_half(h);
+    }
+  }
 
   void init_index(int64_t buckets) {
     uint64_t cap = 16;
@@ -172,17 +227,17 @@ struct Backing {
 
   // ---- cached tier ------------------------------------------------------------------------------------
   off_t offset_of(int64_t slot) const {
-    const int64_t row_bytes = row_floats * 4;
-    if (row_bytes <= block_size) {  // whole rows per block, none straddling two blocks
-      const int64_t per_block = block_size / row_bytes;
-      return static_cast<off_t>((slot / per_block) * block_size + (slot % per_block) * row_bytes);
+    const int64_t rb = row_bytes();
+    if (rb <= block_size) {  // whole rows per block, none straddling two blocks
+      const int64_t per_block = block_size / rb;
+      return static_cast<off_t>((slot / per_block) * block_size + (slot % per_block) * rb);
     }
-    const int64_t stride = (row_bytes + block_size - 1) / block_size * block_size;
+    const int64_t stride = (rb + block_size - 1) / block_size * block_size;
     return static_cast<off_t>(slot * stride);
   }
 
-  void read_file_row(int64_t slot, float* dst) const {
-    size_t left = static_cast<size_t>(row_floats) * 4;
+  void read_file_row(int64_t slot, unsigned char* dst) const {
+    size_t left = static_cast<size_t>(row_bytes());
     auto* p = reinterpret_cast<char*>(dst);
     off_t off = offset_of(slot);
     while (left) {
@@ -195,8 +250,8 @@ struct Backing {
     }
   }
 
-  void write_file_row(int64_t slot, const float* src) const {
-    size_t left = static_cast<size_t>(row_floats) * 4;
+  void write_file_row(int64_t slot, const unsigned char* src) const {
+    size_t left = static_cast<size_t>(row_bytes());
     const auto* p = reinterpret_cast<const char*>(src);
     off_t off = offset_of(slot);
     while (left) {
@@ -234,7 +289,7 @@ struct Backing {
       unlink_line(l);
       const int64_t old = line_slot[l];
       if (dirty[l]) {
-        write_file_row(old, &lines[static_cast<size_t>(l) * row_floats]);
+        write_file_row(old, line_ptr(l));
         ++stats->writebacks;
       }
       line_of_slot[old] = -1;
@@ -245,12 +300,16 @@ struct Backing {
     return l;
   }
 
-  float* line_ptr(int32_t l) { return &lines[static_cast<size_t>(l) * row_floats]; }
+  unsigned char* line_ptr(int32_t l) { return &lines[static_cast<size_t>(l * row_bytes())]; }
+  const unsigned char* line_ptr(int32_t l) const { return &lines[static_cast<size_t>(l * row_bytes())]; }
+  unsigned char* chunk_ptr(int64_t slot) const {
+    return chunks[slot >> kChunkShift].get() + (slot & (kChunkRows - 1)) * row_bytes();
+  }
 
   // ---- rows -------------------------------------------------------------------------------------------
   // The row of an existing slot (loaded into the cache in the cached tier; `write` marks it dirty).
-  float* row(int64_t slot, bool write) {
-    if (!cached) return chunks[slot >> kChunkShift].get() + (slot & (kChunkRows - 1)) * row_floats;
+  unsigned char* row(int64_t slot, bool write) {
+    if (!cached) return chunk_ptr(slot);
     int32_t l = line_of_slot[slot];
     if (l >= 0) {
       ++stats->hits;
@@ -268,7 +327,7 @@ struct Backing {
   }
 
   // Appends a key; returns its row, to be filled by the caller.
-  float* append(int32_t table, int64_t id) {
+  unsigned char* append(int32_t table, int64_t id) {
     grow_if_needed();
     const int64_t slot = size();
     put(table, id, slot);
@@ -276,7 +335,7 @@ struct Backing {
     slot_id.push_back(id);
     if (!cached) {
       if ((slot >> kChunkShift) >= static_cast<int64_t>(chunks.size()))
-        chunks.emplace_back(new float[static_cast<size_t>(kChunkRows * row_floats)]);
+        chunks.emplace_back(new unsigned char[static_cast<size_t>(kChunkRows * row_bytes())]);
       return row(slot, true);
     }
     line_of_slot.push_back(-1);
@@ -289,21 +348,19 @@ struct Backing {
 
   // Copies a row without changing the cache (snapshots).
   void peek(int64_t slot, float* dst) const {
-    if (!cached) {
-      const float* src = chunks[slot >> kChunkShift].get() + (slot & (kChunkRows - 1)) * row_floats;
-      std::memcpy(dst, src, static_cast<size_t>(row_floats) * 4);
-      return;
-    }
+    if (!cached) return decode(dst, chunk_ptr(slot), row_floats);
     const int32_t l = line_of_slot[slot];
-    if (l >= 0) std::memcpy(dst, &lines[static_cast<size_t>(l) * row_floats], static_cast<size_t>(row_floats) * 4);
-    else read_file_row(slot, dst);
+    if (l >= 0) return decode(dst, line_ptr(l), row_floats);
+    std::vector<unsigned char> tmp(static_cast<size_t>(row_bytes()));
+    read_file_row(slot, tmp.data());
+    decode(dst, tmp.data(), row_floats);
   }
 
   void flush() {
     if (!cached) return;
     for (int64_t l = 0; l < used_lines; ++l) {
       if (dirty[l]) {
-        write_file_row(line_slot[l], &lines[static_cast<size_t>(l) * row_floats]);
+        write_file_row(line_slot[l], line_ptr(static_cast<int32_t>(l)));
         dirty[l] = 0;
         ++stats->writebacks;
       }
@@ -312,9 +369,10 @@ struct Backing {
 };
 
 Store::Store(int64_t dim, int64_t row_floats, int64_t capacity, bool cached, int64_t cache_rows, std::string data_dir,
-             int64_t block_size, uint64_t seed, std::vector<std::vector<InitSegment>> tables)
-    : dim_(dim), row_floats_(row_floats), capacity_(capacity), cached_(cached), cache_rows_(cache_rows),
-      data_dir_(std::move(data_dir)), block_size_(block_size), seed_(seed), tables_(std::move(tables)) {
+             int64_t block_size, uint64_t seed, std::vector<std::vector<InitSegment>> tables, bool half)
+    : dim_(dim), row_floats_(row_floats), elem_(half ? 2 : 4), capacity_(capacity), cached_(cached),
+      cache_rows_(cache_rows), data_dir_(std::move(data_dir)), block_size_(block_size), seed_(seed),
+      tables_(std::move(tables)) {
   if (dim <= 0) throw std::invalid_argument("embedding_dim must be positive, got " + std::to_string(dim));
   if (row_floats < dim) throw std::invalid_argument("row width must be at least embedding_dim");
   if (tables_.empty()) throw std::invalid_argument("at least one table is needed");
@@ -323,7 +381,7 @@ Store::Store(int64_t dim, int64_t row_floats, int64_t capacity, bool cached, int
                                 std::to_string(block_size));
   if (cached && cache_rows < 1)
     throw std::invalid_argument("the cache budget holds no row: raise cache_budget_mb (a row takes " +
-                                std::to_string(row_floats * 4) + " bytes)");
+                                std::to_string(row_floats * elem_) + " bytes)");
   for (size_t t = 0; t < tables_.size(); ++t)
     for (const auto& s : tables_[t])
       if (s.start < 0 || s.len < 0 || s.start + s.len > dim)
@@ -336,6 +394,7 @@ Store::~Store() = default;
 std::unique_ptr<Backing> Store::make_backing(int generation) const {
   auto b = std::make_unique<Backing>();
   b->row_floats = row_floats_;
+  b->elem = elem_;
   b->cached = cached_;
   b->stats = const_cast<StoreStats*>(&stats_);
   b->block_size = block_size_;
@@ -345,7 +404,7 @@ std::unique_ptr<Backing> Store::make_backing(int generation) const {
     b->file = data_dir_ + "/rows-" + std::to_string(::getpid()) + "-" + std::to_string(generation) + ".bin";
     b->fd = ::open(b->file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (b->fd < 0) throw std::runtime_error(errno_text("cannot create the embedding's data file", b->file));
-    b->lines.resize(static_cast<size_t>(cache_rows_ * row_floats_));
+    b->lines.resize(static_cast<size_t>(cache_rows_ * row_floats_ * elem_));
     b->line_slot.assign(cache_rows_, -1);
     b->dirty.assign(cache_rows_, 0);
     b->prev.assign(cache_rows_, -1);
@@ -417,13 +476,16 @@ void Store::lookup(const int32_t* tables, const int64_t* ids, int64_t n, float* 
   check_keys(tables, ids, n, has_padding, padding_idx);
   Backing& b = *backing_;
   std::vector<int64_t> slots;
-  resolve(b, tables, ids, n, has_padding, padding_idx, capacity_,
-          [this](int32_t t, int64_t id, float* row) { init_row(t, id, row); }, slots);
+  std::vector<float> scratch(static_cast<size_t>(row_floats_));
+  resolve(b, tables, ids, n, has_padding, padding_idx, capacity_, [&](int32_t t, int64_t id, unsigned char* row) {
+    init_row(t, id, scratch.data());
+    b.encode(row, scratch.data(), row_floats_);
+  }, slots);
   const size_t bytes = static_cast<size_t>(dim_) * 4;
   for (int64_t i = 0; i < n; ++i) {
     float* dst = out + i * dim_;
     if (slots[i] < 0) std::memset(dst, 0, bytes);
-    else std::memcpy(dst, b.row(slots[i], false), bytes);
+    else b.decode(dst, b.row(slots[i], false), dim_);
   }
 }
 
@@ -535,8 +597,11 @@ void Store::update(const int32_t* tables, const int64_t* ids, int64_t n, const f
   check_keys(tables, ids, n, has_padding, padding_idx);
   Backing& b = *backing_;
   std::vector<int64_t> slots;
-  resolve(b, tables, ids, n, has_padding, padding_idx, capacity_,
-          [this](int32_t t, int64_t id, float* row) { init_row(t, id, row); }, slots);
+  std::vector<float> scratch(static_cast<size_t>(row_floats_));
+  resolve(b, tables, ids, n, has_padding, padding_idx, capacity_, [&](int32_t t, int64_t id, unsigned char* row) {
+    init_row(t, id, scratch.data());
+    b.encode(row, scratch.data(), row_floats_);
+  }, slots);
   // duplicates accumulate (as a dense embedding's gradient does), in batch order
   uint64_t cap = 16;
   while (cap < static_cast<uint64_t>(n) * 2) cap <<= 1;
@@ -562,8 +627,17 @@ void Store::update(const int32_t* tables, const int64_t* ids, int64_t n, const f
       for (int64_t j = 0; j < dim_; ++j) a[j] += g[j];
     }
   }
-  for (size_t u = 0; u < uniq.size(); ++u)
-    apply_row(kind, hyper, dim_, b.row(uniq[u], true), acc.data() + static_cast<int64_t>(u) * dim_);
+  for (size_t u = 0; u < uniq.size(); ++u) {
+    unsigned char* raw = b.row(uniq[u], true);
+    const float* g = acc.data() + static_cast<int64_t>(u) * dim_;
+    if (elem_ == 4) {
+      apply_row(kind, hyper, dim_, reinterpret_cast<float*>(raw), g);  // rows of floats are 4-byte aligned
+    } else {  // float16 rows: updated in float32, stored rounded
+      b.decode(scratch.data(), raw, row_floats_);
+      apply_row(kind, hyper, dim_, scratch.data(), g);
+      b.encode(raw, scratch.data(), row_floats_);
+    }
+  }
 }
 
 int64_t Store::export_rows(int64_t start, int64_t count, int32_t* tables, int64_t* ids, float* rows) {
@@ -584,9 +658,8 @@ void Store::import_rows(const int32_t* tables, const int64_t* ids, int64_t n, co
   check_keys(tables, ids, n, false, 0);
   Backing& b = *backing_;
   std::vector<int64_t> slots;
-  resolve(b, tables, ids, n, false, 0, capacity_, [](int32_t, int64_t, float*) {}, slots);
-  for (int64_t i = 0; i < n; ++i)
-    std::memcpy(b.row(slots[i], true), rows + i * row_floats_, static_cast<size_t>(row_floats_) * 4);
+  resolve(b, tables, ids, n, false, 0, capacity_, [](int32_t, int64_t, unsigned char*) {}, slots);
+  for (int64_t i = 0; i < n; ++i) b.encode(b.row(slots[i], true), rows + i * row_floats_, row_floats_);
 }
 
 void Store::save(const std::string& path) {
@@ -665,8 +738,7 @@ void Store::load(const std::string& path) {
     for (int64_t s = 0; s < cnt; ++s) {
       if (fresh->find(tables[s0 + s], ids[s0 + s]) >= 0)
         throw std::runtime_error("snapshot '" + path + "' is corrupted (duplicate key)");
-      std::memcpy(fresh->append(tables[s0 + s], ids[s0 + s]), buf.data() + s * row_floats_,
-                  static_cast<size_t>(row_floats_) * 4);
+      fresh->encode(fresh->append(tables[s0 + s], ids[s0 + s]), buf.data() + s * row_floats_, row_floats_);
     }
   }
   if (sum.h != hdr.checksum) throw std::runtime_error("snapshot '" + path + "' is corrupted (checksum mismatch)");

@@ -1,5 +1,6 @@
 // A key-value store for one shard of a OneEmbedding: keys are (table id, id), values are rows of `row_floats`
-// float32 (the embedding columns first, then the optimizer's state columns).
+// float32 (the embedding columns first, then the optimizer's state columns), stored as float32 or, with `half`, as
+// float16 (updates compute in float32 and round once when storing).
 //
 // Two tiers:
 //   full   - every row in RAM (chunked, so growing never copies rows); inserting past `capacity` is an error.
@@ -43,7 +44,7 @@ struct Backing;
 class Store {
  public:
   Store(int64_t dim, int64_t row_floats, int64_t capacity, bool cached, int64_t cache_rows, std::string data_dir,
-        int64_t block_size, uint64_t seed, std::vector<std::vector<InitSegment>> tables);
+        int64_t block_size, uint64_t seed, std::vector<std::vector<InitSegment>> tables, bool half = false);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -77,6 +78,7 @@ class Store {
 
   int64_t dim_;
   int64_t row_floats_;
+  int64_t elem_;  // bytes per stored value: 4 (float32) or 2 (float16 storage)
   int64_t capacity_;
   bool cached_;
   int64_t cache_rows_;

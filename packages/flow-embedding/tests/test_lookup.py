@@ -112,3 +112,44 @@ def test_multi_column_embedding(tmp_path):
     assert out.shape == (1, 2, 5)
     np.testing.assert_array_equal(out[0, :, :2], 1.0)
     np.testing.assert_array_equal(out[0, :, 2:], -2.0)
+
+
+def test_float16_storage(tmp_path):
+    tables = [oe.make_table_options(oe.make_uniform_initializer(-0.5, 0.5))]
+    store32 = oe.make_device_mem_store_options(str(tmp_path / "a"), capacity=1000, size_factor=2)
+    store16 = oe.make_cached_ssd_store_options(0.001, str(tmp_path / "b"), size_factor=2)
+    e32 = oe.MultiTableEmbedding("e", 8, flow.float32, flow.int64, tables, store32)
+    e16 = oe.MultiTableEmbedding("e", 8, flow.float16, flow.int64, tables, store16)
+    ids = flow.tensor(list(range(200)))
+    out16 = e16(ids)
+    assert out16.dtype == flow.float16
+    # the stored value is the float32 initial value rounded to the nearest half
+    np.testing.assert_array_equal(out16.detach().numpy(), e32(ids).detach().numpy().astype(np.float16))
+    # a 32-byte half row: 0.001 MiB holds 32 of the 200 rows, so they went through the file and back
+    assert e16.cache_stats()["evictions"] > 100
+    o32 = flow.optim.SGD(e32.parameters(), lr=0.1, momentum=0.9)
+    o16 = flow.optim.SGD(e16.parameters(), lr=0.1, momentum=0.9)
+    g = np.random.default_rng(0).standard_normal((200, 8)).astype(np.float32)
+    for _ in range(3):
+        for e, o, dt in ((e32, o32, flow.float32), (e16, o16, flow.float16)):
+            e(ids).backward(flow.tensor(g).to(dt))
+            o.step()
+            o.zero_grad()
+    a = e32(ids).detach().numpy()
+    b = e16(ids).detach().numpy().astype(np.float32)
+    np.testing.assert_allclose(b, a, atol=5e-3)
+    with pytest.raises(TypeError, match="dtype must be flow.float32 or flow.float16"):
+        oe.MultiTableEmbedding("e", 8, flow.float64, flow.int64, tables, store32)
+
+
+def test_half_conversion_rounds_to_nearest_even(tmp_path):
+    # constants chosen at the edges of binary16: normal, subnormal, overflow, ties
+    values = [1.0, -2.5, 65504.0, 70000.0, 6.1e-5, 3e-7, 1e-9, 1.0 + 2 ** -11, 1.0 + 3 * 2 ** -11, -0.0]
+    for v in values:
+        tables = [oe.make_table_options(oe.make_constant_initializer(v))]
+        store = oe.make_device_mem_store_options(str(tmp_path), capacity=10)
+        emb = oe.MultiTableEmbedding("h", 1, flow.float16, flow.int64, tables, store)
+        got = emb(flow.tensor([1])).detach().numpy()[0, 0]
+        with np.errstate(over="ignore"):
+            want = np.float32(v).astype(np.float16)
+        assert got == want or (np.isinf(got) and np.isinf(want)), (v, got, want)

@@ -58,7 +58,8 @@ class MultiTableEmbedding(nn.Module):
     Args:
         name (str): the embedding's name (a folder of that name holds its files under ``persistent_path``).
         embedding_dim (int): the width of each row.
-        dtype (flow.dtype): storage type of the values (``flow.float32``).
+        dtype (flow.dtype): storage and lookup type of the values: ``flow.float32``, or ``flow.float16`` (rows and
+            their optimizer state take half the memory and disk; updates compute in float32 and round once).
         key_type (flow.dtype): type of the ids (``flow.int32`` or ``flow.int64``; unsigned where available).
         tables (list): one ``make_table_options(initializer)`` per table.
         store_options (dict): from ``make_device_mem_store_options``, ``make_cached_ssd_store_options`` or
@@ -110,8 +111,8 @@ class MultiTableEmbedding(nn.Module):
     def _setup(self, name, dim, dtype, key_type, segments, store_options, padding_idx, seed):
         if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
             raise ValueError(f"name must be a non-empty file name (no '/', not starting with '.'), got {name!r}")
-        if dtype != flow.float32:
-            raise NotImplementedError(f"OneEmbedding stores float32 values on this build, got dtype={dtype}")
+        if dtype not in (flow.float32, flow.float16):
+            raise TypeError(f"dtype must be flow.float32 or flow.float16 (the storage and lookup type), got {dtype}")
         if key_type not in _KEY_TYPES:
             raise TypeError(f"key_type must be one of {list(_KEY_TYPES)}, got {key_type!r}")
         if not isinstance(store_options, dict) or "kind" not in store_options:
@@ -133,11 +134,13 @@ class MultiTableEmbedding(nn.Module):
         if capacity is not None:  # the capacity is the whole embedding's; each rank holds its share
             capacity = -(-capacity // self.world_size)
         cached = opts["kind"] == "cached_ssd"
-        cache_rows = int(opts["cache_budget_mb"] * (1 << 20)) // (row_floats * 4) if cached else 0
+        half = dtype == flow.float16  # rows (values and optimizer state) stored as halves, updated in float32
+        row_bytes = row_floats * (2 if half else 4)
+        cache_rows = int(opts["cache_budget_mb"] * (1 << 20)) // row_bytes if cached else 0
         if cached and cache_rows < 1:
-            raise ValueError(f"cache_budget_mb={opts['cache_budget_mb']} holds no row of {row_floats * 4} bytes")
+            raise ValueError(f"cache_budget_mb={opts['cache_budget_mb']} holds no row of {row_bytes} bytes")
         self._store = Store(dim, row_floats, -1 if capacity is None else capacity, cached, cache_rows,
-                            self.path, opts["physical_block_size"], seed & ((1 << 64) - 1), segments)
+                            self.path, opts["physical_block_size"], seed & ((1 << 64) - 1), segments, half)
         self.shadow = nn.Parameter(flow.zeros(0))
         owner = weakref.ref(self)  # the parameter's hooks must not keep the module (and its store) alive
         self.shadow._sparse_update = lambda opt, group: _call(owner, "_sparse_update", opt, group)
@@ -208,6 +211,8 @@ class MultiTableEmbedding(nn.Module):
         else:
             rows = np.empty((keys.size, self.embedding_dim), np.float32)
             self._store.lookup(tables, keys, rows, *self._padding())
+        if self.dtype == flow.float16:
+            rows = rows.astype(np.float16)  # exact: the store holds halves
         out = flow.from_numpy(rows).reshape(*ids.shape, self.embedding_dim)
         if flow.is_grad_enabled() and self.shadow.requires_grad:
             out = _Lookup.apply(self.shadow, out, weakref.ref(self), (tables, keys))
