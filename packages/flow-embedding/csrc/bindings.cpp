@@ -66,12 +66,14 @@ NB_MODULE(_store, m) {
       .def("__init__",
            [](Store* self, int64_t dim, int64_t row_floats, int64_t capacity, bool cached, int64_t cache_rows,
               const std::string& data_dir, int64_t block_size, uint64_t seed,
-              const std::vector<std::vector<std::tuple<int64_t, int64_t, int, double, double>>>& tables, bool half) {
-    new (self)
-        Store(dim, row_floats, capacity, cached, cache_rows, data_dir, block_size, seed, to_tables(tables), half);
+              const std::vector<std::vector<std::tuple<int64_t, int64_t, int, double, double>>>& tables, bool half,
+              bool write_back_thread) {
+    new (self) Store(dim, row_floats, capacity, cached, cache_rows, data_dir, block_size, seed, to_tables(tables), half,
+                     write_back_thread);
   },
            nb::arg("dim"), nb::arg("row_floats"), nb::arg("capacity"), nb::arg("cached"), nb::arg("cache_rows"),
-           nb::arg("data_dir"), nb::arg("block_size"), nb::arg("seed"), nb::arg("tables"), nb::arg("half") = false)
+           nb::arg("data_dir"), nb::arg("block_size"), nb::arg("seed"), nb::arg("tables"), nb::arg("half") = false,
+           nb::arg("write_back_thread") = false)
       .def("lookup",
            [](Store& s, I32 tables, I64 ids, F32Out out, bool has_padding, int64_t padding_idx) {
     same_length(tables.shape(0), ids.shape(0), "lookup");

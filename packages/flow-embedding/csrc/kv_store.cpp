@@ -7,10 +7,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <utility>
 
 namespace flow_embedding {
@@ -154,14 +158,103 @@ struct Backing {
   int64_t used_lines = 0;
   std::vector<unsigned char> lines;
 
+  // Background write-back (cached tier): an evicted dirty row is copied into `pending` and written to the file by
+  // `writer`, off the lookup's path. `inflight` holds the batch being written. A miss reads the newest copy:
+  // pending, then inflight, then the file (only this thread adds entries, so a row found in neither is on disk).
+  mutable std::mutex wb_mu;
+  std::condition_variable wb_work, wb_done;
+  std::unordered_map<int64_t, std::vector<unsigned char>> pending, inflight;
+  size_t wb_limit = 64;  // rows queued before an eviction waits for the writer
+  bool wb_stop = false;
+  std::exception_ptr wb_error;
+  std::thread writer;
+
   Backing() = default;
   Backing(const Backing&) = delete;
   Backing& operator=(const Backing&) = delete;
   ~Backing() {
+    if (writer.joinable()) {
+      {
+        std::lock_guard<std::mutex> lk(wb_mu);
+        wb_stop = true;
+        pending.clear();  // the working file goes away with the store: nothing queued needs writing
+      }
+      wb_work.notify_all();
+      writer.join();
+    }
     if (fd >= 0) {
       ::close(fd);
       ::unlink(file.c_str());  // the working file; snapshots are what persists
     }
+  }
+
+  void start_writer() {
+    wb_limit = static_cast<size_t>(std::clamp<int64_t>(cache_rows / 8, 64, 8192));
+    writer = std::thread([this] { write_back_loop(); });
+  }
+
+  void write_back_loop() {
+    std::unique_lock<std::mutex> lk(wb_mu);
+    for (;;) {
+      wb_work.wait(lk, [this] { return wb_stop || !pending.empty(); });
+      if (wb_stop) return;
+      inflight.swap(pending);
+      wb_done.notify_all();  // room in `pending` again
+      lk.unlock();
+      try {
+        for (const auto& [slot, bytes] : inflight) write_file_row(slot, bytes.data());
+      } catch (...) {
+        lk.lock();
+        if (!wb_error) wb_error = std::current_exception();
+        inflight.clear();
+        wb_done.notify_all();
+        continue;
+      }
+      lk.lock();
+      inflight.clear();
+      wb_done.notify_all();
+    }
+  }
+
+  void rethrow_write_error() {  // with wb_mu held
+    if (wb_error) {
+      std::exception_ptr e = wb_error;
+      wb_error = nullptr;
+      std::rethrow_exception(e);
+    }
+  }
+
+  void queue_write(int64_t slot, const unsigned char* row) {
+    if (!writer.joinable()) return write_file_row(slot, row);  // synchronous write-back
+    std::unique_lock<std::mutex> lk(wb_mu);
+    rethrow_write_error();
+    wb_done.wait(lk, [this] { return pending.size() < wb_limit; });
+    pending[slot].assign(row, row + row_bytes());
+    const bool wake = pending.size() == 1;  // the writer sleeps only on an empty queue
+    lk.unlock();
+    if (wake) wb_work.notify_one();
+  }
+
+  // The newest bytes of a row that is not in the cache.
+  void fetch(int64_t slot, unsigned char* dst) const {
+    {
+      std::lock_guard<std::mutex> lk(wb_mu);
+      for (const auto* queue : {&pending, &inflight}) {
+        const auto it = queue->find(slot);
+        if (it != queue->end()) {
+          std::memcpy(dst, it->second.data(), it->second.size());
+          return;
+        }
+      }
+    }
+    read_file_row(slot, dst);
+  }
+
+  // Waits until every queued row is in the file.
+  void drain() {
+    std::unique_lock<std::mutex> lk(wb_mu);
+    wb_done.wait(lk, [this] { return (pending.empty() && inflight.empty()) || wb_error; });
+    rethrow_write_error();
   }
 
   int64_t size() const { return static_cast<int64_t>(slot_id.size()); }
@@ -289,7 +382,7 @@ struct Backing {
       unlink_line(l);
       const int64_t old = line_slot[l];
       if (dirty[l]) {
-        write_file_row(old, line_ptr(l));
+        queue_write(old, line_ptr(l));
         ++stats->writebacks;
       }
       line_of_slot[old] = -1;
@@ -318,7 +411,7 @@ struct Backing {
     } else {
       ++stats->misses;
       l = take_line();
-      read_file_row(slot, line_ptr(l));
+      fetch(slot, line_ptr(l));
       line_slot[l] = slot;
       line_of_slot[slot] = l;
     }
@@ -352,27 +445,29 @@ struct Backing {
     const int32_t l = line_of_slot[slot];
     if (l >= 0) return decode(dst, line_ptr(l), row_floats);
     std::vector<unsigned char> tmp(static_cast<size_t>(row_bytes()));
-    read_file_row(slot, tmp.data());
+    fetch(slot, tmp.data());
     decode(dst, tmp.data(), row_floats);
   }
 
   void flush() {
     if (!cached) return;
     for (int64_t l = 0; l < used_lines; ++l) {
-      if (dirty[l]) {
-        write_file_row(line_slot[l], line_ptr(static_cast<int32_t>(l)));
+      if (dirty[l]) {  // through the queue, so that an older queued copy cannot land after this one
+        queue_write(line_slot[l], line_ptr(static_cast<int32_t>(l)));
         dirty[l] = 0;
         ++stats->writebacks;
       }
     }
+    drain();
   }
 };
 
 Store::Store(int64_t dim, int64_t row_floats, int64_t capacity, bool cached, int64_t cache_rows, std::string data_dir,
-             int64_t block_size, uint64_t seed, std::vector<std::vector<InitSegment>> tables, bool half)
-    : dim_(dim), row_floats_(row_floats), elem_(half ? 2 : 4), capacity_(capacity), cached_(cached),
-      cache_rows_(cache_rows), data_dir_(std::move(data_dir)), block_size_(block_size), seed_(seed),
-      tables_(std::move(tables)) {
+             int64_t block_size, uint64_t seed, std::vector<std::vector<InitSegment>> tables, bool half,
+             bool write_back_thread)
+    : dim_(dim), row_floats_(row_floats), elem_(half ? 2 : 4), write_back_thread_(write_back_thread),
+      capacity_(capacity), cached_(cached), cache_rows_(cache_rows), data_dir_(std::move(data_dir)),
+      block_size_(block_size), seed_(seed), tables_(std::move(tables)) {
   if (dim <= 0) throw std::invalid_argument("embedding_dim must be positive, got " + std::to_string(dim));
   if (row_floats < dim) throw std::invalid_argument("row width must be at least embedding_dim");
   if (tables_.empty()) throw std::invalid_argument("at least one table is needed");
@@ -409,6 +504,7 @@ std::unique_ptr<Backing> Store::make_backing(int generation) const {
     b->dirty.assign(cache_rows_, 0);
     b->prev.assign(cache_rows_, -1);
     b->next.assign(cache_rows_, -1);
+    if (write_back_thread_) b->start_writer();
   }
   return b;
 }

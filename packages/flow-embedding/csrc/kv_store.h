@@ -44,7 +44,8 @@ struct Backing;
 class Store {
  public:
   Store(int64_t dim, int64_t row_floats, int64_t capacity, bool cached, int64_t cache_rows, std::string data_dir,
-        int64_t block_size, uint64_t seed, std::vector<std::vector<InitSegment>> tables, bool half = false);
+        int64_t block_size, uint64_t seed, std::vector<std::vector<InitSegment>> tables, bool half = false,
+        bool write_back_thread = false);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -79,6 +80,7 @@ class Store {
   int64_t dim_;
   int64_t row_floats_;
   int64_t elem_;  // bytes per stored value: 4 (float32) or 2 (float16 storage)
+  bool write_back_thread_;  // cached tier: evicted dirty rows are written by a background thread
   int64_t capacity_;
   bool cached_;
   int64_t cache_rows_;

@@ -5,13 +5,14 @@ oe = flow.one_embedding
 
 
 def make_emb(path, dim=4, num_tables=1, init=None, kind="ram", size_factor=1, capacity=100000, cache_mb=1.0,
-             key_type=flow.int64, name="emb", **kw):
+             key_type=flow.int64, name="emb", background=False, **kw):
     init = init or oe.make_uniform_initializer(-0.5, 0.5)
     tables = [oe.make_table_options(init) for _ in range(num_tables)]
     if kind == "ram":
         store = oe.make_device_mem_store_options(str(path), capacity=capacity, size_factor=size_factor)
     else:
-        store = oe.make_cached_ssd_store_options(cache_mb, str(path), capacity=None, size_factor=size_factor)
+        store = oe.make_cached_ssd_store_options(cache_mb, str(path), capacity=None, size_factor=size_factor,
+                                                 background_write_back=background)
     return oe.MultiTableEmbedding(name, dim, flow.float32, key_type, tables, store, **kw)
 
 

@@ -22,11 +22,12 @@ def _train(emb, opt, ids, seed):
     opt.zero_grad()
 
 
-def test_cached_store_matches_ram_store_through_evictions(tmp_path):
+@pytest.mark.parametrize("background", [False, True], ids=["sync-write-back", "background-write-back"])
+def test_cached_store_matches_ram_store_through_evictions(tmp_path, background):
     dim = 8
     # a 1 KiB-per-row Adam row (dim 8 x 4 floats x 4 bytes = 128 B): 0.01 MiB holds 81 rows of the 2000 used
     ram = make_emb(tmp_path / "ram", dim=dim, size_factor=4)
-    ssd = make_emb(tmp_path / "ssd", dim=dim, size_factor=4, kind="ssd", cache_mb=0.01)
+    ssd = make_emb(tmp_path / "ssd", dim=dim, size_factor=4, kind="ssd", cache_mb=0.01, background=background)
     opts = dict(lr=0.05, amsgrad=True)
     o_ram, o_ssd = flow.optim.Adam(ram.parameters(), **opts), flow.optim.Adam(ssd.parameters(), **opts)
     rng = np.random.default_rng(0)
@@ -37,6 +38,9 @@ def test_cached_store_matches_ram_store_through_evictions(tmp_path):
     stats = ssd.cache_stats()
     assert stats["evictions"] > 1000 and stats["writebacks"] > 0 and stats["misses"] > 0
     everything = range(2000)
+    np.testing.assert_array_equal(rows_of(ssd, everything), rows_of(ram, everything))
+    ssd._store.flush()  # every dirty row through the queue into the file, then read back after eviction
+    rows_of(ssd, range(2000, 2200))
     np.testing.assert_array_equal(rows_of(ssd, everything), rows_of(ram, everything))
     # the optimizer state survived eviction too: a further step still agrees
     _train(ram, o_ram, list(everything), 99)
@@ -76,8 +80,9 @@ def test_table_ten_times_the_cache_trains_with_bounded_rss(tmp_path):
 
 
 def test_snapshot_save_load_round_trip(tmp_path):
-    for kind in ("ram", "ssd"):
-        emb = make_emb(tmp_path / kind, dim=4, size_factor=2, kind=kind, cache_mb=0.001)
+    for kind, background in (("ram", False), ("ssd", False), ("ssd", True)):
+        emb = make_emb(tmp_path / f"{kind}{background}", dim=4, size_factor=2, kind=kind, cache_mb=0.001,
+                       background=background)
         # momentum state lives in the rows; the step count (Adam's) lives in the optimizer, as in OneFlow
         opt = flow.optim.SGD(emb.parameters(), lr=0.1, momentum=0.9)
         _train(emb, opt, list(range(40)), 0)

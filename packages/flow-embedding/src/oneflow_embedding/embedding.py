@@ -140,7 +140,8 @@ class MultiTableEmbedding(nn.Module):
         if cached and cache_rows < 1:
             raise ValueError(f"cache_budget_mb={opts['cache_budget_mb']} holds no row of {row_bytes} bytes")
         self._store = Store(dim, row_floats, -1 if capacity is None else capacity, cached, cache_rows,
-                            self.path, opts["physical_block_size"], seed & ((1 << 64) - 1), segments, half)
+                            self.path, opts["physical_block_size"], seed & ((1 << 64) - 1), segments, half,
+                            bool(opts.get("background_write_back", False)))
         self.shadow = nn.Parameter(flow.zeros(0))
         owner = weakref.ref(self)  # the parameter's hooks must not keep the module (and its store) alive
         self.shadow._sparse_update = lambda opt, group: _call(owner, "_sparse_update", opt, group)

@@ -147,7 +147,7 @@ def make_device_mem_store_options(persistent_path, capacity, size_factor=1, phys
 
 
 def make_cached_ssd_store_options(cache_budget_mb, persistent_path, capacity=None, size_factor=1,
-                                  physical_block_size=4096, host_cache_budget_mb=0):
+                                  physical_block_size=4096, host_cache_budget_mb=0, background_write_back=False):
     """Store options keeping every row in files on SSD under ``persistent_path``, with an LRU cache in memory.
 
     Args:
@@ -159,12 +159,15 @@ def make_cached_ssd_store_options(cache_budget_mb, persistent_path, capacity=Non
         size_factor (int): row width in units of ``embedding_dim`` (see :func:`make_device_mem_store_options`).
         physical_block_size (int): rows are laid out so that none straddles two blocks of this size.
         host_cache_budget_mb (int): a second-level cache in host memory, in MiB.
+        background_write_back (bool): write evicted rows to the file from a background thread (a lookup that
+            misses then only reads); off by default, as on a machine with few free cores the thread costs more
+            than it saves (see bench/bench_embedding.py).
     """
     opts = _common(persistent_path, capacity, size_factor, physical_block_size, True)
     budget = _number("cache_budget_mb", cache_budget_mb) + _number("host_cache_budget_mb", host_cache_budget_mb)
     if budget <= 0:
         raise ValueError(f"cache_budget_mb must be positive, got {cache_budget_mb!r}")
-    opts.update(kind="cached_ssd", cache_budget_mb=budget)
+    opts.update(kind="cached_ssd", cache_budget_mb=budget, background_write_back=bool(background_write_back))
     return opts
 
 
