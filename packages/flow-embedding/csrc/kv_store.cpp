@@ -607,6 +607,38 @@ size_t hyper_count(OptKind kind) {
   return 0;
 }
 
+// Adam without amsgrad or maximize (the usual case), its step constants computed once per batch: a loop the
+// compiler vectorises (restrict pointers, no branches).
+struct AdamStep {
+  float step_size, inv_bc2, b1, b2, wd, decay, eps;
+  bool decoupled;
+  explicit AdamStep(const std::vector<double>& h) {
+    const double lr = h[0], t = h[8];
+    step_size = static_cast<float>(lr / (1.0 - std::pow(h[1], t)));
+    inv_bc2 = static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(h[2], t)));
+    b1 = static_cast<float>(h[1]);
+    b2 = static_cast<float>(h[2]);
+    eps = static_cast<float>(h[3]);
+    wd = static_cast<float>(h[4]);
+    decay = static_cast<float>(1.0 - lr * h[4]);
+    decoupled = h[7] != 0.0;
+  }
+  void apply(int64_t d, float* __restrict w, const float* __restrict g_in) const {
+    float* __restrict m = w + d;
+    float* __restrict v = w + 2 * d;
+    const float wd_c = decoupled ? 0.f : wd, decay_c = decoupled ? decay : 1.f;
+    for (int64_t j = 0; j < d; ++j) {
+      const float g = g_in[j] + wd_c * w[j];
+      const float wj = w[j] * decay_c;
+      const float mj = b1 * m[j] + (1.f - b1) * g;
+      const float vj = b2 * v[j] + (1.f - b2) * g * g;
+      m[j] = mj;
+      v[j] = vj;
+      w[j] = wj - step_size * mj / (std::sqrt(vj) * inv_bc2 + eps);
+    }
+  }
+};
+
 // One row's update; `w` is the row (value columns, then state columns of `d` each), `g` the summed gradient.
 void apply_row(OptKind kind, const std::vector<double>& h, int64_t d, float* w, const float* g_in) {
   switch (kind) {
@@ -723,10 +755,14 @@ void Store::update(const int32_t* tables, const int64_t* ids, int64_t n, const f
       for (int64_t j = 0; j < dim_; ++j) a[j] += g[j];
     }
   }
+  const bool fast_adam = kind == OptKind::kAdam && hyper[5] == 0.0 && hyper[6] == 0.0;
+  const AdamStep adam(kind == OptKind::kAdam ? hyper : std::vector<double>(9, 0.5));
   for (size_t u = 0; u < uniq.size(); ++u) {
     unsigned char* raw = b.row(uniq[u], true);
     const float* g = acc.data() + static_cast<int64_t>(u) * dim_;
-    if (elem_ == 4) {
+    if (elem_ == 4 && fast_adam) {
+      adam.apply(dim_, reinterpret_cast<float*>(raw), g);
+    } else if (elem_ == 4) {
       apply_row(kind, hyper, dim_, reinterpret_cast<float*>(raw), g);  // rows of floats are 4-byte aligned
     } else {  // float16 rows: updated in float32, stored rounded
       b.decode(scratch.data(), raw, row_floats_);
