@@ -757,18 +757,46 @@ void Store::update(const int32_t* tables, const int64_t* ids, int64_t n, const f
   }
   const bool fast_adam = kind == OptKind::kAdam && hyper[5] == 0.0 && hyper[6] == 0.0;
   const AdamStep adam(kind == OptKind::kAdam ? hyper : std::vector<double>(9, 0.5));
-  for (size_t u = 0; u < uniq.size(); ++u) {
-    unsigned char* raw = b.row(uniq[u], true);
-    const float* g = acc.data() + static_cast<int64_t>(u) * dim_;
-    if (elem_ == 4 && fast_adam) {
-      adam.apply(dim_, reinterpret_cast<float*>(raw), g);
-    } else if (elem_ == 4) {
-      apply_row(kind, hyper, dim_, reinterpret_cast<float*>(raw), g);  // rows of floats are 4-byte aligned
-    } else {  // float16 rows: updated in float32, stored rounded
-      b.decode(scratch.data(), raw, row_floats_);
-      apply_row(kind, hyper, dim_, scratch.data(), g);
-      b.encode(raw, scratch.data(), row_floats_);
+  auto apply_range = [&](size_t lo, size_t hi, unsigned char* const* raws, std::vector<float>& tmp) {
+    for (size_t u = lo; u < hi; ++u) {
+      unsigned char* raw = raws ? raws[u] : b.row(uniq[u], true);
+      const float* g = acc.data() + static_cast<int64_t>(u) * dim_;
+      if (elem_ == 4 && fast_adam) {
+        adam.apply(dim_, reinterpret_cast<float*>(raw), g);
+      } else if (elem_ == 4) {
+        apply_row(kind, hyper, dim_, reinterpret_cast<float*>(raw), g);  // rows of floats are 4-byte aligned
+      } else {  // float16 rows: updated in float32, stored rounded
+        b.decode(tmp.data(), raw, row_floats_);
+        apply_row(kind, hyper, dim_, tmp.data(), g);
+        b.encode(raw, tmp.data(), row_floats_);
+      }
     }
+  };
+  // The full tier's rows do not move, so a large batch is updated by two threads (the rows are distinct; the
+  // update is bound by memory latency, which a second thread overlaps). The cached tier's LRU is one thread's.
+  if (!cached_ && uniq.size() >= 8192) {
+    std::vector<unsigned char*> raws(uniq.size());
+    for (size_t u = 0; u < uniq.size(); ++u) raws[u] = b.row(uniq[u], true);
+    const size_t mid = uniq.size() / 2;
+    std::vector<float> tmp2(static_cast<size_t>(row_floats_));
+    std::exception_ptr err;
+    std::thread helper([&] {
+      try {
+        apply_range(mid, uniq.size(), raws.data(), tmp2);
+      } catch (...) {
+        err = std::current_exception();
+      }
+    });
+    try {
+      apply_range(0, mid, raws.data(), scratch);
+    } catch (...) {
+      helper.join();
+      throw;
+    }
+    helper.join();
+    if (err) std::rethrow_exception(err);
+  } else {
+    apply_range(0, uniq.size(), nullptr, scratch);
   }
 }
 

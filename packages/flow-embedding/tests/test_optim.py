@@ -186,3 +186,22 @@ def test_sgd_dampening_is_rejected(tmp_path):
     emb(flow.tensor([1])).sum().backward()
     with pytest.raises(NotImplementedError, match="dampening"):
         opt.step()
+
+
+@pytest.mark.parametrize("name,opts", [("adam", {"lr": 0.05}), ("adam", {"lr": 0.05, "amsgrad": True}),
+                                       ("ftrl", {"lr": 0.1})])
+def test_large_batch_update_matches_single_threaded_path(tmp_path, name, opts):
+    # a batch of 20000 distinct rows takes the RAM tier's two-thread update; the cached tier's is one thread's
+    ram = make_emb(tmp_path / "ram", dim=DIM, size_factor=SIZE[name])
+    ssd = make_emb(tmp_path / "ssd", dim=DIM, size_factor=SIZE[name], kind="ssd", cache_mb=8)
+    o_ram, o_ssd = make_opt(name, ram.parameters(), opts), make_opt(name, ssd.parameters(), opts)
+    ids = np.arange(20000, dtype=np.int64)
+    wts = flow.tensor(_grad_weights(np.random.default_rng(3), ids.size))
+    for _ in range(2):
+        for emb, opt in ((ram, o_ram), (ssd, o_ssd)):
+            (emb(flow.tensor(ids)) * wts).sum().backward()
+            opt.step()
+            opt.zero_grad()
+    got = rows_of(ram, ids)
+    np.testing.assert_array_equal(got, rows_of(ssd, ids))
+    assert not np.allclose(got, rows_of(make_emb(tmp_path / "init", dim=DIM), ids))

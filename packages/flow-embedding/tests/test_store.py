@@ -57,8 +57,9 @@ def _rss_kib():
 
 
 def test_table_ten_times_the_cache_trains_with_bounded_rss(tmp_path):
-    dim, rows = 32, 200_000  # 200k rows x 32 x 2 floats (SGD momentum) = 51 MiB of rows; the cache is 5 MiB
-    emb = make_emb(tmp_path, dim=dim, size_factor=2, kind="ssd", cache_mb=5)
+    dim, rows = 32, 400_000  # 400k rows x 32 x 2 floats (SGD momentum) = 98 MiB of rows; the cache is 9.8 MiB
+    table_mib = rows * dim * 2 * 4 / 2**20
+    emb = make_emb(tmp_path, dim=dim, size_factor=2, kind="ssd", cache_mb=table_mib / 10)
     opt = flow.optim.SGD(emb.parameters(), lr=0.1, momentum=0.5)
     rng = np.random.default_rng(0)
     first = np.arange(0, 4096)
@@ -72,8 +73,8 @@ def test_table_ten_times_the_cache_trains_with_bounded_rss(tmp_path):
     growth_mib = (_rss_kib() - start) / 1024
     assert emb.num_rows() == rows
     assert emb.cache_stats()["evictions"] > rows // 2
-    # the index (about 40 B a row) grows; the rows (256 B each, 51 MiB in all) must not stay in memory
-    assert growth_mib < 30, growth_mib
+    # the index (about 40 B a row, 16 MiB) and malloc's retained buffers grow; the rows must not stay in memory
+    assert growth_mib < table_mib / 2, (growth_mib, table_mib)
     # values written back and read again are right: an untouched-since row kept its first update
     after = rows_of(emb, first)
     assert not np.allclose(after, before_first)
