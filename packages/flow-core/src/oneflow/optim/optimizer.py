@@ -98,6 +98,7 @@ def _with_hooks(step):
                         f"{step} must return None or a tuple of (new_args, new_kwargs), but got {result}."
                     )
         out = step(*args, **kwargs)
+        self._step_sparse()
         for hook in chain(self._optimizer_step_post_hooks.values(), _global_step_post_hooks.values()):
             hook(self, args, kwargs)
         return out
@@ -251,6 +252,9 @@ class Optimizer:
         """Reset the gradients of all optimized tensors (to None by default, else to zero in place)."""
         for group in self.param_groups:
             for p in group["params"]:
+                sparse_zero_grad = getattr(p, "_sparse_zero_grad", None)
+                if sparse_zero_grad is not None:
+                    sparse_zero_grad()
                 g = p.grad
                 if g is None:
                     continue
@@ -389,6 +393,21 @@ class Optimizer:
         for hook in self._optimizer_load_state_dict_post_hooks.values():
             hook(self)
 
+    # ---- sparse parameters ----------------------------------------------------------------------------
+    # A parameter that stands for rows kept outside it (flow-embedding's tables) carries ``_sparse_update``:
+    # ``p._sparse_update(optimizer, group)`` applies this optimizer's update, with the group's options, to the rows
+    # its last backward passes touched (and raises TypeError for an optimizer it has no sparse rule for). Dense
+    # updates skip such parameters; ``zero_grad`` calls their ``_sparse_zero_grad()`` when they have one.
+    @flow.no_grad()
+    def _step_sparse(self):
+        seen = set()
+        for group in self.param_groups:
+            for p in group["params"]:
+                update = getattr(p, "_sparse_update", None)
+                if update is not None and id(p) not in seen:
+                    seen.add(id(p))
+                    update(self, group)
+
     # ---- helpers for subclasses -----------------------------------------------------------------------
     def _grads_of(self, group):
         """(param, grad) for the group's parameters that have a gradient, each parameter once, after the checks
@@ -396,7 +415,7 @@ class Optimizer:
         out, seen = [], set()
         for p in group["params"]:
             g = p.grad
-            if g is None or id(p) in seen:
+            if g is None or id(p) in seen or hasattr(p, "_sparse_update"):
                 continue
             seen.add(id(p))
             out.append((p, g))

@@ -1,0 +1,143 @@
+"""flow-embedding: lookup + sparse Adam update of 26 tables x 64-dim, a batch of 16k ids per step.
+
+1. RAM store vs PyTorch (26 nn.EmbeddingBag(sparse=True), one id per bag, + torch.optim.SparseAdam), on the same
+   uniform id stream; prints the throughput ratio (target >= 2x).
+2. The cached SSD store with its cache at 10% of the table vs the RAM store on a zipf(1.05) id stream; prints the
+   ratio (target >= 0.5x) and the cache hit rate.
+
+One run, best of several repeats of each step; the machine is shared and noisy, so only the ratios measured side
+by side mean much. The SSD files go under --path (default: a temporary folder).
+
+    python bench/bench_embedding.py [--batch 16384] [--rows 20000] [--path DIR]
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from functools import partial
+
+import numpy as np
+from common import THREADS, flow, torch  # noqa: F401  (sets the thread counts of both)
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "packages", "flow-embedding", "src"))
+
+TABLES, DIM = 26, 64
+
+
+def make_flow(path, rows, cache_fraction=None, background=False):
+    oe = flow.one_embedding
+    tables = [oe.make_table_options(oe.make_uniform_initializer(-0.05, 0.05)) for _ in range(TABLES)]
+    if cache_fraction is None:
+        store = oe.make_device_mem_store_options(path, capacity=TABLES * rows, size_factor=3)
+    else:
+        mb = TABLES * rows * DIM * 3 * 4 * cache_fraction / 2**20
+        store = oe.make_cached_ssd_store_options(mb, path, size_factor=3, background_write_back=background)
+    emb = oe.MultiTableEmbedding("bench", DIM, flow.float32, flow.int64, tables, store)
+    opt = flow.optim.Adam(emb.parameters(), lr=1e-3)
+    with flow.no_grad():  # every row exists before timing (as PyTorch's tables do)
+        for t in range(TABLES):
+            for lo in range(0, rows, 65536):
+                ids = flow.arange(lo, min(rows, lo + 65536))
+                emb(ids, flow.full(ids.shape, t, dtype=flow.int32))
+    return emb, opt
+
+
+def flow_step(emb, opt, ids, tables, grad):
+    out = emb(ids, tables)
+    out.backward(grad)
+    opt.step()
+    opt.zero_grad()
+
+
+def make_torch(rows):
+    bags = torch.nn.ModuleList(torch.nn.EmbeddingBag(rows, DIM, mode="sum", sparse=True) for _ in range(TABLES))
+    return bags, torch.optim.SparseAdam(bags.parameters(), lr=1e-3)
+
+
+def torch_step(bags, opt, per_table, grads):
+    loss = 0
+    for bag, ids, g in zip(bags, per_table, grads):
+        loss = loss + (bag(ids, torch.arange(ids.numel())) * g).sum()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+
+
+def stream(kind, steps, batch, rows, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(steps):
+        tables = np.repeat(np.arange(TABLES, dtype=np.int32), -(-batch // TABLES))[:batch]
+        if kind == "uniform":
+            ids = rng.integers(0, rows, batch)
+        else:  # hot ids spread over the table by a fixed permutation
+            ids = (rng.zipf(1.05, batch) - 1) % rows
+            ids = (ids * 2654435761) % rows
+        out.append((ids.astype(np.int64), tables))
+    return out
+
+
+def timed(fn, batches, repeat=3):
+    fn(*batches[0])  # warm up
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for b in batches:
+            fn(*b)
+        best = min(best, (time.perf_counter() - t0) / len(batches))
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batch", type=int, default=16384)
+    ap.add_argument("--rows", type=int, default=20000, help="rows per table")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--path", default=None)
+    a = ap.parse_args()
+    root = tempfile.mkdtemp(dir=a.path)
+    try:
+        rng = np.random.default_rng(1)
+        grad = rng.standard_normal((a.batch, DIM)).astype(np.float32)
+        uni = stream("uniform", a.steps, a.batch, a.rows)
+
+        emb, opt = make_flow(os.path.join(root, "ram"), a.rows)
+        g = flow.tensor(grad)
+        fb = [(flow.tensor(i), flow.tensor(t), g) for i, t in uni]
+        t_flow = timed(partial(flow_step, emb, opt), fb)
+
+        bags, topt = make_torch(a.rows)
+        tb = []
+        for ids, tables in uni:
+            per = [torch.from_numpy(ids[tables == k]) for k in range(TABLES)]
+            gs = [torch.from_numpy(grad[tables == k]) for k in range(TABLES)]
+            tb.append((per, gs))
+        t_torch = timed(partial(torch_step, bags, topt), tb)
+        print(f"RAM, uniform ids: flow-embedding {a.batch / t_flow / 1e6:.2f} M ids/s, PyTorch EmbeddingBag+"
+              f"SparseAdam {a.batch / t_torch / 1e6:.2f} M ids/s: ratio {t_torch / t_flow:.2f}x (target >= 2x)")
+
+        zipf = stream("zipf", a.steps, a.batch, a.rows, seed=2)
+        zb = [(flow.tensor(i), flow.tensor(t), g) for i, t in zipf]
+        t_ram = timed(partial(flow_step, emb, opt), zb)
+        del emb, opt
+        for background in (False, True):
+            ssd, sopt = make_flow(os.path.join(root, f"ssd{background}"), a.rows, cache_fraction=0.1,
+                                  background=background)
+            flow_step(ssd, sopt, *zb[0])  # the hot rows come into the cache
+            ssd.reset_cache_stats()
+            t_ssd = timed(partial(flow_step, ssd, sopt), zb)
+            st = ssd.cache_stats()
+            hit = st["hits"] / max(1, st["hits"] + st["misses"])
+            mode = "background" if background else "synchronous"
+            print(f"zipf(1.05) ids: RAM {a.batch / t_ram / 1e6:.2f} M ids/s, cached SSD ({mode} write-back, cache "
+                  f"10% of {TABLES * a.rows} rows) {a.batch / t_ssd / 1e6:.2f} M ids/s: SSD/RAM throughput "
+                  f"{t_ram / t_ssd:.2f} (target >= 0.5), cache hit rate {hit:.1%}")
+            del ssd, sopt
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

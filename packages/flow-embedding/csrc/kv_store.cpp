@@ -1,0 +1,919 @@
+#include "kv_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+namespace flow_embedding {
+namespace {
+
+constexpr int64_t kChunkShift = 14;  // rows per RAM chunk: 16384
+constexpr int64_t kChunkRows = int64_t{1} << kChunkShift;
+constexpr char kMagic[8] = {'O', 'F', 'E', 'M', 'B', 'S', 'N', 'P'};
+constexpr uint32_t kVersion = 1;
+
+uint64_t mix(uint64_t x) {  // splitmix64's finaliser
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+uint64_t key_hash(int32_t table, int64_t id) {
+  return mix(static_cast<uint64_t>(id) ^ mix(static_cast<uint64_t>(static_cast<uint32_t>(table))));
+}
+
+std::string errno_text(const std::string& what, const std::string& path) {
+  return what + " '" + path + "': " + std::strerror(errno);
+}
+
+// float16 storage: IEEE binary16 with round-to-nearest-even (values are computed in float32 and only stored
+// as halves, so the conversions stay at the tier's boundary).
+uint16_t to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7FFFFFFFu;
+  if (ax >= 0x7F800000u) return static_cast<uint16_t>(sign | 0x7C00u | (ax > 0x7F800000u ? 0x200u : 0u));
+  if (ax >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // rounds to infinity
+  if (ax < 0x38800000u) {  // a subnormal half: scale so that one unit is 2**-24, round to the nearest even
+    float a;
+    std::memcpy(&a, &ax, 4);
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(a * 16777216.0f)));
+  }
+  return static_cast<uint16_t>(sign | ((ax + 0xC8000FFFu + ((ax >> 13) & 1u)) >> 13));
+}
+
+float from_half(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+  uint32_t bits;
+  if (exp == 0) {
+    const float f = static_cast<float>(man) * 5.9604644775390625e-8f;  // 2**-24
+    return sign ? -f : f;
+  }
+  if (exp == 31) bits = sign | 0x7F800000u | (man << 13);
+  else bits = sign | ((exp + 112) << 23) | (man << 13);
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Header of a snapshot file; the payload is tables (int32[n]), ids (int64[n]), rows (float[n * row_floats]).
+struct SnapshotHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t header_bytes;
+  int64_t dim;
+  int64_t row_floats;
+  int64_t num_keys;
+  uint64_t checksum;
+};
+
+// A word-at-a-time running hash over the payload (detects torn or corrupted files, not an adversary).
+struct Checksum {
+  uint64_t h = 0x6A09E667F3BCC909ull;
+  void add(const void* data, size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    size_t i = 0;
+    for (; i + 8 <= bytes; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      h = (h ^ w) * 0x100000001B3ull;
+      h ^= h >> 29;
+    }
+    for (; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001B3ull;
+  }
+};
+
+void write_all(std::FILE* f, const void* data, size_t bytes, const std::string& path) {
+  if (bytes && std::fwrite(data, 1, bytes, f) != bytes) throw std::runtime_error(errno_text("cannot write", path));
+}
+
+void read_all(std::FILE* f, void* data, size_t bytes, const std::string& path) {
+  if (bytes && std::fread(data, 1, bytes, f) != bytes)
+    throw std::runtime_error("snapshot file '" + path + "' is truncated or unreadable");
+}
+
+}  // namespace
+
+float initial_value(uint64_t seed, int32_t table, int64_t id, int64_t col, const InitSegment& seg) {
+  const uint64_t k =
+      mix(mix(seed ^ mix(static_cast<uint64_t>(static_cast<uint32_t>(table)) + 1)) ^ mix(static_cast<uint64_t>(id)));
+  auto unit = [&](uint64_t j) {  // in [0, 1)
+    return static_cast<double>(mix(k + j * 0xD1B54A32D192ED03ull) >> 11) * 0x1.0p-53;
+  };
+  switch (seg.kind) {
+    case InitKind::kUniform: return static_cast<float>(seg.a + (seg.b - seg.a) * unit(static_cast<uint64_t>(col)));
+    case InitKind::kNormal: {
+      const double u1 = 1.0 - unit(2 * static_cast<uint64_t>(col));  // in (0, 1]: log stays finite
+      const double u2 = unit(2 * static_cast<uint64_t>(col) + 1);
+      const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+      return static_cast<float>(seg.a + seg.b * z);
+    }
+    case InitKind::kConstant: return static_cast<float>(seg.a);
+  }
+  return 0.f;
+}
+
+struct Backing {
+  int64_t row_floats = 0;
+  int64_t elem = 4;  // bytes per stored value: 4 (float32) or 2 (float16)
+  bool cached = false;
+  int64_t cache_rows = 0;
+  StoreStats* stats = nullptr;
+
+  // index: open addressing over (table, id) -> slot; slot -1 marks an empty bucket
+  std::vector<int64_t> h_ids;
+  std::vector<int32_t> h_tables;
+  std::vector<int64_t> h_slots;
+  uint64_t mask = 0;
+  // slot -> key
+  std::vector<int32_t> slot_table;
+  std::vector<int64_t> slot_id;
+
+  // full tier
+  std::vector<std::unique_ptr<unsigned char[]>> chunks;
+
+  // cached tier
+  int fd = -1;
+  std::string file;
+  int64_t block_size = 4096;
+  std::vector<int32_t> line_of_slot;
+  std::vector<int64_t> line_slot;
+  std::vector<uint8_t> dirty;
+  std::vector<int32_t> prev, next;
+  int32_t head = -1, tail = -1;  // head: most recently used
+  int64_t used_lines = 0;
+  std::vector<unsigned char> lines;
+
+  // Background write-back (cached tier): an evicted dirty row is copied into `pending` and written to the file by
+  // `writer`, off the lookup's path. `inflight` holds the batch being written. A miss reads the newest copy:
+  // pending, then inflight, then the file (only this thread adds entries, so a row found in neither is on disk).
+  mutable std::mutex wb_mu;
+  std::condition_variable wb_work, wb_done;
+  std::unordered_map<int64_t, std::vector<unsigned char>> pending, inflight;
+  size_t wb_limit = 64;  // rows queued before an eviction waits for the writer
+  bool wb_stop = false;
+  std::exception_ptr wb_error;
+  std::thread writer;
+
+  Backing() = default;
+  Backing(const Backing&) = delete;
+  Backing& operator=(const Backing&) = delete;
+  ~Backing() {
+    if (writer.joinable()) {
+      {
+        std::lock_guard<std::mutex> lk(wb_mu);
+        wb_stop = true;
+        pending.clear();  // the working file goes away with the store: nothing queued needs writing
+      }
+      wb_work.notify_all();
+      writer.join();
+    }
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlink(file.c_str());  // the working file; snapshots are what persists
+    }
+  }
+
+  void start_writer() {
+    wb_limit = static_cast<size_t>(std::clamp<int64_t>(cache_rows / 8, 64, 8192));
+    writer = std::thread([this] { write_back_loop(); });
+  }
+
+  void write_back_loop() {
+    std::unique_lock<std::mutex> lk(wb_mu);
+    for (;;) {
+      wb_work.wait(lk, [this] { return wb_stop || !pending.empty(); });
+      if (wb_stop) return;
+      inflight.swap(pending);
+      wb_done.notify_all();  // room in `pending` again
+      lk.unlock();
+      try {
+        for (const auto& [slot, bytes] : inflight) write_file_row(slot, bytes.data());
+      } catch (...) {
+        lk.lock();
+        if (!wb_error) wb_error = std::current_exception();
+        inflight.clear();
+        wb_done.notify_all();
+        continue;
+      }
+      lk.lock();
+      inflight.clear();
+      wb_done.notify_all();
+    }
+  }
+
+  void rethrow_write_error() {  // with wb_mu held
+    if (wb_error) {
+      std::exception_ptr e = wb_error;
+      wb_error = nullptr;
+      std::rethrow_exception(e);
+    }
+  }
+
+  void queue_write(int64_t slot, const unsigned char* row) {
+    if (!writer.joinable()) return write_file_row(slot, row);  // synchronous write-back
+    std::unique_lock<std::mutex> lk(wb_mu);
+    rethrow_write_error();
+    wb_done.wait(lk, [this] { return pending.size() < wb_limit; });
+    pending[slot].assign(row, row + row_bytes());
+    const bool wake = pending.size() == 1;  // the writer sleeps only on an empty queue
+    lk.unlock();
+    if (wake) wb_work.notify_one();
+  }
+
+  // The newest bytes of a row that is not in the cache.
+  void fetch(int64_t slot, unsigned char* dst) const {
+    {
+      std::lock_guard<std::mutex> lk(wb_mu);
+      for (const auto* queue : {&pending, &inflight}) {
+        const auto it = queue->find(slot);
+        if (it != queue->end()) {
+          std::memcpy(dst, it->second.data(), it->second.size());
+          return;
+        }
+      }
+    }
+    read_file_row(slot, dst);
+  }
+
+  // Waits until every queued row is in the file.
+  void drain() {
+    std::unique_lock<std::mutex> lk(wb_mu);
+    wb_done.wait(lk, [this] { return (pending.empty() && inflight.empty()) || wb_error; });
+    rethrow_write_error();
+  }
+
+  int64_t size() const { return static_cast<int64_t>(slot_id.size()); }
+  int64_t row_bytes() const { return row_floats * elem; }
+
+  void encode(unsigned char* dst, const float* src, int64_t n) const {
+    if (elem == 4) {
+      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t h = to_half(src[i]);
+      std::memcpy(dst + 2 * i, &h, 2);
+    }
+  }
+
+  void decode(float* dst, const unsigned char* src, int64_t n) const {
+    if (elem == 4) {
+      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, src + 2 * i, 2);
+      dst[i] = from_half(h);
+    }
+  }
+
+  void init_index(int64_t buckets) {
+    uint64_t cap = 16;
+    while (cap < static_cast<uint64_t>(buckets)) cap <<= 1;
+    h_ids.assign(cap, 0);
+    h_tables.assign(cap, 0);
+    h_slots.assign(cap, -1);
+    mask = cap - 1;
+  }
+
+  int64_t find(int32_t table, int64_t id) const {
+    for (uint64_t b = key_hash(table, id) & mask;; b = (b + 1) & mask) {
+      const int64_t s = h_slots[b];
+      if (s < 0) return -1;
+      if (h_ids[b] == id && h_tables[b] == table) return s;
+    }
+  }
+
+  void put(int32_t table, int64_t id, int64_t slot) {
+    uint64_t b = key_hash(table, id) & mask;
+    while (h_slots[b] >= 0) b = (b + 1) & mask;
+    h_ids[b] = id;
+    h_tables[b] = table;
+    h_slots[b] = slot;
+  }
+
+  void grow_if_needed() {
+    if (static_cast<uint64_t>(size() + 1) * 2 <= mask + 1) return;
+    std::vector<int64_t> old_slots = std::move(h_slots);
+    std::vector<int64_t> old_ids = std::move(h_ids);
+    std::vector<int32_t> old_tables = std::move(h_tables);
+    init_index(static_cast<int64_t>(old_slots.size()) * 2);
+    for (size_t b = 0; b < old_slots.size(); ++b)
+      if (old_slots[b] >= 0) put(old_tables[b], old_ids[b], old_slots[b]);
+  }
+
+  // ---- cached tier ------------------------------------------------------------------------------------
+  off_t offset_of(int64_t slot) const {
+    const int64_t rb = row_bytes();
+    if (rb <= block_size) {  // whole rows per block, none straddling two blocks
+      const int64_t per_block = block_size / rb;
+      return static_cast<off_t>((slot / per_block) * block_size + (slot % per_block) * rb);
+    }
+    const int64_t stride = (rb + block_size - 1) / block_size * block_size;
+    return static_cast<off_t>(slot * stride);
+  }
+
+  void read_file_row(int64_t slot, unsigned char* dst) const {
+    size_t left = static_cast<size_t>(row_bytes());
+    auto* p = reinterpret_cast<char*>(dst);
+    off_t off = offset_of(slot);
+    while (left) {
+      const ssize_t r = ::pread(fd, p, left, off);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) throw std::runtime_error(errno_text("cannot read embedding rows from", file));
+      p += r;
+      off += r;
+      left -= static_cast<size_t>(r);
+    }
+  }
+
+  void write_file_row(int64_t slot, const unsigned char* src) const {
+    size_t left = static_cast<size_t>(row_bytes());
+    const auto* p = reinterpret_cast<const char*>(src);
+    off_t off = offset_of(slot);
+    while (left) {
+      const ssize_t r = ::pwrite(fd, p, left, off);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) throw std::runtime_error(errno_text("cannot write embedding rows to", file));
+      p += r;
+      off += r;
+      left -= static_cast<size_t>(r);
+    }
+  }
+
+  void unlink_line(int32_t l) {
+    if (prev[l] >= 0) next[prev[l]] = next[l];
+    else head = next[l];
+    if (next[l] >= 0) prev[next[l]] = prev[l];
+    else tail = prev[l];
+  }
+
+  void push_front(int32_t l) {
+    prev[l] = -1;
+    next[l] = head;
+    if (head >= 0) prev[head] = l;
+    head = l;
+    if (tail < 0) tail = l;
+  }
+
+  // A line for a new resident row: a free one, else the least recently used (written back when dirty).
+  int32_t take_line() {
+    int32_t l;
+    if (used_lines < cache_rows) {
+      l = static_cast<int32_t>(used_lines++);
+    } else {
+      l = tail;
+      unlink_line(l);
+      const int64_t old = line_slot[l];
+      if (dirty[l]) {
+        queue_write(old, line_ptr(l));
+        ++stats->writebacks;
+      }
+      line_of_slot[old] = -1;
+      ++stats->evictions;
+    }
+    push_front(l);
+    dirty[l] = 0;
+    return l;
+  }
+
+  unsigned char* line_ptr(int32_t l) { return &lines[static_cast<size_t>(l * row_bytes())]; }
+  const unsigned char* line_ptr(int32_t l) const { return &lines[static_cast<size_t>(l * row_bytes())]; }
+  unsigned char* chunk_ptr(int64_t slot) const {
+    return chunks[slot >> kChunkShift].get() + (slot & (kChunkRows - 1)) * row_bytes();
+  }
+
+  // ---- rows -------------------------------------------------------------------------------------------
+  // The row of an existing slot (loaded into the cache in the cached tier; `write` marks it dirty).
+  unsigned char* row(int64_t slot, bool write) {
+    if (!cached) return chunk_ptr(slot);
+    int32_t l = line_of_slot[slot];
+    if (l >= 0) {
+      ++stats->hits;
+      unlink_line(l);
+      push_front(l);
+    } else {
+      ++stats->misses;
+      l = take_line();
+      fetch(slot, line_ptr(l));
+      line_slot[l] = slot;
+      line_of_slot[slot] = l;
+    }
+    if (write) dirty[l] = 1;
+    return line_ptr(l);
+  }
+
+  // Appends a key; returns its row, to be filled by the caller.
+  unsigned char* append(int32_t table, int64_t id) {
+    grow_if_needed();
+    const int64_t slot = size();
+    put(table, id, slot);
+    slot_table.push_back(table);
+    slot_id.push_back(id);
+    if (!cached) {
+      if ((slot >> kChunkShift) >= static_cast<int64_t>(chunks.size()))
+        chunks.emplace_back(new unsigned char[static_cast<size_t>(kChunkRows * row_bytes())]);
+      return row(slot, true);
+    }
+    line_of_slot.push_back(-1);
+    const int32_t l = take_line();
+    line_slot[l] = slot;
+    line_of_slot[slot] = l;
+    dirty[l] = 1;
+    return line_ptr(l);
+  }
+
+  // Copies a row without changing the cache (snapshots).
+  void peek(int64_t slot, float* dst) const {
+    if (!cached) return decode(dst, chunk_ptr(slot), row_floats);
+    const int32_t l = line_of_slot[slot];
+    if (l >= 0) return decode(dst, line_ptr(l), row_floats);
+    std::vector<unsigned char> tmp(static_cast<size_t>(row_bytes()));
+    fetch(slot, tmp.data());
+    decode(dst, tmp.data(), row_floats);
+  }
+
+  void flush() {
+    if (!cached) return;
+    for (int64_t l = 0; l < used_lines; ++l) {
+      if (dirty[l]) {  // through the queue, so that an older queued copy cannot land after this one
+        queue_write(line_slot[l], line_ptr(static_cast<int32_t>(l)));
+        dirty[l] = 0;
+        ++stats->writebacks;
+      }
+    }
+    drain();
+  }
+};
+
+Store::Store(int64_t dim, int64_t row_floats, int64_t capacity, bool cached, int64_t cache_rows, std::string data_dir,
+             int64_t block_size, uint64_t seed, std::vector<std::vector<InitSegment>> tables, bool half,
+             bool write_back_thread)
+    : dim_(dim), row_floats_(row_floats), elem_(half ? 2 : 4), write_back_thread_(write_back_thread),
+      capacity_(capacity), cached_(cached), cache_rows_(cache_rows), data_dir_(std::move(data_dir)),
+      block_size_(block_size), seed_(seed), tables_(std::move(tables)) {
+  if (dim <= 0) throw std::invalid_argument("embedding_dim must be positive, got " + std::to_string(dim));
+  if (row_floats < dim) throw std::invalid_argument("row width must be at least embedding_dim");
+  if (tables_.empty()) throw std::invalid_argument("at least one table is needed");
+  if (block_size <= 0 || (block_size & (block_size - 1)))
+    throw std::invalid_argument("physical_block_size must be a positive power of two, got " +
+                                std::to_string(block_size));
+  if (cached && cache_rows < 1)
+    throw std::invalid_argument("the cache budget holds no row: raise cache_budget_mb (a row takes " +
+                                std::to_string(row_floats * elem_) + " bytes)");
+  for (size_t t = 0; t < tables_.size(); ++t)
+    for (const auto& s : tables_[t])
+      if (s.start < 0 || s.len < 0 || s.start + s.len > dim)
+        throw std::invalid_argument("table " + std::to_string(t) + ": column range outside embedding_dim");
+  backing_ = make_backing(generation_);
+}
+
+Store::~Store() = default;
+
+std::unique_ptr<Backing> Store::make_backing(int generation) const {
+  auto b = std::make_unique<Backing>();
+  b->row_floats = row_floats_;
+  b->elem = elem_;
+  b->cached = cached_;
+  b->stats = const_cast<StoreStats*>(&stats_);
+  b->block_size = block_size_;
+  b->init_index(1024);
+  if (cached_) {
+    b->cache_rows = cache_rows_;
+    b->file = data_dir_ + "/rows-" + std::to_string(::getpid()) + "-" + std::to_string(generation) + ".bin";
+    b->fd = ::open(b->file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (b->fd < 0) throw std::runtime_error(errno_text("cannot create the embedding's data file", b->file));
+    b->lines.resize(static_cast<size_t>(cache_rows_ * row_floats_ * elem_));
+    b->line_slot.assign(cache_rows_, -1);
+    b->dirty.assign(cache_rows_, 0);
+    b->prev.assign(cache_rows_, -1);
+    b->next.assign(cache_rows_, -1);
+    if (write_back_thread_) b->start_writer();
+  }
+  return b;
+}
+
+void Store::init_row(int32_t table, int64_t id, float* row) const {
+  std::fill(row, row + row_floats_, 0.f);
+  for (const auto& seg : tables_[table])
+    for (int64_t c = seg.start; c < seg.start + seg.len; ++c) row[c] = initial_value(seed_, table, id, c, seg);
+}
+
+void Store::check_keys(const int32_t* tables, const int64_t* ids, int64_t n, bool has_padding,
+                       int64_t padding_idx) const {
+  const int64_t nt = num_tables();
+  for (int64_t i = 0; i < n; ++i) {
+    if (tables[i] < 0 || tables[i] >= nt)
+      throw std::out_of_range("table_ids: table id " + std::to_string(tables[i]) + " is out of range for " +
+                              std::to_string(nt) + " table(s)");
+    if (ids[i] < 0 && !(has_padding && ids[i] == padding_idx))
+      throw std::invalid_argument("ids: negative id " + std::to_string(ids[i]) + " (ids must be >= 0)");
+  }
+}
+
+namespace {
+
+// Slots of n keys, inserting (and initialising) the unseen ones. The capacity is checked before anything is
+// inserted, so a batch that does not fit leaves the table as it was.
+template <class Init>
+void resolve(Backing& b, const int32_t* tables, const int64_t* ids, int64_t n, bool has_padding, int64_t padding_idx,
+             int64_t capacity, Init&& init, std::vector<int64_t>& slots) {
+  slots.resize(static_cast<size_t>(n));
+  std::vector<std::pair<int32_t, int64_t>> unseen;
+  for (int64_t i = 0; i < n; ++i) {
+    if (has_padding && ids[i] == padding_idx) {
+      slots[i] = -2;
+      continue;
+    }
+    slots[i] = b.find(tables[i], ids[i]);
+    if (slots[i] < 0) unseen.emplace_back(tables[i], ids[i]);
+  }
+  if (unseen.empty()) return;
+  if (capacity >= 0) {
+    std::sort(unseen.begin(), unseen.end());
+    const int64_t fresh = std::unique(unseen.begin(), unseen.end()) - unseen.begin();
+    if (b.size() + fresh > capacity)
+      throw std::length_error("embedding capacity exhausted: the store holds " + std::to_string(b.size()) +
+                              " rows and this batch adds " + std::to_string(fresh) + " new ids, beyond capacity " +
+                              std::to_string(capacity) + " (raise `capacity` in the store options)");
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (slots[i] != -1) continue;
+    int64_t s = b.find(tables[i], ids[i]);  // an earlier duplicate in this batch may have inserted it
+    if (s < 0) {
+      s = b.size();
+      init(tables[i], ids[i], b.append(tables[i], ids[i]));
+    }
+    slots[i] = s;
+  }
+}
+
+}  // namespace
+
+void Store::lookup(const int32_t* tables, const int64_t* ids, int64_t n, float* out, bool has_padding,
+                   int64_t padding_idx) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_keys(tables, ids, n, has_padding, padding_idx);
+  Backing& b = *backing_;
+  std::vector<int64_t> slots;
+  std::vector<float> scratch(static_cast<size_t>(row_floats_));
+  resolve(b, tables, ids, n, has_padding, padding_idx, capacity_, [&](int32_t t, int64_t id, unsigned char* row) {
+    init_row(t, id, scratch.data());
+    b.encode(row, scratch.data(), row_floats_);
+  }, slots);
+  const size_t bytes = static_cast<size_t>(dim_) * 4;
+  for (int64_t i = 0; i < n; ++i) {
+    float* dst = out + i * dim_;
+    if (slots[i] < 0) std::memset(dst, 0, bytes);
+    else b.decode(dst, b.row(slots[i], false), dim_);
+  }
+}
+
+namespace {
+
+int64_t state_columns(OptKind kind, const std::vector<double>& h) {
+  switch (kind) {
+    case OptKind::kSgd: return h[1] != 0.0 ? 1 : 0;
+    case OptKind::kAdam: return h[5] != 0.0 ? 3 : 2;
+    case OptKind::kAdagrad: return 1;
+    case OptKind::kFtrl: return 2;
+  }
+  return 0;
+}
+
+size_t hyper_count(OptKind kind) {
+  switch (kind) {
+    case OptKind::kSgd: return 6;
+    case OptKind::kAdam: return 9;
+    case OptKind::kAdagrad: return 5;
+    case OptKind::kFtrl: return 7;
+  }
+  return 0;
+}
+
+// Adam without amsgrad or maximize (the usual case), its step constants computed once per batch: a loop the
+// compiler vectorises (restrict pointers, no branches).
+struct AdamStep {
+  float step_size, inv_bc2, b1, b2, wd, decay, eps;
+  bool decoupled;
+  explicit AdamStep(const std::vector<double>& h) {
+    const double lr = h[0], t = h[8];
+    step_size = static_cast<float>(lr / (1.0 - std::pow(h[1], t)));
+    inv_bc2 = static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(h[2], t)));
+    b1 = static_cast<float>(h[1]);
+    b2 = static_cast<float>(h[2]);
+    eps = static_cast<float>(h[3]);
+    wd = static_cast<float>(h[4]);
+    decay = static_cast<float>(1.0 - lr * h[4]);
+    decoupled = h[7] != 0.0;
+  }
+  void apply(int64_t d, float* __restrict w, const float* __restrict g_in) const {
+    float* __restrict m = w + d;
+    float* __restrict v = w + 2 * d;
+    const float wd_c = decoupled ? 0.f : wd, decay_c = decoupled ? decay : 1.f;
+    for (int64_t j = 0; j < d; ++j) {
+      const float g = g_in[j] + wd_c * w[j];
+      const float wj = w[j] * decay_c;
+      const float mj = b1 * m[j] + (1.f - b1) * g;
+      const float vj = b2 * v[j] + (1.f - b2) * g * g;
+      m[j] = mj;
+      v[j] = vj;
+      w[j] = wj - step_size * mj / (std::sqrt(vj) * inv_bc2 + eps);
+    }
+  }
+};
+
+// One row's update; `w` is the row (value columns, then state columns of `d` each), `g` the summed gradient.
+void apply_row(OptKind kind, const std::vector<double>& h, int64_t d, float* w, const float* g_in) {
+  switch (kind) {
+    case OptKind::kSgd: {  // h: lr, momentum, dampening, weight_decay, nesterov, maximize
+      const float lr = static_cast<float>(h[0]), mom = static_cast<float>(h[1]);
+      const float damp = static_cast<float>(h[2]), wd = static_cast<float>(h[3]);
+      const bool nesterov = h[4] != 0.0, maximize = h[5] != 0.0;
+      float* buf = w + d;
+      for (int64_t j = 0; j < d; ++j) {
+        float g = maximize ? -g_in[j] : g_in[j];
+        g += wd * w[j];
+        if (mom != 0.f) {
+          buf[j] = mom * buf[j] + (1.f - damp) * g;
+          g = nesterov ? g + mom * buf[j] : buf[j];
+        }
+        w[j] -= lr * g;
+      }
+      return;
+    }
+    case OptKind::kAdam: {  // h: lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled, step
+      const double lr = h[0], b1 = h[1], b2 = h[2], eps = h[3], wd = h[4], t = h[8];
+      const bool amsgrad = h[5] != 0.0, maximize = h[6] != 0.0, decoupled = h[7] != 0.0;
+      const double bc1 = 1.0 - std::pow(b1, t), bc2_sqrt = std::sqrt(1.0 - std::pow(b2, t));
+      const float step_size = static_cast<float>(lr / bc1), inv_bc2 = static_cast<float>(1.0 / bc2_sqrt);
+      const float fb1 = static_cast<float>(b1), fb2 = static_cast<float>(b2), fwd = static_cast<float>(wd);
+      const float decay = static_cast<float>(1.0 - lr * wd), feps = static_cast<float>(eps);
+      float *m = w + d, *v = w + 2 * d, *vmax = w + 3 * d;
+      for (int64_t j = 0; j < d; ++j) {
+        float g = maximize ? -g_in[j] : g_in[j];
+        if (decoupled) w[j] *= decay;
+        else g += fwd * w[j];
+        m[j] = fb1 * m[j] + (1.f - fb1) * g;
+        v[j] = fb2 * v[j] + (1.f - fb2) * g * g;
+        float vv = v[j];
+        if (amsgrad) vv = vmax[j] = std::max(vmax[j], v[j]);
+        w[j] -= step_size * m[j] / (std::sqrt(vv) * inv_bc2 + feps);
+      }
+      return;
+    }
+    case OptKind::kAdagrad: {  // h: clr, weight_decay, eps, maximize, initial_accumulator_value
+      const float clr = static_cast<float>(h[0]), wd = static_cast<float>(h[1]), eps = static_cast<float>(h[2]);
+      const bool maximize = h[3] != 0.0;
+      const float init = static_cast<float>(h[4]);
+      float* sum = w + d;  // kept as (sum - initial_accumulator_value): new rows start at zero state
+      for (int64_t j = 0; j < d; ++j) {
+        float g = maximize ? -g_in[j] : g_in[j];
+        g += wd * w[j];
+        sum[j] += g * g;
+        w[j] -= clr * g / (std::sqrt(sum[j] + init) + eps);
+      }
+      return;
+    }
+    case OptKind::kFtrl: {  // h: lr, weight_decay, lr_power, initial_accumulator_value, lambda1, lambda2, beta
+      const double lr = h[0], wd = h[1], p = -h[2], init = h[3], l1 = h[4], l2 = h[5], beta = h[6];
+      float *acc = w + d, *z = w + 2 * d;  // acc kept as (accumulator - initial_accumulator_value)
+      for (int64_t j = 0; j < d; ++j) {
+        const double g = g_in[j] + wd * w[j];
+        const double n_old = acc[j] + init, n_new = n_old + g * g;
+        const double pn_new = std::pow(n_new, p);
+        const double sigma = (pn_new - std::pow(n_old, p)) / lr;
+        const double zn = z[j] + g - sigma * w[j];
+        z[j] = static_cast<float>(zn);
+        acc[j] = static_cast<float>(n_new - init);
+        w[j] =
+            std::abs(zn) <= l1 ? 0.f : static_cast<float>((std::copysign(l1, zn) - zn) / ((beta + pn_new) / lr + l2));
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+void Store::update(const int32_t* tables, const int64_t* ids, int64_t n, const float* grads, OptKind kind,
+                   const std::vector<double>& hyper, bool has_padding, int64_t padding_idx) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (hyper.size() != hyper_count(kind)) throw std::invalid_argument("update: wrong number of hyperparameters");
+  const int64_t need = dim_ * (1 + state_columns(kind, hyper));
+  if (need > row_floats_)
+    throw std::invalid_argument("the optimizer keeps " + std::to_string(state_columns(kind, hyper)) +
+                                " state column(s) per value column, but the rows hold " +
+                                std::to_string(row_floats_ / dim_ - 1) +
+                                ": set size_factor >= " + std::to_string(need / dim_) + " in the store options");
+  check_keys(tables, ids, n, has_padding, padding_idx);
+  Backing& b = *backing_;
+  std::vector<int64_t> slots;
+  std::vector<float> scratch(static_cast<size_t>(row_floats_));
+  resolve(b, tables, ids, n, has_padding, padding_idx, capacity_, [&](int32_t t, int64_t id, unsigned char* row) {
+    init_row(t, id, scratch.data());
+    b.encode(row, scratch.data(), row_floats_);
+  }, slots);
+  // duplicates accumulate (as a dense embedding's gradient does), in batch order
+  uint64_t cap = 16;
+  while (cap < static_cast<uint64_t>(n) * 2) cap <<= 1;
+  std::vector<int64_t> bucket_slot(cap, -1);
+  std::vector<int64_t> bucket_uniq(cap, 0);
+  std::vector<int64_t> uniq;
+  std::vector<float> acc;
+  uniq.reserve(static_cast<size_t>(n));
+  acc.reserve(static_cast<size_t>(n * dim_));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t s = slots[i];
+    if (s < 0) continue;  // padding
+    uint64_t bk = mix(static_cast<uint64_t>(s)) & (cap - 1);
+    while (bucket_slot[bk] >= 0 && bucket_slot[bk] != s) bk = (bk + 1) & (cap - 1);
+    const float* g = grads + i * dim_;
+    if (bucket_slot[bk] < 0) {
+      bucket_slot[bk] = s;
+      bucket_uniq[bk] = static_cast<int64_t>(uniq.size());
+      uniq.push_back(s);
+      acc.insert(acc.end(), g, g + dim_);
+    } else {
+      float* a = acc.data() + bucket_uniq[bk] * dim_;
+      for (int64_t j = 0; j < dim_; ++j) a[j] += g[j];
+    }
+  }
+  const bool fast_adam = kind == OptKind::kAdam && hyper[5] == 0.0 && hyper[6] == 0.0;
+  const AdamStep adam(kind == OptKind::kAdam ? hyper : std::vector<double>(9, 0.5));
+  auto apply_range = [&](size_t lo, size_t hi, unsigned char* const* raws, std::vector<float>& tmp) {
+    for (size_t u = lo; u < hi; ++u) {
+      unsigned char* raw = raws ? raws[u] : b.row(uniq[u], true);
+      const float* g = acc.data() + static_cast<int64_t>(u) * dim_;
+      if (elem_ == 4 && fast_adam) {
+        adam.apply(dim_, reinterpret_cast<float*>(raw), g);
+      } else if (elem_ == 4) {
+        apply_row(kind, hyper, dim_, reinterpret_cast<float*>(raw), g);  // rows of floats are 4-byte aligned
+      } else {  // float16 rows: updated in float32, stored rounded
+        b.decode(tmp.data(), raw, row_floats_);
+        apply_row(kind, hyper, dim_, tmp.data(), g);
+        b.encode(raw, tmp.data(), row_floats_);
+      }
+    }
+  };
+  // The full tier's rows do not move, so a large batch is updated by two threads (the rows are distinct; the
+  // update is bound by memory latency, which a second thread overlaps). The cached tier's LRU is one thread's.
+  if (!cached_ && uniq.size() >= 8192) {
+    std::vector<unsigned char*> raws(uniq.size());
+    for (size_t u = 0; u < uniq.size(); ++u) raws[u] = b.row(uniq[u], true);
+    const size_t mid = uniq.size() / 2;
+    std::vector<float> tmp2(static_cast<size_t>(row_floats_));
+    std::exception_ptr err;
+    std::thread helper([&] {
+      try {
+        apply_range(mid, uniq.size(), raws.data(), tmp2);
+      } catch (...) {
+        err = std::current_exception();
+      }
+    });
+    try {
+      apply_range(0, mid, raws.data(), scratch);
+    } catch (...) {
+      helper.join();
+      throw;
+    }
+    helper.join();
+    if (err) std::rethrow_exception(err);
+  } else {
+    apply_range(0, uniq.size(), nullptr, scratch);
+  }
+}
+
+int64_t Store::export_rows(int64_t start, int64_t count, int32_t* tables, int64_t* ids, float* rows) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Backing& b = *backing_;
+  if (start < 0 || count < 0) throw std::out_of_range("export_rows: negative range");
+  const int64_t end = std::min(b.size(), start + count);
+  for (int64_t s = start; s < end; ++s) {
+    tables[s - start] = b.slot_table[s];
+    ids[s - start] = b.slot_id[s];
+    b.peek(s, rows + (s - start) * row_floats_);
+  }
+  return std::max<int64_t>(0, end - start);
+}
+
+void Store::import_rows(const int32_t* tables, const int64_t* ids, int64_t n, const float* rows) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_keys(tables, ids, n, false, 0);
+  Backing& b = *backing_;
+  std::vector<int64_t> slots;
+  resolve(b, tables, ids, n, false, 0, capacity_, [](int32_t, int64_t, unsigned char*) {}, slots);
+  for (int64_t i = 0; i < n; ++i) b.encode(b.row(slots[i], true), rows + i * row_floats_, row_floats_);
+}
+
+void Store::save(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Backing& b = *backing_;
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw std::runtime_error(errno_text("cannot create snapshot file", path));
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> guard(f, std::fclose);
+  SnapshotHeader hdr{};
+  std::memcpy(hdr.magic, kMagic, 8);
+  hdr.version = kVersion;
+  hdr.header_bytes = sizeof(SnapshotHeader);
+  hdr.dim = dim_;
+  hdr.row_floats = row_floats_;
+  hdr.num_keys = b.size();
+  write_all(f, &hdr, sizeof hdr, path);
+  Checksum sum;
+  const size_t n = static_cast<size_t>(b.size());
+  write_all(f, b.slot_table.data(), n * 4, path);
+  sum.add(b.slot_table.data(), n * 4);
+  write_all(f, b.slot_id.data(), n * 8, path);
+  sum.add(b.slot_id.data(), n * 8);
+  std::vector<float> buf(static_cast<size_t>(4096 * row_floats_));
+  for (int64_t s0 = 0; s0 < b.size(); s0 += 4096) {
+    const int64_t cnt = std::min<int64_t>(4096, b.size() - s0);
+    for (int64_t s = 0; s < cnt; ++s) b.peek(s0 + s, buf.data() + s * row_floats_);
+    write_all(f, buf.data(), static_cast<size_t>(cnt * row_floats_) * 4, path);
+    sum.add(buf.data(), static_cast<size_t>(cnt * row_floats_) * 4);
+  }
+  hdr.checksum = sum.h;
+  if (std::fseek(f, 0, SEEK_SET) != 0) throw std::runtime_error(errno_text("cannot seek in", path));
+  write_all(f, &hdr, sizeof hdr, path);
+  if (std::fflush(f) != 0 || ::fsync(::fileno(f)) != 0) throw std::runtime_error(errno_text("cannot sync", path));
+  guard.reset();
+}
+
+void Store::load(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw std::runtime_error(errno_text("cannot open snapshot file", path));
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> guard(f, std::fclose);
+  SnapshotHeader hdr{};
+  read_all(f, &hdr, sizeof hdr, path);
+  if (std::memcmp(hdr.magic, kMagic, 8) != 0 || hdr.version != kVersion || hdr.header_bytes != sizeof hdr)
+    throw std::runtime_error("'" + path + "' is not an embedding snapshot (bad header)");
+  // the embedding_dim is checked by the caller (a table writer may not know it); the row width must match
+  if (hdr.row_floats != row_floats_)
+    throw std::runtime_error("snapshot '" + path + "' holds rows of " + std::to_string(hdr.row_floats) +
+                             " floats, this table's rows have " + std::to_string(row_floats_) +
+                             " (embedding_dim x size_factor)");
+  struct stat st{};
+  const int64_t n = hdr.num_keys;
+  if (::fstat(::fileno(f), &st) != 0 || n < 0 ||
+      st.st_size != static_cast<off_t>(sizeof hdr + static_cast<uint64_t>(n) * (12 + 4 * row_floats_)))
+    throw std::runtime_error("snapshot file '" + path + "' is truncated or has a wrong size");
+  if (capacity_ >= 0 && n > capacity_)
+    throw std::length_error("snapshot '" + path + "' holds " + std::to_string(n) + " rows, beyond capacity " +
+                            std::to_string(capacity_));
+  std::vector<int32_t> tables(static_cast<size_t>(n));
+  std::vector<int64_t> ids(static_cast<size_t>(n));
+  Checksum sum;
+  read_all(f, tables.data(), tables.size() * 4, path);
+  sum.add(tables.data(), tables.size() * 4);
+  read_all(f, ids.data(), ids.size() * 8, path);
+  sum.add(ids.data(), ids.size() * 8);
+  for (int64_t i = 0; i < n; ++i)
+    if (tables[i] < 0 || tables[i] >= num_tables())
+      throw std::runtime_error("snapshot '" + path + "' is corrupted (table id out of range)");
+  auto fresh = make_backing(generation_ + 1);
+  fresh->stats = &stats_;
+  std::vector<float> buf(static_cast<size_t>(4096 * row_floats_));
+  for (int64_t s0 = 0; s0 < n; s0 += 4096) {
+    const int64_t cnt = std::min<int64_t>(4096, n - s0);
+    read_all(f, buf.data(), static_cast<size_t>(cnt * row_floats_) * 4, path);
+    sum.add(buf.data(), static_cast<size_t>(cnt * row_floats_) * 4);
+    for (int64_t s = 0; s < cnt; ++s) {
+      if (fresh->find(tables[s0 + s], ids[s0 + s]) >= 0)
+        throw std::runtime_error("snapshot '" + path + "' is corrupted (duplicate key)");
+      fresh->encode(fresh->append(tables[s0 + s], ids[s0 + s]), buf.data() + s * row_floats_, row_floats_);
+    }
+  }
+  if (sum.h != hdr.checksum) throw std::runtime_error("snapshot '" + path + "' is corrupted (checksum mismatch)");
+  backing_ = std::move(fresh);
+  ++generation_;
+}
+
+int64_t Store::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return backing_->size();
+}
+
+void Store::flush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  backing_->flush();
+}
+
+}  // namespace flow_embedding
