@@ -47,6 +47,13 @@ def test_sharded_training_equals_single_rank(nproc, tmp_path):
     assert sorted(os.listdir(tmp_path / "sharded")) == [f"{r}-{nproc}" for r in range(nproc)]
 
 
+@pytest.mark.parametrize("nproc", [2, 3])
+def test_sharded_variants_equal_single_rank(nproc, tmp_path):
+    rc, out, err = flowrun(["--nproc", nproc, RANKS / "variants.py", tmp_path])
+    assert rc == 0, f"exit code {rc}\nstdout:\n{out}\nstderr:\n{err}"
+    assert out.count("variants ok") == nproc
+
+
 def test_owner_hash_is_balanced_and_stable():
     from oneflow_embedding.sharding import owners
 

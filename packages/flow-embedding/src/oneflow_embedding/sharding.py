@@ -12,7 +12,9 @@ default): N ranks with per-rank mean losses train like one rank on the whole bat
 :func:`set_gradient_division` turns the division off (the gradients of the ranks' losses are then summed).
 
 Every call is collective: every rank must look up (possibly zero ids) and step together. A rank whose ids are
-invalid raises its error and the other ranks raise a RuntimeError naming it, instead of waiting forever.
+invalid raises its error and the other ranks raise a RuntimeError naming it, instead of waiting forever; so does
+an owner whose store fails (a full store's capacity): the other owners then keep the rows that lookup inserted,
+with their initial values, which any later lookup would give them anyway.
 """
 import numpy as np
 
