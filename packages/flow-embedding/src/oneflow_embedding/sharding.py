@@ -123,7 +123,8 @@ def lookup(emb, ids, table_ids):
         status, owner_error = 1.0, e
     # the rows go back with one extra value per destination: the owner's status
     bounds = np.concatenate([[0], np.cumsum(recv_counts)])
-    back = [np.concatenate([rows[bounds[r]:bounds[r + 1]].reshape(-1), [status]]) for r in range(n)]
+    flag = np.array([status], np.float32)
+    back = [np.concatenate([rows[bounds[r]:bounds[r + 1]].reshape(-1), flag]) for r in range(n)]
     flat = _exchange(back, [int(c) * dim + 1 for c in counts], np.float32, 1)
     offs = np.concatenate([[0], np.cumsum(np.asarray(counts) * dim + 1)])
     failed = [r for r in range(n) if flat[offs[r + 1] - 1] != 0]
