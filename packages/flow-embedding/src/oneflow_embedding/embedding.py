@@ -259,12 +259,12 @@ class MultiTableEmbedding(nn.Module):
     def save_snapshot(self, snapshot_name):
         """Save the table (values and optimizer state) as ``snapshot_name``: written to a temporary folder and
         then renamed into place, so an interrupted save leaves the previous snapshot of that name loadable."""
-        snapshot.save(self, snapshot_name)
+        sharding.on_every_rank(self, "save_snapshot", snapshot.save, self, snapshot_name)
 
     def load_snapshot(self, snapshot_name):
         """Replace the table with snapshot ``snapshot_name``; a missing or corrupted snapshot raises an error and
         leaves the table as it was."""
-        snapshot.load(self, snapshot_name)
+        sharding.on_every_rank(self, "load_snapshot", snapshot.load, self, snapshot_name)
 
     def num_rows(self):
         """Rows held by this rank's shard."""

@@ -20,7 +20,7 @@ import numpy as np
 
 import oneflow as flow
 
-__all__ = ["rank_and_world", "owners", "set_gradient_division", "lookup", "route_gradients"]
+__all__ = ["rank_and_world", "owners", "set_gradient_division", "lookup", "route_gradients", "on_every_rank"]
 
 _state = {"divide": True}
 
@@ -67,7 +67,7 @@ def _exchange(pieces, recv_counts, dtype, row):
     return np.concatenate([t.numpy() for t in recv]) if n else np.zeros(0, dtype)
 
 
-def _agree_counts(emb, counts, error):
+def _agree_counts(emb, counts, error, what="the collective call"):
     """Exchanges the per-destination counts and an error flag; raises on every rank if any rank failed."""
     n = emb.world_size
     msg = [np.array([counts[r], 1 if error is not None else 0], np.int64) for r in range(n)]
@@ -76,8 +76,8 @@ def _agree_counts(emb, counts, error):
     if error is not None:
         raise error
     if failed:
-        raise RuntimeError(f"{type(emb).__name__} '{emb.name}': the collective call failed on rank(s) {failed} "
-                           f"(see the error there)")
+        raise RuntimeError(f"{type(emb).__name__} '{emb.name}': {what} failed on rank(s) {failed} (see the error "
+                           f"there)")
     return got[:, 0]
 
 
@@ -111,7 +111,7 @@ def lookup(emb, ids, table_ids):
         order, counts, parts = _partition(keys, n)
     else:
         order, counts, parts = None, np.zeros(n, np.int64), [np.zeros(0, np.int64)] * n
-    recv_counts = _agree_counts(emb, counts, error)
+    recv_counts = _agree_counts(emb, counts, error, "the lookup")
     packed = [np.stack([keys[p], tables[p].astype(np.int64)], axis=1) for p in parts]
     got = _exchange(packed, recv_counts, np.int64, 2).reshape(-1, 2)
     rows = np.empty((got.shape[0], dim), np.float32)
@@ -167,3 +167,18 @@ def route_gradients(emb, pending):
     if _state["divide"]:
         g *= np.float32(1.0 / n)
     return np.ascontiguousarray(ids[:, 1], np.int32), np.ascontiguousarray(ids[:, 0]), g
+
+
+def on_every_rank(emb, what, fn, *args):
+    """Runs ``fn(*args)`` (each rank on its shard) and, on several ranks, tells every rank whether all succeeded:
+    a rank that failed raises its error, the others a RuntimeError naming it. (A snapshot saved or loaded on
+    some ranks only stays so on those ranks.)"""
+    if emb.world_size == 1:
+        return fn(*args)
+    error = None
+    try:
+        fn(*args)
+    except Exception as e:  # any failure must reach the other ranks before it is raised
+        error = e
+    _agree_counts(emb, np.zeros(emb.world_size, np.int64), error, what)
+    return None

@@ -111,6 +111,16 @@ assert not np.allclose(every_row(emb), saved)
 emb.load_snapshot("s1")
 np.testing.assert_array_equal(every_row(emb), saved)
 assert os.path.isdir(os.path.join(root, "sharded", f"{r}-{n}", "emb_adam", "snapshots", "s1"))
+# a snapshot missing on one rank: that rank raises FileNotFoundError, the others a RuntimeError naming it
+if r == n - 1:
+    os.unlink(os.path.join(root, "sharded", f"{r}-{n}", "emb_adam", "snapshots", "s1"))
+try:
+    emb.load_snapshot("s1")
+    raise AssertionError("a missing snapshot must raise")
+except FileNotFoundError as e:
+    assert r == n - 1 and "s1" in str(e), e
+except RuntimeError as e:
+    assert r != n - 1 and f"load_snapshot failed on rank(s) [{n - 1}]" in str(e), e
 
 # bad input on one rank: that rank gets its error, the others a RuntimeError naming it; nobody hangs
 bad = np.array([[1, 2, -3 if r == n - 1 else 4]], np.int64)
