@@ -156,14 +156,16 @@ def route_gradients(emb, pending):
     if not got[:, 1].any():
         return None
     recv_counts = got[:, 0]
+    # one message per destination: each row is the id and table id (int64, their bytes as 4 float32) and the
+    # gradient (MPI moves bytes, so the ids arrive intact)
     if pending:
-        packed = [np.stack([keys[p], tables[p].astype(np.int64)], axis=1) for p in parts]
-        rows = [grads[p] for p in parts]
+        rows = [np.concatenate([np.stack([keys[p], tables[p].astype(np.int64)], axis=1).view(np.float32),
+                                grads[p]], axis=1) for p in parts]
     else:
-        packed = [np.zeros((0, 2), np.int64)] * n
-        rows = [np.zeros((0, dim), np.float32)] * n
-    ids = _exchange(packed, recv_counts, np.int64, 2).reshape(-1, 2)
-    g = _exchange(rows, recv_counts, np.float32, dim).reshape(-1, dim)
+        rows = [np.zeros((0, dim + 4), np.float32)] * n
+    got = _exchange(rows, recv_counts, np.float32, dim + 4).reshape(-1, dim + 4)
+    ids = np.ascontiguousarray(got[:, :4]).view(np.int64)
+    g = np.ascontiguousarray(got[:, 4:])
     if _state["divide"]:
         g *= np.float32(1.0 / n)
     return np.ascontiguousarray(ids[:, 1], np.int32), np.ascontiguousarray(ids[:, 0]), g
