@@ -104,6 +104,13 @@ for opt_name in ("sgd", "adam"):
 # per-rank snapshots: save, train on, load back
 saved = every_row(emb)
 emb.save_snapshot("s1")
+# the shards' snapshots together are the whole table: read every rank's folder with the persistent table reader
+folders = [os.path.join(root, "sharded", f"{q}-{n}", "emb_adam") for q in range(n)]
+reader = oe.make_persistent_table_reader(folders, "s1", flow.int64, flow.float32, 3 * DIM)
+got = {(int(t), int(k)): v[:DIM] for ts, ks, vs in reader.read_with_table_ids() for t, k, v in zip(ts, ks, vs)}
+assert len(got) == NT * IDS, len(got)
+for i, (t, k) in enumerate(zip(np.repeat(np.arange(NT), IDS), np.tile(np.arange(IDS), NT))):
+    np.testing.assert_array_equal(got[(int(t), int(k))], saved[i])
 opt.zero_grad()
 (emb(flow.tensor(np.arange(IDS * NT, dtype=np.int64).reshape(IDS, NT) % IDS)) ** 2).sum().backward()
 opt.step()
