@@ -206,10 +206,10 @@ class MultiTableEmbedding(nn.Module):
 
     def forward(self, ids, table_ids=None):
         """Look up ``ids`` (see the class docstring); the result requires grad when the embedding trains."""
-        tables, keys = self._keys(ids, table_ids)
         if self.world_size > 1:
-            rows = sharding.lookup(self, tables, keys)
+            tables, keys, rows = sharding.lookup(self, ids, table_ids)
         else:
+            tables, keys = self._keys(ids, table_ids)
             rows = np.empty((keys.size, self.embedding_dim), np.float32)
             self._store.lookup(tables, keys, rows, *self._padding())
         if self.dtype == flow.float16:
@@ -235,7 +235,12 @@ class MultiTableEmbedding(nn.Module):
         self._pending.clear()
 
     def _sparse_update(self, optimizer, group):
-        if self.shadow.grad is None or not self._pending:
+        has_grad = self.shadow.grad is not None and bool(self._pending)
+        if self.world_size > 1:  # collective: every rank takes part, with or without gradients
+            routed = sharding.route_gradients(self, self._pending if has_grad else [])
+            if routed is None:
+                return
+        elif not has_grad:
             return
         state = optimizer.state[self.shadow]
         step = state.get("step")
@@ -248,24 +253,24 @@ class MultiTableEmbedding(nn.Module):
                              f"the store of embedding '{self.name}' needs size_factor >= {need} "
                              f"(it has {self.size_factor})")
         step.add_(1)
-        if len(self._pending) == 1:
+        if self.world_size > 1:
+            tables, keys, grads = routed
+        elif len(self._pending) == 1:
             tables, keys, grads = self._pending[0]
         else:
             tables, keys, grads = (np.concatenate(parts) for parts in zip(*self._pending))
-        if self.world_size > 1:
-            tables, keys, grads = sharding.route_gradients(self, tables, keys, grads)
         self._store.update(tables, keys, grads, kind, [float(h) for h in hyper], *self._padding())
 
     # ---- snapshots and introspection --------------------------------------------------------------------
     def save_snapshot(self, snapshot_name):
         """Save the table (values and optimizer state) as ``snapshot_name``: written to a temporary folder and
         then renamed into place, so an interrupted save leaves the previous snapshot of that name loadable."""
-        snapshot.save(self, snapshot_name)
+        sharding.on_every_rank(self, "save_snapshot", snapshot.save, self, snapshot_name)
 
     def load_snapshot(self, snapshot_name):
         """Replace the table with snapshot ``snapshot_name``; a missing or corrupted snapshot raises an error and
         leaves the table as it was."""
-        snapshot.load(self, snapshot_name)
+        sharding.on_every_rank(self, "load_snapshot", snapshot.load, self, snapshot_name)
 
     def num_rows(self):
         """Rows held by this rank's shard."""
