@@ -1,0 +1,6 @@
+import contextlib
+
+
+@contextlib.contextmanager
+def checkpoint_hooks(module):
+    yield []
