@@ -96,6 +96,7 @@ CASES = [
     ("cumsum", [rand(4, 6)], {"dim": 1}),
     ("mm", [rand(4, 6), rand(6, 2)], {}),
     ("bmm", [rand(2, 4, 6), rand(2, 6, 4)], {}),
+    ("_batch_matmul", [rand(2, 4, 6, 2), rand(2, 4, 2, 4)], {}),  # "..." batch dims: each splits through
     ("addmm", [rand(2), rand(4, 6), rand(6, 2)], {}),
     ("mv", [rand(4, 6), rand(6)], {}),
     ("dot", [rand(6), rand(6)], {}),
@@ -136,6 +137,11 @@ def test_trait_data_is_exposed():
     assert ops.sum.combiner == "sum" and ops.amax.combiner == "max" and ops.prod.combiner == "prod"
     assert ops.any.combiner == "any" and ops.logsumexp.combiner is None and ops.relu.combiner is None
     assert ops.mm.einsum == "ij,jk->ik" and ops.addmm.einsum == "+ik,ij,jk->ik" and ops.relu.einsum is None
+    assert ops._batch_matmul.einsum == "...ij,...jk->...ik"
+    heads = [flow.empty(2, 4, 6, 3, device="meta"), flow.empty(2, 4, 3, 5, device="meta")]
+    sigs = ops._batch_matmul.sbp_signatures(heads)
+    assert {"S(0), S(0) -> S(0)", "S(1), S(1) -> S(1)", "S(2), B -> S(2)", "B, S(3) -> S(3)",
+            "S(3), S(2) -> P(sum)"} <= set(sigs), sigs
     assert "scan" in ops.cumsum.traits and "reduction" not in ops.cumsum.traits
     x = flow.empty(2, 3, 4, device="meta")
     assert ops.sum.dims([x], {"dim": [-1, 0]}) == [2, 0] and ops.sum.dims([x]) == [0, 1, 2]

@@ -47,3 +47,9 @@ def test_global_autograd_and_data_parallel_training_equal_single_process(nproc):
 def test_global_creation(nproc):
     out = run_ranks(nproc, "global_creation.py", timeout=300)
     assert out.count("global creation ok") == nproc
+
+
+@pytest.mark.parametrize("nproc", [1, 2, 4])
+def test_tensor_parallel_block_equals_single_process_with_megatrons_forward_communication(nproc):
+    out = run_ranks(nproc, "tp_block.py", timeout=240)
+    assert out.count("tp block ok") == nproc

@@ -376,6 +376,7 @@ Tensor batch_matmul_like(const Tensor& x, const Tensor& y, const Tensor& ref) {
 FLOW_OP(_batch_matmul)
     .schema("_batch_matmul(Tensor self, Tensor other, int[]? memory_order=None) -> Tensor")
     .traits(kMatmulLike)
+    .einsum("...ij,...jk->...ik")
     .meta(meta_batch_matmul)
     .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
       Shape sizes = meta_batch_matmul(in, a)[0].sizes;  // compute kernels check their inputs themselves

@@ -69,6 +69,16 @@ void reduction(const OpDef& op, const TensorList& in, const Attrs& attrs, size_t
   }
 }
 
+// "..." in a term stands for the leading batch dims (as many as the output has beyond the term's letters):
+// they become upper-case letters, shared by every term, so each batch dim splits through like a kept index.
+std::string expand_batch(const std::string& term, int64_t batch) {
+  const auto dots = term.find("...");
+  if (dots == std::string::npos) return term;
+  std::string letters;
+  for (int64_t k = 0; k < batch; ++k) letters.push_back(static_cast<char>('A' + k));
+  return term.substr(0, dots) + letters + term.substr(dots + 3);
+}
+
 // Matmul-like ops by their einsum spec ("+" marks an added input, a bias): a kept index splits both sides; a
 // contracted one leaves partial sums, and an added input must then be partial too. A lone partial factor
 // gives a partial product.
@@ -79,12 +89,15 @@ void matmul(const OpDef& op, const TensorList& in, const Shape& out, size_t no, 
   std::vector<std::string> terms;
   std::vector<bool> additive;
   std::string lhs = spec.substr(0, arrow), rhs = spec.substr(arrow + 2);
+  const int64_t batch = rhs.find("...") == std::string::npos ? 0 : static_cast<int64_t>(out.size() + 3 - rhs.size());
+  if (batch < 0 || batch > 26) return;
+  rhs = expand_batch(rhs, batch);
   for (size_t b = 0, e; b <= lhs.size(); b = e + 1) {
     e = lhs.find(',', b);
     if (e == std::string::npos) e = lhs.size();
     std::string t = lhs.substr(b, e - b);
     additive.push_back(!t.empty() && t[0] == '+');
-    terms.push_back(additive.back() ? t.substr(1) : t);
+    terms.push_back(expand_batch(additive.back() ? t.substr(1) : t, batch));
   }
   if (terms.size() != in.size() || rhs.size() != out.size()) return;
   // an input of lower rank than its term aligns to the term's right (a bias of shape (k,) for "ik")

@@ -55,12 +55,10 @@ class Plan:
         # dispatcher or autograd per step, intermediates in one planned arena); the Python loop otherwise, or
         # where the core's plan does not take this IR (native_error says why)
         self._native, self.native_error = None, None
-        # A run the core's plan cannot finish can be redone by the loop only when it wrote no state; plans that
-        # update variables (training steps) stay on the loop until the core's plan is checked on them.
-        writes_state = any(n.inputs[i].root().kind != NODE for n in ir.nodes for i in n.mutates)
-        if use_native and writes_state:
-            self.native_error = "the plan updates variables (training): run by the Python loop"
-        elif use_native and hasattr(_C, "Plan"):
+        # A run the core's plan cannot finish is redone by the loop only when it wrote no state: a training
+        # step that failed part-way (a kernel refusing its values) must not update the parameters twice.
+        self._writes_state = any(n.inputs[i].root().kind != NODE for n in ir.nodes for i in n.mutates)
+        if use_native and hasattr(_C, "Plan"):
             try:
                 self._native = _core_plan(ir)
             except Exception as e:  # noqa: BLE001 - any refusal of the core leaves the Python loop working
@@ -87,7 +85,9 @@ class Plan:
         if self._native is not None:
             try:
                 got = self._native.run(list(flat_inputs))
-            except RuntimeError as e:  # a kernel the core's plan cannot call: nothing was written, redo below
+            except RuntimeError as e:  # a kernel the core's plan cannot call: redo below if nothing was written
+                if self._writes_state:
+                    raise
                 self._native, self.native_error = None, f"{type(e).__name__}: {e}"
             else:
                 wanted = self._output_slots + [s for s, _ in self._escaped]
@@ -115,6 +115,17 @@ class Plan:
     def native(self):
         """Whether the steps run as the core's ``_C.Plan`` (else as a Python loop)."""
         return self._native is not None
+
+    def memory_stats(self):
+        """The core plan's arena: ``planned_bytes`` (its size: the planned peak of the intermediates placed in
+        it), ``naive_bytes`` (what they would take with no reuse), ``arena_values`` and ``unplanned_values``
+        (intermediates allocated as they are made: views, unknown layouts); None when the steps run as the
+        Python loop, which allocates each value as it is made."""
+        if self._native is None:
+            return None
+        m = self._native.memory
+        return {"planned_bytes": m["arena_bytes"], "naive_bytes": m["naive_bytes"],
+                "arena_values": m["arena_values"], "unplanned_values": m["unplanned_values"]}
 
     def __len__(self):
         return len(self._steps)

@@ -25,6 +25,7 @@ class _Compiled:
         self.ir_before, self.ir, self.report, self.plan = ir_before, ir, report, plan
         self.one_shot = one_shot  # traced while optimizer state was being created: valid for this call only
         self.example = example  # (input descriptions, output structure) for repr
+        self.scaler_new_state = None  # optimizer state a skipped first step must not leave behind (amp.py)
 
 
 class Graph:
@@ -130,6 +131,20 @@ class Graph:
         self._opts.append([optim, lr_sch])
         self.config._train(True)
 
+    def set_grad_scaler(self, grad_scaler=None):
+        """Scales the loss of the training graph with ``grad_scaler`` (an ``oneflow.amp.GradScaler``), as eager
+        ``scaler.scale(loss).backward()``, ``scaler.unscale_(opt)``, ``scaler.step(opt)`` and ``scaler.update()``
+        do, all inside the graph: gradients are unscaled before clipping, an optimizer step whose gradients
+        hold an inf or NaN leaves the parameters and optimizer state as they were, and the scale (read with
+        ``grad_scaler.get_scale()``) backs off or grows after each call. Call it before the first call."""
+        from .amp import check_scaler, prepare_scaler
+
+        if self.is_compiled:
+            raise RuntimeError(f"{self.name}: set_grad_scaler() must be called before the graph is first called")
+        if grad_scaler is not None and check_scaler(grad_scaler).is_enabled():
+            prepare_scaler(grad_scaler)  # its tensors exist from now on: state_dict and load see them
+        self.__dict__["_grad_scaler"] = grad_scaler
+
     @classmethod
     def with_dynamic_input_shape(cls, size=10, *args, **kwargs):
         """A class decorator bounding the number of input signatures a graph keeps compiled (least recently
@@ -156,9 +171,7 @@ class Graph:
             self._check_arguments(args, kwargs)
             entry = self._compile(args, kwargs)
             if not entry.one_shot:
-                self._cache[key] = entry
-                if self._cache_size is not None and len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+                self._remember(key, entry)
         else:
             self._cache.move_to_end(key)
         self.__dict__["_last"] = entry
@@ -166,10 +179,23 @@ class Graph:
             for i, group in enumerate(opt.param_groups):
                 opt._lr_tensor(i, group)
         out = entry.plan.run(flat_tensors(args, kwargs))
+        if entry.scaler_new_state and bool(self.__dict__.pop("_found_inf")):
+            from .amp import drop_new_state
+
+            drop_new_state(self, entry.scaler_new_state)
         for _, sch in self._opts:
             if sch is not None:
                 sch.step()
         return out
+
+    def _remember(self, key, entry):
+        """Caches a compiled signature as the most recent one, dropping the least recently used past the bound
+        of with_dynamic_input_shape."""
+        self._cache[key] = entry
+        self._cache.move_to_end(key)
+        if self._cache_size is not None:
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
 
     def _check_arguments(self, args, kwargs):
         try:
@@ -192,6 +218,11 @@ class Graph:
 
     def _variable_names(self):
         names = {}
+        scaler = self.__dict__.get("_grad_scaler")
+        if scaler is not None and scaler.is_enabled():
+            from .amp import prepare_scaler
+
+            names.update(prepare_scaler(scaler))
         for prefix, m in self._modules.items():
             for n, t in itertools.chain(m.named_parameters(prefix), m.named_buffers(prefix)):
                 names.setdefault(id(t), n)
@@ -216,6 +247,12 @@ class Graph:
         for p, _ in saved_grads:
             p.grad = None  # the graph's gradients live inside it
         stepped = []
+        scaler = self.__dict__.get("_grad_scaler")
+        scaled = None
+        if scaler is not None and scaler.is_enabled() and self._opts:
+            from .amp import ScaledStep
+
+            scaled = ScaledStep(scaler)
 
         def optimizer_steps():
             mode = [m for m in current_modes() if isinstance(m, TraceMode)][-1]
@@ -226,16 +263,35 @@ class Graph:
                 raise RuntimeError(f"{self.name}: a training graph (one with add_optimizer) must call "
                                    f"loss.backward() inside build(); no parameter received a gradient")
             for opt, _ in self._opts:
+                if scaled is not None:
+                    scaled.unscale(opt)
                 for group in opt.param_groups:  # OneFlow's per-group gradient clipping
                     if group.get("clip_grad_max_norm") is not None:
                         flow.nn.utils.clip_grad_norm_(group["params"], group["clip_grad_max_norm"],
                                                       group.get("clip_grad_norm_type", 2.0))
                 opt.step()
+                if scaled is not None:
+                    scaled.revert_if_found()
                 opt.zero_grad(set_to_none=True)
                 stepped.append(opt)
+            if scaled is not None:
+                scaled.update()
 
         try:
-            ir = trace(self.build, args, kwargs, name=self.name, names=self._variable_names(),
+            build = self.build
+            steps = self.config._grad_acc_steps if self.training else 1
+            if steps > 1:  # build sees micro-batches; see accumulation.py
+                from . import accumulation
+
+                accumulation.check_inputs(self.name, self.build, args, kwargs, steps)
+                build = accumulation.unrolled(self.build, steps)
+            if scaled is not None:  # backward of loss * scale, after accumulation's loss / n
+                build = scaled.scaled_build(build)
+            if self.config._amp_dtype is not None:  # the casts eager autocast makes; see amp.py
+                from .amp import autocast_build
+
+                build = autocast_build(build, self.config._amp_dtype)
+            ir = trace(build, args, kwargs, name=self.name, names=self._variable_names(),
                        grad=self.training, after=optimizer_steps if self._opts else None)
         except BaseException:
             self._drop_traced_state()
@@ -243,13 +299,21 @@ class Graph:
         finally:
             for p, g in saved_grads:
                 p.grad = g
+        new_state = None
+        if scaled is not None:
+            new_state = {(id(st), k) for opt, _ in self._opts for st in opt.state.values()
+                         for k, t in st.items() if isinstance(t, Proxy)}
+            if new_state:  # the call tells whether its step was skipped (then that state goes: see amp.py)
+                ir.escaped.append((scaled.any_found._value, lambda t: self.__dict__.__setitem__("_found_inf", t)))
         one_shot = self._collect_escaped_state(ir)
         ir_before = ir.format(show_locations=True) if self._debug_level >= 1 else None
         report = _passes.run_default(ir, self.config._passes())
         plan = Plan(ir)
         self.__dict__["_compile_count"] += 1
+        self.config._compiled = True
         example = ([describe(x) for x in flat_tensors(args, kwargs)], ir.outputs)
         entry = _Compiled(ir_before, ir, report, plan, one_shot, example)
+        entry.scaler_new_state = new_state or None
         if self._debug_level >= 0:
             self._print_debug(entry)
         return entry
@@ -278,6 +342,103 @@ class Graph:
                         one_shot = True
         return one_shot
 
+    # ---- state --------------------------------------------------------------------------------------------
+    def state_dict(self, destination=None):
+        r"""Returns a dictionary containing the whole state of the graph, as OneFlow's ``nn.Graph.state_dict``.
+
+        Each module of the graph appears under its attribute name with its own ``state_dict()`` (parameters
+        and persistent buffers); the optimizers' state tensors follow as flat entries named
+        ``<parameter>-<state>`` (``model.0.weight-exp_avg``, ``model.0.weight-step``), and a grad scaler set with
+        :meth:`set_grad_scaler` adds ``grad_scaler.scale`` and ``grad_scaler.growth_tracker``. The tensors share
+        memory with the graph's (detached), as ``Module.state_dict`` does.
+
+        Args:
+            destination (dict, optional): filled and returned instead of a new ``OrderedDict``.
+
+        Returns:
+            dict: the graph's state.
+        """
+        from . import state
+
+        sd = state.state_dict(self)
+        if destination is None:
+            return sd
+        destination.update(sd)
+        return destination
+
+    def load_state_dict(self, state_dict, strict=True):
+        r"""Copies the modules' states and the optimizers' state from :attr:`state_dict` into this graph.
+
+        Everything is checked before anything is copied: with ``strict=True`` a missing or unexpected key, and
+        in any mode a shape mismatch or a non-tensor value, raises ``RuntimeError`` listing every problem and
+        leaves the graph unchanged. Values are copied into the existing tensors, so compiled plans see them; an
+        optimizer that has not stepped yet receives its state as new tensors (the graph then compiles again).
+
+        Args:
+            state_dict (dict): as returned by :meth:`state_dict`.
+            strict (bool): whether the keys must match this graph's exactly. Default: ``True``.
+        """
+        from . import state
+
+        actions = state.plan_load(self, state_dict, strict)
+        if state.apply_load(self, actions, strict):
+            self._cache.clear()
+            self.__dict__["_last"] = None
+
+    def runtime_state_dict(self, destination=None, with_eager=False):
+        r"""Returns the compiled graph as plain data, to be saved with ``flow.save`` and loaded, in this or a
+        fresh process, by :meth:`load_runtime_state_dict` of a graph of the same class, which then runs without
+        tracing or compiling.
+
+        It holds each compiled input signature's optimised IR (ops by registry name, attributes, value shapes,
+        dtypes and strides, the returned structure, constants' values; variables by the name of the parameter,
+        buffer or optimizer state they are bound to) and the graph's :meth:`state_dict`. It holds no Python
+        code or pickled objects, so ``flow.load`` reads it with its default ``weights_only=True``.
+
+        Args:
+            destination (dict, optional): filled and returned instead of a new dict.
+            with_eager (bool): accepted for OneFlow compatibility (the state is always included).
+
+        Returns:
+            dict: the runtime state.
+
+        Raises:
+            RuntimeError: before the graph has a compiled plan (call it first).
+            TypeError: when an input signature, an attribute or an output is not plain data.
+        """
+        from . import runtime_state
+
+        sd = runtime_state.runtime_state_dict(self)
+        if destination is None:
+            return sd
+        destination.update(sd)
+        return destination
+
+    def load_runtime_state_dict(self, state_dict, *, warmup_with_run=False):
+        r"""Loads a runtime state written by :meth:`runtime_state_dict` of a graph of this class: the saved
+        parameters, buffers and optimizer state go into this graph's modules and optimizers, and each saved
+        signature's plan is bound to them, so the next call with that signature runs without tracing.
+
+        The whole runtime state is checked first: a state from a graph of another class or set up differently
+        (another optimizer count, a grad scaler or not), one whose variables name tensors this graph lacks or
+        shapes it does not have, or a corrupted one raises :class:`~oneflow_graph.runtime_state.RuntimeStateError`
+        (a ``RuntimeError``) with nothing loaded and the graph as it was.
+
+        Args:
+            state_dict (dict): as returned by :meth:`runtime_state_dict` (e.g. through ``flow.load``).
+            warmup_with_run (bool): accepted for OneFlow compatibility (plans are ready without a warm-up run).
+        """
+        from . import runtime_state
+        from .executor import Plan
+
+        actions, decoded = runtime_state.plan_runtime_load(self, state_dict)
+        loaded = runtime_state.apply_runtime_load(self, actions, decoded)
+        for key, ir, example in loaded:
+            entry = _Compiled(None, ir, [], Plan(ir), False, (example, ir.outputs))
+            self._remember(key, entry)
+            self.__dict__["_last"] = entry
+            self.config._compiled = True
+
     # ---- inspection ---------------------------------------------------------------------------------------
     def debug(self, v_level=0, *, ranks=None, max_py_stack_depth=2, only_user_py_stack=True,
               op_repr_with_py_stack=False):
@@ -296,6 +457,9 @@ class Graph:
               f"{len(entry.ir.variables)} variables, {len(entry.ir.constants)} constants")
         for name, stats in entry.report:
             print(f"  pass {name}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
+        mem = entry.plan.memory_stats()
+        print("  memory plan: " + ("none (steps run as the Python loop)" if mem is None else
+                                   ", ".join(f"{k}={v}" for k, v in mem.items())))
         if entry.ir_before is not None:
             print("IR before passes:\n" + entry.ir_before)
         print(entry.ir.format(show_locations=self._debug_level >= 1))

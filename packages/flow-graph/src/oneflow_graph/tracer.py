@@ -10,7 +10,7 @@ variables bound to those very tensors.
 import sys
 
 import oneflow as flow
-from oneflow._dispatch import DispatchMode
+from oneflow._dispatch import DispatchMode, current_modes
 
 from . import effects
 from .errors import GraphTraceError, user_location, value_read_error
@@ -81,6 +81,14 @@ class Proxy(flow.Tensor):
     def data(self):
         return self.detach()
 
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        # the trace may back-propagate a transformed loss (gradient accumulation's loss / n, a grad scaler's
+        # loss * scale), as eager code would write it, while build() keeps the loss it computed
+        transform = getattr(active_mode(), "loss_transform", None)
+        if transform is not None:  # a linear map of the loss: a given gradient keeps its meaning
+            return flow.Tensor.backward(transform(self), gradient, retain_graph, create_graph, inputs)
+        return flow.Tensor.backward(self, gradient, retain_graph, create_graph, inputs)
+
     @property
     def is_lazy(self):
         return True
@@ -103,7 +111,15 @@ def _proxy(value, shadow, device, graph_name):
 
 
 def _meta_like(t):
-    return flow.empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device=_META)
+    m = flow.empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device=_META)
+    if t._is_wrapped_number:  # a Python number promotes as the weakest operand: its stand-in must too
+        m._is_wrapped_number = True
+    return m
+
+
+def active_mode():
+    """The innermost :class:`TraceMode` on the dispatch mode stack (None outside a trace)."""
+    return next((m for m in reversed(current_modes()) if isinstance(m, TraceMode)), None)
 
 
 class TraceMode(DispatchMode):
@@ -113,6 +129,7 @@ class TraceMode(DispatchMode):
     def __init__(self, ir, names=None, graph_name=None):
         self.ir, self.names, self.graph_name = ir, dict(names or {}), graph_name
         self._vars = {}  # id(tensor) -> (Value, shadow, tensor); the tensor is kept so that its id stays unique
+        self.loss_transform = None  # applied to a traced loss before its backward (see Proxy.backward)
         self._proxies = {}  # address of a proxy's memory -> (Value, shadow, proxy); proxies are kept alive
 
     def _new_proxy(self, value, shadow, device):
@@ -139,7 +156,8 @@ class TraceMode(DispatchMode):
         entry = self._vars.get(id(t))
         if entry is None:
             name = self.names.get(id(t))
-            if name is None and t.dim() == 0 and not t.requires_grad and sys.getrefcount(t) <= _UNSHARED_REFS:
+            if name is None and (t._is_wrapped_number or (t.dim() == 0 and not t.requires_grad
+                                                          and sys.getrefcount(t) <= _UNSHARED_REFS)):
                 # a Python number the binding turned into a tensor for this op: nobody else can change it
                 v = self.ir.add_constant(t)
             else:

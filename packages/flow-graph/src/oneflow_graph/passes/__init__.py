@@ -1,5 +1,6 @@
 """IR -> IR passes. Each lives in its own module and rewrites a :class:`~oneflow_graph.ir.GraphIR` in place,
 returning a dict of statistics; :func:`run_default` runs the default pipeline and collects them."""
+from .algebraic import algebraic_simplification
 from .const_fold import constant_folding
 from .copy_elision import copy_elision
 from .cse import common_subexpression_elimination
@@ -7,6 +8,7 @@ from .dce import dead_code_elimination
 
 DEFAULT = (
     ("constant_folding", constant_folding),
+    ("algebraic", algebraic_simplification),
     ("cse", common_subexpression_elimination),
     ("dce", dead_code_elimination),
     ("copy_elision", copy_elision),
@@ -21,5 +23,5 @@ def run_default(ir, passes=DEFAULT):
     return report
 
 
-__all__ = ["constant_folding", "copy_elision", "common_subexpression_elimination", "dead_code_elimination",
-           "run_default", "DEFAULT"]
+__all__ = ["algebraic_simplification", "constant_folding", "copy_elision", "common_subexpression_elimination",
+           "dead_code_elimination", "run_default", "DEFAULT"]

@@ -1,0 +1,112 @@
+"""Where a compiled graph's step time goes: the steps of bench_graph.py's workloads timed one by one and summed
+per op kind, with the op counts, the memory plan and how many elementwise ops form chains that a fusion pass
+could merge (an elementwise op reading a same-shaped elementwise result that nothing else reads).
+
+The steps run as the plan's Python loop (the same kernels as the core's plan, plus a little per-step Python),
+so the per-kind figures add up to slightly more than a plan run; they say where to optimise, not how fast a
+step is (bench_graph.py says that).
+
+    python bench/bench_graph_profile.py gpt resnet18
+"""
+import collections
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import bench_graph as bg  # noqa: E402  (sets the thread counts, finds oneflow_graph)
+from oneflow import _C  # noqa: E402
+from oneflow_graph import effects, executor  # noqa: E402
+
+
+def _captured_inputs(step):
+    """Runs ``step`` once and returns the flat inputs its graph's plan got."""
+    got = {}
+    run = executor.Plan.run
+
+    def spy(self, flat):
+        got["inputs"] = list(flat)
+        return run(self, flat)
+
+    executor.Plan.run = spy
+    try:
+        step()
+    finally:
+        executor.Plan.run = run
+    return got["inputs"]
+
+
+def _time_steps(plan, ir, inputs, rounds):
+    spent = collections.Counter()
+    prev = _C.is_grad_enabled()
+    _C._set_grad_enabled(False)
+    try:
+        for _ in range(rounds):
+            env = list(plan._template)
+            for s, t in zip(plan._input_slots, inputs):
+                env[s] = t
+            for (fn, ins, attrs, outs, frees), node in zip(plan._steps, ir.nodes):
+                t0 = time.perf_counter()
+                r = fn([env[i] for i in ins], attrs)
+                spent[node.name] += time.perf_counter() - t0
+                for s, t in ([(outs, r)] if outs.__class__ is int else zip(outs, r)):
+                    if s > 0:
+                        env[s] = t
+                for s in frees:
+                    env[s] = None
+    finally:
+        _C._set_grad_enabled(prev)
+    return {k: v / rounds for k, v in spent.items()}
+
+
+def _chains(ir):
+    """Lengths of the elementwise chains (one reader per intermediate, same shapes) of ``ir``."""
+    uses = collections.Counter(id(v) for n in ir.nodes for v in n.inputs if v is not None)
+    returned = {id(v) for v in ir.output_values()}
+
+    def elementwise(n):
+        return "elementwise" in effects.traits(n.op) and not n.mutates and len(n.new_outputs()) == 1
+
+    chain_of, chains = {}, []
+    for n in ir.nodes:
+        if not elementwise(n):
+            continue
+        src = next((v for v in n.inputs if v is not None and v.kind == "node" and id(v.producer) in chain_of
+                    and uses[id(v)] == 1 and id(v) not in returned and v.shape == n.outputs[0].shape), None)
+        chain = chain_of[id(src.producer)] if src is not None else []
+        if src is None:
+            chains.append(chain)
+        chain.append(n.name)
+        chain_of[id(n)] = chain
+    return chains
+
+
+def profile(name, rounds=3):
+    label = bg.WORKLOADS[name][0]
+    step, graph = bg.graph_step(name)
+    step()
+    inputs = _captured_inputs(step)  # the steady-state plan's inputs
+    entry = graph._last
+    ir, plan = entry.ir, entry.plan
+    spent = _time_steps(plan, ir, inputs, rounds)
+    counts = collections.Counter(n.name for n in ir.nodes)
+    total = sum(spent.values())
+    print(f"\n{label}: {len(ir.nodes)} steps, {total * 1e3:.1f} ms in kernels; memory plan {plan.memory_stats()}")
+    for kind, s in sorted(spent.items(), key=lambda kv: -kv[1])[:15]:
+        print(f"  {kind:<30} x{counts[kind]:<4d} {s * 1e3:9.2f} ms  {s / total * 100:5.1f}%")
+    chains = _chains(ir)
+    fusable = [c for c in chains if len(c) > 1]
+    top = collections.Counter(" > ".join(c) for c in fusable).most_common(4)
+    print(f"  elementwise ops: {sum(map(len, chains))}; in chains of 2 or more: {sum(map(len, fusable))} "
+          f"({len(fusable)} chains) {top}")
+
+
+if __name__ == "__main__":
+    names = sys.argv[1:] or list(bg.WORKLOADS)
+    unknown = [n for n in names if n not in bg.WORKLOADS]
+    if unknown:
+        sys.exit(f"unknown workload(s) {unknown}; choose from {list(bg.WORKLOADS)}")
+    for n in names:
+        profile(n)
