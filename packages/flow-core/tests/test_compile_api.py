@@ -118,7 +118,8 @@ def test_optimized_module_state_dict_training_and_hooks():
 
 def test_compiler_helpers():
     c = flow.compiler
-    assert c.list_backends() == ["inductor"] and {"eager", "aot_eager"} <= set(c.list_backends(None))
+    # a plugin may register more names (flow-graph registers "graph")
+    assert "inductor" in c.list_backends() and "eager" not in c.list_backends() and {"eager", "aot_eager"} <= set(c.list_backends(None))
     assert c.is_compiling() is False and c.is_dynamo_compiling() is False and c.is_exporting() is False
     assert c.reset() is None
     d = c.disable(add_one)
