@@ -102,11 +102,7 @@ class CompiledCallable:
                 names.setdefault(id(t), n)
             for n, t in self.module.named_buffers(remove_duplicate=False):
                 names.setdefault(id(t), n)
-        from .graph_module import checkpoint_hooks
-
-        with checkpoint_hooks(self.module) as hooks:
-            region = compile_region(self.model, args, kwargs, name=self.name, names=names, grad=grad,
-                                    ir_hooks=hooks)
+        region = compile_region(self.model, args, kwargs, name=self.name, names=names, grad=grad)
         self.compile_count += 1
         return region
 

@@ -497,6 +497,8 @@ class Module:
         ``to(dtype, non_blocking=False)``, ``to(tensor, non_blocking=False)`` and ``to(memory_format=...)``.
         Only floating-point tensors change dtype; integer buffers keep theirs.
         """
+        if len(args) == 1 and not kwargs and isinstance(args[0], type) and hasattr(args[0], "_from_module"):
+            return args[0]._from_module(self)  # OneFlow's module.to(flow.nn.graph.GraphModule): the proxy
         device, dtype, _, fmt = _parse_to(*args, **kwargs)
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got desired "
