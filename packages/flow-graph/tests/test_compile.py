@@ -146,3 +146,30 @@ def test_ten_training_steps_equal_eager(opt, make, shape):
     for a, b in zip(m.state_dict().values(), e.state_dict().values()):
         _close(a, b)
     assert _compiled(c).compile_count == 1
+
+
+def test_frozen_parameters_and_double_backward():
+    m = _mlp()
+    m[0].weight.requires_grad_(False)
+    e = copy.deepcopy(m)
+    c = flow.compile(m)
+    x = flow.randn(5, 4)
+    c(x).sum().backward()
+    e(x).sum().backward()
+    assert m[0].weight.grad is None
+    for a, b in zip(m.parameters(), e.parameters()):
+        if b.grad is not None:
+            _close(a.grad, b.grad)
+    # unfreezing recompiles, so the weight gets its gradient
+    m[0].weight.requires_grad_(True)
+    e[0].weight.requires_grad_(True)
+    c(x).sum().backward()
+    e(x).sum().backward()
+    _close(m[0].weight.grad, e[0].weight.grad)
+    xg = x.clone().requires_grad_()
+    (g,) = flow.autograd.grad(c(xg).sum(), [xg], create_graph=False)
+    xe = x.clone().requires_grad_()
+    (ge,) = flow.autograd.grad(e(xe).sum(), [xe])
+    _close(g, ge)
+    with pytest.raises(RuntimeError, match="double backward"):
+        flow.autograd.grad(c(xg).sum(), [xg], create_graph=True)
