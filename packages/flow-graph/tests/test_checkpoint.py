@@ -1,5 +1,6 @@
 """module.to(flow.nn.graph.GraphModule): activation checkpointing and set_stage."""
 import copy
+import pickle
 
 import numpy as np
 import oneflow as flow
@@ -43,6 +44,9 @@ def test_graph_module_proxy_and_set_stage():
     assert proxy.training is True and proxy.state_dict().keys() == m[0].state_dict().keys()  # reads go through
     x = flow.randn(2, 16)
     assert flow.equal(proxy(x), m[0](x))
+    for back in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):  # the options travel with the module
+        p2 = back[0].to(flow.nn.graph.GraphModule)
+        assert p2.origin is back[0] and p2.stage_id == 1
 
 
 def test_activation_checkpointing_equal_and_keeps_less():

@@ -55,7 +55,10 @@ class GraphModule:
         self.__dict__["stage_id"], self.__dict__["stage_placement"] = stage_id, placement
 
     def __getattr__(self, name):
-        return getattr(self.__dict__["origin"], name)
+        origin = self.__dict__.get("origin")
+        if origin is None:  # while unpickling, before the state is back
+            raise AttributeError(name)
+        return getattr(origin, name)
 
     def __setattr__(self, name, value):
         if name in ("activation_checkpointing",):
