@@ -1,11 +1,14 @@
 """``oneflow.compile`` and the ``oneflow.compiler`` helpers, with PyTorch's signatures.
 
-There is no graph compiler in this package: ``compile`` validates its arguments as ``torch.compile`` does and
-returns a wrapper (for an ``nn.Module`` an :class:`OptimizedModule` like PyTorch's, for a function a
-``functools.wraps`` wrapper). The built-in backends run the model **eagerly**, so code written for
-``torch.compile`` runs unchanged and gives the eager results; a callable backend, or one a plugin registers as
-the entry point ``compile_backend.<name>`` (see ``oneflow._plugins``), is called as ``backend(model,
-example_inputs)`` at the first call and what it returns runs the calls. ``is_compiling()`` is always False, and
+``compile`` validates its arguments as ``torch.compile`` does and returns a wrapper (for an ``nn.Module`` an
+:class:`OptimizedModule` like PyTorch's, for a function a ``functools.wraps`` wrapper); ``Module.compile()``
+compiles a module in place. A backend is a callable ``backend(model, example_inputs) -> callable`` (PyTorch's
+contract, with the model itself in place of a traced graph), called at the first call; what it returns runs
+that call and the later ones. Plugins register backends by name as the entry points ``compile_backend.<name>``
+(see ``oneflow._plugins``), the built-in names included: flow-graph registers ``"graph"`` and ``"inductor"``
+(the default), so ``compile(model)`` runs a compiled graph where flow-graph is installed. Without a plugin for
+it a built-in name (``"inductor"``, ``"eager"``, ``"aot_eager"``) runs the model **eagerly**, so code written
+for ``torch.compile`` runs unchanged and gives the eager results. ``is_compiling()`` is always False, and
 ``disable``, ``allow_in_graph`` and ``assume_constant_result`` only mark functions."""
 import functools
 
@@ -24,8 +27,8 @@ class InvalidBackend(RuntimeError):
         super().__init__(f"Invalid backend: {name!r}, see `torch._dynamo.list_backends()` for available backends.")
 
 
-# The backend names accepted, with PyTorch's tags (``list_backends`` hides "debug" ones by default). All of them
-# run eagerly here.
+# The backend names accepted, with PyTorch's tags (``list_backends`` hides "debug" ones by default). They run
+# eagerly unless a plugin registers the name.
 _BACKENDS = {"inductor": (), "eager": ("debug",), "aot_eager": ("debug",)}
 _MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
 _state = {"default_backend": "inductor"}
@@ -76,9 +79,10 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=Non
     """Optimizes a model or function for later calls, as ``torch.compile`` does.
 
     .. note::
-        There is no graph compiler in this package: with the built-in backends the result runs **eagerly**,
-        with the same outputs, gradients and side effects as the original; a callable or plugin backend decides
-        for itself. The other arguments are checked as PyTorch checks them and otherwise ignored.
+        flow-core has no graph compiler itself: with the built-in backends, unless a plugin registers their
+        name (flow-graph registers ``"inductor"``), the result runs **eagerly**, with the same outputs,
+        gradients and side effects as the original; a callable or plugin backend decides for itself. The other
+        arguments are checked as PyTorch checks them and otherwise ignored.
 
     Usable as ``compile(model)``, as a decorator ``@compile``, or with arguments ``@compile(mode=...)``.
 
@@ -114,8 +118,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=Non
     _check_options(backend, mode, options)
     if disable:
         return model
-    if isinstance(backend, str):
-        backend = None if backend in _BACKENDS else _plugins.compile_backend(backend)
+    backend = _resolve(backend)
     if isinstance(model, Module):
         return OptimizedModule(model, backend)
     run = model if backend is None else _BackendCall(model, backend)
@@ -127,6 +130,57 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=Non
     # PyTorch's marker of a compiled callable, which code uses to reach the original
     compiled._torchdynamo_orig_callable = model
     return compiled
+
+
+def _resolve(backend):
+    """The backend callable for ``backend`` (checked), or None to run eagerly. A name that an installed plugin
+    registers is the plugin's, the built-in names included: flow-graph registers ``"inductor"``, the default,
+    so that ``compile(model)`` traces a graph where it is installed and runs eagerly where it is not."""
+    if not isinstance(backend, str):
+        return backend
+    found = _plugins.compile_backend(backend)
+    if found is None and backend not in _BACKENDS:
+        raise InvalidBackend(backend)
+    return found
+
+
+def _compile_in_place(module, *args, fullgraph=False, dynamic=None, backend=None, mode=None, options=None,
+                      name=None, disable=False, recompile_limit=None, isolate_recompiles=False, shapes_spec=None):
+    """What ``Module.compile(...)`` stores in ``module._compiled_call_impl`` (None with ``disable=True``): the
+    arguments are those of :func:`compile`, checked the same way."""
+    if args:
+        raise TypeError(f"Module.compile() takes the keyword arguments of oneflow.compile only, but got "
+                        f"{len(args)} positional argument(s)")
+    backend = get_default_backend() if backend is None else backend
+    _check_options(backend, mode, options)
+    if disable:
+        return None
+    return _CompiledModuleCall(module, _resolve(backend))
+
+
+class _CompiledModuleCall:
+    """The compiled ``__call__`` of a module compiled in place. The backend gets the module itself: while this
+    call runs (``_running``), calling the module runs its eager body, so what the backend calls to trace it or
+    to fall back does not come back here. ``backend`` None runs the module eagerly."""
+
+    def __init__(self, module, backend):
+        self.module, self.backend, self.compiled = module, backend, None
+        self._running = 0
+
+    def __call__(self, *args, **kwargs):
+        self._running += 1
+        try:
+            if self.backend is None:
+                return self.module(*args, **kwargs)
+            if self.compiled is None:
+                self.compiled = self.backend(self.module, list(args))
+            return self.compiled(*args, **kwargs)
+        finally:
+            self._running -= 1
+
+    def __reduce__(self):
+        # what the backend compiled stays behind: a copy or an unpickled module compiles again at its first call
+        return (_CompiledModuleCall, (self.module, self.backend))
 
 
 class _BackendCall:

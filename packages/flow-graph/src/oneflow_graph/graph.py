@@ -13,6 +13,8 @@ from .config import GraphConfig
 from .executor import Plan, flat_tensors
 from .graph_repr import graph_repr
 from .structure import describe, leaves, signature
+from .graph_module import checkpoint_hooks
+from .passes.checkpoint import activation_checkpointing
 from .tracer import Proxy, TraceMode, trace
 
 _instance_counts = itertools.count()
@@ -291,8 +293,9 @@ class Graph:
                 from .amp import autocast_build
 
                 build = autocast_build(build, self.config._amp_dtype)
-            ir = trace(build, args, kwargs, name=self.name, names=self._variable_names(),
-                       grad=self.training, after=optimizer_steps if self._opts else None)
+            with checkpoint_hooks(self._modules.values()) as checkpointed:
+                ir = trace(build, args, kwargs, name=self.name, names=self._variable_names(),
+                           grad=self.training, after=optimizer_steps if self._opts else None)
         except BaseException:
             self._drop_traced_state()
             raise
@@ -308,6 +311,9 @@ class Graph:
         one_shot = self._collect_escaped_state(ir)
         ir_before = ir.format(show_locations=True) if self._debug_level >= 1 else None
         report = _passes.run_default(ir, self.config._passes())
+        if checkpointed and ir.__dict__.get("backward_nodes"):  # after CSE, which would merge the copies back
+            report.append(("activation_checkpointing",
+                           activation_checkpointing(ir, checkpointed, ir.__dict__["backward_nodes"])))
         plan = Plan(ir)
         self.__dict__["_compile_count"] += 1
         self.config._compiled = True

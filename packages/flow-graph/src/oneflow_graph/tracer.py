@@ -84,10 +84,16 @@ class Proxy(flow.Tensor):
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         # the trace may back-propagate a transformed loss (gradient accumulation's loss / n, a grad scaler's
         # loss * scale), as eager code would write it, while build() keeps the loss it computed
-        transform = getattr(active_mode(), "loss_transform", None)
-        if transform is not None:  # a linear map of the loss: a given gradient keeps its meaning
-            return flow.Tensor.backward(transform(self), gradient, retain_graph, create_graph, inputs)
-        return flow.Tensor.backward(self, gradient, retain_graph, create_graph, inputs)
+        mode = active_mode()
+        transform = getattr(mode, "loss_transform", None)
+        loss = self if transform is None else transform(self)  # a linear map: a given gradient keeps its meaning
+        ir = getattr(mode, "ir", None)
+        start = None if ir is None else len(ir.nodes)
+        try:
+            return flow.Tensor.backward(loss, gradient, retain_graph, create_graph, inputs)
+        finally:
+            if ir is not None:  # the nodes the backward traced (activation checkpointing recomputes before them)
+                ir.__dict__.setdefault("backward_nodes", []).extend(ir.nodes[start:])
 
     @property
     def is_lazy(self):

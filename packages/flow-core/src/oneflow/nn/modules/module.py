@@ -497,6 +497,8 @@ class Module:
         ``to(dtype, non_blocking=False)``, ``to(tensor, non_blocking=False)`` and ``to(memory_format=...)``.
         Only floating-point tensors change dtype; integer buffers keep theirs.
         """
+        if len(args) == 1 and not kwargs and isinstance(args[0], type) and hasattr(args[0], "_from_module"):
+            return args[0]._from_module(self)  # OneFlow's module.to(flow.nn.graph.GraphModule): the proxy
         device, dtype, _, fmt = _parse_to(*args, **kwargs)
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got desired "
@@ -821,16 +823,23 @@ class Module:
         return self.register_full_backward_hook(hook)
 
     def compile(self, *args, **kwargs):
-        """Compiles this module's ``__call__`` with :func:`oneflow.compile`, passing the arguments as they are
-        (PyTorch's ``Module.compile``). The result is kept in ``_compiled_call_impl``; as ``oneflow.compile``
-        runs eagerly, calls to the module compute exactly what they did."""
-        from ...compiler import compile as _compile
+        """Compiles this module in place with :func:`oneflow.compile` (PyTorch's ``Module.compile``): the
+        arguments are those of ``oneflow.compile``, and from now on calling the module runs what the backend
+        compiled (the module's ``__call__``, hooks included). Its type, parameters and ``state_dict`` keys stay
+        as they are. With flow-graph installed the default backend traces the module into a graph (forward, and
+        backward where autograd needs it); without it, or with ``backend="eager"``, calls run eagerly."""
+        from ...compiler import _compile_in_place
 
-        self._compiled_call_impl = _compile(self._call_impl, *args, **kwargs)
+        self._compiled_call_impl = _compile_in_place(self, *args, **kwargs)
 
     _compiled_call_impl = None
 
     def _call_impl(self, *args, **kwargs):
+        # a module compiled in place (Module.compile) runs its compiled call, which calls back into this body
+        # while it runs (``_running``): one attribute read for modules that are not compiled
+        compiled = self._compiled_call_impl
+        if compiled is not None and not compiled._running:
+            return compiled(*args, **kwargs)
         forward = self.forward
         if forward is None:
             raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
