@@ -134,3 +134,26 @@ def test_detach_and_saved_outputs_of_a_handler_subclass_keep_its_class_and_attri
     assert type(w.grad) is Wrapped and w.grad.inner.tolist() == [1.0, 0.0, 1.0]
     p = flow.tensor([1.0]).detach()
     assert type(flow.nn.Parameter(flow.ones(1)).detach()) is flow.Tensor and type(p) is flow.Tensor
+
+
+def test_wrapped_numbers_are_marked_for_handlers_and_promote_as_python_numbers():
+    seen = []
+
+    class Record(DispatchMode):
+        def __flow_dispatch__(self, op, inputs, attrs):
+            seen.append([(tuple(t.shape), t.dtype, t._is_wrapped_number) for t in inputs if t is not None])
+            return op.redispatch(inputs, attrs)
+
+    x = flow.tensor([1.0, 2.0])
+    with Record():
+        y = x * 2.5
+    assert y.dtype == flow.float32
+    assert ((2,), flow.float32, False) in seen[-1] and any(w for _, _, w in seen[-1])
+    assert not x._is_wrapped_number
+    # a 0-dim float64 stand-in marked as a wrapped number does not promote a float32 operand (a tracer's use)
+    s = flow.tensor(0.5, dtype=flow.float64)
+    assert flow.div(flow.tensor(1.0), s).dtype == flow.float64
+    s._is_wrapped_number = True
+    assert flow.div(flow.tensor(1.0), s).dtype == flow.float32
+    with pytest.raises(ValueError, match="only a 0-dim tensor"):
+        x._is_wrapped_number = True

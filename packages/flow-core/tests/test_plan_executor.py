@@ -96,6 +96,44 @@ def test_in_place_steps_update_bound_parameters_like_an_optimizer_step():
     assert w._version > version
 
 
+def test_an_update_step_beside_arena_intermediates_runs_its_own_kernel():
+    # the gradient is an intermediate in the arena; the update step has no outputs to place there
+    flow.manual_seed(3)
+    w, lr = flow.randn(4, 3), flow.tensor(0.5)
+    w_eager = w.clone()
+    p = _C.Plan()
+    cw, clr = p.add_constant(w), p.add_constant(lr)
+    x = p.add_input([4, 3], flow.float32)
+    (g,) = p.add_step(ops.mul, [x, x])
+    (g,) = p.add_step(ops.tanh, [g])
+    p.add_step(ops.sgd_update_, [cw, g, clr], {"_list_lengths": [1, 1, 0]}, num_outputs=0)
+    p.set_outputs([])
+    p.finalize()
+    assert p.memory["arena_bytes"] > 0
+    xs = flow.randn(4, 3)
+    for _ in range(2):
+        p.run([xs])
+        ops.sgd_update_([w_eager], [flow.tanh(xs * xs)], [], lr)
+    np.testing.assert_array_equal(w.numpy(), w_eager.numpy())
+
+
+def test_a_wrapped_number_constant_promotes_as_a_python_number():
+    # a Python number the binding wrapped (float64, 0-dim) must not make a float32 result float64
+    two = flow.tensor(2.0, dtype=flow.float64)
+    two._is_wrapped_number = True
+    p = _C.Plan()
+    x = p.add_input([3], flow.float32)
+    (y,) = p.add_step(ops.div, [x, p.add_constant(two)])
+    (z,) = p.add_step(ops.exp, [y])
+    p.set_outputs([z])
+    p.finalize()
+    assert p.slot_meta(y)[1] == flow.float32
+    xs = flow.tensor([1.0, 2.0, 3.0])
+    (out,) = p.run([xs])
+    assert out.dtype == flow.float32
+    np.testing.assert_array_equal(out.numpy(), flow.exp(xs / 2.0).numpy())
+
+
 def test_creation_views_and_value_dependent_ops_run_with_unknown_shapes_unplanned():
     p = _C.Plan()
     x = p.add_input([6], flow.float32)

@@ -373,3 +373,13 @@ def test_creation_with_placement_needs_flow_dist():
     with pytest.raises(ValueError, match="go together"):
         flow.randn(2, sbp="s")
     assert flow.zeros(2).tolist() == [0.0, 0.0] and flow.randn.__name__ == "randn"
+
+
+def test_global_checkpoints_without_flow_dist(tmp_path):
+    _skip_if_installed("_global_checkpoint")
+    with pytest.raises(_plugins.PluginNotInstalledError, match="flow-dist"):
+        flow.save({"x": flow.ones(2)}, tmp_path / "x.pt", global_dst_rank=0)
+    assert not (tmp_path / "x.pt").exists()
+    flow.save({"x": flow.ones(2)}, tmp_path / "x.pt")
+    with pytest.raises(_plugins.PluginNotInstalledError, match="flow-dist"):
+        flow.load(tmp_path / "x.pt", global_src_rank=0)

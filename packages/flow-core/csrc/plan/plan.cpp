@@ -168,6 +168,7 @@ void Plan::finalize() {
   }
   for (const auto& [s, t] : constants_) {
     mv[s] = meta_like(t.sizes(), t.strides(), t.dtype());
+    mv[s].impl()->is_wrapped_number = t.impl()->is_wrapped_number;  // promotes as the real constant does
     slot_metas_[s] = TensorMeta{t.sizes(), t.dtype(), t.device()};
   }
   for (size_t k = 0; k < steps_.size(); ++k) {
@@ -370,7 +371,9 @@ TensorList Plan::run(const TensorList& inputs) const {
       } else if (op.has(kComposite)) {
         out = dispatch::call(op, in, st.attrs);
       } else {
-        bool into_arena = arena && st.metas.size() == st.outputs.size() &&
+        // a step with no outputs (an optimizer update) has nothing to place: its own kernel runs
+        bool into_arena = arena && !st.outputs.empty() && makes_fresh_outputs(op) &&
+                          st.metas.size() == st.outputs.size() &&
                           std::all_of(st.offsets.begin(), st.offsets.end(), [](int64_t o) { return o >= 0; });
         if (into_arena && op.has(kElementwise))  // eager gives elementwise results their inputs' layout
           for (const Tensor& t : in) into_arena = into_arena && (!t.defined() || t.is_contiguous());

@@ -182,6 +182,17 @@ void init_tensor(nb::module_& m) {
       .def_prop_ro("_version", [](nb::handle h) { return self_t(h).version(); })
       .def("_bump_version", [](nb::handle h) { self_t(h).bump_version(); })
       .def_prop_ro("is_leaf", [](nb::handle h) { return self_t(h).is_leaf(); })
+      // a Python number the binding made into a 0-dim tensor: the weakest operand in type promotion; tracers
+      // carry the flag onto their stand-ins so that they promote as the real operand does
+      .def_prop_rw("_is_wrapped_number", [](nb::handle h) { return self_t(h).impl()->is_wrapped_number; },
+                   [](nb::handle h, bool v) {
+    const Tensor& t = self_t(h);
+    FLOW_VALUE_CHECK(!v || t.dim() == 0,
+                     "_is_wrapped_number: only a 0-dim tensor can stand for a Python number, "
+                     "got ",
+                     t.dim(), " dims");
+    t.impl()->is_wrapped_number = v;
+  })
       .def_prop_ro("_is_view", [](nb::handle h) { return self_t(h).impl()->base != nullptr; })
       .def_prop_ro("_base",
                    [](nb::handle h) -> nb::object {

@@ -33,7 +33,7 @@ import zlib
 
 import numpy as np
 
-from . import _C, _pickle_record, _safe_globals
+from . import _C, _pickle_record, _plugins, _safe_globals
 from ._safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 
 __all__ = ["save", "load", "add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals"]
@@ -80,6 +80,9 @@ class _Encoder:
         idx = self.tensor_ids.get(id(t))
         if idx is not None:
             return {"T": "tensor", "i": idx}
+        if getattr(t, "is_global", False) is True:
+            raise RuntimeError(f"flow.save: {path} is a global tensor; pass global_dst_rank=<rank> to gather it "
+                               f"whole onto that rank and save it there")
         if t.is_meta:
             raise RuntimeError(f"flow.save: can't save a tensor without data (meta tensor) at {path}")
         if not t.is_cpu:
@@ -242,7 +245,7 @@ def _atomic_write(path, write):
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
-         _disable_byteorder_record=False):
+         _disable_byteorder_record=False, *, global_dst_rank=None):
     """Saves an object to a disk file, as ``torch.save``.
 
     Plain data (tensors, dicts, OrderedDicts, lists, tuples, sets, named tuples, numbers, strings, bytes, None,
@@ -261,10 +264,43 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
         pickle_protocol (int): the protocol of that pickle. Default: ``pickle.DEFAULT_PROTOCOL``.
         _use_new_zipfile_serialization, _disable_byteorder_record: accepted for ``torch.save`` compatibility and
             ignored: the file is always this project's zip format.
+        global_dst_rank (int, optional): for objects holding global tensors (flow-dist), as in OneFlow: every rank
+            calls ``save`` with the same structure, each global tensor is gathered whole onto this rank, and only
+            this rank writes ``f``, holding plain tensors that any layout can load back (see
+            ``load(global_src_rank=)``). A failed write raises on every rank. Without it, saving a global tensor
+            raises.
 
     Tensors that share memory are stored once and share it again after :func:`load`. Like ``torch.save``,
     gradients are not saved.
     """
+    if global_dst_rank is not None:
+        _save_global(obj, f, pickle_module, pickle_protocol, global_dst_rank)
+        return
+    _save(obj, f, pickle_module, pickle_protocol)
+
+
+def _global_checkpoint():
+    hooks = _plugins.load("_global_checkpoint")
+    if hooks is None:
+        raise _plugins.missing("placement")
+    return hooks
+
+
+def _save_global(obj, f, pickle_module, pickle_protocol, dst):
+    hooks = _global_checkpoint()
+    obj, writes = hooks.gather_for_save(obj, dst)
+    error = None
+    if writes:
+        try:
+            _save(obj, f, pickle_module, pickle_protocol)
+        except Exception as e:  # told to every rank before it is raised here
+            error = e
+    hooks.finish_save(error, dst)
+    if error is not None:
+        raise error
+
+
+def _save(obj, f, pickle_module, pickle_protocol):
     # everything is encoded in memory first, so that nothing touches the disk when it fails
     enc, record = _Encoder(), None
     try:
@@ -983,7 +1019,8 @@ def _load_torch_legacy(fo, map_location, archive_size, opts):
 
 
 # ---------------------------------------------------------------------------------------------------------
-def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, global_src_rank=None,
+         **pickle_load_args):
     """Loads an object saved with :func:`save` (or a PyTorch ``.pt`` / ``.pth`` file, zip or legacy) from ``f``.
 
     As in PyTorch, loading is restricted by default (``weights_only=True``): tensors, plain containers (dict,
@@ -1006,6 +1043,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             (``torch.nn.modules.linear.Linear`` -> ``oneflow.nn.modules.linear.Linear``).
         mmap (bool): accepted for paths (the file is read, not mapped); a file object with ``mmap=True`` raises
             ``ValueError`` as in torch.
+        global_src_rank (int, optional): as in OneFlow (flow-dist): every rank calls ``load``, only this rank
+            reads ``f``, and every rank gets the same object with its tensors global, broadcast over all the
+            job's ranks; ``load_state_dict`` then lays them out as the model's placement and sbp. A failure on
+            that rank raises on every rank.
         pickle_load_args: ``encoding`` (default ``"utf-8"``), used to decode Python 2 strings in pickles.
 
     Raises:
@@ -1016,6 +1057,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     unknown = set(pickle_load_args) - {"encoding"}
     if unknown:
         raise TypeError(f"load() got an unexpected keyword argument '{sorted(unknown)[0]}'")
+    if global_src_rank is not None:
+        return _global_checkpoint().load_broadcast(
+            lambda: load(f, map_location, pickle_module, weights_only=weights_only, mmap=mmap, **pickle_load_args),
+            global_src_rank)
     if weights_only is None:
         weights_only = pickle_module is None
     if weights_only and pickle_module is not None:

@@ -1,9 +1,11 @@
 """``oneflow.nn.parallel.DistributedDataParallel``: data parallelism for a module of local tensors.
 
 At wrap time rank 0's parameters and buffers are broadcast to every rank. During ``backward`` each gradient, as
-soon as the autograd engine has accumulated it (a post-accumulate-grad hook), is copied into its bucket's flat
-buffer; a full bucket starts a non-blocking MPI all-reduce at once, so communication overlaps the rest of
-backward; the hook of the last gradient waits for the buckets and writes the averaged gradients back. Buckets are
+soon as the autograd engine has accumulated it (a post-accumulate-grad hook), is scaled by 1/world into its
+bucket's flat buffer and from then on ``param.grad`` is a view of that buffer (PyTorch's gradient_as_bucket_view,
+always on: no copy back after the all-reduce, and a gradient zeroed in place accumulates into the bucket); a full
+bucket starts a non-blocking MPI all-reduce at once, so communication overlaps the rest of
+backward; the hook of the last gradient waits for the buckets. Buckets are
 started in the same order on every rank (MPI requires it), whatever order their gradients arrive in.
 """
 import contextlib
@@ -27,15 +29,18 @@ class _Bucket:
             self.offsets.append(n)
             n += p.numel()
         self.flat = flow.zeros(n, dtype=self.dtype)
+        self.views = [self.flat[o:o + p.numel()].view(tuple(p.shape)) for o, p in zip(self.offsets, params)]
         self.reset()
 
     def reset(self):
         self.ready = 0
         self.work = None
 
-    def slot(self, i):
-        p = self.params[i]
-        return self.flat[self.offsets[i]:self.offsets[i] + p.numel()].view(tuple(p.shape))
+    def holds(self, i, grad):
+        """Whether ``grad`` already is slot ``i`` (the engine accumulated into the bucket in place)."""
+        v = self.views[i]
+        return grad.data_ptr() == v.data_ptr() and tuple(grad.shape) == tuple(v.shape) and \
+            grad.stride() == v.stride()
 
 
 class DistributedDataParallel(flow.nn.Module):
@@ -52,7 +57,8 @@ class DistributedDataParallel(flow.nn.Module):
         process_group (ProcessGroup, optional): the ranks to average over (default: all).
         use_bucket (bool): if False, each gradient is reduced on its own (one all-reduce per parameter).
 
-    ``device_ids``, ``output_device``, ``dim``, ``find_unused_parameters``, ``gradient_as_bucket_view`` and
+    ``device_ids``, ``output_device``, ``dim``, ``find_unused_parameters``, ``gradient_as_bucket_view`` (gradients
+    always are bucket views) and
     ``static_graph`` are accepted for PyTorch compatibility; every parameter that requires grad must receive a
     gradient in each backward (else the next forward raises).
 
@@ -83,6 +89,7 @@ class DistributedDataParallel(flow.nn.Module):
         if self._comm is None:
             raise RuntimeError("DistributedDataParallel: this rank is not a member of process_group")
         self._sync = True
+        self._scale = 1.0 / self._comm.size
         self._sync_broadcast([p.detach() for p in module.parameters()] + self._buffers_list())
         params = [p for p in module.parameters() if p.requires_grad]
         self._buckets = self._make_buckets(params[::-1], bucket_size if use_bucket else 1,
@@ -136,7 +143,15 @@ class DistributedDataParallel(flow.nn.Module):
             if not self._sync:
                 return
             b = self._buckets[b_index]
-            b.slot(i).copy_(param.grad.detach())
+            g, slot = param.grad.detach(), b.views[i]
+            # the average's 1/world is folded into the one pass that fills the bucket, and the gradient then
+            # lives in the bucket: the all-reduce result needs no copy back, and a gradient zeroed in place
+            # accumulates straight into the bucket next time
+            if b.holds(i, g):
+                slot.mul_(self._scale)
+            else:
+                flow.mul(g, self._scale, out=slot)
+                param.grad = slot
             b.ready += 1
             self._launch_ready()
             if self._next == len(self._buckets):
@@ -149,7 +164,7 @@ class DistributedDataParallel(flow.nn.Module):
             b = self._buckets[self._next]
             if b.ready < len(b.params):
                 break
-            b.work = self._comm.iall_reduce(b.flat, ReduceOp.AVG) if self._comm.size > 1 else None
+            b.work = self._comm.iall_reduce(b.flat, ReduceOp.SUM) if self._comm.size > 1 else None
             self._next += 1
         for b in self._buckets[:self._next]:  # MPI progresses non-blocking collectives inside MPI calls
             if b.work is not None:
@@ -163,7 +178,8 @@ class DistributedDataParallel(flow.nn.Module):
         self.comm_wait_s += time.perf_counter() - t0
         for b in self._buckets:
             for i, p in enumerate(b.params):
-                p.grad.detach().copy_(b.slot(i))
+                if not b.holds(i, p.grad):  # a later hook of the user's replaced the gradient
+                    p.grad = b.views[i]
             b.reset()
         self._next = 0
 

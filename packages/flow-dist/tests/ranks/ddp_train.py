@@ -52,6 +52,20 @@ for step in range(20):
 for (name, p), q in zip(net.named_parameters(), ref.parameters()):
     np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-5, err_msg=name)
 
+# gradients live in the buckets; zeroing them in place (set_to_none=False) makes the engine accumulate straight
+# into the bucket, and training stays equal
+for step in range(5):
+    opt.zero_grad(set_to_none=False)
+    loss_fn(model(X[step, shard]), Y[step, shard]).backward()
+    opt.step()
+    ref_opt.zero_grad(set_to_none=False)
+    loss_fn(ref(X[step]), Y[step]).backward()
+    ref_opt.step()
+for (name, p), q in zip(net.named_parameters(), ref.parameters()):
+    np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-5, err_msg=name)
+    b = next(b for b in model._buckets if any(x is p for x in b.params))
+    assert b.flat.data_ptr() <= p.grad.data_ptr() < b.flat.data_ptr() + b.flat.numel() * 4, name
+
 # no_sync: the first micro-batch only accumulates; the second backward averages both
 opt.zero_grad()
 ref_opt.zero_grad()

@@ -55,12 +55,10 @@ class Plan:
         # dispatcher or autograd per step, intermediates in one planned arena); the Python loop otherwise, or
         # where the core's plan does not take this IR (native_error says why)
         self._native, self.native_error = None, None
-        # A run the core's plan cannot finish can be redone by the loop only when it wrote no state; plans that
-        # update variables (training steps) stay on the loop until the core's plan is checked on them.
-        writes_state = any(n.inputs[i].root().kind != NODE for n in ir.nodes for i in n.mutates)
-        if use_native and writes_state:
-            self.native_error = "the plan updates variables (training): run by the Python loop"
-        elif use_native and hasattr(_C, "Plan"):
+        # A run the core's plan cannot finish is redone by the loop only when it wrote no state: a training
+        # step that failed part-way (a kernel refusing its values) must not update the parameters twice.
+        self._writes_state = any(n.inputs[i].root().kind != NODE for n in ir.nodes for i in n.mutates)
+        if use_native and hasattr(_C, "Plan"):
             try:
                 self._native = _core_plan(ir)
             except Exception as e:  # noqa: BLE001 - any refusal of the core leaves the Python loop working
@@ -87,7 +85,9 @@ class Plan:
         if self._native is not None:
             try:
                 got = self._native.run(list(flat_inputs))
-            except RuntimeError as e:  # a kernel the core's plan cannot call: nothing was written, redo below
+            except RuntimeError as e:  # a kernel the core's plan cannot call: redo below if nothing was written
+                if self._writes_state:
+                    raise
                 self._native, self.native_error = None, f"{type(e).__name__}: {e}"
             else:
                 wanted = self._output_slots + [s for s, _ in self._escaped]

@@ -156,9 +156,7 @@ class Graph:
             self._check_arguments(args, kwargs)
             entry = self._compile(args, kwargs)
             if not entry.one_shot:
-                self._cache[key] = entry
-                if self._cache_size is not None and len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+                self._remember(key, entry)
         else:
             self._cache.move_to_end(key)
         self.__dict__["_last"] = entry
@@ -170,6 +168,15 @@ class Graph:
             if sch is not None:
                 sch.step()
         return out
+
+    def _remember(self, key, entry):
+        """Caches a compiled signature as the most recent one, dropping the least recently used past the bound
+        of with_dynamic_input_shape."""
+        self._cache[key] = entry
+        self._cache.move_to_end(key)
+        if self._cache_size is not None:
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
 
     def _check_arguments(self, args, kwargs):
         try:
@@ -277,6 +284,102 @@ class Graph:
                         ir.escaped.append((t._value, _setter(state, key)))
                         one_shot = True
         return one_shot
+
+    # ---- state --------------------------------------------------------------------------------------------
+    def state_dict(self, destination=None):
+        r"""Returns a dictionary containing the whole state of the graph, as OneFlow's ``nn.Graph.state_dict``.
+
+        Each module of the graph appears under its attribute name with its own ``state_dict()`` (parameters
+        and persistent buffers); the optimizers' state tensors follow as flat entries named
+        ``<parameter>-<state>`` (``model.0.weight-exp_avg``, ``model.0.weight-step``), and a grad scaler set with
+        :meth:`set_grad_scaler` adds ``grad_scaler.scale`` and ``grad_scaler.growth_tracker``. The tensors share
+        memory with the graph's (detached), as ``Module.state_dict`` does.
+
+        Args:
+            destination (dict, optional): filled and returned instead of a new ``OrderedDict``.
+
+        Returns:
+            dict: the graph's state.
+        """
+        from . import state
+
+        sd = state.state_dict(self)
+        if destination is None:
+            return sd
+        destination.update(sd)
+        return destination
+
+    def load_state_dict(self, state_dict, strict=True):
+        r"""Copies the modules' states and the optimizers' state from :attr:`state_dict` into this graph.
+
+        Everything is checked before anything is copied: with ``strict=True`` a missing or unexpected key, and
+        in any mode a shape mismatch or a non-tensor value, raises ``RuntimeError`` listing every problem and
+        leaves the graph unchanged. Values are copied into the existing tensors, so compiled plans see them; an
+        optimizer that has not stepped yet receives its state as new tensors (the graph then compiles again).
+
+        Args:
+            state_dict (dict): as returned by :meth:`state_dict`.
+            strict (bool): whether the keys must match this graph's exactly. Default: ``True``.
+        """
+        from . import state
+
+        actions = state.plan_load(self, state_dict, strict)
+        if state.apply_load(self, actions, strict):
+            self._cache.clear()
+            self.__dict__["_last"] = None
+
+    def runtime_state_dict(self, destination=None, with_eager=False):
+        r"""Returns the compiled graph as plain data, to be saved with ``flow.save`` and loaded, in this or a
+        fresh process, by :meth:`load_runtime_state_dict` of a graph of the same class, which then runs without
+        tracing or compiling.
+
+        It holds each compiled input signature's optimised IR (ops by registry name, attributes, value shapes,
+        dtypes and strides, the returned structure, constants' values; variables by the name of the parameter,
+        buffer or optimizer state they are bound to) and the graph's :meth:`state_dict`. It holds no Python
+        code or pickled objects, so ``flow.load`` reads it with its default ``weights_only=True``.
+
+        Args:
+            destination (dict, optional): filled and returned instead of a new dict.
+            with_eager (bool): accepted for OneFlow compatibility (the state is always included).
+
+        Returns:
+            dict: the runtime state.
+
+        Raises:
+            RuntimeError: before the graph has a compiled plan (call it first).
+            TypeError: when an input signature, an attribute or an output is not plain data.
+        """
+        from . import runtime_state
+
+        sd = runtime_state.runtime_state_dict(self)
+        if destination is None:
+            return sd
+        destination.update(sd)
+        return destination
+
+    def load_runtime_state_dict(self, state_dict, *, warmup_with_run=False):
+        r"""Loads a runtime state written by :meth:`runtime_state_dict` of a graph of this class: the saved
+        parameters, buffers and optimizer state go into this graph's modules and optimizers, and each saved
+        signature's plan is bound to them, so the next call with that signature runs without tracing.
+
+        The whole runtime state is checked first: a state from a graph of another class or set up differently
+        (another optimizer count, a grad scaler or not), one whose variables name tensors this graph lacks or
+        shapes it does not have, or a corrupted one raises :class:`~oneflow_graph.runtime_state.RuntimeStateError`
+        (a ``RuntimeError``) with nothing loaded and the graph as it was.
+
+        Args:
+            state_dict (dict): as returned by :meth:`runtime_state_dict` (e.g. through ``flow.load``).
+            warmup_with_run (bool): accepted for OneFlow compatibility (plans are ready without a warm-up run).
+        """
+        from . import runtime_state
+        from .executor import Plan
+
+        actions, decoded = runtime_state.plan_runtime_load(self, state_dict)
+        loaded = runtime_state.apply_runtime_load(self, actions, decoded)
+        for key, ir, example in loaded:
+            entry = _Compiled(None, ir, [], Plan(ir), False, (example, ir.outputs))
+            self._remember(key, entry)
+            self.__dict__["_last"] = entry
 
     # ---- inspection ---------------------------------------------------------------------------------------
     def debug(self, v_level=0, *, ranks=None, max_py_stack_depth=2, only_user_py_stack=True,

@@ -103,7 +103,10 @@ def _proxy(value, shadow, device, graph_name):
 
 
 def _meta_like(t):
-    return flow.empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device=_META)
+    m = flow.empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device=_META)
+    if t._is_wrapped_number:  # a Python number promotes as the weakest operand: its stand-in must too
+        m._is_wrapped_number = True
+    return m
 
 
 class TraceMode(DispatchMode):
@@ -139,7 +142,8 @@ class TraceMode(DispatchMode):
         entry = self._vars.get(id(t))
         if entry is None:
             name = self.names.get(id(t))
-            if name is None and t.dim() == 0 and not t.requires_grad and sys.getrefcount(t) <= _UNSHARED_REFS:
+            if name is None and (t._is_wrapped_number or (t.dim() == 0 and not t.requires_grad
+                                                          and sys.getrefcount(t) <= _UNSHARED_REFS)):
                 # a Python number the binding turned into a tensor for this op: nobody else can change it
                 v = self.ir.add_constant(t)
             else:
