@@ -47,3 +47,9 @@ def test_global_autograd_and_data_parallel_training_equal_single_process(nproc):
 def test_global_creation(nproc):
     out = run_ranks(nproc, "global_creation.py", timeout=300)
     assert out.count("global creation ok") == nproc
+
+
+@pytest.mark.parametrize("nproc", [1, 2, 4])
+def test_modules_with_global_parameters_train_like_single_process(nproc):
+    out = run_ranks(nproc, "global_module.py", timeout=300)
+    assert out.count("global module ok") == nproc
