@@ -235,17 +235,26 @@ def _local_to_global(x, placement, nd_sbp, check_meta=True):
 
 
 def _change_placement(x, placement, nd_sbp):
-    """``x`` moved to another placement: gathered on its own, sent from its first rank to the world, split on
-    the new one (every rank of the world takes part)."""
-    full = _full_value(x) if _layout.coord(x.placement) is not None else None
+    """``x`` moved to another placement: gathered on its own, then sent point to point from its first rank to
+    each rank of the new placement that lacks it (ranks in neither placement take no part), and laid out there."""
+    from .distributed import _api as _d  # noqa: PLC0415  (the distributed package imports this module)
+
     src = int(x.placement.ranks.reshape(-1)[0])
-    w = _world.world()
+    me = _world.rank()
     shape = tuple(x.shape)
-    if full is None:
+    full = _full_value(x) if _layout.coord(x.placement) is not None else None
+    dsts = [int(q) for q in placement.ranks.reshape(-1) if int(q) != src]
+    group = _d.world_group()
+    if me == src:
+        full = full.contiguous()
+        for q in dsts:
+            comm_debug.record("send", full.numel() * full.element_size(), 2)
+            _d.send(full, q, group=group)
+    elif me in dsts:
         full = flow.empty(*shape, dtype=x.dtype)
-    full = full.contiguous()
-    comm_debug.record("broadcast", full.numel() * full.element_size(), w.size)
-    w.broadcast(full, src)
+        _d.recv(full, src, group=group)
+    if _layout.coord(placement) is None:
+        return make(flow.empty(0, dtype=x.dtype), shape, placement, nd_sbp)
     return make(boxing.from_broadcast(full, placement, nd_sbp), shape, placement, nd_sbp)
 
 
