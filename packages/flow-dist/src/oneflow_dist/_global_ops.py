@@ -397,6 +397,29 @@ def _random_op(op, inputs, attrs):
 _NON_ELEMENTWISE_UPDATES = ("lamb_update_", "muon_update_", "adafactor_update_")
 
 
+def _whole_update(op, names, groups, attrs):
+    """An update that reads whole parameters (norms, factored statistics) on split ones: every rank gathers
+    each list entry whole, runs the update on the whole values (identical on every rank, so the norms are the
+    single-process ones) and keeps its shard of the results. It costs an all_gather per tensor and step."""
+    flat, back = [], []
+    with comm_debug.cause(op.name):
+        for name in names:
+            group = groups[name]
+            for t in (group if isinstance(group, list) else [group]):
+                if isinstance(t, _Global):
+                    full = _C.ops.clone(_full_value(t))
+                    flat.append(full)
+                    if isinstance(group, list):
+                        back.append((t, full))
+                else:
+                    flat.append(t)
+    out = op.redispatch(flat, attrs)
+    for t, full in back:
+        if _layout.coord(t.placement) is not None:
+            t.__dict__["_local"].copy_(boxing.from_broadcast(full, t.placement, t.sbp))
+    return out
+
+
 def _optimizer_update(op, inputs, attrs):
     """A fused optimizer update (lists of parameters, gradients, states) runs on the shards: each list
     entry takes the layout of its parameter, and tensors outside the lists (lr, step) their whole value."""
@@ -407,8 +430,7 @@ def _optimizer_update(op, inputs, attrs):
     params = groups[names[0]]
     if op.name in _NON_ELEMENTWISE_UPDATES and any(
             isinstance(q, _Global) and not all(s.is_broadcast() for s in q.sbp) for q in params):
-        raise NotImplementedError(f"{op.name}(): this update reads whole parameters; it runs on global "
-                                  f"parameters only when they are broadcast")
+        return _whole_update(op, names, groups, attrs)
     flat = []
     with comm_debug.cause(op.name):
         for name in names:

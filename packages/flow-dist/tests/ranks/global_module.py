@@ -1,6 +1,7 @@
 """Modules with global parameters: nn.Parameter of a global tensor, Module.to_global, a model trained 20 steps
 with S(0) data and B parameters, and a tensor-parallel MLP (column-split then row-split weights), each equal to
-single-process training to 1e-5 with SGD and Adam."""
+single-process training to 1e-5 with SGD and Adam
+(and LAMB, Adafactor, Muon on the split parameters)."""
 import copy
 
 import numpy as np
@@ -79,6 +80,10 @@ def to_tp(m):
     return m
 
 
+# updates that read whole parameters (trust ratios, factored statistics, orthogonalisation) on split ones
+OPTS.update({"lamb": lambda ps: flow.optim.LAMB(ps, lr=0.01),
+             "adafactor": lambda ps: flow.optim.Adafactor(ps, lr=0.01),
+             "muon": lambda ps: flow.optim.Muon([q for q in ps if q.dim() == 2], lr=0.01)})  # matrices only
 for name, make_opt in OPTS.items():
     want_l, want = train(model(), make_opt, flow.tensor)
     m = to_tp(model())
