@@ -1,6 +1,6 @@
 """Eager per-op overhead of global tensors on 2 local ranks (1 thread each): ``a + b`` on small S(0) global
-tensors (no communication: the signature keeps both split) against the same op on the local shards, best of
-several rounds (the machine is shared). One run; prints microseconds per op.
+tensors (no communication: the signature keeps both split) and on broadcast ones, against the same op on the
+local shards, best of several rounds (the machine is shared). One run; prints microseconds per op.
 
     python bench/bench_global.py          # starts the flowrun job itself
 """
@@ -19,9 +19,12 @@ def worker():
     p = flow.placement("cpu", ranks=[0, 1])
     a = flow.randn(8, 4, placement=p, sbp=flow.sbp.split(0))
     b = flow.randn(8, 4, placement=p, sbp=flow.sbp.split(0))
+    ba = flow.randn(8, 4, placement=p, sbp=flow.sbp.broadcast)
+    bb = flow.randn(8, 4, placement=p, sbp=flow.sbp.broadcast)
     la, lb = a.to_local(), b.to_local()
     rows = {}
     for name, fn in [("local a + b", lambda: la + lb), ("global a + b", lambda: a + b),
+                     ("global B a + b", lambda: ba + bb),
                      ("global relu(a)", lambda: flow.relu(a)), ("global a.sum(1)", lambda: a.sum(1))]:
         fn()
         best = float("inf")

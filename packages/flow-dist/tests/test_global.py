@@ -53,3 +53,15 @@ def test_global_creation(nproc):
 def test_tensor_parallel_block_equals_single_process_with_megatrons_forward_communication(nproc):
     out = run_ranks(nproc, "tp_block.py", timeout=240)
     assert out.count("tp block ok") == nproc
+
+
+@pytest.mark.parametrize("nproc", [1, 2, 4])
+def test_modules_with_global_parameters_train_like_single_process(nproc):
+    out = run_ranks(nproc, "global_module.py", timeout=300)
+    assert out.count("global module ok") == nproc
+
+
+@pytest.mark.parametrize("nproc", [1, 2, 4])
+def test_placement_changes_by_send_recv_are_differentiable(nproc):
+    out = run_ranks(nproc, "global_placement.py", timeout=200)
+    assert out.count("global placement ok") == nproc

@@ -12,7 +12,7 @@ import itertools
 from oneflow import _C
 
 from . import _layout, boxing, comm_debug
-from .global_tensor import GlobalTensor, _full_value, make
+from .global_tensor import GLOBAL_TYPES, _full_value, _Global, make
 from .sbp import broadcast, partial_max, partial_sum, split
 
 _PARTIAL = {"sum": partial_sum, "max": partial_max, "mean": partial_sum}
@@ -24,6 +24,19 @@ _EXTRA = {
     "neg": ["P(sum) -> P(sum)"], "clone": ["P(sum) -> P(sum)", "P(max) -> P(max)"],
     "contiguous": ["P(sum) -> P(sum)"], "to_dtype": ["P(sum) -> P(sum)", "P(max) -> P(max)"],
     "add_": ["P(sum), P(sum) -> P(sum)"], "mul_": ["P(sum), B -> P(sum)"], "div_": ["P(sum), B -> P(sum)"],
+    # convolutions treat each sample on its own: a split batch is data parallelism (the weight's gradient sums
+    # over the batch, so it comes out partial)
+    "convolution": ["S(0), B, B -> S(0)", "S(0), B -> S(0)"], "convolution_backward_input": ["S(0), B -> S(0)"],
+    "convolution_backward_weight": ["S(0), S(0) -> P(sum)"],
+    "max_pool": ["S(0) -> S(0), S(0)"], "max_pool_backward": ["S(0), S(0) -> S(0)"],
+    "max_pool_gather": ["S(0), S(0) -> S(0)"], "avg_pool": ["S(0) -> S(0)"], "avg_pool_backward": ["S(0) -> S(0)"],
+    "adaptive_avg_pool": ["S(0) -> S(0)"], "adaptive_avg_pool_backward": ["S(0) -> S(0)"],
+    "adaptive_max_pool": ["S(0) -> S(0), S(0)"],
+    # a lookup keeps the layout of its indices (batch or sequence split); the table's gradient sums over them,
+    # unless scaled by the frequencies of the whole batch
+    "embedding": ["B, S(0) -> S(0)", "B, S(1) -> S(1)"],
+    "embedding_dense_backward": lambda inputs, attrs: [] if attrs.get("scale_grad_by_freq") else
+    ["S(0), S(0) -> P(sum)", "S(1), S(1) -> P(sum)"],
 }
 
 _cache = {}
@@ -133,20 +146,23 @@ def _infer(op, inputs, attrs, placement):
     except NotImplementedError:
         raise NotImplementedError(f"{op.name}(): this op has no meta inference, so it cannot run on global "
                                   f"tensors (its output shape depends on the data)") from None
-    sigs = list(op.sbp_signatures(inputs, attrs)) + _EXTRA.get(op.name, [])
+    extra = _EXTRA.get(op.name, [])
+    sigs = list(op.sbp_signatures(inputs, attrs)) + (extra(inputs, attrs) if callable(extra) else extra)
     cands = []
     for s in sigs:
         ins, outs = _parse(s)
-        if len(ins) != len(inputs) or any(isinstance(a, str) for a in ins + outs):
+        if len(outs) == 1 and len(out_metas) > 1 and op.num_outputs < 0:  # Tensor[] results: one rule for all
+            outs = outs * len(out_metas)
+        if len(outs) != len(out_metas) or len(ins) != len(inputs) or any(isinstance(a, str) for a in ins + outs):
             continue
         cands.append((ins, outs, _mean_partial(s)))
-    nbytes = [t.numel() * t.element_size() if isinstance(t, GlobalTensor) else 0 for t in inputs]
+    nbytes = [t.numel() * t.element_size() if isinstance(t, _Global) else 0 for t in inputs]
 
     def score(c, h):
         ins, outs, _ = c
         cost = 0.0
         for t, a, nb in zip(inputs, ins, nbytes):
-            if isinstance(t, GlobalTensor):
+            if isinstance(t, _Global):
                 cost += _cost(t.sbp[h], a, nb, hier[h])
         return cost + (1e-4 if outs[0].is_partial() else 0)  # ties: a partial result owes a reduction
 
@@ -161,7 +177,7 @@ def _infer(op, inputs, attrs, placement):
         tried += 1
         if tried > 64:
             break
-        in_nd = [None if not isinstance(t, GlobalTensor) else tuple(c[0][i] for c in combo)
+        in_nd = [None if not isinstance(t, _Global) else tuple(c[0][i] for c in combo)
                  for i, t in enumerate(inputs)]
         out_nd = [tuple(c[1][j] for c in combo) for j in range(len(out_metas))]
         if any(c[2] for c in combo) and len(out_metas) != 1:
@@ -193,7 +209,7 @@ def _numel(shape):
 def _placement_of(op, inputs):
     placement = None
     for t in inputs:
-        if isinstance(t, GlobalTensor):
+        if isinstance(t, _Global):
             if placement is None:
                 placement = t.placement
             elif t.placement != placement:
@@ -204,7 +220,7 @@ def _placement_of(op, inputs):
 
 def _check_local(op, inputs):
     for i, t in enumerate(inputs):
-        if t is not None and not isinstance(t, GlobalTensor):
+        if t is not None and not isinstance(t, _Global):
             raise RuntimeError(f"{op.name}(): input {i} is a local tensor mixed with global ones")
 
 
@@ -214,10 +230,10 @@ def _with_local_inputs(op, inputs, attrs):
     zeros: made alike on every rank from the same generator state)."""
     placement = _placement_of(op, inputs)
     nd = (broadcast,) * placement.ranks.ndim
-    wrapped = [t if t is None or isinstance(t, GlobalTensor) else make(t, tuple(t.shape), placement, nd)
+    wrapped = [t if t is None or isinstance(t, _Global) else make(t, tuple(t.shape), placement, nd)
                for t in inputs]
-    out = dispatch(GlobalTensor, op, wrapped, attrs)
-    if op.is_inplace and not isinstance(inputs[0], GlobalTensor):
+    out = dispatch(None, op, wrapped, attrs)
+    if op.is_inplace and not isinstance(inputs[0], _Global):
         return inputs[0]
     return out
 
@@ -245,7 +261,7 @@ def _decide(op, inputs, attrs):
     plan = _infer(op, inputs, attrs, placement)
     st = _Step()
     st.plan, st.placement = plan, placement
-    st.box = [None if not isinstance(t, GlobalTensor) or t.sbp == nd else nd for t, nd in zip(inputs, plan.in_sbp)]
+    st.box = [None if not isinstance(t, _Global) or t.sbp == nd else nd for t, nd in zip(inputs, plan.in_sbp)]
     at = _layout.coord(placement)
     st.local_attrs = plan.attrs_for.get(at, attrs) if at is not None else attrs
     st.outside = at is None
@@ -260,7 +276,7 @@ def dispatch(cls, op, inputs, attrs):
         return special(op, inputs, attrs)
     metas = []
     for t in inputs:
-        if type(t) is GlobalTensor:
+        if type(t) in GLOBAL_TYPES:
             metas.append(t.__dict__["_mk"])
         elif t is None:
             metas.append(None)
@@ -284,7 +300,7 @@ def dispatch(cls, op, inputs, attrs):
         return tuple(outs) if len(outs) > 1 or op.num_outputs != 1 else outs[0]
     locs = []
     for t, nd in zip(inputs, st.box):
-        if type(t) is not GlobalTensor:
+        if type(t) not in GLOBAL_TYPES:
             locs.append(t)
         elif nd is None:
             locs.append(t.__dict__["_local"])
@@ -328,11 +344,11 @@ def _fill(op, inputs, attrs):
 
 def _copy_(op, inputs, attrs):
     dst, src = inputs[0], inputs[1]
-    if not isinstance(dst, GlobalTensor):  # out= a local tensor: the whole value
+    if not isinstance(dst, _Global):  # out= a local tensor: the whole value
         _C.ops.copy_.redispatch([dst, _full_value(src)], attrs)
         return dst
     with comm_debug.cause("copy_"):
-        if isinstance(src, GlobalTensor):
+        if isinstance(src, _Global):
             if src.placement != dst.placement:
                 raise RuntimeError(f"copy_(): the source is on {src.placement!r}, the destination on "
                                    f"{dst.placement!r}; convert it with to_global(placement=...) first")
@@ -352,7 +368,7 @@ def _random_inplace(op, inputs, attrs):
     would) and keep this rank's shard: split values equal the single-process ones of the same seed."""
     x = inputs[0]
     full = _C._empty(list(x.shape), x.dtype, None)
-    rest = [_full_value(t) if isinstance(t, GlobalTensor) else t for t in inputs[1:]]
+    rest = [_full_value(t) if isinstance(t, _Global) else t for t in inputs[1:]]
     op.redispatch([full, *rest], attrs)
     x.__dict__["_local"].copy_(boxing.from_broadcast(full, x.placement, x.sbp))
     return x
@@ -364,10 +380,10 @@ def _random_op(op, inputs, attrs):
     the same seed, and no two shards share a random stream."""
     placement = _placement_of(op, inputs)
     _check_local(op, inputs)
-    first = next(t for t in inputs if isinstance(t, GlobalTensor))
+    first = next(t for t in inputs if isinstance(t, _Global))
     nd = tuple(broadcast if s.is_partial() else s for s in first.sbp)
     with comm_debug.cause(op.name):
-        full = [_full_value(t) if isinstance(t, GlobalTensor) else t for t in inputs]
+        full = [_full_value(t) if isinstance(t, _Global) else t for t in inputs]
     out = op.redispatch(full, attrs)
 
     def lay(o):
@@ -381,6 +397,29 @@ def _random_op(op, inputs, attrs):
 _NON_ELEMENTWISE_UPDATES = ("lamb_update_", "muon_update_", "adafactor_update_")
 
 
+def _whole_update(op, names, groups, attrs):
+    """An update that reads whole parameters (norms, factored statistics) on split ones: every rank gathers
+    each list entry whole, runs the update on the whole values (identical on every rank, so the norms are the
+    single-process ones) and keeps its shard of the results. It costs an all_gather per tensor and step."""
+    flat, back = [], []
+    with comm_debug.cause(op.name):
+        for name in names:
+            group = groups[name]
+            for t in (group if isinstance(group, list) else [group]):
+                if isinstance(t, _Global):
+                    full = _C.ops.clone(_full_value(t))
+                    flat.append(full)
+                    if isinstance(group, list):
+                        back.append((t, full))
+                else:
+                    flat.append(t)
+    out = op.redispatch(flat, attrs)
+    for t, full in back:
+        if _layout.coord(t.placement) is not None:
+            t.__dict__["_local"].copy_(boxing.from_broadcast(full, t.placement, t.sbp))
+    return out
+
+
 def _optimizer_update(op, inputs, attrs):
     """A fused optimizer update (lists of parameters, gradients, states) runs on the shards: each list
     entry takes the layout of its parameter, and tensors outside the lists (lr, step) their whole value."""
@@ -390,18 +429,17 @@ def _optimizer_update(op, inputs, attrs):
     names = [a["name"] for a in op.arguments if a["is_tensor"]]
     params = groups[names[0]]
     if op.name in _NON_ELEMENTWISE_UPDATES and any(
-            isinstance(q, GlobalTensor) and not all(s.is_broadcast() for s in q.sbp) for q in params):
-        raise NotImplementedError(f"{op.name}(): this update reads whole parameters; it runs on global "
-                                  f"parameters only when they are broadcast")
+            isinstance(q, _Global) and not all(s.is_broadcast() for s in q.sbp) for q in params):
+        return _whole_update(op, names, groups, attrs)
     flat = []
     with comm_debug.cause(op.name):
         for name in names:
             group = groups[name]
             if not isinstance(group, list):
-                flat.append(_full_value(group) if isinstance(group, GlobalTensor) else group)
+                flat.append(_full_value(group) if isinstance(group, _Global) else group)
                 continue
             for q, t in zip(params, group):
-                if not isinstance(t, GlobalTensor):
+                if not isinstance(t, _Global):
                     flat.append(t)
                 elif t is q or t.sbp == q.sbp:
                     flat.append(t.__dict__["_local"])

@@ -19,12 +19,12 @@ from .sbp import broadcast
 _make_wrapper = _C._make_wrapper
 _REQUIRES_GRAD = _C.TensorBase.__dict__["requires_grad"]  # the core's property (the setter also watches leaves)
 
-__all__ = ["GlobalTensor", "to_global", "to_local", "is_global", "placement", "sbp", "make"]
+__all__ = ["GlobalTensor", "GlobalParameter", "to_global", "to_local", "is_global", "placement", "sbp", "make"]
 
 
-class GlobalTensor(flow.Tensor):
-    """A global tensor (see the module docstring). Made by ``Tensor.to_global`` or a creation function with
-    ``placement=`` and ``sbp=``; not constructed directly."""
+class _Global:
+    """What global tensors and global parameters share. A plain mixin: nanobind allows one nanobind base per
+    class, so ``GlobalParameter`` cannot derive from both ``GlobalTensor`` and ``nn.Parameter``."""
 
     # __flow_dispatch__ is _global_ops.dispatch, set below (a classmethod: one call per op, no wrapper)
 
@@ -54,6 +54,22 @@ class GlobalTensor(flow.Tensor):
 
     def detach(self):
         return make(self.__dict__["_local"], tuple(self.shape), self.placement, self.sbp)
+
+    @property
+    def data(self):
+        """The tensor without its history (a global tensor sharing this one's shard)."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, _Global):
+            raise TypeError(f"Tensor.data: a global tensor's data must be a global tensor, got a "
+                            f"{type(value).__name__}; convert it with to_global()")
+        if tuple(value.shape) != tuple(self.shape) or value.dtype != self.dtype:
+            raise RuntimeError(f"Tensor.data: expected a global tensor of shape {tuple(self.shape)} and dtype "
+                               f"{self.dtype}, got {tuple(value.shape)} and {value.dtype}")
+        d, v = self.__dict__, value.__dict__
+        d["_local"], d["_placement"], d["_nd_sbp"], d["_mk"] = v["_local"], v["_placement"], v["_nd_sbp"], v["_mk"]
 
     def requires_grad_(self, requires_grad=True):
         flow.Tensor.requires_grad_(self, requires_grad)
@@ -85,11 +101,43 @@ class GlobalTensor(flow.Tensor):
         raise TypeError("a global tensor cannot be pickled; save its to_local() shard or numpy()")
 
 
-def make(local, shape, placement, nd_sbp, requires_grad=False):
+class GlobalTensor(_Global, flow.Tensor):
+    """A global tensor (see the module docstring). Made by ``Tensor.to_global`` or a creation function with
+    ``placement=`` and ``sbp=``; not constructed directly."""
+
+
+class GlobalParameter(_Global, flow.nn.Parameter):
+    """A module parameter that is a global tensor: what ``nn.Parameter(x)`` makes of a global ``x`` (the
+    ``__flow_parameter__`` protocol of flow-core's ``Parameter``) and what ``Module.to_global`` leaves. It
+    shares ``x``'s shard; ``isinstance(p, nn.Parameter)`` holds, so modules register it."""
+
+    def __repr__(self):
+        return "Parameter containing:\n" + _Global.__repr__(self)
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        r = _parameter(self.detach().clone(), self.requires_grad)
+        memo[id(self)] = r
+        return r
+
+
+GLOBAL_TYPES = (GlobalTensor, GlobalParameter)  # ``type(t) in GLOBAL_TYPES``: the dispatcher's fast check
+
+
+def _parameter(data, requires_grad=True):
+    """``nn.Parameter(data)`` of a global ``data``: a :class:`GlobalParameter` sharing its shard."""
+    d = data.__dict__
+    return make(d["_local"], tuple(data.shape), d["_placement"], d["_nd_sbp"], requires_grad, GlobalParameter)
+
+
+def make(local, shape, placement, nd_sbp, requires_grad=False, cls=GlobalTensor):
     """The global tensor whose shard on this rank is ``local`` (a local tensor, not checked)."""
     if local.requires_grad:
         local = local.detach()
-    g = _make_wrapper(GlobalTensor, list(shape), local.dtype, None, requires_grad)
+    g = _make_wrapper(cls, list(shape), local.dtype, None, requires_grad)
     d = g.__dict__
     nd_sbp = tuple(nd_sbp)
     d["_local"], d["_placement"], d["_nd_sbp"] = local, placement, nd_sbp
@@ -107,7 +155,7 @@ def _watch_leaf(g):
     g.__dict__["_watched"] = True
 
     def to_own_layout(grad):
-        if isinstance(grad, GlobalTensor) and (grad.sbp != g.sbp or grad.placement != g.placement):
+        if isinstance(grad, _Global) and (grad.sbp != g.sbp or grad.placement != g.placement):
             with comm_debug.cause("grad_to_param_sbp"):
                 return _to_global_nograd(grad, g.placement, g.sbp)
         return grad
@@ -187,17 +235,26 @@ def _local_to_global(x, placement, nd_sbp, check_meta=True):
 
 
 def _change_placement(x, placement, nd_sbp):
-    """``x`` moved to another placement: gathered on its own, sent from its first rank to the world, split on
-    the new one (every rank of the world takes part)."""
-    full = _full_value(x) if _layout.coord(x.placement) is not None else None
+    """``x`` moved to another placement: gathered on its own, then sent point to point from its first rank to
+    each rank of the new placement that lacks it (ranks in neither placement take no part), and laid out there."""
+    from .distributed import _api as _d  # noqa: PLC0415  (the distributed package imports this module)
+
     src = int(x.placement.ranks.reshape(-1)[0])
-    w = _world.world()
+    me = _world.rank()
     shape = tuple(x.shape)
-    if full is None:
+    full = _full_value(x) if _layout.coord(x.placement) is not None else None
+    dsts = [int(q) for q in placement.ranks.reshape(-1) if int(q) != src]
+    group = _d.world_group()
+    if me == src:
+        full = full.contiguous()
+        for q in dsts:
+            comm_debug.record("send", full.numel() * full.element_size(), 2)
+            _d.send(full, q, group=group)
+    elif me in dsts:
         full = flow.empty(*shape, dtype=x.dtype)
-    full = full.contiguous()
-    comm_debug.record("broadcast", full.numel() * full.element_size(), w.size)
-    w.broadcast(full, src)
+        _d.recv(full, src, group=group)
+    if _layout.coord(placement) is None:
+        return make(flow.empty(0, dtype=x.dtype), shape, placement, nd_sbp)
     return make(boxing.from_broadcast(full, placement, nd_sbp), shape, placement, nd_sbp)
 
 
@@ -260,7 +317,7 @@ def to_global(self, placement=None, sbp=None, *, grad_sbp=None, check_meta=True,
             replaced by broadcast).
         check_meta (bool): from a local tensor, check shapes and dtypes across ranks (one small exchange).
     """
-    if isinstance(self, GlobalTensor):
+    if isinstance(self, _Global):
         placement = self.placement if placement is None else placement
         _check_placement(placement, "to_global")
         nd_sbp = self.sbp if sbp is None else _layout.normalize_sbp(sbp, placement, self.dim())
@@ -286,8 +343,8 @@ def to_global(self, placement=None, sbp=None, *, grad_sbp=None, check_meta=True,
 
 def to_local(self):
     """The local shard of a global tensor (see ``GlobalTensor.to_local``); a local tensor has none."""
-    if isinstance(self, GlobalTensor):
-        return GlobalTensor.to_local(self)
+    if isinstance(self, _Global):
+        return _Global.to_local(self)
     raise RuntimeError("to_local(): expected a global tensor, got a local one (make one with to_global())")
 
 
@@ -316,4 +373,5 @@ def from_full(full, placement, sbp, requires_grad=False):
 
 from . import _global_ops  # noqa: E402  (it needs GlobalTensor)
 
-GlobalTensor.__flow_dispatch__ = classmethod(_global_ops.dispatch)
+GlobalTensor.__flow_dispatch__ = GlobalParameter.__flow_dispatch__ = classmethod(_global_ops.dispatch)
+GlobalTensor.__flow_parameter__ = GlobalParameter.__flow_parameter__ = staticmethod(_parameter)

@@ -7,11 +7,20 @@ class Parameter(Tensor):
     """A Tensor that is a module parameter: assigning it to a Module attribute registers it.
 
     ``Parameter(data=None, requires_grad=True)`` shares ``data``'s memory.
+
+    A tensor subclass that keeps its data elsewhere (a wrapper such as flow-dist's global tensor) makes its own
+    parameter: ``type(data).__flow_parameter__(data, requires_grad)`` returns an instance of a subclass of
+    ``Parameter``, used in place of a plain one.
     """
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
             data = _C._empty([0], _C.get_default_dtype())
+        make = getattr(type(data), "__flow_parameter__", None)
+        if make is not None:
+            if cls is not Parameter:
+                raise TypeError(f"{cls.__name__}(): cannot wrap a {type(data).__name__}; only nn.Parameter can")
+            return make(data, requires_grad)
         return _C._make_subclass(cls, data.detach(), requires_grad)
 
     def __init__(self, data=None, requires_grad=True):

@@ -533,6 +533,25 @@ class Module:
         """Moves every parameter and buffer to the CPU; returns ``self``."""
         return self._apply(lambda t: t.cpu())
 
+    def to_global(self, placement=None, sbp=None):
+        """OneFlow's ``Module.to_global``: every parameter and buffer becomes ``t.to_global(placement, sbp)``
+        (a global tensor; needs flow-dist). Parameters are replaced by new ``Parameter`` objects of the global
+        values (their gradients converted too), so make the optimizer afterwards. Returns ``self``."""
+        for m in self.modules():
+            for key, p in m._parameters.items():
+                if p is None:
+                    continue
+                with _no_grad():
+                    new = Parameter(p.detach().to_global(placement=placement, sbp=sbp), p.requires_grad)
+                    if p.grad is not None:
+                        new.grad = p.grad.to_global(placement=placement, sbp=sbp)
+                m._parameters[key] = new
+            for key, b in m._buffers.items():
+                if b is not None:
+                    with _no_grad():
+                        m._buffers[key] = b.to_global(placement=placement, sbp=sbp)
+        return self
+
     def share_memory(self):
         """Moves every parameter and buffer into shared memory (``Tensor.share_memory_``), e.g. for
         Hogwild-style training in forked processes. Returns ``self``."""

@@ -1,0 +1,30 @@
+"""Placement changes (to_global onto other ranks) by point-to-point sends: values, layouts, the bytes moved,
+and gradients flowing back to the source placement."""
+import numpy as np
+
+import oneflow as flow
+import oneflow.distributed as dist
+
+r, n = flow.env.get_rank(), flow.env.get_world_size()
+S, B = flow.sbp.split, flow.sbp.broadcast
+full = np.arange(4 * 3, dtype=np.float32).reshape(4, 3) - 5
+everyone = list(range(n))
+cases = [([0], [n - 1], B, B), (everyone, [n - 1], S(0), B), ([0], everyone, B, S(1)),
+         (everyone, everyone[::-1], S(0), S(0)), (everyone[:1], everyone[-2:], B, S(0))]
+for src, dst, s_sbp, d_sbp in cases:
+    ps, pd = flow.placement("cpu", ranks=src), flow.placement("cpu", ranks=dst)
+    x = flow.tensor(full).to_global(flow.placement("cpu", ranks=everyone), B).to_global(ps, s_sbp)
+    x.requires_grad_()
+    with dist.comm_debug() as comm:
+        y = x.to_global(pd, d_sbp)
+    assert y.placement == pd and y.sbp == (d_sbp,), (y.placement, y.sbp)
+    # a rank outside a placement holds nothing of it
+    np.testing.assert_array_equal(y.detach().numpy(), full if r in dst else np.zeros(0), err_msg=f"{src}->{dst}")
+    sends = [c for c in comm.records if c["collective"] == "send"]
+    assert all(c["bytes"] == full.nbytes for c in sends), sends  # only the source's first rank sends, once a peer
+    want = len([q for q in dst if q != src[0]]) if r == src[0] else 0
+    assert len(sends) == want, (r, src, dst, sends)
+    (y * flow.tensor(full).to_global(pd, B)).sum().backward()  # the gradient comes back to ps
+    assert x.grad.placement == ps and x.grad.sbp == (s_sbp,)
+    np.testing.assert_array_equal(x.grad.numpy(), full if r in src else np.zeros(0), err_msg=f"{src}->{dst}")
+print("global placement ok")
