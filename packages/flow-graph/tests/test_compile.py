@@ -173,3 +173,17 @@ def test_frozen_parameters_and_double_backward():
     _close(g, ge)
     with pytest.raises(RuntimeError, match="double backward"):
         flow.autograd.grad(c(xg).sum(), [xg], create_graph=True)
+
+
+def test_a_call_that_cannot_be_traced_falls_back_to_eager_with_a_warning():
+    def f(x):
+        if x.sum().item() > 0:  # data-dependent: no static graph
+            return x * 2
+        return x - 1
+
+    c = flow.compile(f)
+    x = flow.ones(3)
+    with pytest.warns(UserWarning, match="cannot compile this call, it runs eagerly"):
+        assert c(x).tolist() == [2.0, 2.0, 2.0]
+    assert c(-x).tolist() == [-2.0, -2.0, -2.0]  # the same signature: eager again, no second warning needed
+    assert _compiled(c).compile_count == 0

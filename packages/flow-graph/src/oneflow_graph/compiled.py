@@ -9,10 +9,13 @@ eager code around the call (a loss, ``loss.backward()``, an optimizer) works as 
 call keeps its own saved values, freed by the backward unless ``retain_graph=True``. Without a grad target
 (``no_grad``, ``inference_mode``, frozen parameters) a call runs the inference plan alone.
 """
+import warnings
+
 import oneflow as flow
 from oneflow._dispatch import current_modes
 
 from .aot import compile_region
+from .errors import GraphTraceError
 from .executor import flat_tensors
 from .structure import leaves, map_leaves, signature
 from .tracer import TraceMode
@@ -82,8 +85,16 @@ class CompiledCallable:
         grad = flow.is_grad_enabled()
         key = self._key(args, kwargs, grad)
         region = self.cache.get(key)
+        if region is _EAGER:
+            return self.model(*args, **kwargs)
         if region is None or not region.still_valid():
-            region = self.cache[key] = self._compile(args, kwargs, grad)
+            try:
+                region = self.cache[key] = self._compile(args, kwargs, grad)
+            except GraphTraceError as e:
+                # as torch.compile falls back where it cannot capture a graph: this signature runs eagerly
+                warnings.warn(f"{self.name}: cannot compile this call, it runs eagerly ({e})", stacklevel=2)
+                self.cache[key] = _EAGER
+                return self.model(*args, **kwargs)
         self.last = region
         flat = flat_tensors(args, kwargs)
         if region.backward is None:
@@ -105,6 +116,9 @@ class CompiledCallable:
         region = compile_region(self.model, args, kwargs, name=self.name, names=names, grad=grad)
         self.compile_count += 1
         return region
+
+
+_EAGER = object()  # the cache's mark of a signature that could not be traced
 
 
 def _fn_name(fn):
