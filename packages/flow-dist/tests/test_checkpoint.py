@@ -21,3 +21,9 @@ def test_save_in_one_layout_load_in_another(tmp_path, save_n, load_n):
     np.testing.assert_array_equal(sd["nested"][0].numpy(), np.linspace(-1, 1, 12).reshape(3, 4))  # P summed
     out = run_ranks(load_n, "checkpoint_relayout.py", "load", tmp_path, timeout=240)
     assert out.count("checkpoint load ok") == load_n
+
+
+@pytest.mark.parametrize("save_n,load_n", [(2, 4), (4, 2), (2, 1)])
+def test_a_model_saved_tensor_parallel_loads_into_another_layout(tmp_path, save_n, load_n):
+    assert run_ranks(save_n, "checkpoint_module.py", "save", tmp_path, timeout=240).count("save ok") == save_n
+    assert run_ranks(load_n, "checkpoint_module.py", "load", tmp_path, timeout=240).count("load ok") == load_n
