@@ -179,3 +179,28 @@ def test_a_lookup_of_constant_ids_reads_the_store_at_each_call(tmp_path):
     opt.step()
     np.testing.assert_allclose(g(x).numpy(), before - 1.0, rtol=1e-6)  # SGD with gradient 1, lr 1
     assert "one_embedding_lookup" in [n.op.name for n in g.ir().nodes]
+
+
+def test_gradient_accumulation_and_eager_steps_after_the_graph(tmp_path):
+    eager, eager_opt, graphed, graph_opt = pair(tmp_path, "adam")
+
+    class Accumulating(TrainGraph):
+        def __init__(self, model, opt):
+            super().__init__(model, opt)
+            self.config.set_gradient_accumulation_steps(2)
+
+    graph = Accumulating(graphed, graph_opt)
+    for ids, y in batches(3, 8):  # the graph splits the batch into two micro-batches and steps once
+        for half in (slice(0, 4), slice(4, 8)):
+            (flow.nn.functional.mse_loss(eager(ids[half]), y[half]) / 2).backward()
+        eager_opt.step()
+        eager_opt.zero_grad()
+        graph(ids, y)
+    for a, b in zip(store_rows(eager.emb), store_rows(graphed.emb)):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
+    for ids, y in batches(2, 8):  # eager training goes on from the state the graph left
+        eager_step(eager, eager_opt, ids, y)
+        eager_step(graphed, graph_opt, ids, y)
+    for a, b in zip(store_rows(eager.emb), store_rows(graphed.emb)):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
+    assert graph_opt.state[graphed.emb.shadow]["step"].item() == 5
