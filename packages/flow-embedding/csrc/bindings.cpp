@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "kv_store.h"
+#include "store_handles.h"
 
 namespace nb = nanobind;
 using namespace flow_embedding;
@@ -62,18 +63,8 @@ NB_MODULE(_store, m) {
     }
   });
 
-  nb::class_<Store>(m, "Store")
-      .def("__init__",
-           [](Store* self, int64_t dim, int64_t row_floats, int64_t capacity, bool cached, int64_t cache_rows,
-              const std::string& data_dir, int64_t block_size, uint64_t seed,
-              const std::vector<std::vector<std::tuple<int64_t, int64_t, int, double, double>>>& tables, bool half,
-              bool write_back_thread) {
-    new (self) Store(dim, row_floats, capacity, cached, cache_rows, data_dir, block_size, seed, to_tables(tables), half,
-                     write_back_thread);
-  },
-           nb::arg("dim"), nb::arg("row_floats"), nb::arg("capacity"), nb::arg("cached"), nb::arg("cache_rows"),
-           nb::arg("data_dir"), nb::arg("block_size"), nb::arg("seed"), nb::arg("tables"), nb::arg("half") = false,
-           nb::arg("write_back_thread") = false)
+  // the methods live on the base; the bound class registers each store in the handle table the ops read
+  nb::class_<Store>(m, "_StoreBase")
       .def("lookup",
            [](Store& s, I32 tables, I64 ids, F32Out out, bool has_padding, int64_t padding_idx) {
     same_length(tables.shape(0), ids.shape(0), "lookup");
@@ -127,6 +118,20 @@ NB_MODULE(_store, m) {
     const StoreStats st = s.stats();
     return std::make_tuple(st.hits, st.misses, st.evictions, st.writebacks);
   }).def("reset_stats", &Store::reset_stats);
+
+  nb::class_<HandledStore, Store>(m, "Store")
+      .def("__init__",
+           [](HandledStore* self, int64_t dim, int64_t row_floats, int64_t capacity, bool cached, int64_t cache_rows,
+              const std::string& data_dir, int64_t block_size, uint64_t seed,
+              const std::vector<std::vector<std::tuple<int64_t, int64_t, int, double, double>>>& tables, bool half,
+              bool write_back_thread) {
+    new (self) HandledStore(dim, row_floats, capacity, cached, cache_rows, data_dir, block_size, seed,
+                            to_tables(tables), half, write_back_thread);
+  },
+           nb::arg("dim"), nb::arg("row_floats"), nb::arg("capacity"), nb::arg("cached"), nb::arg("cache_rows"),
+           nb::arg("data_dir"), nb::arg("block_size"), nb::arg("seed"), nb::arg("tables"), nb::arg("half") = false,
+           nb::arg("write_back_thread") = false)
+      .def_prop_ro("handle", &HandledStore::handle);
 
   m.def("initial_value", [](uint64_t seed, int32_t table, int64_t id, int64_t col, int kind, double a, double b) {
     return initial_value(seed, table, id, col, InitSegment{0, 0, static_cast<InitKind>(kind), a, b});

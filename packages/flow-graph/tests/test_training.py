@@ -284,7 +284,7 @@ def test_add_optimizer_checks_its_arguments():
     g.add_optimizer(opt)
     with pytest.raises(ValueError, match="added already"):
         g.add_optimizer(opt)
-    with pytest.raises(NotImplementedError, match="is_sparse"):
+    with pytest.raises(ValueError, match=r"is_sparse=True\): SGD holds no sparse \(embedding\) parameter"):
         g.add_optimizer(other, is_sparse=True)
 
 

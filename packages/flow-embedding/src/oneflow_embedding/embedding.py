@@ -3,7 +3,8 @@
 The module holds one parameter, ``shadow`` (OneFlow's name), a zero-size tensor that stands for the table in
 autograd and in optimizers: a lookup records the ids and the backward pass the gradient rows; an optimizer's
 step then calls ``shadow._sparse_update(optimizer, group)``, which applies that optimizer's update to those rows
-only, inside the store.
+only, inside the store. On one rank the lookup and the update are registry ops (``_ops.py``) on tensors, so an
+``nn.Graph`` traces them like any op and runs them inside its compiled step.
 """
 import os
 import weakref
@@ -13,6 +14,7 @@ import numpy as np
 import oneflow as flow
 from oneflow import nn
 
+from . import _ops
 from . import options as _opts
 from . import sharding, snapshot
 from ._store import Store
@@ -146,6 +148,7 @@ class MultiTableEmbedding(nn.Module):
         owner = weakref.ref(self)  # the parameter's hooks must not keep the module (and its store) alive
         self.shadow._sparse_update = lambda opt, group: _call(owner, "_sparse_update", opt, group)
         self.shadow._sparse_zero_grad = lambda: _call(owner, "_clear_gradients")
+        self.shadow._sparse_check = lambda opt, group: _call(owner, "_check_sparse", opt, group)
         self.shadow.register_post_accumulate_grad_hook(lambda p: _call(owner, "_end_backward"))
         self._pending = []  # (tables, ids, grads) recorded since the last zero_grad
         self._pass_started = False
@@ -204,17 +207,46 @@ class MultiTableEmbedding(nn.Module):
     def _padding(self):
         return (self.padding_idx is not None, 0 if self.padding_idx is None else self.padding_idx)
 
+    def _table_tensor(self, ids, table_ids):
+        """Each id's table as a flat int32 tensor (flow ops only: no values are read, so it traces)."""
+        name = type(self).__name__
+        if not isinstance(ids, flow.Tensor):
+            raise TypeError(f"{name}: ids must be a Tensor, got {type(ids).__name__}")
+        if ids.dtype not in _ID_DTYPES:
+            raise TypeError(f"{name}: ids must be an integer tensor of one of {list(_ID_DTYPES)}, got {ids.dtype}")
+        if table_ids is None:
+            if self.num_tables == 1:
+                return flow.zeros(ids.numel(), dtype=flow.int32)
+            if ids.dim() == 2 and ids.shape[1] == self.num_tables:
+                cols = flow.arange(self.num_tables, dtype=flow.int32)
+                return cols.reshape(1, -1).expand(ids.shape[0], self.num_tables).reshape(-1)
+            raise ValueError(f"{name}: table_ids is required with {self.num_tables} tables unless ids has shape "
+                             f"(batch, {self.num_tables}); got ids of shape {tuple(ids.shape)}")
+        if not isinstance(table_ids, flow.Tensor) or table_ids.dtype not in _ID_DTYPES:
+            raise TypeError(f"{name}: table_ids must be an integer tensor")
+        if tuple(table_ids.shape) != tuple(ids.shape):
+            raise ValueError(f"{name}: table_ids has shape {tuple(table_ids.shape)}, ids {tuple(ids.shape)}; they "
+                             f"must be equal")
+        return table_ids.reshape(-1)  # the lookup op checks the range
+
     def forward(self, ids, table_ids=None):
         """Look up ``ids`` (see the class docstring); the result requires grad when the embedding trains."""
         if self.world_size > 1:
             tables, keys, rows = sharding.lookup(self, ids, table_ids)
+            if self.dtype == flow.float16:
+                rows = rows.astype(np.float16)  # exact: the store holds halves
+            out = flow.from_numpy(rows).reshape(*ids.shape, self.embedding_dim)
         else:
-            tables, keys = self._keys(ids, table_ids)
-            rows = np.empty((keys.size, self.embedding_dim), np.float32)
-            self._store.lookup(tables, keys, rows, *self._padding())
-        if self.dtype == flow.float16:
-            rows = rows.astype(np.float16)  # exact: the store holds halves
-        out = flow.from_numpy(rows).reshape(*ids.shape, self.embedding_dim)
+            tables = self._table_tensor(ids, table_ids)
+            keys = ids.reshape(-1)
+            if hasattr(flow, "uint64") and ids.dtype == flow.uint64 and keys.numel() and bool((keys < 0).any()):
+                raise ValueError(f"{type(self).__name__}: uint64 ids of 2**63 and above are not supported")
+            has_padding, padding_idx = self._padding()
+            rows = _ops.lookup(keys, tables, store=self._store.handle, dim=self.embedding_dim,
+                               has_padding=has_padding, padding_idx=padding_idx)
+            if self.dtype == flow.float16:
+                rows = rows.to(flow.float16)  # exact: the store holds halves
+            out = rows.reshape(*ids.shape, self.embedding_dim)
         if flow.is_grad_enabled() and self.shadow.requires_grad:
             out = _Lookup.apply(self.shadow, out, weakref.ref(self), (tables, keys))
         return out
@@ -225,7 +257,11 @@ class MultiTableEmbedding(nn.Module):
         if self.shadow.grad is None and not self._pass_started:
             self._pending.clear()
         self._pass_started = True
-        g = np.ascontiguousarray(grad.detach().numpy().reshape(-1, self.embedding_dim), dtype=np.float32)
+        g = grad.detach().reshape(-1, self.embedding_dim)
+        if isinstance(keys[1], np.ndarray):  # sharded: the exchange works on NumPy arrays
+            g = np.ascontiguousarray(g.numpy(), dtype=np.float32)
+        else:
+            g = g.to(flow.float32)
         self._pending.append((keys[0], keys[1], g))
 
     def _end_backward(self):
@@ -233,6 +269,17 @@ class MultiTableEmbedding(nn.Module):
 
     def _clear_gradients(self):
         self._pending.clear()
+
+    def _check_sparse(self, optimizer, group):
+        """``(kind, hyper)`` of ``optimizer``'s sparse rule for ``group``; raises when it has none or the store's
+        rows have too few columns for its state."""
+        kind, hyper = sparse_rule(optimizer, group, 1)
+        need = 1 + state_columns(kind, hyper)
+        if need > self.size_factor:
+            raise ValueError(f"{type(optimizer).__name__} keeps {need - 1} state column(s) per embedding column: "
+                             f"the store of embedding '{self.name}' needs size_factor >= {need} "
+                             f"(it has {self.size_factor})")
+        return kind, hyper
 
     def _sparse_update(self, optimizer, group):
         has_grad = self.shadow.grad is not None and bool(self._pending)
@@ -246,20 +293,24 @@ class MultiTableEmbedding(nn.Module):
         step = state.get("step")
         if step is None:
             step = state["step"] = flow.zeros((), dtype=flow.float32)
-        kind, hyper = sparse_rule(optimizer, group, int(step.item()) + 1)
-        need = 1 + state_columns(kind, hyper)
-        if need > self.size_factor:
-            raise ValueError(f"{type(optimizer).__name__} keeps {need - 1} state column(s) per embedding column: "
-                             f"the store of embedding '{self.name}' needs size_factor >= {need} "
-                             f"(it has {self.size_factor})")
-        step.add_(1)
         if self.world_size > 1:
+            kind, hyper = sparse_rule(optimizer, group, int(step.item()) + 1)
+            self._check_sparse(optimizer, group)
+            step.add_(1)
             tables, keys, grads = routed
-        elif len(self._pending) == 1:
+            self._store.update(tables, keys, grads, kind, [float(h) for h in hyper], *self._padding())
+            return
+        kind, hyper = self._check_sparse(optimizer, group)
+        if len(self._pending) == 1:
             tables, keys, grads = self._pending[0]
         else:
-            tables, keys, grads = (np.concatenate(parts) for parts in zip(*self._pending))
-        self._store.update(tables, keys, grads, kind, [float(h) for h in hyper], *self._padding())
+            tables, keys, grads = (flow.cat(list(parts)) for parts in zip(*self._pending))
+        index = next(i for i, g in enumerate(optimizer.param_groups) if g is group)
+        has_padding, padding_idx = self._padding()
+        # the op advances the step counter and reads the lr tensor: both change between calls of a compiled graph
+        _ops.sparse_update_(step, keys, tables, grads, optimizer._lr_tensor(index, group), store=self._store.handle,
+                            kind=kind, hyper=[float(h) for h in hyper], lr_decay=float(group.get("lr_decay", 0.0)),
+                            has_padding=has_padding, padding_idx=padding_idx)
 
     # ---- snapshots and introspection --------------------------------------------------------------------
     def save_snapshot(self, snapshot_name):

@@ -4,7 +4,9 @@ flow-core's optimizers call ``param._sparse_update(optimizer, group)`` for the e
 dense step (see ``Optimizer._step_sparse``); :func:`sparse_rule` turns the optimizer and its group options into
 the update the C++ store applies to the touched rows, with the dense optimizer's formulas. The step counter is
 kept in ``optimizer.state[param]["step"]`` (so ``optimizer.state_dict()`` holds it); bias corrections and Adagrad's
-lr decay use it, as PyTorch's SparseAdam does for its one parameter.
+lr decay use it, as PyTorch's SparseAdam does for its one parameter. On one rank the registry op
+``one_embedding_sparse_update_`` advances the counter and reads the group's lr tensor itself, so a compiled
+``nn.Graph`` step sees both change between calls.
 """
 import numbers
 

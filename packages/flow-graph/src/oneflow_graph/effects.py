@@ -7,6 +7,11 @@ and advance the generator, so removing or merging them would change every later 
 """
 _traits = {}
 
+# Ops that read and write state outside their inputs: flow-embedding's lookup reads its store's rows (which the
+# sparse update op changes between calls) and inserts the rows it has not seen. Folding one at compile time,
+# merging two, recomputing one for checkpointing or dropping an unused one would change what the store holds.
+EXTERNAL_STATE = frozenset({"one_embedding_lookup"})
+
 
 def traits(op):
     t = _traits.get(op.name)
@@ -49,7 +54,7 @@ def is_effectful(op, attrs):
     """Whether the op must run even when nothing reads its outputs (it writes memory or uses the generator)."""
     t = traits(op)
     return (op.is_inplace or op.name.endswith("_") or "optimizer" in t or "random" in t
-            or _updates_running_stats(op, attrs))
+            or op.name in EXTERNAL_STATE or _updates_running_stats(op, attrs))
 
 
 # Ops whose output is new, uninitialised memory: two of them are never the same value.

@@ -118,14 +118,17 @@ class Graph:
         Args:
             optim (oneflow.optim.Optimizer): the optimizer.
             lr_sch (oneflow.optim.lr_scheduler.LRScheduler, optional): its learning-rate scheduler.
-            is_sparse (bool): OneFlow's sparse-update flag (embedding); not supported yet.
+            is_sparse (bool): OneFlow's sparse-update flag: ``optim`` holds embedding parameters (flow-embedding's
+                ``OneEmbedding`` tables) that update only the rows looked up in the step, inside the compiled
+                step. Checked here: ``optim`` must hold such a parameter and have a sparse rule for it
+                (``ValueError`` / ``TypeError`` otherwise).
         """
         if not isinstance(optim, Optimizer):
             raise TypeError(f"add_optimizer() expects an oneflow.optim.Optimizer, but got {type(optim).__name__}")
         if lr_sch is not None and getattr(lr_sch, "optimizer", None) is not optim:
             raise ValueError("add_optimizer(): lr_sch must be a scheduler of the optimizer it is added with")
         if is_sparse:
-            raise NotImplementedError("add_optimizer(is_sparse=True) needs flow-embedding's sparse updates")
+            _check_sparse(optim)
         if any(o is optim for o, _ in self._opts):
             raise ValueError("add_optimizer(): this optimizer was added already")
         if self.is_compiled:
@@ -476,6 +479,23 @@ class Graph:
 
     def __repr__(self):
         return graph_repr(self)
+
+
+def _check_sparse(optim):
+    """add_optimizer(is_sparse=True): the optimizer must hold a parameter with a sparse update (the hooks
+    flow-embedding's tables set, which flow-core's Optimizer.step calls) and a sparse rule for each."""
+    found = False
+    for group in optim.param_groups:
+        for p in group["params"]:
+            if getattr(p, "_sparse_update", None) is None:
+                continue
+            found = True
+            check = getattr(p, "_sparse_check", None)
+            if check is not None:
+                check(optim, group)
+    if not found:
+        raise ValueError(f"add_optimizer(is_sparse=True): {type(optim).__name__} holds no sparse (embedding) "
+                         f"parameter; pass the parameters of a flow.one_embedding table, or is_sparse=False")
 
 
 def _setter(state, key):
