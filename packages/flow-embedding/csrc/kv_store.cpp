@@ -153,8 +153,18 @@ struct Backing {
   std::vector<int32_t> line_of_slot;
   std::vector<int64_t> line_slot;
   std::vector<uint8_t> dirty;
+  // Segmented LRU: a line enters the probation list; a hit there in a later lookup than the one that loaded it
+  // promotes it to the protected list (at most `protected_cap` lines, its least recent one demoted back).
+  // Victims come from probation's tail, so an id seen once (most of a zipf stream's tail) cannot push out rows
+  // that are used step after step. The update that follows a lookup touches the same rows again, which is why
+  // promotion counts lookups (`epoch`), not hits, and why probation keeps half the cache: one batch's misses
+  // must stay cached until its update.
   std::vector<int32_t> prev, next;
-  int32_t head = -1, tail = -1;  // head: most recently used
+  std::vector<uint8_t> in_protected;
+  std::vector<uint32_t> line_epoch;  // the lookup that loaded (or demoted) the line
+  uint32_t epoch = 0;
+  int32_t head[2] = {-1, -1}, tail[2] = {-1, -1};  // [0] probation, [1] protected; head: most recently used
+  int64_t protected_lines = 0, protected_cap = 0;
   int64_t used_lines = 0;
   std::vector<unsigned char> lines;
 
@@ -358,18 +368,35 @@ struct Backing {
   }
 
   void unlink_line(int32_t l) {
+    const int q = in_protected[l];
     if (prev[l] >= 0) next[prev[l]] = next[l];
-    else head = next[l];
+    else head[q] = next[l];
     if (next[l] >= 0) prev[next[l]] = prev[l];
-    else tail = prev[l];
+    else tail[q] = prev[l];
+    protected_lines -= q;
   }
 
-  void push_front(int32_t l) {
+  void push_front(int32_t l, int q) {
+    in_protected[l] = static_cast<uint8_t>(q);
+    protected_lines += q;
     prev[l] = -1;
-    next[l] = head;
-    if (head >= 0) prev[head] = l;
-    head = l;
-    if (tail < 0) tail = l;
+    next[l] = head[q];
+    if (head[q] >= 0) prev[head[q]] = l;
+    head[q] = l;
+    if (tail[q] < 0) tail[q] = l;
+  }
+
+  // A cache hit: refreshes the line, promoting a probation line loaded by an earlier lookup.
+  void touch(int32_t l) {
+    const int q = in_protected[l] || (protected_cap > 0 && line_epoch[l] != epoch);
+    unlink_line(l);
+    push_front(l, q);
+    if (q && protected_lines > protected_cap) {
+      const int32_t d = tail[1];
+      unlink_line(d);
+      push_front(d, 0);
+      line_epoch[d] = epoch;
+    }
   }
 
   // A line for a new resident row: a free one, else the least recently used (written back when dirty).
@@ -378,7 +405,7 @@ struct Backing {
     if (used_lines < cache_rows) {
       l = static_cast<int32_t>(used_lines++);
     } else {
-      l = tail;
+      l = tail[0] >= 0 ? tail[0] : tail[1];
       unlink_line(l);
       const int64_t old = line_slot[l];
       if (dirty[l]) {
@@ -388,7 +415,8 @@ struct Backing {
       line_of_slot[old] = -1;
       ++stats->evictions;
     }
-    push_front(l);
+    push_front(l, 0);
+    line_epoch[l] = epoch;
     dirty[l] = 0;
     return l;
   }
@@ -406,8 +434,7 @@ struct Backing {
     int32_t l = line_of_slot[slot];
     if (l >= 0) {
       ++stats->hits;
-      unlink_line(l);
-      push_front(l);
+      touch(l);
     } else {
       ++stats->misses;
       l = take_line();
@@ -504,6 +531,9 @@ std::unique_ptr<Backing> Store::make_backing(int generation) const {
     b->dirty.assign(cache_rows_, 0);
     b->prev.assign(cache_rows_, -1);
     b->next.assign(cache_rows_, -1);
+    b->in_protected.assign(cache_rows_, 0);
+    b->line_epoch.assign(cache_rows_, 0);
+    b->protected_cap = cache_rows_ / 2;
     if (write_back_thread_) b->start_writer();
   }
   return b;
@@ -571,6 +601,7 @@ void Store::lookup(const int32_t* tables, const int64_t* ids, int64_t n, float* 
   std::lock_guard<std::mutex> lock(mu_);
   check_keys(tables, ids, n, has_padding, padding_idx);
   Backing& b = *backing_;
+  ++b.epoch;
   std::vector<int64_t> slots;
   std::vector<float> scratch(static_cast<size_t>(row_floats_));
   resolve(b, tables, ids, n, has_padding, padding_idx, capacity_, [&](int32_t t, int64_t id, unsigned char* row) {

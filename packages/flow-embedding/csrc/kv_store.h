@@ -4,8 +4,9 @@
 //
 // Two tiers:
 //   full   - every row in RAM (chunked, so growing never copies rows); inserting past `capacity` is an error.
-//   cached - an LRU cache of `cache_rows` rows in RAM over a data file holding every row (block-aligned, read
-//            and written with pread/pwrite); an evicted dirty row is written back before its line is reused.
+//   cached - a segmented-LRU cache of `cache_rows` rows in RAM over a data file holding every row
+//            (block-aligned, read and written with pread/pwrite); an evicted dirty row is written back before
+//            its line is reused.
 // The id -> slot index is an open-addressing hash table (linear probing) kept in RAM in both tiers.
 #pragma once
 
