@@ -204,3 +204,12 @@ def test_gradient_accumulation_and_eager_steps_after_the_graph(tmp_path):
     for a, b in zip(store_rows(eager.emb), store_rows(graphed.emb)):
         np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
     assert graph_opt.state[graphed.emb.shadow]["step"].item() == 5
+
+
+def test_a_graph_with_an_embedding_refuses_to_save_a_runtime_state(tmp_path):
+    eager, eager_opt, graphed, graph_opt = pair(tmp_path, "adam")
+    graph = TrainGraph(graphed, graph_opt)
+    for ids, y in batches(2, 4):
+        graph(ids, y)
+    with pytest.raises(RuntimeError, match="one_embedding_lookup reads a store that lives in this process"):
+        graph.runtime_state_dict()

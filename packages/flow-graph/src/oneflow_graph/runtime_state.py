@@ -17,6 +17,7 @@ import oneflow as flow
 from oneflow import _C
 
 from . import state as _state
+from .effects import EXTERNAL_STATE
 from .ir import CONSTANT, INPUT, NODE, VARIABLE, GraphIR, Node, Value
 
 FORMAT = "oneflow_graph.runtime_state"
@@ -117,6 +118,10 @@ def encode_ir(ir, names, where):
         variables.append(rec)
     nodes = []
     for n in ir.nodes:
+        if n.name in EXTERNAL_STATE:
+            raise RuntimeError(f"{where}: op {n.name} reads a store that lives in this process (OneEmbedding); its "
+                               f"runtime state cannot be saved: save the embedding with save_snapshot() and the "
+                               f"graph with state_dict(), and let the graph compile again after loading")
         for k, a in n.attrs.items():
             _plain(a, f"{where}: attribute {k!r} of op {n.name}")
         nodes.append({
