@@ -50,6 +50,19 @@ def test_a_shard_equals_the_whole_tensor_at_its_positions_and_the_generator_adva
             np.testing.assert_array_equal(got_after, after, err_msg=f"{dtype} {blk}: generator out of step")
 
 
+@pytest.mark.parametrize("fill,attrs", FILLS)
+@pytest.mark.parametrize("shape,lo,hi", [((3, 9000), (0, 4001), (3, 9000)),  # long runs, each drawn in place
+                                         ((5, 3000), (1, 0), (4, 3000)),
+                                         ((40000, 4), (0, 1), (40000, 3)),  # short runs over several spans
+                                         ((7, 3000, 5), (2, 5, 1), (6, 2999, 4))])
+def test_long_shards_and_shards_of_short_runs_over_many_buffers(fill, attrs, shape, lo, hi):
+    dtype = flow.int64 if fill == "random_" else flow.float32
+    want, after = _whole(fill, attrs, shape, dtype)
+    got, got_after = _block(fill, attrs, shape, lo, hi, dtype)
+    np.testing.assert_array_equal(got, want[tuple(slice(a, b) for a, b in zip(lo, hi))])
+    np.testing.assert_array_equal(got_after, after)
+
+
 def test_a_non_contiguous_shard_gets_the_same_values():
     flow.manual_seed(1)
     want = flow.randn(6, 8).numpy()

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 namespace flow {
 namespace {
@@ -89,14 +90,38 @@ void draw(const Tensor& o, T* p, const ShardWindow& w, Generator& gen, int k, Bo
     if (m > 0) body(q, m, sub);
   };
   std::vector<int64_t> idx(static_cast<size_t>(std::max<int64_t>(last, 0)), 0);  // over the dims before `last`
-  for (int64_t r = 0, runs = n / run; r < runs; ++r) {
+  auto next_start = [&]() {  // the logical start of the run at idx, then idx moves to the next run
     int64_t a = w.lo[last] * stride[last];
     for (int64_t d = 0; d < last; ++d) a += (w.lo[d] + idx[d]) * stride[d];
-    fill_run(p + r * run, a, run);
     for (int64_t d = last - 1; d >= 0; --d) {
       if (++idx[d] < o.size(d)) break;
       idx[d] = 0;
     }
+    return a;
+  };
+  const int64_t runs = n / run;
+  constexpr int64_t kSpan = int64_t(1) << 16;
+  if (run >= kSpan / 16) {  // long runs: each drawn in place
+    for (int64_t r = 0; r < runs; ++r) fill_run(p + r * run, next_start(), run);
+    return;
+  }
+  // short runs (a split of a small inner dim): one call per run would cost more than the values, so spans of up
+  // to kSpan logical elements are drawn into a buffer, and the runs in them copied out
+  auto buf_owner = std::make_unique<T[]>(static_cast<size_t>(kSpan));
+  T* buf = buf_owner.get();
+  std::vector<int64_t> starts;
+  int64_t r = 0, a = next_start();
+  while (r < runs) {
+    const int64_t base = a - a % k;
+    starts.clear();
+    while (r + static_cast<int64_t>(starts.size()) < runs && a + run - base <= kSpan) {
+      starts.push_back(a);
+      if (r + static_cast<int64_t>(starts.size()) < runs) a = next_start();
+    }
+    PhiloxStream sub = s;
+    sub.offset += static_cast<uint64_t>(base / k);
+    body(buf, starts.back() + run - base, sub);
+    for (int64_t st : starts) std::copy(buf + (st - base), buf + (st - base) + run, p + r++ * run);
   }
 }
 
