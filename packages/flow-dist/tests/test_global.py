@@ -50,6 +50,12 @@ def test_global_creation(nproc):
 
 
 @pytest.mark.parametrize("nproc", [1, 2, 4])
+def test_split_global_creation_makes_only_the_shard_with_single_process_values_and_generator_state(nproc):
+    out = run_ranks(nproc, "global_shard_creation.py", timeout=300)
+    assert out.count("global shard creation ok") == nproc
+
+
+@pytest.mark.parametrize("nproc", [1, 2, 4])
 def test_tensor_parallel_block_equals_single_process_with_megatrons_forward_communication(nproc):
     out = run_ranks(nproc, "tp_block.py", timeout=240)
     assert out.count("tp block ok") == nproc

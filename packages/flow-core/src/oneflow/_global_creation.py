@@ -1,18 +1,22 @@
 """OneFlow's ``placement=`` and ``sbp=`` on the creation functions (``oneflow.randn(4, 5, placement=p,
-sbp=s)``): the tensor is made whole on every rank, then laid out as a global tensor by the plugin that provides
-``oneflow.placement`` (flow-dist), through its ``_global_from_full`` entry point. Random values are then those
-of a single process with the same seed (every rank's generator draws the whole tensor), and broadcast values
-are identical on every rank. The ``*_like`` functions given a global tensor make a global one of its
-placement and sbp (a partial sbp gives broadcast), the same way.
+sbp=s)``), laid out as a global tensor by the plugin that provides ``oneflow.placement`` (flow-dist). The
+creators with a shard maker (``_global_shards``: empty, zeros, ones, full, rand, randn, randint, normal) make
+only this rank's block, through the plugin's ``_global_from_shard`` entry point; the others are made whole on
+every rank and sliced (``_global_from_full``). Either way random values are those of a single process with the
+same seed (every rank's generator advances by the whole tensor), and broadcast values are identical on every
+rank. The ``*_like`` functions given a global tensor make a global one of its placement and sbp (a partial sbp
+gives broadcast): zeros_like, ones_like, empty_like and full_like shard by shard, the random ones whole.
 
 Only the ``oneflow.<name>`` bindings are wrapped (at import): flow-core's own calls go straight to the
 functions.
 """
 import functools
 
-from . import _C, _plugins
+from . import _C, _global_shards, _plugins
 
 LIKE = ("zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like")
+# the *_like functions whose global result each rank makes as its own block (the random ones draw the whole)
+_SHARDED_LIKE = ("zeros_like", "ones_like", "empty_like", "full_like")
 NAMES = ("randint", "normal", "full", "arange", "linspace", "eye", "randperm")
 # The hottest creators call make_global themselves when given placement/sbp, so that a local call pays no
 # wrapper: empty, zeros, ones, rand, randn (from their **kw) and tensor (keyword parameters).
@@ -32,6 +36,12 @@ def make_global(fn, args, kw):
         raise ValueError(f"{fn.__name__}(): give either device (a local tensor) or placement and sbp (a "
                          f"global one), not both")
     requires_grad = kw.pop("requires_grad", False)
+    maker = _global_shards.MAKERS.get(fn.__name__)
+    shard_hook = _plugins.load("_global_from_shard") if maker is not None else None
+    if shard_hook is not None:
+        plan = maker(fn, args, kw)
+        if plan is not None:
+            return shard_hook(plan[0], placement, sbp, plan[1], requires_grad)
     hook = _plugins.load("_global_from_full")
     if hook is None:
         raise _plugins.missing("placement")
@@ -60,7 +70,16 @@ def _wrap_like(fn):
             raise ValueError(f"{fn.__name__}(): a global input makes a global result; device= does not apply")
         requires_grad = kw.pop("requires_grad", False)
         sbp = tuple(_broadcast_if_partial(s) for s in input.sbp)
-        full = fn(_C._empty(list(input.shape), input.dtype, None), *args, **kw)
+        shape = list(input.shape)
+        shard_hook = _plugins.load("_global_from_shard") if fn.__name__ in _SHARDED_LIKE else None
+        if shard_hook is not None:  # the values do not depend on the position: each rank makes its block
+            def make_local(ranges):
+                local = shape if ranges is None else [b - a for a, b in ranges]
+                # the template only gives the shape and dtype: one element expanded, so only the result is made
+                return fn(_C._empty([1] * len(local), input.dtype, None).expand(local), *args, **kw)
+
+            return shard_hook(shape, input.placement, sbp, make_local, requires_grad)
+        full = fn(_C._empty(shape, input.dtype, None), *args, **kw)
         return _plugins.load("_global_from_full")(full, input.placement, sbp, requires_grad)
 
     like.__wrapped_creation__ = fn

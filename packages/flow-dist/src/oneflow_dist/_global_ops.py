@@ -364,9 +364,17 @@ def _copy_(op, inputs, attrs):
 
 
 def _random_inplace(op, inputs, attrs):
-    """Random fills draw the whole logical tensor on every rank (one generator state, as a single process
-    would) and keep this rank's shard: split values equal the single-process ones of the same seed."""
+    """Random fills give the values of a single process with the same seed, and advance the generator by the
+    whole logical tensor on every rank. The fills with a ``shard`` attribute (uniform_, normal_, exponential_,
+    random_) draw only this rank's block; the others draw the whole tensor and keep this rank's shard."""
     x = inputs[0]
+    if len(inputs) == 1 and attrs.get("shard", False) is None and not any(s.is_partial() for s in x.sbp):
+        at = _layout.coord(x.placement)
+        if at is not None:
+            shape = tuple(x.shape)
+            lo = [a for a, _ in _layout.ranges(shape, x.placement, x.sbp, at)]
+            op.redispatch([x.__dict__["_local"]], dict(attrs, shard=[*shape, *lo]))
+            return x
     full = _C._empty(list(x.shape), x.dtype, None)
     rest = [_full_value(t) if isinstance(t, _Global) else t for t in inputs[1:]]
     op.redispatch([full, *rest], attrs)

@@ -371,6 +371,25 @@ def from_full(full, placement, sbp, requires_grad=False):
                 requires_grad)
 
 
+def from_shard(shape, placement, sbp, make_local, requires_grad=False):
+    """The global tensor of logical ``shape`` whose shard on this rank is ``make_local(ranges)`` (``ranges``: the
+    ``(start, stop)`` per dim of the block this rank holds), so that no rank makes the whole tensor: the
+    creation functions' ``placement=``/``sbp=`` (flow-core's ``_global_from_shard`` entry point). A partial sbp
+    or a rank outside the placement takes the whole value, ``make_local(None)``, laid out as ``from_full``
+    does."""
+    _check_placement(placement, "creation")
+    shape = tuple(shape)
+    nd_sbp = _layout.normalize_sbp(sbp, placement, len(shape), "creation")
+    at = _layout.coord(placement)
+    if at is None or any(s.is_partial() for s in nd_sbp):
+        return from_full(make_local(None), placement, nd_sbp, requires_grad)
+    local = make_local(_layout.ranges(shape, placement, nd_sbp, at))
+    if local.device.type != placement.type:
+        raise RuntimeError(f"creation: the placement is on {placement.type!r}, the tensor was made on "
+                           f"{local.device}")
+    return make(local, shape, placement, nd_sbp, requires_grad)
+
+
 from . import _global_ops  # noqa: E402  (it needs GlobalTensor)
 
 GlobalTensor.__flow_dispatch__ = GlobalParameter.__flow_dispatch__ = classmethod(_global_ops.dispatch)

@@ -79,6 +79,14 @@ def _int(v, op, name):
 def randint(*args, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
             pin_memory=False, **kw):
     """Integers uniformly from [low, high): ``randint(high, size)`` or ``randint(low, high, size)`` (int64)."""
+    low, high, size = _randint_args(args, kw)
+    t = _C._empty(_shape((size,), "randint"), dtype or _C.int64, _device(device))
+    _C.ops.random_(t, low, high, generator=_gen(generator, "randint"))
+    return _finish(t, requires_grad, out)
+
+
+def _randint_args(args, kw):
+    """``(low, high, size)`` of a randint call's positional ``args`` and extra keywords ``kw``."""
     low = kw.pop("low", None)
     high = kw.pop("high", None)
     size = kw.pop("size", None)
@@ -99,10 +107,7 @@ def randint(*args, generator=None, dtype=None, device=None, requires_grad=False,
     if high is None or size is None:
         raise TypeError("randint() missing required arguments: expected randint(low=0, high, size)")
     low = 0 if low is None else _int(low, "randint", "low")
-    high = _int(high, "randint", "high")
-    t = _C._empty(_shape((size,), "randint"), dtype or _C.int64, _device(device))
-    _C.ops.random_(t, low, high, generator=_gen(generator, "randint"))
-    return _finish(t, requires_grad, out)
+    return low, _int(high, "randint", "high"), size
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
