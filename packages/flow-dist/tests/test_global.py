@@ -56,7 +56,7 @@ def test_split_global_creation_makes_only_the_shard_with_single_process_values_a
 
 
 @pytest.mark.parametrize("nproc", [1, 2, 4])
-def test_tensor_parallel_block_equals_single_process_with_megatrons_forward_communication(nproc):
+def test_tensor_parallel_block_equals_single_process_with_megatrons_communication(nproc):
     out = run_ranks(nproc, "tp_block.py", timeout=240)
     assert out.count("tp block ok") == nproc
 

@@ -243,6 +243,7 @@ FLOW_OP(log_softmax)
 FLOW_OP(_softmax_backward_data)
     .schema("_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor")
     .traits(kBackwardHelper)
+    .dims_attr("dim")  // acts along dim only: the other dims split through (head-split attention)
     .meta(meta_bwd)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       softmax_bwd_kernel<false>(in, out, a, "_softmax_backward_data");
@@ -265,6 +266,7 @@ FLOW_OP(_softmax_backward_data)
 FLOW_OP(_log_softmax_backward_data)
     .schema("_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor")
     .traits(kBackwardHelper)
+    .dims_attr("dim")  // acts along dim only: the other dims split through (head-split attention)
     .meta(meta_bwd)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       softmax_bwd_kernel<true>(in, out, a, "_log_softmax_backward_data");

@@ -5,7 +5,8 @@ For an op on global inputs: the candidate 1-D SBP signatures come from the op's 
 takes the cheapest by the boxing cost of getting the inputs there; a choice is kept only if the op, run on
 every rank's shards, gives exactly that rank's shard of the logical result (checked by meta inference, so
 uneven splits that a view cannot follow are refused). The decision is cached per (op, input metadata and sbps,
-attributes). Then the inputs are boxed and the op runs on the shards.
+attributes). Then the inputs are boxed and the op runs on the shards. A partial input reduced on the way keeps
+the reduced shard, and its gradient is reduced where it arrives partial (``_keep_reduced``).
 """
 import itertools
 
@@ -307,7 +308,11 @@ def dispatch(cls, op, inputs, attrs):
         else:
             with comm_debug.cause(op.name):
                 d = t.__dict__
-                locs.append(boxing.box(d["_local"], tuple(t.shape), st.placement, d["_nd_sbp"], nd))
+                src = d["_nd_sbp"]
+                loc = boxing.box(d["_local"], tuple(t.shape), st.placement, src, nd)
+                locs.append(loc)
+            if _reduces_only(src, nd) and (t.grad_fn is not None or not t.requires_grad):
+                _keep_reduced(t, loc, nd)  # (a leaf that trains keeps the layout it was given: its grad's)
     plan = st.plan
     if plan.mean_count is not None:  # a mean over a split dim: local sums over the whole count, partial sums
         out = _C.ops.div(_C.ops.sum.redispatch(locs, st.local_attrs), plan.mean_count)
@@ -318,6 +323,39 @@ def dispatch(cls, op, inputs, attrs):
     if isinstance(out, (tuple, list)):
         return type(out)(make(o, *w) for o, w in zip(out, st.wrap))
     return make(out, *st.wrap[0])
+
+
+def _reduces_only(src, dst):
+    """Whether boxing ``src`` to ``dst`` only reduces partial dims (to broadcast or split), changing no other."""
+    return any(a.is_partial() and not b.is_partial() for a, b in zip(src, dst)) and \
+        all(a == b or (a.is_partial() and not b.is_partial()) for a, b in zip(src, dst))
+
+
+def _keep_reduced(t, local, nd):
+    """A partial tensor reduced for one use keeps the reduced shard (its logical value is the same), so later
+    uses, the backward's reading of it as a saved tensor included, do not reduce it again. Its gradient is
+    reduced where it arrives partial, as the gradient of a reduction (Megatron's f/g pair of the row- and
+    column-parallel linears): the gradient of the tensor, not each op's piece of it, is reduced once."""
+    d = t.__dict__
+    d["_local"], d["_nd_sbp"] = local, nd
+    d["_mk"] = (d["_mk"][0], d["_mk"][1], nd, d["_mk"][3])
+    if t.requires_grad and not d.get("_reduce_grad"):
+        d["_reduce_grad"] = True
+        t.register_hook(_reduce_partial_grad(t.placement, nd))
+
+
+def _reduce_partial_grad(placement, nd):
+    def hook(grad):
+        if not isinstance(grad, _Global) or grad.placement != placement or \
+                not any(s.is_partial() for s in grad.sbp):
+            return grad
+        target = tuple(b if a.is_partial() else a for a, b in zip(grad.sbp, nd))
+        with comm_debug.cause("grad_of_reduced"):
+            shape = tuple(grad.shape)
+            return make(boxing.box(grad.__dict__["_local"], shape, placement, grad.sbp, target), shape, placement,
+                        target)
+
+    return hook
 
 
 # ---- ops with rules of their own ---------------------------------------------------------------------------

@@ -121,6 +121,14 @@ if n > 1:
     with dist.comm_debug() as comm:
         z = pa + pb
     assert z.sbp == (P,) and comm.records == []  # partial values add without communication
+    # a partial tensor reduced for one use keeps the reduced shard: later uses communicate nothing
+    pc = glob(a, P)
+    with dist.comm_debug() as comm:
+        e1, e2 = flow.exp(pc), pc * pc
+    assert len(comm.records) == 1 and not pc.sbp[0].is_partial(), (pc.sbp, comm.records)
+    np.testing.assert_allclose(pc.numpy(), a, rtol=1e-6)
+    np.testing.assert_allclose(e1.numpy(), np.exp(a), rtol=1e-5)
+    np.testing.assert_allclose(e2.numpy(), a * a, rtol=1e-5)
 
 # ---- 2 x 2 placement ----
 if n == 4:
