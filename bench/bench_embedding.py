@@ -13,7 +13,6 @@ by side mean much. The SSD files go under --path (default: a temporary folder).
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 import time
 from functools import partial
@@ -21,8 +20,8 @@ from functools import partial
 import numpy as np
 from common import THREADS, flow, torch  # noqa: F401  (sets the thread counts of both)
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "packages", "flow-embedding", "src"))
-
+# flow.one_embedding is the installed flow-embedding (its entry point and its built _store module), not the
+# source folder
 TABLES, DIM = 26, 64
 
 
