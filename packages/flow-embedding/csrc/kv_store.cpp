@@ -340,27 +340,24 @@ struct Backing {
   }
 
   void read_file_row(int64_t slot, unsigned char* dst) const {
-    size_t left = static_cast<size_t>(row_bytes());
-    auto* p = reinterpret_cast<char*>(dst);
-    off_t off = offset_of(slot);
-    while (left) {
-      const ssize_t r = ::pread(fd, p, left, off);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) throw std::runtime_error(errno_text("cannot read embedding rows from", file));
-      p += r;
-      off += r;
-      left -= static_cast<size_t>(r);
-    }
+    whole_row([this](char* b, size_t n, off_t o) { return ::pread(fd, b, n, o); }, reinterpret_cast<char*>(dst), slot,
+              "cannot read embedding rows from");
   }
 
   void write_file_row(int64_t slot, const unsigned char* src) const {
+    whole_row([this](const char* b, size_t n, off_t o) { return ::pwrite(fd, b, n, o); },
+              reinterpret_cast<const char*>(src), slot, "cannot write embedding rows to");
+  }
+
+  // One row's pread/pwrite, retried on EINTR and continued after short transfers.
+  template <class Buf, class Io>
+  void whole_row(Io io, Buf* p, int64_t slot, const char* what) const {
     size_t left = static_cast<size_t>(row_bytes());
-    const auto* p = reinterpret_cast<const char*>(src);
     off_t off = offset_of(slot);
     while (left) {
-      const ssize_t r = ::pwrite(fd, p, left, off);
+      const ssize_t r = io(p, left, off);
       if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) throw std::runtime_error(errno_text("cannot write embedding rows to", file));
+      if (r <= 0) throw std::runtime_error(errno_text(what, file));
       p += r;
       off += r;
       left -= static_cast<size_t>(r);
