@@ -637,3 +637,38 @@ def test_unscale_kernel(dtype):
         found = flow.zeros(())
         gs._non_finite_check_and_unscale_([g1, big], found, flow.tensor(1.0))
         assert float(found) == 1.0
+
+
+def test_static_grad_scaler_scales_by_a_constant_and_never_skips():
+    w = flow.nn.Parameter(flow.tensor([1.0, 2.0]))
+    opt = flow.optim.SGD([w], lr=0.5)
+    scaler = flow.amp.StaticGradScaler(8.0)
+    assert isinstance(scaler, flow.amp.GradScaler) and scaler.get_scale() == 8.0
+    loss = (w * w).sum()
+    scaled = scaler.scale(loss)
+    assert scaled.item() == 8.0 * loss.item()
+    scaled.backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [16.0, 32.0])  # d(8 w^2)/dw
+    scaler.unscale_(opt)
+    np.testing.assert_array_equal(w.grad.numpy(), [2.0, 4.0])
+    scaler.step(opt)
+    scaler.update()
+    np.testing.assert_array_equal(w.detach().numpy(), [0.0, 0.0])
+    assert scaler.get_scale() == 8.0
+    opt.zero_grad()
+    # an inf gradient is not skipped (OneFlow's static loss scale checks nothing) and the scale stays
+    (scaler.scale(w.sum()) * float("inf")).backward()
+    scaler.step(opt)
+    scaler.update()
+    assert not np.isfinite(w.detach().numpy()).any()
+    assert scaler.get_scale() == 8.0
+    assert scaler.state_dict() == {"scale": 8.0}
+    other = flow.amp.StaticGradScaler(1.0)
+    other.load_state_dict(scaler.state_dict())
+    assert other.get_scale() == 8.0
+    with pytest.raises(RuntimeError, match="scale of a static scaler is fixed"):
+        scaler.update(4.0)
+    with pytest.raises(ValueError, match="scale_factor must be > 0"):
+        flow.amp.StaticGradScaler(0.0)
+    with pytest.raises(TypeError, match="scale_factor must be a number"):
+        flow.amp.StaticGradScaler("8")

@@ -205,3 +205,30 @@ def test_two_optimizers_and_a_disabled_scaler_equal_eager(enabled):
             assert gs.get_scale() == 2.0 ** (9 + step)
         assert_same_state(eager, graphed)  # disabled: the NaN step runs as in eager (NaNs compare equal)
         assert np.isnan(graphed[0].weight.detach().numpy()).any() == (not enabled and step >= 2)
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adam", "clipped_adamw"])
+def test_static_grad_scaler_in_graph_equals_eager(opt):
+    rng = np.random.default_rng(8)
+    flow.manual_seed(3)
+    eager = mlp()
+    graphed = copy.deepcopy(eager)
+    eo, go = OPTIMIZERS[opt](eager.parameters()), OPTIMIZERS[opt](graphed.parameters())
+    es, gs = flow.amp.StaticGradScaler(512.0), flow.amp.StaticGradScaler(512.0)
+    graph = AmpGraph(graphed, go, flow.bfloat16, gs)
+    for _ in range(4):
+        x, y = _batch("mlp", rng, 4, poison=False)
+        e_losses, e_logits = _eager_step(eager, eo, es, flow.bfloat16, x, y, 1)
+        g_loss, g_logits = graph(x, y)
+        np.testing.assert_array_equal(g_loss.numpy().reshape(-1), np.array(e_losses, dtype=np.float32))
+        np.testing.assert_array_equal(g_logits.float().numpy(), e_logits)
+        assert_same_state(eager, graphed)
+        assert gs.get_scale() == es.get_scale() == 512.0
+    # no inf check, no skip: an inf gradient reaches the parameters in both, as OneFlow's static loss scale
+    x, y = _batch("mlp", rng, 4, poison=True)
+    _eager_step(eager, eo, es, flow.bfloat16, x, y, 1)
+    graph(x, y)
+    assert not all(np.isfinite(p.detach().numpy()).all() for p in eager.parameters())
+    for pe, pg in zip(eager.parameters(), graphed.parameters()):
+        np.testing.assert_array_equal(pg.detach().numpy(), pe.detach().numpy())
+    assert "grad_scaler.scale" in graph.state_dict()

@@ -29,7 +29,8 @@ def autocast_build(build, dtype):
 
 def check_scaler(scaler):
     if not isinstance(scaler, flow.amp.GradScaler):
-        raise TypeError(f"set_grad_scaler() expects an oneflow.amp.GradScaler, but got {type(scaler).__name__}")
+        raise TypeError(f"set_grad_scaler() expects an oneflow.amp.GradScaler or StaticGradScaler, but got "
+                        f"{type(scaler).__name__}")
     return scaler
 
 
@@ -75,6 +76,7 @@ class ScaledStep:
 
     def unscale(self, opt):
         """Unscales ``opt``'s gradients in place and records whether any held an inf or NaN."""
+        dynamic = self.scaler._dynamic  # StaticGradScaler: divide only, never skip (OneFlow's static scale)
         with flow.no_grad():
             inv = self.scaler._scale.double().reciprocal().float()
             found = None
@@ -84,9 +86,12 @@ class ScaledStep:
                         continue
                     if p.grad.dtype == flow.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
-                    bad = flow.isfinite(p.grad).all().logical_not()
-                    found = bad if found is None else found.logical_or(bad)
+                    if dynamic:
+                        bad = flow.isfinite(p.grad).all().logical_not()
+                        found = bad if found is None else found.logical_or(bad)
                     p.grad.mul_(inv)
+            if not dynamic:
+                return
             if found is None:
                 found = flow.zeros((), dtype=flow.bool)
             self.found.append(found)
@@ -98,6 +103,8 @@ class ScaledStep:
     def revert_if_found(self):
         """After the step of the optimizer last unscaled: every tensor it wrote back to its value before the
         step where an inf/NaN was found."""
+        if not self.scaler._dynamic:
+            return
         found = self.found[-1]
         with flow.no_grad():
             for t, before in self._snapshots:
@@ -108,6 +115,9 @@ class ScaledStep:
         """GradScaler.update(): halve (backoff_factor) the scale after a skipped step, grow it after
         growth_interval clean steps (unless the product overflows float32)."""
         s = self.scaler
+        if not s._dynamic:
+            self.any_found = None
+            return
         scale, tracker = s._scale, s._growth_tracker
         with flow.no_grad():
             found = self.found[0]

@@ -306,7 +306,7 @@ class Graph:
             for p, g in saved_grads:
                 p.grad = g
         new_state = None
-        if scaled is not None:
+        if scaled is not None and scaler._dynamic:
             new_state = {(id(st), k) for opt, _ in self._opts for st in opt.state.values()
                          for k, t in st.items() if isinstance(t, Proxy)}
             if new_state:  # the call tells whether its step was skipped (then that state goes: see amp.py)

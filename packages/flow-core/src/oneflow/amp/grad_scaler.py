@@ -90,6 +90,8 @@ class GradScaler:
         >>> scaler.update()
     """
 
+    _dynamic = True  # the scale adapts and inf/NaN steps are skipped (StaticGradScaler: neither)
+
     def __init__(self, device="cpu", init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
                  growth_interval=2000, enabled=True):
         self._device = device
