@@ -474,27 +474,39 @@ def _optimizer_update(op, inputs, attrs):
     groups = split_inputs(op, inputs, attrs)
     names = [a["name"] for a in op.arguments if a["is_tensor"]]
     params = groups[names[0]]
+    if any(isinstance(q, _Global) and "_zero_layout" in q.__dict__ for q in params):
+        from .zero import update_on_shards
+
+        with comm_debug.cause(op.name):
+            return update_on_shards(op, names, groups, params, attrs)
     if op.name in _NON_ELEMENTWISE_UPDATES and any(
             isinstance(q, _Global) and not all(s.is_broadcast() for s in q.sbp) for q in params):
         return _whole_update(op, names, groups, attrs)
-    flat = []
     with comm_debug.cause(op.name):
+        flat = []
         for name in names:
             group = groups[name]
             if not isinstance(group, list):
-                flat.append(_full_value(group) if isinstance(group, _Global) else group)
+                flat.append(_place_for_update(None, group, op))
                 continue
-            for q, t in zip(params, group):
-                if not isinstance(t, _Global):
-                    flat.append(t)
-                elif t is q or t.sbp == q.sbp:
-                    flat.append(t.__dict__["_local"])
-                elif t.placement != q.placement:
-                    raise RuntimeError(f"{op.name}(): a state or gradient lies on {t.placement!r}, its parameter "
-                                       f"on {q.placement!r}")
-                else:
-                    flat.append(boxing.box(t.__dict__["_local"], tuple(t.shape), t.placement, t.sbp, q.sbp))
+            flat.extend(_place_for_update(q, t, op) for q, t in zip(params, group))
     return op.redispatch(flat, attrs)
+
+
+def _place_for_update(q, t, op=None):
+    """The local value a fused update reads for ``t``, a list entry of parameter ``q`` (in ``q``'s layout) or,
+    with ``q`` None, a tensor outside the lists (its whole value)."""
+    if not isinstance(t, _Global):
+        return t
+    if q is None:
+        return _full_value(t)
+    if t is q or t.sbp == q.sbp:
+        return t.__dict__["_local"]
+    if t.placement != q.placement:
+        name = op.name if op is not None else "optimizer update"
+        raise RuntimeError(f"{name}(): a state or gradient lies on {t.placement!r}, its parameter on "
+                           f"{q.placement!r}")
+    return boxing.box(t.__dict__["_local"], tuple(t.shape), t.placement, t.sbp, q.sbp)
 
 
 def _detach(op, inputs, attrs):

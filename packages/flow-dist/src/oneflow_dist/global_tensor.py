@@ -155,9 +155,11 @@ def _watch_leaf(g):
     g.__dict__["_watched"] = True
 
     def to_own_layout(grad):
-        if isinstance(grad, _Global) and (grad.sbp != g.sbp or grad.placement != g.placement):
+        # ZeRO stage 2 (zero.py) keeps gradients in the parameter's shard layout: partial ones reduce-scatter
+        sbp = g.__dict__.get("_zero_grad_sbp") or g.sbp
+        if isinstance(grad, _Global) and (grad.sbp != sbp or grad.placement != g.placement):
             with comm_debug.cause("grad_to_param_sbp"):
-                return _to_global_nograd(grad, g.placement, g.sbp)
+                return _to_global_nograd(grad, g.placement, sbp)
         return grad
 
     g.register_hook(to_own_layout)
