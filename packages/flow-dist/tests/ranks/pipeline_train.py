@@ -1,0 +1,120 @@
+"""Pipeline parallelism (oneflow_dist.pipeline): a small GPT-like model cut into one stage per rank trains 20
+steps with Schedule1F1B and ScheduleGPipe (4 and 8 micro-batches, Adam and SGD) and equals single-process
+training on the whole batch (losses and parameters, 1e-5); the 1F1B order is the plan simulator's and a stage
+holds at most (stages - index) micro-batches. With the argument "die", rank 1 exits with code 3 mid-pipeline."""
+import os
+import sys
+
+import numpy as np
+
+import oneflow as flow
+from oneflow import nn
+from oneflow_dist.pipeline import PipelineStage, Schedule1F1B, ScheduleGPipe
+from oneflow_dist.plan.schedule import one_f_one_b
+
+r, n = flow.env.get_rank(), flow.env.get_world_size()
+V, D, T, BATCH = 32, 16, 6, 8
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(D)
+        self.fc1, self.fc2 = nn.Linear(D, 2 * D), nn.Linear(2 * D, D)
+
+    def forward(self, x):
+        return x + self.fc2(nn.functional.gelu(self.fc1(self.ln(x))))
+
+
+def model():
+    flow.manual_seed(7)
+    blocks = [Block() for _ in range(2 * n)]
+    return nn.Sequential(nn.Embedding(V, D), *blocks, nn.LayerNorm(D), nn.Linear(D, V))
+
+
+def stage_of(seq, i):
+    """Stage i of the layers of ``seq`` (embedding and 2 blocks, ..., 2 blocks and the head)."""
+    layers = list(seq)
+    cuts = [0] + [1 + 2 * (k + 1) for k in range(n - 1)] + [len(layers)]
+    return nn.Sequential(*layers[cuts[i]:cuts[i + 1]])
+
+
+def loss_fn(logits, y):
+    return nn.functional.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
+
+
+rng = np.random.default_rng(3)
+data = [(rng.integers(0, V, (BATCH, T)), rng.integers(0, V, (BATCH, T))) for _ in range(20)]
+OPTS = {"adam": lambda ps: flow.optim.Adam(ps, lr=1e-2), "sgd": lambda ps: flow.optim.SGD(ps, lr=0.1, momentum=0.9)}
+
+die = len(sys.argv) > 1 and sys.argv[1] == "die"
+for sched_cls, m, opt_name in [(Schedule1F1B, 4, "adam"), (Schedule1F1B, 8, "sgd"), (ScheduleGPipe, 4, "adam")]:
+    whole = model()
+    wopt = OPTS[opt_name](whole.parameters())
+    want = []
+    for x, y in data:
+        wopt.zero_grad()
+        loss = loss_fn(whole(flow.tensor(x)), flow.tensor(y))
+        loss.backward()
+        wopt.step()
+        want.append(loss.item())
+    mine = stage_of(model(), r)
+    opt = OPTS[opt_name](mine.parameters())
+    sched = sched_cls(PipelineStage(mine, r, n), m, loss_fn=loss_fn)
+    got = []
+    for step, (x, y) in enumerate(data):
+        if die and step == 3 and r == 1:
+            os._exit(3)
+        opt.zero_grad()
+        losses = []
+        if r == 0:
+            out = sched.step(flow.tensor(x)) if n > 1 else sched.step(flow.tensor(x), target=flow.tensor(y),
+                                                                       losses=losses)
+        elif r == n - 1:
+            out = sched.step(target=flow.tensor(y), losses=losses)
+        else:
+            out = sched.step()
+        opt.step()
+        if r == n - 1:
+            assert len(losses) == m and tuple(out.shape) == (BATCH, T, V)
+            got.append(float(np.mean([v.item() for v in losses])))
+        else:
+            assert out is None
+        if sched_cls is Schedule1F1B:
+            assert sched.executed == one_f_one_b(n, m)[r]
+            assert sched.max_in_flight == min(n - r, m), (sched.max_in_flight, n, r)
+        else:
+            assert sched.max_in_flight == m
+    if r == n - 1:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{sched_cls.__name__} m={m}")
+    ref = stage_of(whole, r)
+    for (name, a), b in zip(mine.named_parameters(), ref.parameters()):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-5,
+                                   err_msg=f"{sched_cls.__name__} m={m} {name}")
+
+# bad use
+stage = PipelineStage(stage_of(model(), r), r, n)
+for call, err, msg in [
+    (lambda: PipelineStage(nn.Linear(2, 2), n, n), ValueError, "stage_index must be in"),
+    (lambda: PipelineStage(nn.Linear(2, 2), r, n, ranks=[r] * n) if n > 1 else
+     PipelineStage(nn.Linear(2, 2), 0, 1, ranks=[5]), ValueError, "distinct ranks"),
+    (lambda: Schedule1F1B(stage, 0, loss_fn=loss_fn), ValueError, "n_microbatches must be"),
+    (lambda: Schedule1F1B(stage, 4, loss_fn=loss_fn).step(flow.zeros(2, T, dtype=flow.int64),
+                                                          target=flow.zeros(2, T, dtype=flow.int64))
+     if r == 0 else (_ for _ in ()).throw(ValueError("fewer than the 4 micro-batches")), ValueError,
+     "fewer than the 4 micro-batches"),
+]:
+    try:
+        call()
+    except err as e:
+        assert msg in str(e), e
+    else:
+        raise AssertionError(f"no error: {msg}")
+if n > 1 and r == n - 1:
+    try:
+        Schedule1F1B(stage, 2, loss_fn=loss_fn).step(flow.zeros(2, T, dtype=flow.int64))
+    except ValueError as e:
+        assert "only the first stage takes the batch" in str(e), e
+    else:
+        raise AssertionError("no error for a batch given to the last stage")
+print("pipeline ok")
