@@ -12,7 +12,11 @@ Transfers are point-to-point on the world communicator: a small header (the tens
 the data, both sent without waiting (so two stages sending to each other at once never deadlock) and received
 in the schedule's order. The 1F1B order is the one :func:`oneflow_dist.plan.schedule.one_f_one_b` gives (the
 plan simulator's), so a stage holds the activations of at most ``num_stages - stage_index`` micro-batches.
+Pipeline x data parallelism: give each replica's stages their ranks (``ranks=``) and wrap the stage's module in
+``DistributedDataParallel`` over the stage's replicas; its gradients are then reduced once per step.
 """
+import contextlib
+
 import oneflow as flow
 
 from . import _world
@@ -158,7 +162,7 @@ class _PipelineSchedule:
                     live[j] = self._forward(link, chunks[j], targets[j], losses, outputs, j)
                     self.max_in_flight = max(self.max_in_flight, len(live))
                 else:
-                    self._backward(link, *live.pop(j))
+                    self._backward(link, *live.pop(j), last=(kind, j) == self.order[-1])
                 self.executed.append((kind, j))
         finally:
             link.flush()
@@ -184,15 +188,19 @@ class _PipelineSchedule:
         link.send(outs, st.next_rank)
         return inputs, outs
 
-    def _backward(self, link, inputs, outs):
+    def _backward(self, link, inputs, outs, last):
         st = self.stage
-        if st.is_last:
-            flow.autograd.backward(outs)
-        else:
-            grads = link.recv(st.next_rank)
-            pairs = [(o, g) for o, g in zip(outs, grads) if o.requires_grad]
-            if pairs:
-                flow.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
+        # a DistributedDataParallel stage (pipeline x data parallelism) reduces its gradients once, in the
+        # step's last backward: the ones before only accumulate
+        no_sync = getattr(st.submod, "no_sync", None)
+        with (contextlib.nullcontext() if last or no_sync is None else no_sync()):
+            if st.is_last:
+                flow.autograd.backward(outs)
+            else:
+                grads = link.recv(st.next_rank)
+                pairs = [(o, g) for o, g in zip(outs, grads) if o.requires_grad]
+                if pairs:
+                    flow.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
         if not st.is_first:
             link.send(tuple(x.grad if x.grad is not None else flow.zeros_like(x) for x in inputs), st.prev_rank)
 

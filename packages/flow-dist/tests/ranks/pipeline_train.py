@@ -1,6 +1,7 @@
 """Pipeline parallelism (oneflow_dist.pipeline): a small GPT-like model cut into one stage per rank trains 20
 steps with Schedule1F1B and ScheduleGPipe (4 and 8 micro-batches, Adam and SGD) and equals single-process
 training on the whole batch (losses and parameters, 1e-5); the 1F1B order is the plan simulator's and a stage
+holds at most (stages - index) micro-batches; on 4 ranks also 2 stages x 2 data-parallel replicas (DDP per stage).
 holds at most (stages - index) micro-batches. With the argument "die", rank 1 exits with code 3 mid-pipeline."""
 import os
 import sys
@@ -91,6 +92,59 @@ for sched_cls, m, opt_name in [(Schedule1F1B, 4, "adam"), (Schedule1F1B, 8, "sgd
     for (name, a), b in zip(mine.named_parameters(), ref.parameters()):
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-5,
                                    err_msg=f"{sched_cls.__name__} m={m} {name}")
+
+# 2 stages x 2 data-parallel replicas on 4 ranks: replica 0 is ranks (0, 1), replica 1 ranks (2, 3); each
+# stage's module is a DDP over its replicas (ranks 0, 2 and 1, 3), each replica takes half of the batch
+if n == 4:
+    from oneflow.nn.parallel import DistributedDataParallel as DDP
+
+    flow.distributed.init_process_group()
+    groups = [flow.distributed.new_group([0, 2]), flow.distributed.new_group([1, 3])]
+    replica, index = divmod(r, 2)
+
+    def two_stages(seq):
+        layers = list(seq)
+        cut = 1 + n  # the embedding and half the blocks
+        return [nn.Sequential(*layers[:cut]), nn.Sequential(*layers[cut:])]
+
+    whole = model()
+    wopt = OPTS["adam"](whole.parameters())
+    want = []
+    for x, y in data:
+        wopt.zero_grad()
+        loss = loss_fn(whole(flow.tensor(x)), flow.tensor(y))
+        loss.backward()
+        wopt.step()
+        want.append(loss.item())
+    mine = DDP(two_stages(model())[index], process_group=groups[index])
+    opt = OPTS["adam"](mine.parameters())
+    sched = Schedule1F1B(PipelineStage(mine, index, 2, ranks=[2 * replica, 2 * replica + 1]), 2, loss_fn=loss_fn)
+    got = []
+    half = slice(replica * BATCH // 2, (replica + 1) * BATCH // 2)
+    for x, y in data:
+        opt.zero_grad()
+        losses = []
+        if index == 0:
+            sched.step(flow.tensor(x[half]))
+        else:
+            sched.step(target=flow.tensor(y[half]), losses=losses)
+            got.append(float(np.mean([v.item() for v in losses])))
+        opt.step()
+    if index == 1:  # this replica's loss is the mean over its half
+        want_half = []
+        check = model()
+        copt = OPTS["adam"](check.parameters())
+        for x, y in data:
+            copt.zero_grad()
+            full = loss_fn(check(flow.tensor(x)), flow.tensor(y))
+            want_half.append(loss_fn(check(flow.tensor(x[half])), flow.tensor(y[half])).item())
+            full.backward()
+            copt.step()
+        np.testing.assert_allclose(got, want_half, rtol=1e-5, atol=1e-5, err_msg="pp x dp losses")
+    ref = two_stages(whole)[index]
+    for (name, a), b in zip(mine.module.named_parameters(), ref.parameters()):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-5,
+                                   err_msg=f"pp x dp {name}")
 
 # bad use
 stage = PipelineStage(stage_of(model(), r), r, n)
