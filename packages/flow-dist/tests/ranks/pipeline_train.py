@@ -2,7 +2,7 @@
 steps with Schedule1F1B and ScheduleGPipe (4 and 8 micro-batches, Adam and SGD) and equals single-process
 training on the whole batch (losses and parameters, 1e-5); the 1F1B order is the plan simulator's and a stage
 holds at most (stages - index) micro-batches; on 4 ranks also 2 stages x 2 data-parallel replicas (DDP per stage).
-holds at most (stages - index) micro-batches. With the argument "die", rank 1 exits with code 3 mid-pipeline."""
+With the argument "die", rank 1 exits with code 3 mid-pipeline."""
 import os
 import sys
 
