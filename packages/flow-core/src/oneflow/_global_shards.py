@@ -175,6 +175,12 @@ def _tensor(fn, args, kw):
 
     if len(args) != 1:
         return None
+    if fn.__name__ == "tensor" and isinstance(args[0], _C.TensorBase):
+        import warnings
+
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than "
+                      "oneflow.tensor(sourceTensor).", UserWarning, stacklevel=4)
     shape, make = shard_of_data(args[0], kw.get("dtype"))
     return shape, lambda ranges: _C.ops.lift_fresh(make(tuple(slice(a, b) for a, b in ranges) if ranges else None))
 
