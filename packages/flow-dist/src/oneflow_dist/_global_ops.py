@@ -9,7 +9,9 @@ attributes). Then the inputs are boxed and the op runs on the shards. A partial 
 the reduced shard, and its gradient is reduced where it arrives partial (``_keep_reduced``).
 """
 import itertools
+import sys
 
+import oneflow as flow
 from oneflow import _C
 
 from . import _layout, boxing, comm_debug
@@ -231,14 +233,78 @@ def _is_scalar(t):
     return t.dim() == 0 and t.device.type == "cpu"
 
 
+_DISPATCH_MODULES = (__name__, "oneflow._dispatch")
+
+
+def _library_frame(f):
+    """Whether frame ``f`` runs the framework's own Python code (flow-core or a plugin: modules ``oneflow*``)."""
+    return f.f_globals.get("__name__", "").startswith("oneflow")
+
+
+def _entry_frame():
+    """The outermost frame of the framework's Python code that the user's code called (the API entry point of
+    the op being dispatched), or None when user code issued the op itself (a Tensor operator, ``_C.ops``)."""
+    f = sys._getframe(2)
+    while f is not None and f.f_globals.get("__name__") in _DISPATCH_MODULES:  # the interception machinery
+        f = f.f_back
+    entry = None
+    while f is not None and _library_frame(f):
+        entry, f = f, f.f_back
+    return entry
+
+
+def _handed_in(entry):
+    """The storages of the tensors the user handed to the API entry point ``entry``: its arguments (one level
+    into lists, tuples and dicts) and, for a module, its parameters and buffers (a local module applied to a
+    global input is the user's mixing)."""
+    code = entry.f_code
+    n = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
+    values = [entry.f_locals.get(name) for name in code.co_varnames[:n]]
+    keys = set()
+
+    def add(v):
+        if isinstance(v, flow.Tensor) and not isinstance(v, _Global):
+            keys.add(_storage_key(v))
+
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            for e in v:
+                add(e)
+        elif isinstance(v, dict):
+            for e in v.values():
+                add(e)
+        elif isinstance(v, flow.nn.Module):
+            for t in itertools.chain(v.parameters(), v.buffers()):
+                add(t)
+        else:
+            add(v)
+    return keys
+
+
+def _storage_key(t):
+    try:
+        return t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()
+    except Exception:  # a tensor without storage of its own: itself
+        return id(t)
+
+
 def check_mixing(op, inputs):
-    """Raises where a user's op gets a local tensor (other than a scalar) among global ones; also the
-    ``__flow_composite__`` of global tensors (a composite's inputs as the user gave them)."""
+    """Raises where a user's op gets a local tensor (other than a scalar) among global ones: issued by user code,
+    or handed by the user to the framework function that issues it (its arguments, a module's parameters; views
+    of them too). Local tensors the framework's Python code makes itself (an RNN's zero state, a causal mask)
+    mix as broadcast, as the core's composites' and backward formulas' do. Also the ``__flow_composite__`` of
+    global tensors (a composite's inputs as the user gave them)."""
     if not any(isinstance(t, _Global) for t in inputs):
         return
-    for i, t in enumerate(inputs):
-        if t is not None and not isinstance(t, _Global) and not _is_scalar(t):
-            raise RuntimeError(
+    bad = [(i, t) for i, t in enumerate(inputs) if t is not None and not isinstance(t, _Global) and not _is_scalar(t)]
+    if not bad:
+        return
+    entry = _entry_frame()
+    if entry is not None:
+        handed = _handed_in(entry)
+        bad = [(i, t) for i, t in bad if _storage_key(t) in handed]
+    for i, t in bad:
+        raise RuntimeError(
                 f"{op.name}(): input {i} is a local tensor (shape {tuple(t.shape)}, on {t.device}) mixed with "
                 f"global tensors; convert it with .to_global(placement, sbp) first (OneFlow does not mix local "
                 f"and global tensors in one op)")

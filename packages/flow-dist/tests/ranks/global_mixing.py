@@ -1,6 +1,7 @@
 """A user's op mixing a local tensor with global ones raises a RuntimeError naming the op and the fix
-(to_global), as OneFlow does; Python scalars and 0-dim CPU tensors mix as the same value on every rank; the
-core's own composites and backward formulas, which make local tensors inside ops on global ones, keep working."""
+(to_global), as OneFlow does, also where the user hands the local tensor to a framework function or module;
+Python scalars and 0-dim CPU tensors mix as the same value on every rank; the core's own composites, backward
+formulas and Python functions, which make local tensors inside ops on global ones, keep working."""
 import numpy as np
 
 import oneflow as flow
@@ -85,5 +86,34 @@ for sbp in (S(0), B):
     flow.manual_seed(4)
     dl = F.dropout2d(flow.tensor(a_np[:, :, None, None].repeat(3, 2)), 0.5)
     np.testing.assert_array_equal(d.numpy(), dl.numpy())
+# the framework's Python functions: a local tensor the user hands in (or a view of it) raises; the local
+# tensors they make themselves (a causal mask, an RNN's zero state) mix as broadcast
+q_np = rng.standard_normal((2, 2, 5, 4)).astype(np.float32)
+for sbp in (S(0), B):
+    gq = flow.tensor(q_np, placement=p, sbp=sbp)
+    want = F.scaled_dot_product_attention(*[flow.tensor(q_np)] * 3, is_causal=True).numpy()
+    np.testing.assert_allclose(F.scaled_dot_product_attention(gq, gq, gq, is_causal=True).numpy(), want, rtol=1e-5,
+                               atol=1e-6)
+    mask = flow.zeros(5, 5)  # (a float mask is added as is; a tensor computed from the user's escapes the check)
+    try:
+        F.scaled_dot_product_attention(gq, gq, gq, attn_mask=mask)
+    except RuntimeError as e:
+        assert "is a local tensor" in str(e) and "to_global" in str(e), e
+    else:
+        raise AssertionError("a local attn_mask with global q, k, v did not raise")
+    try:
+        F.linear(flow.tensor(a_np, placement=p, sbp=sbp), flow.ones(3, 4))
+    except RuntimeError as e:
+        assert "is a local tensor" in str(e), e
+    else:
+        raise AssertionError("F.linear with a local weight did not raise")
+    seq = rng.standard_normal((5, 2 * n, 8)).astype(np.float32)
+    flow.manual_seed(0)
+    lstm = flow.nn.LSTM(8, 4)
+    want = lstm(flow.tensor(seq))[0].detach().numpy()
+    lstm.to_global(p, B)
+    with flow.no_grad():
+        got = lstm(flow.tensor(seq, placement=p, sbp=B))[0]
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
 assert flow._C._internal_depth() == 0
 print("global mixing ok")
