@@ -20,8 +20,8 @@ def _blocks(n):
     lambda **k: ops.linspace(-1.3, 2.7, 101, **k), lambda **k: ops.linspace(0, 100, 33, dtype=flow.int64, **k),
     lambda **k: ops.linspace(-2.0, 5.0, 64, dtype=flow.float64, **k), lambda **k: ops.linspace(3, 4, 1, **k),
     lambda **k: ops.logspace(-1.0, 2.0, 57, 3.0, **k), lambda **k: ops.logspace(0, 3, 40, 2.0, dtype=flow.float64, **k),
-    lambda **k: ranges.linspace_block(-1, 1, 37, flow.float16, **k),
-    lambda **k: ranges.linspace_block(-2, 3, 29, flow.bfloat16, **k),
+    lambda shard=None: ranges.linspace_block(-1, 1, 37, flow.float16, None, shard),
+    lambda shard=None: ranges.linspace_block(-2, 3, 29, flow.bfloat16, None, shard),
 ])
 def test_a_1d_block_equals_the_whole_result_at_its_indices(make):
     whole = make().double().numpy()

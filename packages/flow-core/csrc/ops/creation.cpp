@@ -76,10 +76,12 @@ std::vector<std::pair<int64_t, int64_t>> shard_block(const Attrs& a, const Shape
   return r;
 }
 
-Shape block_shape(const std::vector<std::pair<int64_t, int64_t>>& b) {
-  Shape s;
-  for (auto [lo, hi] : b) s.push_back(hi - lo);
-  return s;
+// The shape of the block the `shard` attribute asks for (`whole` when it is None).
+Shape block_shape(const Attrs& a, Shape whole, const char* op) {
+  if (a.none("shard")) return whole;
+  auto b = shard_block(a, whole, op);
+  for (size_t d = 0; d < b.size(); ++d) whole[d] = b[d].second - b[d].first;
+  return whole;
 }
 
 // The first logical index of a 1-D op's block (0 without a shard).
@@ -124,7 +126,7 @@ FLOW_OP(arange)
     .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
       DType dt = arange_dtype(a);
       FLOW_RUNTIME_CHECK(dt != DType::Bool, "arange: not implemented for 'bool'");
-      return {{block_shape(shard_block(a, Shape{arange_size(a, dt)}, "arange")), dt, Device{}}};
+      return {{block_shape(a, Shape{arange_size(a, dt)}, "arange"), dt, Device{}}};
     })
     .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
       dispatch_numeric(out[0].dtype(), "arange", [&](auto tag) {
@@ -146,8 +148,8 @@ FLOW_OP(linspace)
         "int[]? shard=None) -> Tensor")
     .traits(kCreation | kNonDifferentiable)
     .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
-      Shape whole{check_steps(a.i("steps"), "linspace")};
-      return {{block_shape(shard_block(a, whole, "linspace")), float_or(a, "dtype"), Device{}}};
+      return {
+          {block_shape(a, Shape{check_steps(a.i("steps"), "linspace")}, "linspace"), float_or(a, "dtype"), Device{}}};
     })
     .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
       const int64_t steps = a.i("steps");
@@ -177,8 +179,8 @@ FLOW_OP(logspace)
         "Device? device=None, int[]? shard=None) -> Tensor")
     .traits(kCreation | kNonDifferentiable)
     .meta([](const TensorList&, const Attrs& a) -> std::vector<TensorMeta> {
-      Shape whole{check_steps(a.i("steps"), "logspace")};
-      return {{block_shape(shard_block(a, whole, "logspace")), float_or(a, "dtype"), Device{}}};
+      return {
+          {block_shape(a, Shape{check_steps(a.i("steps"), "logspace")}, "logspace"), float_or(a, "dtype"), Device{}}};
     })
     .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
       const int64_t steps = a.i("steps");
@@ -215,21 +217,23 @@ FLOW_OP(eye)
       int64_t n = a.i("n"), m = a.opt_i("m").value_or(n);
       FLOW_RUNTIME_CHECK(n >= 0, "eye: n must be greater or equal to 0, got ", n);
       FLOW_RUNTIME_CHECK(m >= 0, "eye: m must be greater or equal to 0, got ", m);
-      return {{block_shape(shard_block(a, Shape{n, m}, "eye")), float_or(a, "dtype"), Device{}}};
+      return {{block_shape(a, Shape{n, m}, "eye"), float_or(a, "dtype"), Device{}}};
     })
     .cpu_out([](const TensorList&, const TensorList& out, const Attrs& a) {
       const Tensor& o = out[0];
       if (o.numel() == 0) return;
       std::memset(o.raw_data(), 0, o.numel() * o.itemsize());
-      const int64_t n = a.i("n"), m = a.opt_i("m").value_or(n);
-      auto b = shard_block(a, Shape{n, m}, "eye");
-      const int64_t cols = o.size(1);
-      // the diagonal entries (i, i) inside the block: rows and columns both in range
-      const int64_t first = std::max(b[0].first, b[1].first), last = std::min(b[0].second, b[1].second);
+      // the diagonal entries (i, i) inside the block [r0, r1) x [c0, c1): rows and columns both in range
+      int64_t r0 = 0, r1 = o.size(0), c0 = 0, c1 = o.size(1);
+      if (!a.none("shard")) {
+        const auto& v = a.ints("shard");  // checked by the meta function
+        r0 = v[0], r1 = v[1], c0 = v[2], c1 = v[3];
+      }
+      const int64_t cols = o.size(1), first = std::max(r0, c0), last = std::min(r1, c1);
       dispatch_all(o.dtype(), "eye", [&](auto tag) {
         using T = typename decltype(tag)::type;
         T* p = o.data<T>();
-        for (int64_t i = first; i < last; ++i) p[(i - b[0].first) * cols + (i - b[1].first)] = static_cast<T>(1);
+        for (int64_t i = first; i < last; ++i) p[(i - r0) * cols + (i - c0)] = static_cast<T>(1);
       });
     });
 

@@ -120,22 +120,27 @@ def _bound(fn, args, kw):
     return bound.arguments
 
 
-def _ranged(block_name, params):
+def _ranged(fn, args, kw):
     """arange, linspace, logspace: the block is computed by the op's own formula at its logical indices, so it
     holds exactly the whole result's values there."""
-    def plan(fn, args, kw):
-        from ._ops import ranges as _ranges
+    import inspect
 
-        a = _bound(fn, args, kw)
-        if a is None:
-            return None
-        block = getattr(_ranges, block_name)
-        call = {p: a[p] for p in params if p in a}
-        dtype, device = a.get("dtype"), a.get("device")
-        shape = list(block(**call, dtype=dtype, device="meta").shape)  # checks the arguments, allocates nothing
-        return shape, lambda ranges: block(**call, dtype=dtype, device=device, shard=_block_attr(ranges))
+    from ._ops import ranges as _ranges
+    from ._ops._creation_args import _UNSET
 
-    return plan
+    a = _bound(fn, args, kw)
+    if a is None:
+        return None
+    shape = list(fn(*args, **dict(kw, device="meta")).shape)  # checks the arguments, allocates nothing
+    sig = inspect.signature(fn).parameters
+    v = {k: a.get(k, sig[k].default) for k in ("start", "end", "steps", "step", "base") if k in sig}
+    dtype, device = a.get("dtype"), a.get("device")
+    if fn.__name__ == "arange":
+        start, end = (0, v["start"]) if v["end"] is _UNSET else (v["start"], v["end"])
+        return shape, lambda ranges: _ranges.arange_block(start, end, v["step"], dtype, device, _block_attr(ranges))
+    block = getattr(_ranges, fn.__name__ + "_block")
+    pos = [v[k] for k in ("start", "end", "steps", "base") if k in v]
+    return shape, lambda ranges: block(*pos, dtype, device, _block_attr(ranges))
 
 
 def _eye(fn, args, kw):
@@ -189,7 +194,5 @@ def _tensor(fn, args, kw):
 # whole-tensor path
 MAKERS = {"empty": _filled, "zeros": _filled, "ones": _filled, "full": _full, "rand": _unit("uniform_", 0.0, 1.0),
           "randn": _unit("normal_", 0.0, 1.0), "randint": _randint, "normal": _normal,
-          "arange": _ranged("arange_block", ("start", "end", "step")),
-          "linspace": _ranged("linspace_block", ("start", "end", "steps")),
-          "logspace": _ranged("logspace_block", ("start", "end", "steps", "base")), "eye": _eye,
+          "arange": _ranged, "linspace": _ranged, "logspace": _ranged, "eye": _eye,
           "randperm": _randperm, "tensor": _tensor, "as_tensor": _tensor}

@@ -42,11 +42,6 @@ def arange(start=0, end=_UNSET, step=1, *, dtype=None, device=None, requires_gra
         dtype (oneflow.dtype, optional): Default: ``int64`` when start, end and step are all integers, else the
             default dtype. Its length is ``ceil((end - start) / step)``.
     """
-    return _finish(arange_block(start, end, step, dtype, device), requires_grad, out)
-
-
-def arange_block(start=0, end=_UNSET, step=1, dtype=None, device=None, shard=None):
-    """``arange``'s values, or with ``shard`` (``[start, stop]`` indices) only that block of them."""
     if end is _UNSET:
         start, end = 0, _number_arg(start, "arange", "end", 1)
     else:
@@ -57,7 +52,7 @@ def arange_block(start=0, end=_UNSET, step=1, dtype=None, device=None, shard=Non
         _no_bool(dtype, "arange")
         if not dtype.is_floating_point and builtins.int(step) == 0 and step != 0:
             raise ValueError("step must be nonzero")  # a fractional step truncated to an integer dtype
-    return _C.ops.arange(start, end, step, dtype=dtype, device=_device(device), shard=shard)
+    return _finish(_C.ops.arange(start, end, step, dtype=dtype, device=_device(device)), requires_grad, out)
 
 
 def range(start=0, end=_UNSET, step=1, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
@@ -141,11 +136,6 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
         steps (int): the number of values (non-negative).
         dtype (oneflow.dtype, optional): Default: the default dtype.
     """
-    return _finish(linspace_block(start, end, steps, dtype, device), requires_grad, out)
-
-
-def linspace_block(start, end, steps, dtype=None, device=None, shard=None):
-    """``linspace``'s values, or with ``shard`` (``[start, stop]`` indices) only that block of them."""
     _scalar_bound(start, "linspace", "start")
     _scalar_bound(end, "linspace", "end")
     if dtype is not None:
@@ -153,8 +143,10 @@ def linspace_block(start, end, steps, dtype=None, device=None, shard=None):
     dev = _device(device)
     target = dtype or _C.get_default_dtype()
     if target in (_C.float16, _C.bfloat16) and isinstance(steps, builtins.int) and steps > 0 and dev is None:
-        return _linspace_half(start, end, steps, target, shard)
-    return _C.ops.linspace(start, end, steps, dtype=dtype, device=dev, shard=shard)
+        t = _linspace_half(start, end, steps, target)
+    else:
+        t = _C.ops.linspace(start, end, steps, dtype=dtype, device=dev)
+    return _finish(t, requires_grad, out)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
@@ -168,15 +160,27 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
         dtype (oneflow.dtype, optional): Default: the default dtype. Floating results are computed as PyTorch
             computes them (exponents in double from bounds rounded to ``dtype``), so they match it bit for bit.
     """
-    return _finish(logspace_block(start, end, steps, base, dtype, device), requires_grad, out)
-
-
-def logspace_block(start, end, steps, base=10.0, dtype=None, device=None, shard=None):
-    """``logspace``'s values, or with ``shard`` (``[start, stop]`` indices) only that block of them."""
     _scalar_bound(start, "logspace", "start")
     _scalar_bound(end, "logspace", "end")
     if dtype is not None:
         _no_bool(dtype, "logspace")
+    t = _C.ops.logspace(start, end, steps, base, dtype=dtype, device=_device(device))
+    return _finish(t, requires_grad, out)
+
+
+# The blocks of split global ranges (``_global_shards``): the arguments were checked by a call of the public
+# function on the meta device, so these only compute the block, with the whole result's values at its indices.
+def arange_block(start, end, step, dtype, device, shard):
+    return _C.ops.arange(start, end, step, dtype=dtype, device=_device(device), shard=shard)
+
+
+def linspace_block(start, end, steps, dtype, device, shard):
+    dev = _device(device)
+    target = dtype or _C.get_default_dtype()
+    if target in (_C.float16, _C.bfloat16) and isinstance(steps, builtins.int) and steps > 0 and dev is None:
+        return _linspace_half(start, end, steps, target, shard)
+    return _C.ops.linspace(start, end, steps, dtype=dtype, device=dev, shard=shard)
+
+
+def logspace_block(start, end, steps, base, dtype, device, shard):
     return _C.ops.logspace(start, end, steps, base, dtype=dtype, device=_device(device), shard=shard)
-
-
