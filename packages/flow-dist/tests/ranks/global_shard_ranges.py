@@ -51,6 +51,7 @@ vectors = [
     (lambda **k: flow.tensor([1.5, -2, 3, 4, 5.25, 6, 7][:m] + list(range(m - 7)), **k), "tensor list"),
     (lambda **k: flow.tensor(np.arange(m, dtype=np.int32) * 3, **k), "tensor ndarray"),
     (lambda **k: flow.as_tensor(np.linspace(0, 1, m), **k), "as_tensor ndarray"),
+    (lambda **k: flow.tensor(flow.arange(m * 1.5, placement=p, sbp=S(0)), **k), "tensor of a global tensor"),
 ]
 for make, name in vectors:
     for sbp in (S(0), B, P):

@@ -269,6 +269,10 @@ def shard_of_data(data, dtype):
     data per rank before any tensor is made."""
     if isinstance(data, _C.TensorBase):
         src = data.detach()
+        if getattr(src, "is_global", False) is True:  # its whole value on every rank (a collective), then sliced
+            import oneflow
+
+            src = src.to_global(sbp=(oneflow.sbp.broadcast,) * src.placement.ranks.ndim).to_local()
 
         def make(block):
             t = _C.ops.clone(src if block is None else src[block])
