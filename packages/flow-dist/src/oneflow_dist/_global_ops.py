@@ -283,7 +283,7 @@ def _handed_in(entry):
 
 def _storage_key(t):
     try:
-        return t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()
+        return t.untyped_storage().data_ptr()
     except Exception:  # a tensor without storage of its own: itself
         return id(t)
 
