@@ -71,3 +71,21 @@ def test_modules_with_global_parameters_train_like_single_process(nproc):
 def test_placement_changes_by_send_recv_are_differentiable(nproc):
     out = run_ranks(nproc, "global_placement.py", timeout=200)
     assert out.count("global placement ok") == nproc
+
+
+@pytest.mark.parametrize("nproc", [1, 2, 4])
+def test_split_ranges_eye_randperm_tensor_and_random_likes_make_only_the_shard(nproc):
+    out = run_ranks(nproc, "global_shard_ranges.py", timeout=300)
+    assert out.count("global shard ranges ok") == nproc
+
+
+@pytest.mark.parametrize("nproc", [1, 2, 4])
+def test_random_ops_and_dropout_on_split_tensors_draw_only_the_shard(nproc):
+    out = run_ranks(nproc, "global_shard_random.py", timeout=300)
+    assert out.count("global shard random ok") == nproc
+
+
+@pytest.mark.parametrize("nproc", [1, 2, 4])
+def test_user_mixing_local_and_global_raises_while_internal_ops_work(nproc):
+    out = run_ranks(nproc, "global_mixing.py", timeout=300)
+    assert out.count("global mixing ok") == nproc

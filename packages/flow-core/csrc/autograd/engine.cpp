@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "../dispatch/autocast.h"
+#include "../dispatch/dispatch.h"
 #include "../ops/functions.h"
 #include "grad_mode.h"
 
@@ -50,6 +51,7 @@ TensorList run_backward(const TensorList& roots, const TensorList& grad_roots, b
                      grad_roots.size(), " gradients");
   AutoGradMode mode(create_graph);
   autocast::DisableGuard no_autocast;  // backward ops run in the dtypes the forward chose
+  dispatch::InternalGuard internal;    // the formulas' own tensors (zeros, index grids) are the core's
 
   // Root edges and their initial gradients.
   std::vector<Edge> root_edges;

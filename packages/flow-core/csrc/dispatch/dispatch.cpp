@@ -13,12 +13,18 @@ namespace flow::dispatch {
 static InterceptHook g_hook = nullptr;
 static thread_local int t_mode_depth = 0;
 static thread_local bool t_below_autograd = false;
+static thread_local int t_internal_depth = 0;
+static CompositeHook g_composite_hook = nullptr;
 
 void set_intercept_hook(InterceptHook hook) { g_hook = hook; }
 int& mode_depth() { return t_mode_depth; }
 bool below_autograd() { return t_below_autograd; }
 BelowAutogradGuard::BelowAutogradGuard(bool below) : prev(t_below_autograd) { t_below_autograd = below; }
 BelowAutogradGuard::~BelowAutogradGuard() { t_below_autograd = prev; }
+InternalGuard::InternalGuard() { ++t_internal_depth; }
+InternalGuard::~InternalGuard() { --t_internal_depth; }
+int internal_depth() { return t_internal_depth; }
+void set_composite_hook(CompositeHook hook) { g_composite_hook = hook; }
 
 void fill_defaults(const OpDef& op, Attrs& attrs) {
   attrs.schema = &op.schema;
@@ -405,6 +411,14 @@ TensorList call(const OpDef& op, const TensorList& inputs, const Attrs& attrs_in
     // a composite is written with other ops: on the meta device its CPU definition runs those on meta tensors
     const ComputeFn& fn = op.compute[static_cast<int>(dev.type == DeviceType::Meta ? DeviceType::CPU : dev.type)];
     FLOW_RUNTIME_CHECK(static_cast<bool>(fn), op.name, ": not implemented for device '", dev.str(), "'");
+    if (t_internal_depth == 0 && g_composite_hook) {
+      for (const Tensor& t : inputs)
+        if (t.defined() && t.impl()->py_handler) {
+          g_composite_hook(op, inputs, *attrs);
+          break;
+        }
+    }
+    InternalGuard internal;
     return fn(inputs, *attrs);
   }
   bool need_grad = false;

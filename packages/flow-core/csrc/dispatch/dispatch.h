@@ -63,6 +63,20 @@ struct BelowAutogradGuard {
   bool prev;
 };
 bool below_autograd();
+// Set while the core computes an op out of other ops on the caller's behalf: a composite's definition or a
+// backward pass. Tensors those computations make themselves (dropout's mask, a backward's zeros) are local
+// even when the op's inputs are global; handlers can tell them from a user's mixing of local and global
+// tensors by this depth (0: the op was called by user code).
+struct InternalGuard {
+  InternalGuard();
+  ~InternalGuard();
+};
+int internal_depth();
+// Called when user code (internal depth 0) calls a composite op with an input whose class has a Python
+// handler, before the composite's definition runs: a handler sees the composite's own inputs there (the ops
+// inside are internal). The Python module installs it (`__flow_composite__` of the input's class).
+using CompositeHook = void (*)(const OpDef& op, const TensorList& inputs, const Attrs& attrs);
+void set_composite_hook(CompositeHook hook);
 
 // Completes attrs from the schema's defaults (for C++ callers that pass fewer attributes).
 void fill_defaults(const OpDef& op, Attrs& attrs);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "../autograd/grad_mode.h"
 #include "../kernels/cpu/parallel.h"
 #include "nnops_util.h"
 
@@ -222,13 +223,33 @@ FLOW_OP(_masked_scale)
 
 namespace {
 // Dropout with a mask of shape `mask_shape` (the input's for dropout, (N, C, 1, ...) for feature dropout).
+// A mask of the input's shape is drawn as bernoulli(x, p=keep) (shaped like x, x's values unread), so a
+// handler of x's class (a split global tensor) makes only its shard of the mask. `keep` is 1 - p rounded to
+// x's dtype, as a mask drawn from a tensor of probabilities 1 - p in x's dtype would compare: the same values.
 Tensor dropout_impl(const Tensor& x, double p, bool train, const Shape& mask_shape) {
   FLOW_VALUE_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
   if (!train || p == 0) return x;
   FLOW_RUNTIME_CHECK(is_floating(x.dtype()), "dropout: expected a floating point input, got ", dtype_name(x.dtype()));
-  if (p == 1) return ops::call1("_masked_scale", {x, ops::zeros(mask_shape, x.dtype(), x.device())}, {0.0});
-  Tensor probs = ops::full(mask_shape, Scalar(1.0 - p), x.dtype(), x.device());
-  Tensor mask = ops::call1("bernoulli", {probs});
+  const bool like_x = mask_shape == x.sizes();
+  if (p == 1) {
+    Tensor zeros = like_x ? [&] {
+      autograd::AutoGradMode no_grad(false);
+      return ops::zeros_like(x);
+    }() : ops::zeros(mask_shape, x.dtype(), x.device());
+    return ops::call1("_masked_scale", {x, zeros}, {0.0});
+  }
+  Tensor mask;
+  if (like_x) {
+    // kernel-level, as bernoulli reads a tensor of probabilities: no op is dispatched (modes see none)
+    Tensor keep_t = empty({}, x.dtype(), Device{}), keep_d = empty({}, DType::Float64, Device{});
+    ops::fill_cpu(keep_t, Scalar(1.0 - p));
+    ops::copy_into(keep_d, keep_t);
+    const double keep = *keep_d.data<double>();
+    autograd::AutoGradMode no_grad(false);  // the mask only takes x's shape: no gradient flows into it
+    mask = ops::call1("bernoulli", {x}, {keep});
+  } else {
+    mask = ops::call1("bernoulli", {ops::full(mask_shape, Scalar(1.0 - p), x.dtype(), x.device())});
+  }
   return ops::call1("_masked_scale", {x, mask}, {1.0 / (1.0 - p)});
 }
 }  // namespace

@@ -19,21 +19,6 @@
 #include <memory>
 
 namespace flow {
-namespace {
-
-constexpr double kTwoPi = 6.283185307179586476925286766559;
-
-int64_t ceil_div(int64_t n, int64_t d) { return (n + d - 1) / d; }
-
-// The `shard` attribute: `out` is the block of a larger logical tensor that starts at `lo` (one index per dim).
-// The kernel writes the values the whole tensor has there and reserves the whole tensor's blocks, so a global
-// tensor's shards equal a single process's tensor of the same seed (and later draws stay in step) without any
-// rank making the whole tensor.
-struct ShardWindow {
-  std::vector<int64_t> logical, lo;  // empty: `out` is the whole tensor
-  int64_t total = 0;                 // the logical element count
-  bool active() const { return !logical.empty() || total > 0; }
-};
 
 ShardWindow shard_attr(const Attrs& a, const Tensor& out, const char* op) {
   ShardWindow w;
@@ -54,6 +39,12 @@ ShardWindow shard_attr(const Attrs& a, const Tensor& out, const char* op) {
   if (nd == 0) w.total = 1;
   return w;
 }
+
+namespace {
+
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+int64_t ceil_div(int64_t n, int64_t d) { return (n + d - 1) / d; }
 
 // Fills the contiguous buffer p of `o`'s shape: `body(q, m, s)` writes the m values that begin at block 0 of
 // stream s (k values per block) to q. With a shard window, the shard's runs of consecutive logical elements each
@@ -337,24 +328,39 @@ void random_kernel(const Tensor& out, std::optional<int64_t> from_opt, std::opti
   }, w.active());
 }
 
-// out[i] = (u_i < prob(i)), with prob(i) either the constant p or probs[i] (contiguous float64).
-void bernoulli_kernel(const Tensor& out, const double* probs, double p, Generator& gen) {
+// out[i] = (u_i < prob(i)), with prob(i) either the constant p or probs[i] (contiguous float64, out's shape).
+// With a shard window, u_i is the logical tensor's value at the block's element i: the block's uniform bits are
+// drawn first (as the fills draw theirs), then compared.
+void bernoulli_kernel(const Tensor& out, const double* probs, double p, Generator& gen, const ShardWindow& w) {
   fill_contiguous(out, [&](const Tensor& o) {
     const int64_t n = o.numel();
     dispatch_all(o.dtype(), "bernoulli", [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* dst = o.data<T>();
+      auto put = [&](int64_t i, uint32_t bits) {
+        double u = static_cast<double>(bits) * (1.0 / 4294967296.0);
+        bool hit = u < (probs ? probs[i] : p);
+        if constexpr (std::is_same_v<T, bool>) dst[i] = hit;
+        else dst[i] = static_cast<T>(hit ? 1 : 0);
+      };
+      if (w.active()) {
+        std::vector<uint32_t> bits(static_cast<size_t>(n));
+        draw(o, bits.data(), w, gen, 4, [&](uint32_t* q, int64_t len, const PhiloxStream& s) {
+          for_each_philox_block(s, len, 4, [&](const PhiloxBlock& r, int64_t i, int c) {
+            for (int j = 0; j < c; ++j) q[i + j] = r[j];
+          });
+        });
+        parallel_for(n, kParallelGrain, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) put(i, bits[i]);
+        });
+        return;
+      }
       PhiloxStream s = gen.reserve(ceil_div(n, 4));
       for_each_philox_block(s, n, 4, [&](const PhiloxBlock& r, int64_t i, int c) {
-        for (int j = 0; j < c; ++j) {
-          double u = static_cast<double>(r[j]) * (1.0 / 4294967296.0);
-          bool hit = u < (probs ? probs[i + j] : p);
-          if constexpr (std::is_same_v<T, bool>) dst[i + j] = hit;
-          else dst[i + j] = static_cast<T>(hit ? 1 : 0);
-        }
+        for (int j = 0; j < c; ++j) put(i + j, r[j]);
       });
     });
-  });
+  }, w.active());
 }
 
 void bernoulli_op_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
@@ -362,7 +368,7 @@ void bernoulli_op_kernel(const TensorList& in, const TensorList& out, const Attr
   if (!a.none("p")) {
     double p = a.f("p");
     FLOW_RUNTIME_CHECK(p >= 0.0 && p <= 1.0, "bernoulli_ expects p to be in [0, 1], but got p=", p);
-    bernoulli_kernel(out[0], nullptr, p, *gen);
+    bernoulli_kernel(out[0], nullptr, p, *gen, shard_attr(a, out[0], "bernoulli"));
     return;
   }
   const Tensor& self = in[0];
@@ -375,7 +381,7 @@ void bernoulli_op_kernel(const TensorList& in, const TensorList& out, const Attr
   for (int64_t i = 0; i < probs.numel(); ++i)
     FLOW_RUNTIME_CHECK(pp[i] >= 0.0 && pp[i] <= 1.0,
                        "bernoulli: Expected p_in >= 0 && p_in <= 1 to be true, but got false.");
-  bernoulli_kernel(out[0], pp, 0.0, *gen);
+  bernoulli_kernel(out[0], pp, 0.0, *gen, shard_attr(a, out[0], "bernoulli"));
 }
 
 // Fisher-Yates, as PyTorch's CPU randperm: for i, swap r[i] with r[i + rand % (n - i)].
@@ -425,7 +431,7 @@ FLOW_OP(normal)
 // PyTorch the gradients w.r.t. mean and std are zero: the sampling is not reparameterised (write
 // mean + std * randn_like(mean) for that).
 FLOW_OP(_normal_tensor)
-    .schema("_normal_tensor(Tensor mean, Tensor std, *, int? generator=None) -> Tensor")
+    .schema("_normal_tensor(Tensor mean, Tensor std, *, int? generator=None, int[]? shard=None) -> Tensor")
     .traits(kRandom | kBroadcastBinary)
     .meta([](const TensorList& in, const Attrs&) -> std::vector<TensorMeta> {
       for (const Tensor& t : in)
@@ -445,7 +451,7 @@ FLOW_OP(_normal_tensor)
         fail(ErrorKind::Runtime, "normal expects all elements of std >= 0.0");
       }
       Tensor z = empty(out[0].sizes(), out[0].dtype(), out[0].device());
-      normal_kernel(z, 0.0, 1.0, *generator_attr(a, "generator"), ShardWindow{});
+      normal_kernel(z, 0.0, 1.0, *generator_attr(a, "generator"), shard_attr(a, out[0], "normal"));
       ops::copy_into(out[0], ops::add(ops::mul(z, std), in[0]));
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
@@ -476,7 +482,7 @@ FLOW_OP(random)
 
 // bernoulli(self): 0/1 draws with probabilities self; bernoulli(self, p): with probability p, shaped like self.
 FLOW_OP(bernoulli)
-    .schema("bernoulli(Tensor self, float? p=None, *, int? generator=None) -> Tensor")
+    .schema("bernoulli(Tensor self, float? p=None, *, int? generator=None, int[]? shard=None) -> Tensor")
     .traits(kRandom)
     .meta(same_meta)
     .cpu_out(bernoulli_op_kernel)

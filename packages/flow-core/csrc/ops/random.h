@@ -85,6 +85,28 @@ void for_each_philox_block(const PhiloxStream& s, int64_t n, int per_block, F&& 
   });
 }
 
+// The `shard` attribute of the random ops (`int[]? shard=None`): `out` is the block of a larger logical tensor
+// that starts at `lo` (one index per dim), given as the logical shape then `lo`. The kernel writes the values
+// the whole tensor has there and reserves the whole tensor's blocks, so a global tensor's shards equal a
+// single process's tensor of the same seed (and later draws stay in step) without any rank making the whole.
+struct ShardWindow {
+  std::vector<int64_t> logical, lo;  // empty: `out` is the whole tensor
+  int64_t total = 0;                 // the logical element count
+  bool active() const { return !logical.empty() || total > 0; }
+  // The logical row-major index of element i (row-major) of a block of shape `local`.
+  int64_t logical_index(const Shape& local, int64_t i) const {
+    int64_t r = 0, stride = 1;
+    for (int64_t d = static_cast<int64_t>(local.size()) - 1; d >= 0; --d) {
+      r += (lo[d] + i % local[d]) * stride;
+      i /= local[d];
+      stride *= logical[d];
+    }
+    return r;
+  }
+};
+// The window of `out` named by attribute `shard` (inactive when it is None); `op` names the op in errors.
+ShardWindow shard_attr(const Attrs& a, const Tensor& out, const char* op);
+
 namespace ops {
 // In-place fills (on a tensor that does not require grad, or under no_grad, as nn.init uses them).
 Tensor uniform_(const Tensor& self, double from = 0.0, double to = 1.0, std::optional<int64_t> generator = {});

@@ -126,11 +126,10 @@ double sample_binomial(ElementStream& es, double n, double p) {
   return p <= 0.5 ? binomial_small_p(es, n, p) : n - binomial_small_p(es, n, 1 - p);
 }
 
-// out[i] = draw(stream_i, a[i], b[i]) with the parameters broadcast to out's shape.
-template <typename Draw>
-void sample_kernel(const TensorList& in, const Tensor& out, Generator& gen, Draw draw) {
+// out[i] = draw(stream(i), a[i], b[i]) with the parameters broadcast to out's shape.
+template <typename Stream, typename Draw>
+void sample_with(const TensorList& in, const Tensor& out, Stream&& stream, Draw draw) {
   const int64_t n = out.numel();
-  if (n == 0) return;
   TensorList params;
   for (const Tensor& t : in)
     params.push_back(ops::contiguous(ops::to_dtype(ops::expand(t, out.sizes()), DType::Float64)));
@@ -138,14 +137,30 @@ void sample_kernel(const TensorList& in, const Tensor& out, Generator& gen, Draw
   const double* a = params[0].data<double>();
   const double* b = params.size() > 1 ? params[1].data<double>() : nullptr;
   double* r = res.data<double>();
-  PhiloxStream s = gen.reserve(static_cast<uint64_t>(n));
   parallel_for(n, 64, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
-      ElementStream es(s, i);
+      ElementStream es = stream(i);
       r[i] = draw(es, a[i], b ? b[i] : 0.0);
     }
   });
   ops::copy_into(out, res);
+}
+
+// out[i] = draw(stream_i, a[i], b[i]) with the parameters broadcast to out's shape. With a shard window (the
+// `shard` attribute, see random.h) out is a block of the logical tensor: element i draws from the sub-stream
+// of its logical index, and the whole tensor's streams are reserved.
+template <typename Draw>
+void sample_kernel(const TensorList& in, const Tensor& out, Generator& gen, const ShardWindow& w, Draw draw) {
+  const int64_t n = out.numel();
+  if (w.active()) {
+    PhiloxStream s = gen.reserve(static_cast<uint64_t>(w.total));
+    if (n == 0) return;
+    sample_with(in, out, [&](int64_t i) { return ElementStream(s, w.logical_index(out.sizes(), i)); }, draw);
+    return;
+  }
+  if (n == 0) return;
+  PhiloxStream s = gen.reserve(static_cast<uint64_t>(n));
+  sample_with(in, out, [&](int64_t i) { return ElementStream(s, i); }, draw);
 }
 
 std::vector<TensorMeta> meta_float_param(const TensorList& in, const char* kernel) {
@@ -165,7 +180,7 @@ double smallest_normal(DType t) {
 }  // namespace
 
 FLOW_OP(poisson)
-    .schema("poisson(Tensor self, *, int? generator=None) -> Tensor")
+    .schema("poisson(Tensor self, *, int? generator=None, int[]? shard=None) -> Tensor")
     .traits(kRandom)
     .meta([](const TensorList& in, const Attrs&) { return meta_float_param(in, "poisson_cpu"); })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
@@ -173,7 +188,7 @@ FLOW_OP(poisson)
       const double* r = rates.data<double>();
       for (int64_t i = 0; i < rates.numel(); ++i)  // checked before any write
         FLOW_RUNTIME_CHECK(!(r[i] < 0), "invalid Poisson rate, expected rate to be non-negative");
-      sample_kernel(in, out[0], *generator_attr(a, "generator"),
+      sample_kernel(in, out[0], *generator_attr(a, "generator"), shard_attr(a, out[0], "poisson"),
                     [](ElementStream& es, double lam, double) { return sample_poisson(es, lam); });
     })
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
@@ -181,7 +196,7 @@ FLOW_OP(poisson)
     });
 
 FLOW_OP(binomial)
-    .schema("binomial(Tensor count, Tensor prob, *, int? generator=None) -> Tensor")
+    .schema("binomial(Tensor count, Tensor prob, *, int? generator=None, int[]? shard=None) -> Tensor")
     .traits(kRandom | kBroadcastBinary)
     .meta([](const TensorList& in, const Attrs& a) {
       auto m = meta_binary(in, a);
@@ -189,19 +204,20 @@ FLOW_OP(binomial)
       return m;
     })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
-      sample_kernel(in, out[0], *generator_attr(a, "generator"), sample_binomial);
+      sample_kernel(in, out[0], *generator_attr(a, "generator"), shard_attr(a, out[0], "binomial"), sample_binomial);
     })
     .backward([](BackwardCtx&, const TensorList&) -> TensorList {
       fail(ErrorKind::Runtime, "derivative for aten::binomial is not implemented");
     });
 
 FLOW_OP(_standard_gamma)
-    .schema("_standard_gamma(Tensor self, *, int? generator=None) -> Tensor")
+    .schema("_standard_gamma(Tensor self, *, int? generator=None, int[]? shard=None) -> Tensor")
     .traits(kRandom)
     .meta([](const TensorList& in, const Attrs&) { return meta_float_param(in, "_standard_gamma_cpu"); })
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       const double tiny = smallest_normal(out[0].dtype());
-      sample_kernel(in, out[0], *generator_attr(a, "generator"), [tiny](ElementStream& es, double alpha, double) {
+      sample_kernel(in, out[0], *generator_attr(a, "generator"), shard_attr(a, out[0], "_standard_gamma"),
+                    [tiny](ElementStream& es, double alpha, double) {
         return std::max(sample_gamma(es, alpha), tiny);  // NaN alphas also land on tiny, as in PyTorch
       });
     })

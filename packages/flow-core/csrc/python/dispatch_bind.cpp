@@ -8,7 +8,15 @@
 namespace flow::py {
 
 nb::object make_op_handle(const OpDef* op);
-static nb::handle g_handler;  // owned, never released (outlives the interpreter)
+static nb::handle g_handler;            // owned, never released (outlives the interpreter)
+static nb::handle g_composite_handler;  // likewise
+
+static void python_composite(const OpDef& op, const TensorList& inputs, const Attrs&) {
+  if (!g_composite_handler.ptr()) return;
+  nb::list ins;
+  for (const Tensor& t : inputs) ins.append(wrap(t));
+  g_composite_handler(make_op_handle(&op), ins);
+}
 
 static TensorList python_intercept(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
   FLOW_RUNTIME_CHECK(g_handler.ptr() != nullptr, "dispatch interception requested but no Python handler is installed");
@@ -59,8 +67,15 @@ void init_dispatch(nb::module_& m) {
     g_handler = fn.release();
     dispatch::set_intercept_hook(&python_intercept);
   });
+  // fn(op, inputs): a composite called by user code with an input whose class has a Python handler
+  m.def("_set_composite_handler", [](nb::object fn) {
+    g_composite_handler = fn.release();
+    dispatch::set_composite_hook(&python_composite);
+  });
   m.def("_mode_depth", []() { return dispatch::mode_depth(); });
   m.def("_set_mode_depth", [](int d) { dispatch::mode_depth() = d; });
+  // > 0 while the core runs a composite's definition or a backward pass (dispatch::InternalGuard)
+  m.def("_internal_depth", []() { return dispatch::internal_depth(); });
   m.def("_is_below_autograd", []() { return dispatch::below_autograd(); });
   // Run `fn()` with autograd recording on or off for ops issued inside (handlers are below autograd).
   m.def("_set_below_autograd", [](bool on) {

@@ -10,6 +10,11 @@ op's output tensor(s):
   instances among its inputs (global tensors are built on them). Make the outer object with
   ``oneflow._C._make_wrapper(cls, shape, dtype, device, requires_grad)``: it carries metadata only.
 
+A tensor subclass may also define a classmethod ``__flow_composite__(op, inputs)``: it is called when user code
+calls a composite op (one the core computes out of other ops) with one of its instances among the inputs,
+before the ops inside run (those are the core's own, ``_C._internal_depth()`` > 0): it sees the inputs the user
+gave, to check them.
+
 ``op`` is an ``OpHandle`` (``op.name``, ``op.traits``, ``op.schema``); ``op.redispatch(inputs, attrs)`` runs it
 on other inputs with the same attributes. ``inputs`` is the flat list of tensor inputs (None where an optional
 input is absent) and ``attrs`` a dict of the op's attributes by name. Where an op has several tensor lists
@@ -97,4 +102,14 @@ def _handle(op, inputs, attrs):
     return op.redispatch(inputs, attrs)
 
 
+def _composite(op, inputs):
+    for t in inputs:
+        if t is not None:
+            check = getattr(type(t), "__flow_composite__", None)
+            if check is not None:
+                check(op, inputs)
+                return
+
+
 _C._set_dispatch_handler(_handle)
+_C._set_composite_handler(_composite)

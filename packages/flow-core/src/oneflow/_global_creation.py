@@ -1,11 +1,12 @@
 """OneFlow's ``placement=`` and ``sbp=`` on the creation functions (``oneflow.randn(4, 5, placement=p,
 sbp=s)``), laid out as a global tensor by the plugin that provides ``oneflow.placement`` (flow-dist). The
-creators with a shard maker (``_global_shards``: empty, zeros, ones, full, rand, randn, randint, normal) make
-only this rank's block, through the plugin's ``_global_from_shard`` entry point; the others are made whole on
-every rank and sliced (``_global_from_full``). Either way random values are those of a single process with the
-same seed (every rank's generator advances by the whole tensor), and broadcast values are identical on every
-rank. The ``*_like`` functions given a global tensor make a global one of its placement and sbp (a partial sbp
-gives broadcast): zeros_like, ones_like, empty_like and full_like shard by shard, the random ones whole.
+creators with a shard maker (``_global_shards``: empty, zeros, ones, full, rand, randn, randint, normal, arange,
+linspace, logspace, eye, randperm, tensor, as_tensor) make only this rank's block, through the plugin's
+``_global_from_shard`` entry point (randperm computes the whole permutation and keeps the block); the others
+are made whole on every rank and sliced (``_global_from_full``). Either way random values are those of a single
+process with the same seed (every rank's generator advances by the whole tensor), and broadcast values are
+identical on every rank. The ``*_like`` functions given a global tensor make a global one of its placement and
+sbp (a partial sbp gives broadcast), shard by shard.
 
 Only the ``oneflow.<name>`` bindings are wrapped (at import): flow-core's own calls go straight to the
 functions.
@@ -15,9 +16,9 @@ import functools
 from . import _C, _global_shards, _plugins
 
 LIKE = ("zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like")
-# the *_like functions whose global result each rank makes as its own block (the random ones draw the whole)
+# the *_like functions whose values do not depend on the position: each rank makes its block from a template
 _SHARDED_LIKE = ("zeros_like", "ones_like", "empty_like", "full_like")
-NAMES = ("randint", "normal", "full", "arange", "linspace", "eye", "randperm")
+NAMES = ("randint", "normal", "full", "arange", "linspace", "logspace", "eye", "randperm", "as_tensor")
 # The hottest creators call make_global themselves when given placement/sbp, so that a local call pays no
 # wrapper: empty, zeros, ones, rand, randn (from their **kw) and tensor (keyword parameters).
 
@@ -60,8 +61,7 @@ def _wrap(fn):
 
 
 def _wrap_like(fn):
-    # a global input gives a global result of its layout (a partial one's: broadcast), made whole like a
-    # creation with placement=
+    # a global input gives a global result of its layout (a partial one's: broadcast), each rank making its block
     @functools.wraps(fn)
     def like(input, *args, **kw):
         if getattr(input, "is_global", False) is not True:
@@ -79,11 +79,41 @@ def _wrap_like(fn):
                 return fn(_C._empty([1] * len(local), input.dtype, None).expand(local), *args, **kw)
 
             return shard_hook(shape, input.placement, sbp, make_local, requires_grad)
+        random = _random_like(fn, input, args, kw)
+        if random is not None:  # each rank draws its block, with the random fills' shard attribute
+            return _plugins.load("_global_from_shard")(shape, input.placement, sbp, random, requires_grad)
         full = fn(_C._empty(shape, input.dtype, None), *args, **kw)
         return _plugins.load("_global_from_full")(full, input.placement, sbp, requires_grad)
 
     like.__wrapped_creation__ = fn
     return like
+
+
+def _random_like(fn, input, args, kw):
+    """For rand_like, randn_like and randint_like: a function of the block's ranges drawing it as the random
+    creations do (the whole tensor's values at the block's positions, the generator advanced by the whole), or
+    None for the other functions or an argument the block path does not take."""
+    import inspect
+
+    from ._global_shards import _drawn
+
+    fill = {"rand_like": "uniform_", "randn_like": "normal_", "randint_like": "random_"}.get(fn.__name__)
+    if fill is None:
+        return None
+    try:
+        a = inspect.signature(fn).bind(input, *args, **kw).arguments
+    except TypeError:
+        return None  # the whole path raises the function's own error
+    if a.get("memory_format") is not None:
+        return None
+    dtype, gen, shape = a.get("dtype") or input.dtype, a.get("generator"), list(input.shape)
+    if fill == "random_":
+        low, high = a.get("low", 0), a.get("high")
+        low, high = (0, low) if high is None else (low, high)
+        attrs = (low, high)
+    else:
+        attrs = (0.0, 1.0)
+    return lambda ranges: _drawn(fn.__name__, fill, shape, ranges, dtype, None, gen, *attrs)
 
 
 def _broadcast_if_partial(s):

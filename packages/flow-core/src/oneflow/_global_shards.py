@@ -106,7 +106,93 @@ def _normal(fn, args, kw):
                                         mean, std)
 
 
+def _block_attr(ranges):
+    """The creation ops' ``shard`` attribute: ``[start0, stop0, start1, stop1, ...]`` (None: the whole)."""
+    return None if ranges is None else [i for r in ranges for i in r]
+
+
+def _bound(fn, args, kw):
+    import inspect
+
+    bound = inspect.signature(fn).bind(*args, **kw)
+    if bound.arguments.get("out") is not None:
+        return None
+    return bound.arguments
+
+
+def _ranged(fn, args, kw):
+    """arange, linspace, logspace: the block is computed by the op's own formula at its logical indices, so it
+    holds exactly the whole result's values there."""
+    import inspect
+
+    from ._ops import ranges as _ranges
+    from ._ops._creation_args import _UNSET
+
+    a = _bound(fn, args, kw)
+    if a is None:
+        return None
+    shape = list(fn(*args, **dict(kw, device="meta")).shape)  # checks the arguments, allocates nothing
+    sig = inspect.signature(fn).parameters
+    v = {k: a.get(k, sig[k].default) for k in ("start", "end", "steps", "step", "base") if k in sig}
+    dtype, device = a.get("dtype"), a.get("device")
+    if fn.__name__ == "arange":
+        start, end = (0, v["start"]) if v["end"] is _UNSET else (v["start"], v["end"])
+        return shape, lambda ranges: _ranges.arange_block(start, end, v["step"], dtype, device, _block_attr(ranges))
+    block = getattr(_ranges, fn.__name__ + "_block")
+    pos = [v[k] for k in ("start", "end", "steps", "base") if k in v]
+    return shape, lambda ranges: block(*pos, dtype, device, _block_attr(ranges))
+
+
+def _eye(fn, args, kw):
+    a = _bound(fn, args, kw)
+    if a is None:
+        return None
+    from ._ops.creation import _device
+
+    n, m, dtype = a["n"], a.get("m"), a.get("dtype")
+    shape = list(_C.ops.eye(n, m, dtype=dtype, device="meta").shape)
+    return shape, lambda ranges: _C.ops.eye(n, m, dtype=dtype, device=_device(a.get("device")),
+                                            shard=_block_attr(ranges))
+
+
+def _randperm(fn, args, kw):
+    # A permutation's every entry depends on all of the Fisher-Yates draws before it, so each rank computes the
+    # whole permutation as a single process would (n int64s, freed at once) and keeps only its shard; the
+    # generator advances as a single process's does.
+    kw = dict(kw)
+    if kw.get("out") is not None:
+        return None
+    n = args[0] if args else kw.pop("n")
+
+    def make(ranges):
+        whole = fn(n, *args[1:], **kw)
+        if ranges is None:
+            return whole
+        (a, b), = ranges
+        return _C.ops.clone(whole[a:b])
+
+    return [int(n)], make
+
+
+def _tensor(fn, args, kw):
+    # tensor(data, placement=, sbp=): the host data is sliced per rank before any tensor is made
+    from ._ops.tensor_data import shard_of_data
+
+    if len(args) != 1:
+        return None
+    if fn.__name__ == "tensor" and isinstance(args[0], _C.TensorBase):
+        import warnings
+
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than "
+                      "oneflow.tensor(sourceTensor).", UserWarning, stacklevel=4)
+    shape, make = shard_of_data(args[0], kw.get("dtype"))
+    return shape, lambda ranges: _C.ops.lift_fresh(make(tuple(slice(a, b) for a, b in ranges) if ranges else None))
+
+
 # the creation function's name -> its shard maker: (fn, args, kw) -> (shape, make(ranges)), or None for the
 # whole-tensor path
 MAKERS = {"empty": _filled, "zeros": _filled, "ones": _filled, "full": _full, "rand": _unit("uniform_", 0.0, 1.0),
-          "randn": _unit("normal_", 0.0, 1.0), "randint": _randint, "normal": _normal}
+          "randn": _unit("normal_", 0.0, 1.0), "randint": _randint, "normal": _normal,
+          "arange": _ranged, "linspace": _ranged, "logspace": _ranged, "eye": _eye,
+          "randperm": _randperm, "tensor": _tensor, "as_tensor": _tensor}

@@ -9,7 +9,9 @@ attributes). Then the inputs are boxed and the op runs on the shards. A partial 
 the reduced shard, and its gradient is reduced where it arrives partial (``_keep_reduced``).
 """
 import itertools
+import sys
 
+import oneflow as flow
 from oneflow import _C
 
 from . import _layout, boxing, comm_debug
@@ -225,10 +227,97 @@ def _check_local(op, inputs):
             raise RuntimeError(f"{op.name}(): input {i} is a local tensor mixed with global ones")
 
 
+def _is_scalar(t):
+    """A Python number wrapped as a tensor, or a 0-dim CPU tensor: taken as the same value on every rank (as
+    DTensor takes scalars)."""
+    return t.dim() == 0 and t.device.type == "cpu"
+
+
+_DISPATCH_MODULES = (__name__, "oneflow._dispatch")
+
+
+def _library_frame(f):
+    """Whether frame ``f`` runs the framework's own Python code (flow-core or a plugin: modules ``oneflow*``)."""
+    return f.f_globals.get("__name__", "").startswith("oneflow")
+
+
+def _entry_frame():
+    """The outermost frame of the framework's Python code that the user's code called (the API entry point of
+    the op being dispatched), or None when user code issued the op itself (a Tensor operator, ``_C.ops``)."""
+    f = sys._getframe(2)
+    while f is not None and f.f_globals.get("__name__") in _DISPATCH_MODULES:  # the interception machinery
+        f = f.f_back
+    entry = None
+    while f is not None and _library_frame(f):
+        entry, f = f, f.f_back
+    return entry
+
+
+def _handed_in(entry):
+    """The storages of the tensors the user handed to the API entry point ``entry``: its arguments (one level
+    into lists, tuples and dicts) and, for a module, its parameters and buffers (a local module applied to a
+    global input is the user's mixing)."""
+    code = entry.f_code
+    n = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
+    values = [entry.f_locals.get(name) for name in code.co_varnames[:n]]
+    keys = set()
+
+    def add(v):
+        if isinstance(v, flow.Tensor) and not isinstance(v, _Global):
+            keys.add(_storage_key(v))
+
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            for e in v:
+                add(e)
+        elif isinstance(v, dict):
+            for e in v.values():
+                add(e)
+        elif isinstance(v, flow.nn.Module):
+            for t in itertools.chain(v.parameters(), v.buffers()):
+                add(t)
+        else:
+            add(v)
+    return keys
+
+
+def _storage_key(t):
+    try:
+        return t.untyped_storage().data_ptr()
+    except Exception:  # a tensor without storage of its own: itself
+        return id(t)
+
+
+def check_mixing(op, inputs):
+    """Raises where a user's op gets a local tensor (other than a scalar) among global ones: issued by user code,
+    or handed by the user to the framework function that issues it (its arguments, a module's parameters; views
+    of them too). Local tensors the framework's Python code makes itself (an RNN's zero state, a causal mask)
+    mix as broadcast, as the core's composites' and backward formulas' do. Also the ``__flow_composite__`` of
+    global tensors (a composite's inputs as the user gave them)."""
+    if not any(isinstance(t, _Global) for t in inputs):
+        return
+    bad = [(i, t) for i, t in enumerate(inputs) if t is not None and not isinstance(t, _Global) and not _is_scalar(t)]
+    if not bad:
+        return
+    entry = _entry_frame()
+    if entry is not None:
+        handed = _handed_in(entry)
+        bad = [(i, t) for i, t in bad if _storage_key(t) in handed]
+    for i, t in bad:
+        raise RuntimeError(
+                f"{op.name}(): input {i} is a local tensor (shape {tuple(t.shape)}, on {t.device}) mixed with "
+                f"global tensors; convert it with .to_global(placement, sbp) first (OneFlow does not mix local "
+                f"and global tensors in one op)")
+
+
 def _with_local_inputs(op, inputs, attrs):
     """Local tensors among global inputs are taken as broadcast: the same value on every rank. That is what
-    the core's decompositions and backward formulas make when they create tensors (dropout's mask, index's
-    zeros: made alike on every rank from the same generator state)."""
+    the core's composites and backward formulas make when they create tensors (feature dropout's mask, index's
+    zeros: made alike on every rank from the same generator state), and what a scalar is. A user's op mixing
+    any other local tensor with global ones raises, as in OneFlow: the core runs its own computations under
+    an internal depth (``_C._internal_depth()``), which tells the two apart."""
+    if _C._internal_depth() == 0:
+        check_mixing(op, inputs)
     placement = _placement_of(op, inputs)
     nd = (broadcast,) * placement.ranks.ndim
     wrapped = [t if t is None or isinstance(t, _Global) else make(t, tuple(t.shape), placement, nd)
@@ -421,13 +510,18 @@ def _random_inplace(op, inputs, attrs):
 
 
 def _random_op(op, inputs, attrs):
-    """A random op (dropout, bernoulli) runs on the whole inputs, as a single process would, and the result
-    takes the layout of its first global input (partial: broadcast): values equal the single-process ones of
-    the same seed, and no two shards share a random stream."""
+    """A random op (bernoulli, poisson, normal with tensor mean/std, ...) gives the values of a single process
+    with the same seed, laid out as its first global input (partial: broadcast). The ops with a ``shard``
+    attribute draw only this rank's block (``_random_block``); the others run on the whole inputs, as a single
+    process would, and keep this rank's shard."""
     placement = _placement_of(op, inputs)
     _check_local(op, inputs)
     first = next(t for t in inputs if isinstance(t, _Global))
     nd = tuple(broadcast if s.is_partial() else s for s in first.sbp)
+    if "shard" in attrs and attrs["shard"] is None:
+        out = _random_block(op, inputs, attrs, placement, first, nd)
+        if out is not None:
+            return out
     with comm_debug.cause(op.name):
         full = [_full_value(t) if isinstance(t, _Global) else t for t in inputs]
     out = op.redispatch(full, attrs)
@@ -437,6 +531,40 @@ def _random_op(op, inputs, attrs):
         return make(boxing.from_broadcast(o, placement, on), tuple(o.shape), placement, on)
 
     return type(out)(lay(o) for o in out) if isinstance(out, (tuple, list)) else lay(out)
+
+
+def _random_block(op, inputs, attrs, placement, first, nd):
+    """This rank's block of a random op's result: its inputs of the result's shape are boxed to ``nd`` (0-dim
+    ones taken whole) and the kernel draws, with the ``shard`` attribute, the values the whole result has at
+    the block's positions, advancing the generator by the whole. None where that does not apply (a rank
+    outside the placement, inputs broadcast from other shapes): the caller takes the whole path."""
+    at = _layout.coord(placement)
+    metas = op.meta(inputs, attrs)
+    if at is None or len(metas) != 1 or tuple(metas[0][0]) != tuple(first.shape):
+        return None
+    shape = tuple(first.shape)
+    local_shape = list(_layout.local_shape(shape, placement, nd, at))
+    # bernoulli(x, p) only takes x's shape (dropout's mask): x's values are not needed, so never moved
+    unread = op.name in ("bernoulli", "bernoulli_") and attrs.get("p") is not None
+    locs = []
+    with comm_debug.cause(op.name):
+        for t in inputs:
+            if t is None:
+                locs.append(None)
+            elif tuple(t.shape) == shape:
+                d = t.__dict__
+                if unread:
+                    locs.append(_C._empty(local_shape, t.dtype, None))
+                else:
+                    locs.append(d["_local"] if d["_nd_sbp"] == nd else
+                                boxing.box(d["_local"], shape, placement, d["_nd_sbp"], nd))
+            elif t.dim() == 0:
+                locs.append(_full_value(t))
+            else:
+                return None
+    lo = [a for a, _ in _layout.ranges(shape, placement, nd, at)]
+    out = op.redispatch(locs, dict(attrs, shard=[*shape, *lo]))
+    return make(out, shape, placement, nd)
 
 
 # updates that read more than one element of a parameter at a time (norms, orthogonalisation)

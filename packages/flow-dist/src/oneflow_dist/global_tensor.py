@@ -395,4 +395,5 @@ def from_shard(shape, placement, sbp, make_local, requires_grad=False):
 from . import _global_ops  # noqa: E402  (it needs GlobalTensor)
 
 GlobalTensor.__flow_dispatch__ = GlobalParameter.__flow_dispatch__ = classmethod(_global_ops.dispatch)
+GlobalTensor.__flow_composite__ = GlobalParameter.__flow_composite__ = staticmethod(_global_ops.check_mixing)
 GlobalTensor.__flow_parameter__ = GlobalParameter.__flow_parameter__ = staticmethod(_parameter)

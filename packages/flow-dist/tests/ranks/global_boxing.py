@@ -147,5 +147,7 @@ if n >= 2:
     a = flow.ones(4).to_global(p, B)
     c = flow.ones(4).to_global(flow.placement("cpu", ranks=[0]), B)
     expect_raises(RuntimeError, "same placement", lambda: a + c)
-    np.testing.assert_array_equal((a + flow.full((4,), 2.0)).numpy(), np.full(4, 3.0))  # a local is broadcast
+    # a user's local tensor does not mix with global ones (OneFlow's rule); scalars do
+    expect_raises(RuntimeError, "add(): input 1 is a local tensor", lambda: a + flow.full((4,), 2.0))
+    np.testing.assert_array_equal((a + flow.tensor(2.0)).numpy(), np.full(4, 3.0))
 print("global boxing ok")

@@ -4,25 +4,11 @@ same), and a rank's peak memory is its shard's, not the whole tensor's."""
 import numpy as np
 
 import oneflow as flow
+from shard_util import shard_of
 
 r, n = flow.env.get_rank(), flow.env.get_world_size()
 S, B = flow.sbp.split, flow.sbp.broadcast
 p = flow.placement("cpu", ranks=list(range(n)))
-
-
-def shard_of(full, placement, nd_sbp):
-    """The block of ``full`` this rank holds (OneFlow's balanced split, nested in hierarchy order)."""
-    at = tuple(int(c) for c in np.argwhere(placement.ranks == r)[0])
-    sl = [slice(0, s) for s in full.shape]
-    for h, s in enumerate(nd_sbp):
-        if s == B:
-            continue
-        d, parts, i = s.dim, placement.ranks.shape[h], at[h]
-        a, b = sl[d].start, sl[d].stop
-        base, rem = divmod(b - a, parts)
-        lo = a + i * base + min(i, rem)
-        sl[d] = slice(lo, lo + base + (1 if i < rem else 0))
-    return full[tuple(sl)]
 
 
 def check(make, name, placement, sbp):

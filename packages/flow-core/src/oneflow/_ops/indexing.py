@@ -26,13 +26,26 @@ _INT_DTYPES = (_C.int64, _C.int32, _C.int16, _C.int8)
 _MASK_DTYPES = (_C.bool, _C.uint8)
 
 
-def _index_tensor(obj):
-    """A sequence (list, tuple, range, ndarray ...) used as an index, as a tensor: bools stay a mask, uint8
-    arrays a byte mask, anything else numeric becomes int64 (floats truncated, as PyTorch converts them)."""
+def _data_tensor(data, like, dtype=None):
+    """Python data of an index or an assigned value as a tensor. For a global ``like`` it is a broadcast global
+    tensor on its placement (the same data on every rank), as a user would write it: a local tensor does not
+    mix with global ones."""
     from .creation import tensor
 
+    if getattr(like, "is_global", False) is True:
+        import oneflow  # a global tensor exists, so the plugin giving oneflow.sbp is installed
+
+        return tensor(data, dtype=dtype, placement=like.placement,
+                      sbp=(oneflow.sbp.broadcast,) * like.placement.ranks.ndim)
+    return tensor(data, dtype=dtype)
+
+
+def _index_tensor(obj, like=None):
+    """A sequence (list, tuple, range, ndarray ...) used as an index, as a tensor: bools stay a mask, uint8
+    arrays a byte mask, anything else numeric becomes int64 (floats truncated, as PyTorch converts them). It is
+    global (broadcast) where the indexed tensor ``like`` is."""
     if isinstance(obj, range):  # without a Python int per element
-        return tensor(np.arange(obj.start, obj.stop, obj.step, dtype=np.int64))
+        return _data_tensor(np.arange(obj.start, obj.stop, obj.step, dtype=np.int64), like)
     arr = np.asarray(obj)
     if arr.dtype.kind in "USa":
         raise TypeError(f"new(): invalid data type '{'str' if arr.dtype.kind == 'U' else 'bytes'}'")
@@ -43,7 +56,7 @@ def _index_tensor(obj):
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     if arr.size == 0 or arr.dtype.kind == "f" or (arr.dtype.kind in "iu" and arr.dtype != np.uint8):
         arr = arr.astype(np.int64)
-    return tensor(arr)
+    return _data_tensor(arr, like)
 
 
 def _is_sequence(obj):
@@ -52,10 +65,8 @@ def _is_sequence(obj):
     return isinstance(obj, (collections.abc.Sequence, np.ndarray)) and not isinstance(obj, _TensorBase)
 
 
-def _long(data):
-    from .creation import tensor
-
-    return tensor(data, dtype=_C.int64)
+def _long(data, like=None):
+    return _data_tensor(data, like, _C.int64)
 
 
 def _as_int(v, what="slice indices"):
@@ -71,8 +82,9 @@ def _as_int(v, what="slice indices"):
         raise TypeError(f"{what} must be integers or None or have an __index__ method") from None
 
 
-def _classify(index):
-    """Normalised index items: ('int', i) ('slice', s) ('none',) ('ell',) ('bool', b) ('adv', t) ('mask', t)."""
+def _classify(index, like=None):
+    """Normalised index items: ('int', i) ('slice', s) ('none',) ('ell',) ('bool', b) ('adv', t) ('mask', t);
+    sequences become tensors global where the indexed tensor ``like`` is."""
     if isinstance(index, list) and len(index) < 32 and any(
             isinstance(i, (slice, _TensorBase)) or _is_sequence(i) or i is None or i is Ellipsis for i in index):
         index = tuple(index)  # PyTorch's (deprecated) treatSequenceAsTuple rule
@@ -96,7 +108,7 @@ def _classify(index):
             consumed += 1
         else:
             if _is_sequence(it):
-                it = _index_tensor(it)
+                it = _index_tensor(it, like)
             if isinstance(it, _TensorBase):
                 if it.dtype in _MASK_DTYPES:
                     if it.dim() == 0:
@@ -139,7 +151,7 @@ def _check_dim(dim, ndim):
 def _plan(self, index):
     """Basic-index chain (groups of (kind, dim, a, b, c): 0 select, 1 slice, 2 unsqueeze) and the advanced
     index list for the resulting view (None = keep the dim), or None when there are no advanced indices."""
-    items, consumed = _classify(index)
+    items, consumed = _classify(index, self)
     nd = self.dim()
     if nd == 0:
         _check_0dim_index(index)
@@ -192,7 +204,7 @@ def _plan(self, index):
         elif kind == "bool":
             spec.append((2, dim, 0, 0, 0))
             shape.insert(dim, 1)
-            adv.append(_long([0] if val else []))
+            adv.append(_long([0] if val else [], self))
             has_adv = True
             dim += 1
         elif kind == "adv":
@@ -251,13 +263,11 @@ def _value_tensor(self, value):
     """The value of ``self[index] = value`` as a tensor. Numbers, nested sequences and arrays are converted to
     ``self``'s dtype (sequences and arrays are a oneflow extension: PyTorch refuses them); anything else is
     refused with PyTorch's TypeError."""
-    from .creation import tensor
-
     if isinstance(value, _TensorBase):
         return value
     if not isinstance(value, _SCALARS + (list, tuple, np.ndarray)):
         raise TypeError(f"can't assign a {typename(type(value))} to a {self.type()}")
-    return tensor(value, dtype=self.dtype)
+    return _data_tensor(value, self, self.dtype)
 
 
 def _strip_leading_ones(v, ndim):

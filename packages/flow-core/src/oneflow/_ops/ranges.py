@@ -103,16 +103,18 @@ def _round_half(a, dtype):
     return bits.astype(np.uint32).view(np.float32)
 
 
-def _linspace_half(start, end, steps, dtype):
+def _linspace_half(start, end, steps, dtype, shard=None):
     """linspace in float16/bfloat16 as PyTorch computes it: every operation rounded to the half type (its step
-    and the offsets from the nearer end), so results can differ from the float result rounded once."""
+    and the offsets from the nearer end), so results can differ from the float result rounded once. ``shard``:
+    the ``[start, stop]`` indices of the block to make."""
     r = lambda x: _round_half(x, dtype)  # noqa: E731
     s, e = r(builtins.float(start)), r(builtins.float(end))
+    first, stop = (0, steps) if shard is None else shard
     if steps == 1:
-        vals = s.reshape(1)
+        vals = s.reshape(1)[first:stop]
     else:
         step = r(r(e - s) / np.float32(steps - 1))
-        i = np.arange(steps)
+        i = np.arange(first, stop)
         lo = r(s + r(step * i.astype(np.float32)))
         hi = r(e - r(step * (steps - 1 - i).astype(np.float32)))
         vals = np.where(i < steps // 2, lo, hi)
@@ -166,3 +168,19 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     return _finish(t, requires_grad, out)
 
 
+# The blocks of split global ranges (``_global_shards``): the arguments were checked by a call of the public
+# function on the meta device, so these only compute the block, with the whole result's values at its indices.
+def arange_block(start, end, step, dtype, device, shard):
+    return _C.ops.arange(start, end, step, dtype=dtype, device=_device(device), shard=shard)
+
+
+def linspace_block(start, end, steps, dtype, device, shard):
+    dev = _device(device)
+    target = dtype or _C.get_default_dtype()
+    if target in (_C.float16, _C.bfloat16) and isinstance(steps, builtins.int) and steps > 0 and dev is None:
+        return _linspace_half(start, end, steps, target, shard)
+    return _C.ops.linspace(start, end, steps, dtype=dtype, device=dev, shard=shard)
+
+
+def logspace_block(start, end, steps, base, dtype, device, shard):
+    return _C.ops.logspace(start, end, steps, base, dtype=dtype, device=_device(device), shard=shard)

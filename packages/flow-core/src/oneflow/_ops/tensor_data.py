@@ -212,8 +212,10 @@ def _float_array_to_ints(arr, dtype):
         return np.where(arr >= 2.0 ** 63, -2 ** 63, np.trunc(arr).astype(np.int64)).astype(np.int64)
 
 
-def _from_data(data, dtype):
-    """A new tensor holding Python data (numbers, nested sequences, NumPy scalars/arrays, element tensors)."""
+def _host_array(data, dtype):
+    """Python data (numbers, nested sequences, NumPy scalars/arrays, element tensors) as a host NumPy array and
+    the tensor dtype it stands for (the array holds float64, int64 or bool values); a zero-size result gives
+    ``(sizes, dtype)`` with no array."""
     if isinstance(data, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     sizes = _sizes(data)
@@ -225,13 +227,13 @@ def _from_data(data, dtype):
     else:
         np_dtype = np.float64 if target.is_floating_point else np.int64
     if 0 in sizes:  # nothing to store: PyTorch checks no further
-        return _C._empty(sizes, target, None)
+        return sizes, target
     if _C.TensorBase in seen:
         data = _scalars(data)
     if np.ndarray in seen:
         _warn_once("list of ndarrays", "Creating a tensor from a list of numpy.ndarrays is extremely slow. Please "
                    "consider converting the list to a single numpy.ndarray with numpy.array() before converting to "
-                   "a tensor.", 4)
+                   "a tensor.", 5)
     if np_dtype is np.int64 and inferred.is_floating_point and (builtins.int in seen or seen & {np.ndarray,
                                                                                                 _C.TensorBase}):
         # numbers of both kinds: each follows its own rule
@@ -242,8 +244,52 @@ def _from_data(data, dtype):
         arr = _checked_array(data, sizes, target, np_dtype)
         if np_dtype is np.int64 and target != _C.int64:
             _check_int_range(arr, target)
+    return arr, target
+
+
+def _array_tensor(arr, target, block=None):
+    """The tensor of ``_host_array``'s result, or of its ``block`` (a tuple of slices) only."""
+    if not isinstance(arr, np.ndarray):  # zero-size
+        sizes = list(arr) if block is None else [len(range(*b.indices(n))) for b, n in zip(block, arr)]
+        return _C._empty(sizes, target, None)
+    if block is not None:
+        arr = np.ascontiguousarray(arr[block])
     t = _C._from_numpy(arr if arr.flags.c_contiguous and arr.flags.writeable else arr.copy())
     return t if t.dtype == target else _C.ops.to_dtype(t, target)
+
+
+def _from_data(data, dtype):
+    """A new tensor holding Python data (numbers, nested sequences, NumPy scalars/arrays, element tensors)."""
+    return _array_tensor(*_host_array(data, dtype))
+
+
+def shard_of_data(data, dtype):
+    """``tensor(data, dtype=dtype)``'s logical shape and a function of a block (a tuple of slices, or None for
+    the whole) that makes only that block of it: a global ``tensor(data, placement=, sbp=)`` slices the host
+    data per rank before any tensor is made."""
+    if isinstance(data, _C.TensorBase):
+        src = data.detach()
+        if getattr(src, "is_global", False) is True:  # its whole value on every rank (a collective), then sliced
+            import oneflow
+
+            src = src.to_global(sbp=(oneflow.sbp.broadcast,) * src.placement.ranks.ndim).to_local()
+
+        def make(block):
+            t = _C.ops.clone(src if block is None else src[block])
+            return t if dtype is None or dtype == t.dtype else _C.ops.to_dtype(t, dtype)
+
+        return list(src.shape), make
+    if isinstance(data, np.ndarray):
+        _np_flow_dtype(data.dtype)
+
+        def make(block):
+            t = _C._from_numpy(np.array(data if block is None else data[block], copy=True, order="C"))
+            return t if dtype is None or dtype == t.dtype else _C.ops.to_dtype(t, dtype)
+
+        return list(data.shape), make
+    arr, target = _host_array(data, dtype)
+    shape = list(arr.shape) if isinstance(arr, np.ndarray) else list(arr)
+    return shape, lambda block: _array_tensor(arr, target, block)
 
 
 def _copy_of(data, dtype):
@@ -333,6 +379,8 @@ def as_tensor(data, *, dtype=None, device=None):
 
     A tensor with the same dtype is returned as is; a NumPy array is shared (a read-only one with a warning;
     one with negative strides is copied, where PyTorch raises). Other data are copied as by :func:`tensor`.
+    With ``placement=`` and ``sbp=`` (flow-dist), ``data`` is the whole logical tensor on every rank and each
+    rank copies its shard of it, as :func:`tensor` does.
     """
     dev = _device(device)
     if isinstance(data, _C.TensorBase):
