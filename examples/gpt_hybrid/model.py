@@ -64,7 +64,10 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x, self.mask)
         logits = self.head(self.ln_f(x))
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        # the sum over the batch then a division, which is the mean, lets a split batch add up partial sums
+        # (the mean itself would need the whole batch's count of targets)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum")
+        return loss / targets.numel()
 
 
 # Megatron's splits of one block's parameters, by name: column-parallel (output features) then row-parallel

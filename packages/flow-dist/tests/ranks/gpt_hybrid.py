@@ -61,4 +61,18 @@ if layout == "tp" and flow.env.get_world_size() > 1:
     for comm in (fwd, bwd):
         assert comm.get_comm_counts() == {"all_reduce": 2 * len(m.blocks)}, comm.records
         assert all(r["bytes"] == ring for r in comm.records), comm.records
+if layout == "dp" and flow.env.get_world_size() > 1:
+    # data parallelism proper: the split batch stays split through LayerNorm and the summed cross-entropy
+    # (no activation is gathered), and backward only all-reduces each parameter's gradient, once
+    m, _ = train(layout, OPTS["sgd"])
+    placement = flow.placement("cpu", ranks=list(range(flow.env.get_world_size())))
+    ids = batches[0]
+    x, y = gpt.to_batch(ids[:, :-1], layout, placement), gpt.to_batch(ids[:, 1:], layout, placement)
+    with flow.distributed.comm_debug() as fwd:
+        loss = m(x, y)
+    with flow.distributed.comm_debug() as bwd:
+        loss.backward()
+    assert fwd.records == [], fwd.records
+    assert {(r["op"], r["collective"]) for r in bwd.records} == {("grad_to_param_sbp", "all_reduce")}, bwd.records
+    assert len(bwd.records) == len(list(m.parameters())), bwd.records
 print(f"rank {flow.env.get_rank()}: gpt hybrid {layout} ok", flush=True)
