@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import run, run_ranks
+from helpers import RANKS, run, run_ranks
 
 
 @pytest.mark.parametrize("nproc,layout,tie", [(2, "dp", ""), (2, "tp", ""), (2, "tp", "tie"), (4, "dpxtp", ""),
@@ -53,3 +53,11 @@ def test_example_train_script_agrees_with_its_single_process_run(nproc, layout, 
     assert rc == 0, err
     for r, got in _losses(out, nproc).items():
         np.testing.assert_allclose(got, single_losses, rtol=1e-5, err_msg=f"rank {r}")
+
+
+def test_a_rank_killed_mid_dpxtp_training_ends_the_job_with_its_exit_code():
+    rc, out, err, secs = run(["--nproc", 4, RANKS / "gpt_hybrid_kill.py"], timeout=120)
+    assert rc == 3, f"exit code {rc}\nstdout:\n{out}\nstderr:\n{err}"
+    assert "rank 2 exited with code 3" in err, err
+    assert "rank 2 step 2" in out and "rank 2 step 3" not in out, out
+    assert secs < 60, secs  # the waiting ranks are stopped, not left to time out
