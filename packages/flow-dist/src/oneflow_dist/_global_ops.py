@@ -42,6 +42,43 @@ _EXTRA = {
     ["S(0), S(0) -> P(sum)", "S(1), S(1) -> P(sum)"],
 }
 
+
+
+def _layer_norm_rules(inputs, attrs):
+    """LayerNorm normalises each row of its trailing ``normalized_shape`` dims on its own: a split of a leading
+    dim (batch or sequence: data parallelism) stays split in the output and the row statistics, and the
+    weight's and bias's gradients, sums over the rows, come out partial."""
+    x = inputs[1] if len(inputs) == 5 else inputs[0]  # the backward's first input is the output's gradient
+    lead = x.dim() - len(attrs.get("normalized_shape", ()))
+    # only splits an input already has: splitting a partial or broadcast input here (a reduce-scatter instead of
+    # the all-reduce tensor parallelism wants) would send the activations back and forth around the norm
+    had = {a.dim for t in inputs[:2] if isinstance(t, _Global) for a in t.sbp if a.is_split()}
+    dims = [d for d in range(lead) if d in had]
+    if len(inputs) == 5:
+        return [f"S({d}), S({d}), S({d}), S({d}), B -> S({d}), P(sum), P(sum)" for d in dims]
+    return [f"S({d}), B, B -> S({d}), S({d}), S({d})" for d in dims]
+
+
+_EXTRA["native_layer_norm"] = _layer_norm_rules
+_EXTRA["native_layer_norm_backward"] = _layer_norm_rules
+
+
+
+def _nll_rules(inputs, attrs):
+    """A split batch of log-probabilities and targets (data parallelism): per-sample losses stay split and
+    their sum comes out partial. The mean is left to the gathered path: its divisor (the weight of the targets
+    not ignored) belongs to the whole batch."""
+    red = attrs.get("reduction", "mean")
+    if red not in ("none", "sum"):
+        return []
+    if len(inputs) == 4:  # nll_loss_backward(grad_output, self, target, weight)
+        return [f"{'S(0)' if red == 'none' else 'B'}, S(0), S(0), B -> S(0)"]
+    return [f"S(0), S(0), B -> {'S(0)' if red == 'none' else 'P(sum)'}"]
+
+
+_EXTRA["nll_loss"] = _nll_rules
+_EXTRA["nll_loss_backward"] = _nll_rules
+
 _cache = {}
 _CACHE_MAX = 4096
 

@@ -1,0 +1,52 @@
+"""Hybrid layouts of examples/gpt_hybrid (the bench-size GPT of bench_training, SGD): tokens/s of DP and TP on
+2 ranks x 1 thread against one rank with 1 thread at the same global batch, and DP, TP and DPxTP on 4 ranks
+(oversubscribed on a 2-core machine). Best of BENCH_ROUNDS (2) interleaved rounds; prints the ratios.
+
+    python bench/bench_hybrid.py
+"""
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRAIN = os.path.join(ROOT, "examples", "gpt_hybrid", "train.py")
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
+ARGS = ["--size", "bench", "--steps", "8", "--warmup", "3", "--opt", "sgd", "--lr", "0.01"]
+
+
+def launch(nproc, layout, batch):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    cmd = [sys.executable, TRAIN] if nproc == 1 else [sys.executable, "-m", "oneflow_dist.launcher", "--nproc",
+                                                      str(nproc), TRAIN]
+    out = subprocess.run(cmd + ["--layout", layout, "--batch", str(batch)] + ARGS, env=env, capture_output=True,
+                         text=True, timeout=900)
+    if out.returncode:
+        raise SystemExit(out.stderr)
+    rows = re.findall(r"^rank (\d+) layout \w+ tokens/s ([\d.]+) peak_mem_mib ([\d.]+)$", out.stdout, re.M)
+    return min(float(r[1]) for r in rows), max(float(r[2]) for r in rows)  # the slowest rank sets the pace
+
+
+def main():
+    configs = [(1, "single", 8), (1, "single", 16), (2, "dp", 16), (2, "tp", 8), (4, "dp", 16), (4, "tp", 8),
+               (4, "dpxtp", 16)]
+    best = {}
+    for _ in range(ROUNDS):
+        for c in configs:
+            tps, mem = launch(*c)
+            if tps > best.get(c, (0.0, 0.0))[0]:
+                best[c] = (tps, mem)
+    for c in configs:
+        print(f"RESULT nproc={c[0]} layout={c[1]} batch={c[2]} tokens_per_s={best[c][0]:.1f} "
+              f"peak_mem_mib={best[c][1]:.1f}")
+    one = {b: best[(1, "single", b)][0] for b in (8, 16)}
+    print(f"2 ranks x 1 thread: DP (batch 16) = {best[(2, 'dp', 16)][0] / one[8]:.2f}x one rank at batch 8 "
+          f"(target >= 1.7), {best[(2, 'dp', 16)][0] / one[16]:.2f}x one rank at batch 16; TP (batch 8) = "
+          f"{best[(2, 'tp', 8)][0] / one[8]:.2f}x one rank at batch 8 (target >= 1.7)")
+    print(f"4 ranks (oversubscribed): DP {best[(4, 'dp', 16)][0] / one[16]:.2f}x, TP "
+          f"{best[(4, 'tp', 8)][0] / one[8]:.2f}x, DPxTP {best[(4, 'dpxtp', 16)][0] / one[16]:.2f}x one rank at "
+          f"the same batch")
+
+
+if __name__ == "__main__":
+    main()

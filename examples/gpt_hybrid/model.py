@@ -1,0 +1,137 @@
+"""A small GPT written once as an ordinary ``nn.Module``, and :func:`lay_out`, which makes it data, tensor or
+data x tensor parallel by assigning placements and SBPs to its parameters and nothing else.
+
+Linear weights are stored as ``(out_features, in_features)`` like PyTorch's, so Megatron's column split (the
+output features) is ``S(0)`` of the weight and its row split (the input features) is ``S(1)``.
+"""
+import math
+
+import oneflow as flow
+
+nn = flow.nn
+F = flow.nn.functional
+
+
+class Block(nn.Module):
+    """A pre-LayerNorm decoder block: causal self-attention, then a GELU MLP, each with a residual."""
+
+    def __init__(self, d_model, n_head):
+        super().__init__()
+        self.n_head = n_head
+        self.ln1 = nn.LayerNorm(d_model)
+        # q, k and v are separate so that splitting their output features splits whole heads
+        self.q = nn.Linear(d_model, d_model)
+        # no key bias: it adds q.b_k to all scores of a query, which softmax ignores, so its gradient is
+        # zero but for rounding, and Adam would turn that rounding into updates no two layouts share
+        self.k = nn.Linear(d_model, d_model, bias=False)
+        self.v = nn.Linear(d_model, d_model)
+        self.proj = nn.Linear(d_model, d_model)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.fc = nn.Linear(d_model, 4 * d_model)
+        self.out = nn.Linear(4 * d_model, d_model)
+
+    def attention(self, x, mask):
+        b, t, c = x.shape
+        hd = c // self.n_head
+        q, k, v = (lin(x).view(b, t, self.n_head, hd).transpose(1, 2) for lin in (self.q, self.k, self.v))
+        att = flow.softmax(flow.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(hd)) + mask[:t, :t], dim=-1)
+        return self.proj(flow.matmul(att, v).transpose(1, 2).reshape(b, t, c))
+
+    def forward(self, x, mask):
+        x = x + self.attention(self.ln1(x), mask)
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    """Token and learned position embeddings, ``n_layer`` blocks, a final LayerNorm and an LM head (tied to the
+    token embedding when ``tie`` is true). ``forward(idx, targets)`` returns the mean cross-entropy."""
+
+    def __init__(self, vocab=64, d_model=32, n_head=4, n_layer=2, seq=16, tie=False):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d_model)
+        self.pos = nn.Embedding(seq, d_model)
+        self.blocks = nn.ModuleList([Block(d_model, n_head) for _ in range(n_layer)])
+        self.ln_f = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab, bias=False)
+        if tie:
+            self.head.weight = self.tok.weight
+        self.register_buffer("mask", flow.triu(flow.full((seq, seq), float("-inf")), diagonal=1), persistent=False)
+
+    def forward(self, idx, targets):
+        t = idx.shape[1]
+        # positions by slicing the table, so that no local index tensor meets the global model
+        x = self.tok(idx) + self.pos.weight[:t]
+        for block in self.blocks:
+            x = block(x, self.mask)
+        logits = self.head(self.ln_f(x))
+        # the sum over the batch then a division, which is the mean, lets a split batch add up partial sums
+        # (the mean itself would need the whole batch's count of targets)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum")
+        return loss / targets.numel()
+
+
+# Megatron's splits of one block's parameters, by name: column-parallel (output features) then row-parallel
+# (input features, whose bias is added once, after the partial sums meet)
+_TP = {"q.weight": 0, "q.bias": 0, "k.weight": 0, "v.weight": 0, "v.bias": 0, "proj.weight": 1,
+       "fc.weight": 0, "fc.bias": 0, "out.weight": 1}
+
+LAYOUTS = ("single", "dp", "tp", "dpxtp")
+
+
+def placement_of(layout, world):
+    """The placement a layout runs on: all ranks in one dimension, or for ``dpxtp`` a 2-D mesh whose first
+    dimension is data parallel and whose second is tensor parallel (``ranks=[[0, 1], [2, 3]]`` on 4 ranks)."""
+    if layout == "dpxtp":
+        if world % 2:
+            raise ValueError(f"layout 'dpxtp' needs an even number of ranks, got {world}")
+        return flow.placement("cpu", ranks=[list(range(i, i + 2)) for i in range(0, world, 2)])
+    return flow.placement("cpu", ranks=list(range(world)))
+
+
+def param_sbp(layout, name):
+    """The nd-sbp of the parameter ``name`` under ``layout``."""
+    B, S = flow.sbp.broadcast, flow.sbp.split
+    split = _TP.get(".".join(name.split(".")[-2:])) if name.startswith("blocks.") else None
+    tp = B if split is None else S(split)
+    if layout == "dp":
+        return (B,)
+    if layout == "tp":
+        return (tp,)
+    return (B, tp)
+
+
+def data_sbp(layout):
+    """The nd-sbp of a batch of token ids: split by samples on the data-parallel dimension."""
+    B, S = flow.sbp.broadcast, flow.sbp.split
+    return {"dp": (S(0),), "tp": (B,), "dpxtp": (S(0), B)}[layout]
+
+
+def lay_out(model, layout, world=None):
+    """Makes ``model``'s parameters and buffers global for ``layout`` (``dp``, ``tp`` or ``dpxtp``) in place;
+    tied parameters stay tied. Every rank must hold the same values (the same seed) beforehand. Returns the
+    placement."""
+    if layout not in LAYOUTS[1:]:
+        raise ValueError(f"unknown layout {layout!r}: expected one of {LAYOUTS[1:]}")
+    placement = placement_of(layout, world or flow.env.get_world_size())
+    B = flow.sbp.broadcast
+    made = {}
+    for mod_name, mod in model.named_modules():
+        for key, q in list(mod._parameters.items()):
+            if q is None:
+                continue
+            if id(q) not in made:
+                name = f"{mod_name}.{key}" if mod_name else key
+                g = q.detach().to_global(placement, [B] * len(placement.hierarchy))
+                made[id(q)] = nn.Parameter(g.to_global(sbp=param_sbp(layout, name)), q.requires_grad)
+            mod._parameters[key] = made[id(q)]
+        for key, buf in list(mod._buffers.items()):
+            if buf is not None:
+                mod._buffers[key] = buf.to_global(placement, [B] * len(placement.hierarchy))
+    return placement
+
+
+def to_batch(ids, layout, placement):
+    """A global batch of token ids from the full batch ``ids`` (a NumPy array every rank holds)."""
+    B = flow.sbp.broadcast
+    t = flow.tensor(ids).to_global(placement, [B] * len(placement.hierarchy))
+    return t.to_global(sbp=data_sbp(layout))

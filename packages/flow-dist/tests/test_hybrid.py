@@ -1,0 +1,63 @@
+"""Hybrid parallelism in eager global mode: one GPT (examples/gpt_hybrid/model.py) made data, tensor or
+data x tensor parallel (a 2 x 2 mesh) by placements and SBPs only trains like a single process (ranks/
+gpt_hybrid.py), and the example's train script agrees with its single-process run."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import RANKS, run, run_ranks
+
+
+@pytest.mark.parametrize("nproc,layout,tie", [(2, "dp", ""), (2, "tp", ""), (2, "tp", "tie"), (4, "dpxtp", ""),
+                                              (4, "dpxtp", "tie"), (4, "tp", "")])
+def test_gpt_layouts_train_20_steps_like_single_process(nproc, layout, tie):
+    out = run_ranks(nproc, "gpt_hybrid.py", layout, *([tie] if tie else []), timeout=300)
+    assert out.count(f"gpt hybrid {layout} ok") == nproc
+
+
+TRAIN = Path(__file__).resolve().parents[3] / "examples" / "gpt_hybrid" / "train.py"
+STEPS = 5
+
+
+def _losses(out, nproc):
+    """{rank: [loss per step]} from the train script's output, after checking its closing line per rank."""
+    losses = {r: [] for r in range(nproc)}
+    for line in out.splitlines():
+        m = re.fullmatch(r"rank (\d+) step (\d+) loss (\S+)", line)
+        if m:
+            r, step = int(m[1]), int(m[2])
+            assert step == len(losses[r]), line
+            losses[r].append(float(m[3]))
+    for r in range(nproc):
+        summary = re.search(rf"^rank {r} layout \w+ tokens/s ([\d.]+) peak_mem_mib ([\d.]+)$", out, re.M)
+        assert summary and float(summary[1]) > 0 and float(summary[2]) > 10, out
+    return losses
+
+
+@pytest.fixture(scope="module")
+def single_losses():
+    p = subprocess.run([sys.executable, str(TRAIN), "--layout", "single", "--steps", str(STEPS)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return _losses(p.stdout, 1)[0]
+
+
+@pytest.mark.parametrize("nproc,layout", [(2, "dp"), (2, "tp"), (4, "dpxtp")])
+def test_example_train_script_agrees_with_its_single_process_run(nproc, layout, single_losses):
+    assert len(single_losses) == STEPS
+    rc, out, err, _ = run(["--nproc", nproc, TRAIN, "--layout", layout, "--steps", STEPS], timeout=240)
+    assert rc == 0, err
+    for r, got in _losses(out, nproc).items():
+        np.testing.assert_allclose(got, single_losses, rtol=1e-5, err_msg=f"rank {r}")
+
+
+def test_a_rank_killed_mid_dpxtp_training_ends_the_job_with_its_exit_code():
+    rc, out, err, secs = run(["--nproc", 4, RANKS / "gpt_hybrid_kill.py"], timeout=120)
+    assert rc == 3, f"exit code {rc}\nstdout:\n{out}\nstderr:\n{err}"
+    assert "rank 2 exited with code 3" in err, err
+    assert "rank 2 step 2" in out and "rank 2 step 3" not in out, out
+    assert secs < 60, secs  # the waiting ranks are stopped, not left to time out
