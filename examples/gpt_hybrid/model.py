@@ -66,8 +66,7 @@ class GPT(nn.Module):
         logits = self.head(self.ln_f(x))
         # the sum over the batch then a division, which is the mean, lets a split batch add up partial sums
         # (the mean itself would need the whole batch's count of targets)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum")
-        return loss / targets.numel()
+        return lm_loss(logits, targets)
 
 
 # Megatron's splits of one block's parameters, by name: column-parallel (output features) then row-parallel
@@ -75,7 +74,48 @@ class GPT(nn.Module):
 _TP = {"q.weight": 0, "q.bias": 0, "k.weight": 0, "v.weight": 0, "v.bias": 0, "proj.weight": 1,
        "fc.weight": 0, "fc.bias": 0, "out.weight": 1}
 
-LAYOUTS = ("single", "dp", "tp", "dpxtp")
+LAYOUTS = ("single", "dp", "tp", "dpxtp", "zero2", "pp", "ppxdp")
+# layouts of global tensors (lay_out); pp and ppxdp cut the model into pipeline stages instead (stage_of)
+GLOBAL_LAYOUTS = ("dp", "tp", "dpxtp", "zero2")
+
+
+def lm_loss(logits, targets):
+    """GPT.forward's loss on logits: the summed cross-entropy over the number of targets (the mean)."""
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="sum")
+    return loss / targets.numel()
+
+
+class _Stage(nn.Module):
+    """Blocks ``[lo, hi)`` of a GPT, with its embeddings when first and its final norm and head when last."""
+
+    def __init__(self, model, lo, hi, first, last):
+        super().__init__()
+        self.first, self.last = first, last
+        if first:
+            self.tok, self.pos = model.tok, model.pos
+        self.blocks = nn.ModuleList(list(model.blocks)[lo:hi])
+        if last:
+            self.ln_f, self.head = model.ln_f, model.head
+        self.register_buffer("mask", model.mask, persistent=False)
+
+    def forward(self, x):
+        if self.first:
+            x = self.tok(x) + self.pos.weight[:x.shape[1]]
+        for block in self.blocks:
+            x = block(x, self.mask)
+        return self.head(self.ln_f(x)) if self.last else x
+
+
+def stage_of(model, index, stages):
+    """Pipeline stage ``index`` of ``stages`` of ``model`` (its blocks split as evenly as possible); a tied head
+    cannot be cut from its embedding."""
+    if model.head.weight is model.tok.weight and stages > 1:
+        raise ValueError("a GPT whose head is tied to its token embedding cannot be cut into pipeline stages")
+    n = len(model.blocks)
+    if stages > n:
+        raise ValueError(f"{stages} pipeline stages need at least as many blocks, the model has {n}")
+    lo, hi = index * n // stages, (index + 1) * n // stages
+    return _Stage(model, lo, hi, index == 0, index == stages - 1)
 
 
 def placement_of(layout, world):
@@ -110,8 +150,9 @@ def lay_out(model, layout, world=None):
     """Makes ``model``'s parameters and buffers global for ``layout`` (``dp``, ``tp`` or ``dpxtp``) in place;
     tied parameters stay tied. Every rank must hold the same values (the same seed) beforehand. Returns the
     placement."""
-    if layout not in LAYOUTS[1:]:
-        raise ValueError(f"unknown layout {layout!r}: expected one of {LAYOUTS[1:]}")
+    if layout not in GLOBAL_LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}: expected one of {GLOBAL_LAYOUTS}")
+    layout = "dp" if layout == "zero2" else layout
     placement = placement_of(layout, world or flow.env.get_world_size())
     B = flow.sbp.broadcast
     made = {}
@@ -134,4 +175,4 @@ def to_batch(ids, layout, placement):
     """A global batch of token ids from the full batch ``ids`` (a NumPy array every rank holds)."""
     B = flow.sbp.broadcast
     t = flow.tensor(ids).to_global(placement, [B] * len(placement.hierarchy))
-    return t.to_global(sbp=data_sbp(layout))
+    return t.to_global(sbp=data_sbp("dp" if layout == "zero2" else layout))

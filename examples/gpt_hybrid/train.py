@@ -4,6 +4,9 @@
     flowrun --nproc 2 examples/gpt_hybrid/train.py --layout dp          # data parallel
     flowrun --nproc 2 examples/gpt_hybrid/train.py --layout tp          # tensor (Megatron) parallel
     flowrun --nproc 4 examples/gpt_hybrid/train.py --layout dpxtp       # 2 x 2 mesh: data x tensor parallel
+    flowrun --nproc 2 examples/gpt_hybrid/train.py --layout zero2       # data parallel, ZeRO stage 2
+    flowrun --nproc 2 examples/gpt_hybrid/train.py --layout pp          # one pipeline stage per rank (1F1B)
+    flowrun --nproc 4 examples/gpt_hybrid/train.py --layout ppxdp       # 2 stages x 2 data-parallel replicas
 
 Every rank prints its loss per step, then its tokens/s (the global batch's tokens over the time of the steps
 after ``--warmup``) and its peak resident memory (VmHWM). The batches come from a seeded generator, so every
@@ -50,7 +53,60 @@ def parse_args(argv=None):
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--tie", action="store_true", help="tie the LM head to the token embedding")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--micro-batches", type=int, default=4, help="pp, ppxdp: micro-batches per step (1F1B)")
     return ap.parse_args(argv)
+
+
+def plain_step(model, wrap):
+    """One forward and backward of ``model`` on a batch made by ``wrap``; returns the loss as a float."""
+    def step(x, y):
+        loss = model(wrap(x), wrap(y))
+        loss.backward()
+        return loss.item()
+    return step
+
+
+def pipeline_step(model, args):
+    """This rank's pipeline stage of ``model`` (pp: one stage per rank; ppxdp: 2 stages per data-parallel
+    replica of 2 ranks, each stage a DistributedDataParallel over its replicas) and a step running the 1F1B
+    schedule on this replica's share of the batch; the step returns the mean loss of the whole batch (every
+    rank receives it)."""
+    from oneflow.nn.parallel import DistributedDataParallel
+    from oneflow_dist.pipeline import PipelineStage, Schedule1F1B
+
+    rank, world = flow.env.get_rank(), flow.env.get_world_size()
+    if args.layout == "pp":
+        stages, replica, index = world, 0, rank
+    else:
+        if world % 2:
+            raise SystemExit("--layout ppxdp runs 2 pipeline stages per replica: it needs an even rank count")
+        stages, (replica, index) = 2, divmod(rank, 2)
+    replicas = world // stages
+    stage_mod = gpt.stage_of(model, index, stages)
+    if replicas > 1:
+        flow.distributed.init_process_group()
+        groups = [flow.distributed.new_group(list(range(i, world, stages))) for i in range(stages)]
+        stage_mod = DistributedDataParallel(stage_mod, process_group=groups[index])
+    ranks = list(range(replica * stages, (replica + 1) * stages))
+    sched = Schedule1F1B(PipelineStage(stage_mod, index, stages, ranks=ranks), args.micro_batches,
+                         loss_fn=gpt.lm_loss)
+    share = slice(replica * args.batch // replicas, (replica + 1) * args.batch // replicas)
+
+    def step(x, y):
+        losses = []
+        if index == 0 and stages > 1:
+            sched.step(flow.tensor(x[share]))
+        elif index == stages - 1:
+            sched.step(*([flow.tensor(x[share])] if stages == 1 else []), target=flow.tensor(y[share]),
+                       losses=losses)
+        else:
+            sched.step()
+        # the last stages know their replica's loss: the mean over the replicas reaches every rank
+        mine = flow.tensor([float(np.mean([v.item() for v in losses])) / replicas if losses else 0.0],
+                           dtype=flow.float64)
+        flow.comm.all_reduce(mine)
+        return mine.item()
+    return stage_mod, step
 
 
 def main(argv=None):
@@ -62,14 +118,18 @@ def main(argv=None):
     if args.layout == "single":
         if flow.env.get_world_size() > 1:
             raise SystemExit("--layout single runs in one process; start it without flowrun --nproc")
-        wrap = flow.tensor
+        step_fn = plain_step(m, flow.tensor)
+    elif args.layout in ("pp", "ppxdp"):
+        m, step_fn = pipeline_step(m, args)
     else:
         placement = gpt.lay_out(m, args.layout)
-
-        def wrap(a):
-            return gpt.to_batch(a, args.layout, placement)
+        step_fn = plain_step(m, lambda a: gpt.to_batch(a, args.layout, placement))
     opt = (flow.optim.Adam(m.parameters(), lr=args.lr) if args.opt == "adam" else
            flow.optim.SGD(m.parameters(), lr=args.lr, momentum=0.9))
+    if args.layout == "zero2":
+        from oneflow_dist import zero
+
+        zero.shard_optimizer(opt, stage=2, shard_min_size=1)
     rng = np.random.default_rng(args.seed)
     t0 = None
     for step in range(args.steps):
@@ -77,10 +137,9 @@ def main(argv=None):
             t0 = time.perf_counter()
         ids = rng.integers(0, size["vocab"], (args.batch, size["seq"] + 1))
         opt.zero_grad()
-        loss = m(wrap(ids[:, :-1]), wrap(ids[:, 1:]))
-        loss.backward()
+        loss = step_fn(ids[:, :-1], ids[:, 1:])
         opt.step()
-        print(f"rank {rank} step {step} loss {loss.item()!r}", flush=True)
+        print(f"rank {rank} step {step} loss {loss!r}", flush=True)
     timed = args.steps - args.warmup
     tps = timed * args.batch * size["seq"] / (time.perf_counter() - t0) if t0 is not None and timed > 0 else 0.0
     print(f"rank {rank} layout {args.layout} tokens/s {tps:.1f} peak_mem_mib {peak_rss_mib():.1f}", flush=True)

@@ -1,6 +1,7 @@
 """Hybrid parallelism in eager global mode: one GPT (examples/gpt_hybrid/model.py) made data, tensor or
 data x tensor parallel (a 2 x 2 mesh) by placements and SBPs only trains like a single process (ranks/
-gpt_hybrid.py), and the example's train script agrees with its single-process run."""
+gpt_hybrid.py), and the example's train script agrees with its single-process run in every layout (also ZeRO-2,
+pipeline stages and pipeline x data)."""
 import re
 import subprocess
 import sys
@@ -46,7 +47,8 @@ def single_losses():
     return _losses(p.stdout, 1)[0]
 
 
-@pytest.mark.parametrize("nproc,layout", [(2, "dp"), (2, "tp"), (4, "dpxtp")])
+@pytest.mark.parametrize("nproc,layout", [(2, "dp"), (2, "tp"), (4, "dpxtp"), (2, "zero2"), (2, "pp"),
+                                           (4, "ppxdp")])
 def test_example_train_script_agrees_with_its_single_process_run(nproc, layout, single_losses):
     assert len(single_losses) == STEPS
     rc, out, err, _ = run(["--nproc", nproc, TRAIN, "--layout", layout, "--steps", STEPS], timeout=240)
