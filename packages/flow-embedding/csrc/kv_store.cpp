@@ -593,6 +593,15 @@ void resolve(Backing& b, const int32_t* tables, const int64_t* ids, int64_t n, b
 
 }  // namespace
 
+void Store::resolve_or_init(Backing& b, const int32_t* tables, const int64_t* ids, int64_t n, bool has_padding,
+                            int64_t padding_idx, std::vector<int64_t>& slots) const {
+  std::vector<float> scratch(static_cast<size_t>(row_floats_));
+  resolve(b, tables, ids, n, has_padding, padding_idx, capacity_, [&](int32_t t, int64_t id, unsigned char* row) {
+    init_row(t, id, scratch.data());
+    b.encode(row, scratch.data(), row_floats_);
+  }, slots);
+}
+
 void Store::lookup(const int32_t* tables, const int64_t* ids, int64_t n, float* out, bool has_padding,
                    int64_t padding_idx) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -600,11 +609,7 @@ void Store::lookup(const int32_t* tables, const int64_t* ids, int64_t n, float* 
   Backing& b = *backing_;
   ++b.epoch;
   std::vector<int64_t> slots;
-  std::vector<float> scratch(static_cast<size_t>(row_floats_));
-  resolve(b, tables, ids, n, has_padding, padding_idx, capacity_, [&](int32_t t, int64_t id, unsigned char* row) {
-    init_row(t, id, scratch.data());
-    b.encode(row, scratch.data(), row_floats_);
-  }, slots);
+  resolve_or_init(b, tables, ids, n, has_padding, padding_idx, slots);
   const size_t bytes = static_cast<size_t>(dim_) * 4;
   for (int64_t i = 0; i < n; ++i) {
     float* dst = out + i * dim_;
@@ -753,11 +758,8 @@ void Store::update(const int32_t* tables, const int64_t* ids, int64_t n, const f
   check_keys(tables, ids, n, has_padding, padding_idx);
   Backing& b = *backing_;
   std::vector<int64_t> slots;
+  resolve_or_init(b, tables, ids, n, has_padding, padding_idx, slots);
   std::vector<float> scratch(static_cast<size_t>(row_floats_));
-  resolve(b, tables, ids, n, has_padding, padding_idx, capacity_, [&](int32_t t, int64_t id, unsigned char* row) {
-    init_row(t, id, scratch.data());
-    b.encode(row, scratch.data(), row_floats_);
-  }, slots);
   // duplicates accumulate (as a dense embedding's gradient does), in batch order
   uint64_t cap = 16;
   while (cap < static_cast<uint64_t>(n) * 2) cap <<= 1;

@@ -77,6 +77,10 @@ class Store {
   void check_keys(const int32_t* tables, const int64_t* ids, int64_t n, bool has_padding, int64_t padding_idx) const;
   std::unique_ptr<Backing> make_backing(int generation) const;
   void init_row(int32_t table, int64_t id, float* row) const;
+  // Slots of n keys in `b` (-2 for padding), inserting unseen keys with their initial values: the one way lookup
+  // and update find their rows, so both initialise a new row identically.
+  void resolve_or_init(Backing& b, const int32_t* tables, const int64_t* ids, int64_t n, bool has_padding,
+                       int64_t padding_idx, std::vector<int64_t>& slots) const;
 
   int64_t dim_;
   int64_t row_floats_;
