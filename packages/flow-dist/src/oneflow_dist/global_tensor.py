@@ -97,6 +97,15 @@ class _Global:
 
     __str__ = __repr__
 
+    # PyTorch's traceable-subclass protocol: a global tensor is its shard plus (placement, nd-sbp); nn.Graph
+    # traces and runs it as its shard
+    def __tensor_flatten__(self):
+        return ["_local"], (self.placement, self.sbp)
+
+    @classmethod
+    def __tensor_unflatten__(cls, inner, ctx, outer_size, outer_stride):
+        return make(inner["_local"], tuple(outer_size), ctx[0], ctx[1], cls=GlobalTensor)
+
     def __reduce_ex__(self, proto):
         raise TypeError("a global tensor cannot be pickled; save its to_local() shard or numpy()")
 

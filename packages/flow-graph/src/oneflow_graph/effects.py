@@ -53,7 +53,8 @@ def mutated_inputs(op, inputs, attrs):
 def is_effectful(op, attrs):
     """Whether the op must run even when nothing reads its outputs (it writes memory or uses the generator)."""
     t = traits(op)
-    return (op.is_inplace or op.name.endswith("_") or "optimizer" in t or "random" in t
+    # "side_effect": ops that talk to the outside (flow-dist's collectives, oneflow.library custom ops)
+    return (op.is_inplace or op.name.endswith("_") or "optimizer" in t or "random" in t or "side_effect" in t
             or op.name in EXTERNAL_STATE or _updates_running_stats(op, attrs))
 
 
