@@ -32,8 +32,8 @@ def _meta(shape, dtype):
     return _C._empty(list(shape), dtype, "meta")
 
 
-def _same_meta(inputs, attrs):
-    return _meta(inputs[0].shape, inputs[0].dtype)
+def _same_meta(x, **attrs):
+    return _meta(x.shape, x.dtype)
 
 
 def _all_reduce(x, ranks, reduce="sum"):
@@ -53,8 +53,8 @@ def _all_gather(x, ranks):
     return out
 
 
-def _all_gather_meta(inputs, attrs):
-    return _meta([len(attrs["ranks"]), *inputs[0].shape], inputs[0].dtype)
+def _all_gather_meta(x, ranks):
+    return _meta([len(ranks), *x.shape], x.dtype)
 
 
 def _reduce_scatter(x, ranks, reduce="sum"):
@@ -66,11 +66,10 @@ def _reduce_scatter(x, ranks, reduce="sum"):
     return out
 
 
-def _reduce_scatter_meta(inputs, attrs):
-    x = inputs[0]
-    if x.dim() == 0 or x.shape[0] != len(attrs["ranks"]):
-        raise RuntimeError(f"dist_reduce_scatter: expected an input stacking {len(attrs['ranks'])} pieces along "
-                           f"dim 0, got shape {tuple(x.shape)}")
+def _reduce_scatter_meta(x, ranks, reduce="sum"):
+    if x.dim() == 0 or x.shape[0] != len(ranks):
+        raise RuntimeError(f"dist_reduce_scatter: expected an input stacking {len(ranks)} pieces along dim 0, got "
+                           f"shape {tuple(x.shape)}")
     return _meta(x.shape[1:], x.dtype)
 
 
@@ -91,11 +90,20 @@ def _broadcast(x, ranks, root=0):
     return y
 
 
-all_reduce = custom_op("dist_all_reduce", kernel=_all_reduce, meta=_same_meta, side_effects=True)
-all_gather = custom_op("dist_all_gather", kernel=_all_gather, meta=_all_gather_meta, side_effects=True)
-reduce_scatter = custom_op("dist_reduce_scatter", kernel=_reduce_scatter, meta=_reduce_scatter_meta,
-                           side_effects=True)
-all_to_all = custom_op("dist_all_to_all", kernel=_all_to_all, meta=_same_meta, side_effects=True)
-broadcast = custom_op("dist_broadcast", kernel=_broadcast, meta=_same_meta, side_effects=True)
+def _op(name, schema, kernel, meta):
+    found = getattr(_C.ops, name, None)  # registered once per process (a re-import finds it)
+    if found is not None:
+        return found
+    return custom_op(name, schema, kernel=kernel, meta=meta, side_effects=True)
 
-COLLECTIVES = frozenset(op.name for op in (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast))
+
+all_reduce = _op("dist_all_reduce", "(Tensor self, int[] ranks, str reduce='sum') -> Tensor", _all_reduce,
+                 _same_meta)
+all_gather = _op("dist_all_gather", "(Tensor self, int[] ranks) -> Tensor", _all_gather, _all_gather_meta)
+reduce_scatter = _op("dist_reduce_scatter", "(Tensor self, int[] ranks, str reduce='sum') -> Tensor",
+                     _reduce_scatter, _reduce_scatter_meta)
+all_to_all = _op("dist_all_to_all", "(Tensor self, int[] ranks) -> Tensor", _all_to_all, _same_meta)
+broadcast = _op("dist_broadcast", "(Tensor self, int[] ranks, int root=0) -> Tensor", _broadcast, _same_meta)
+
+COLLECTIVES = frozenset(("dist_all_reduce", "dist_all_gather", "dist_reduce_scatter", "dist_all_to_all",
+                         "dist_broadcast"))

@@ -96,6 +96,8 @@ for kind in ("sgd", "adam"):
     reduces = [nd for nd in ir.nodes if nd.name == "dist_all_reduce"]
     assert n == 1 or len(reduces) == 4 + 1, [nd.name for nd in ir.nodes]  # 4 parameters' gradients, the loss
     assert graph_step == eager_step, (graph_step, eager_step)
+    plan = g.__dict__["_last"].plan
+    assert plan.native, plan.native_error  # the core's plan executor runs the collectives among its steps
     sd = g.state_dict()
     assert all(t.is_global for t in sd["m"].values()), sd["m"].keys()
     if kind == "adam":

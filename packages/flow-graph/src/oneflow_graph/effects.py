@@ -28,6 +28,12 @@ def _updates_running_stats(op, attrs):
     return op.name == "native_batch_norm" and bool(attrs.get("training"))
 
 
+def has_side_effects(op):
+    """Whether the op talks to the outside (the ``side_effect`` trait: collectives, custom ops declared so):
+    it must run where the program issued it, once, even when nothing reads its result."""
+    return "side_effect" in traits(op)
+
+
 def mutated_inputs(op, inputs, attrs):
     """Positions in ``inputs`` (the flat tensor list the dispatcher passes) whose memory ``op`` writes."""
     t = traits(op)
