@@ -123,4 +123,18 @@ if n > 1:
         assert "same placement" in str(e), e
     else:
         raise AssertionError("mixing placements did not raise")
+
+
+# a local tensor made global inside build() would communicate at compile time only: refused, clearly
+class MakeGlobal(nn.Graph):
+    def build(self, x):
+        return x.to_global(p, S(0))
+
+
+try:
+    MakeGlobal()(flow.ones(4, 2))
+except RuntimeError as e:
+    assert "inside nn.Graph.build() is not supported" in str(e), e
+else:
+    raise AssertionError("to_global of a local tensor inside build() did not raise")
 print(f"rank {rank}: graph global dp ok", flush=True)
