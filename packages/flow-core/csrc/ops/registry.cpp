@@ -334,7 +334,8 @@ std::vector<std::string> trait_names(uint64_t t) {
                                                            {kComposite, "composite"},
                                                            {kAliasedOutputOk, "aliased_output_ok"},
                                                            {kNoInputOverlap, "no_input_overlap"},
-                                                           {kScan, "scan"}};
+                                                           {kScan, "scan"},
+                                                           {kSideEffect, "side_effect"}};
   std::vector<std::string> out;
   for (auto& p : names)
     if (t & p.first) out.push_back(p.second);

@@ -79,6 +79,9 @@ enum OpTrait : uint64_t {
   // A running combination along one dim (cumsum, cumprod, cummax, logcumsumexp): the output keeps the input's
   // shape, so it is not a reduction, but the dim it scans cannot be split without communication.
   kScan = 1u << 23,
+  // Talks to the outside (a collective, an external store): never removed, merged, folded or reordered by the
+  // graph passes, and run exactly where the program issued it. Python-kernel custom ops may carry it.
+  kSideEffect = 1u << 24,
 };
 std::vector<std::string> trait_names(uint64_t traits);
 

@@ -63,6 +63,7 @@ void init_types(nb::module_& m);
 void init_random(nb::module_& m);
 void init_autocast(nb::module_& m);
 void init_plan(nb::module_& m);
+void init_custom_ops(nb::module_& m);
 
 }  // namespace flow::py
 

@@ -46,6 +46,7 @@ NB_MODULE(_C, m) {
   init_random(m);
   init_autocast(m);
   init_plan(m);
+  init_custom_ops(m);
   m.def("get_num_threads", &get_num_threads);
   m.def("set_num_threads", &set_num_threads);
   m.def("cuda_is_built", &cuda_is_built);

@@ -110,7 +110,7 @@ from .func import vmap  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401
 from .autograd import profiler as _autograd_profiler  # noqa: E402  (PyTorch's torch.autograd.profiler)
 del _autograd_profiler
-from . import compiler, jit, multiprocessing, ops, return_types, signal, sysconfig, testing  # noqa: E402,F401
+from . import compiler, jit, library, multiprocessing, ops, return_types, signal, sysconfig, testing  # noqa: E402,F401
 from . import __config__  # noqa: E402,F401  (torch.__config__: show() says how this core was built)
 from .compiler import compile  # noqa: E402,F401  (runs eagerly: there is no graph compiler yet)
 

@@ -14,22 +14,21 @@ B -> P      member 0 keeps, others zeros (P(max): all keep)   0
 S -> P      the shard in zeros of the whole                    0
 ==========  =====================  =====================================================
 
+The collectives are the ops of ``_collective_ops`` (functional, on local tensors): under ``nn.Graph`` tracing
+they become IR nodes that the graph's plan runs, so a graph boxes exactly as eager code does.
+
 Uneven splits pad each piece to the largest one for the collective (as MPI's fixed-size collectives need).
 n-D boxing runs the 1-D steps one hierarchy dimension at a time; where two dimensions split the same tensor dim
 (nested pieces) it first gathers from the innermost dimension out and then splits from the outermost in.
 """
 import oneflow as flow
 
-from . import _layout, comm_debug
-from ._comm import ReduceOp
+from . import _collective_ops as ops
+from . import _layout
 from ._groups import communicator
 from .sbp import broadcast
 
-_REDUCE = {"partial_sum": ReduceOp.SUM, "partial_max": ReduceOp.MAX}
-
-
-def _nbytes(t):
-    return t.numel() * t.element_size()
+_REDUCE = {"partial_sum": "sum", "partial_max": "max"}
 
 
 def _fill_value(kind, dtype):
@@ -58,20 +57,13 @@ def s_to_b(c, x, d, full):
     k = c.size
     pieces = _pieces(full, k)
     m = max(b - a for a, b in pieces)
-    src = _pad(x, d, m).contiguous()
-    out = flow.empty(k, *src.shape, dtype=x.dtype)
-    comm_debug.record("all_gather", (k - 1) * _nbytes(src), k)
-    c.all_gather(out, src)
+    out = ops.all_gather(_pad(x, d, m), ranks=list(c.global_ranks))
     parts = [out[j] if b - a == m else flow.narrow(out[j], d, 0, b - a) for j, (a, b) in enumerate(pieces)]
     return flow.cat(parts, d) if k > 1 else parts[0].clone()
 
 
 def p_to_b(c, x, kind):
-    y = x.contiguous().clone()
-    k = c.size
-    comm_debug.record("all_reduce", 2 * (k - 1) * _nbytes(y) // k, k)
-    c.all_reduce(y, _REDUCE[kind])
-    return y
+    return ops.all_reduce(x, ranks=list(c.global_ranks), reduce=_REDUCE[kind])
 
 
 def p_to_s(c, x, kind, d):
@@ -79,10 +71,7 @@ def p_to_s(c, x, kind, d):
     pieces = _pieces(x.shape[d], k)
     m = max(b - a for a, b in pieces)
     chunks = [_pad(flow.narrow(x, d, a, b - a), d, m) for a, b in pieces]
-    stacked = flow.stack(chunks).contiguous()
-    out = flow.empty(*chunks[0].shape, dtype=x.dtype)
-    comm_debug.record("reduce_scatter", (k - 1) * _nbytes(out), k)
-    c.reduce_scatter(out, stacked, _REDUCE[kind])
+    out = ops.reduce_scatter(flow.stack(chunks), ranks=list(c.global_ranks), reduce=_REDUCE[kind])
     a, b = pieces[c.rank]
     return out if b - a == m else flow.narrow(out, d, 0, b - a).contiguous()
 
@@ -114,10 +103,7 @@ def s_to_s(c, x, i, j, full_i):
     jp = _pieces(x.shape[j], k)
     mj = max(b - a for a, b in jp)
     chunks = [_pad(_pad(flow.narrow(x, j, a, b - a), j, mj), i, mi) for a, b in jp]
-    src = flow.stack(chunks).contiguous()
-    out = flow.empty(*src.shape, dtype=x.dtype)
-    comm_debug.record("all_to_all", (k - 1) * _nbytes(src) // k, k)
-    c.all_to_all(out, src)
+    out = ops.all_to_all(flow.stack(chunks), ranks=list(c.global_ranks))
     a, b = jp[c.rank]
     parts = []
     for m, (lo, hi) in enumerate(_pieces(full_i, k)):

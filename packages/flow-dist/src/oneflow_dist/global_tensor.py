@@ -97,6 +97,15 @@ class _Global:
 
     __str__ = __repr__
 
+    # PyTorch's traceable-subclass protocol: a global tensor is its shard plus (placement, nd-sbp); nn.Graph
+    # traces and runs it as its shard
+    def __tensor_flatten__(self):
+        return ["_local"], (self.placement, self.sbp)
+
+    @classmethod
+    def __tensor_unflatten__(cls, inner, ctx, outer_size, outer_stride):
+        return make(inner["_local"], tuple(outer_size), ctx[0], ctx[1], cls=GlobalTensor)
+
     def __reduce_ex__(self, proto):
         raise TypeError("a global tensor cannot be pickled; save its to_local() shard or numpy()")
 
@@ -216,7 +225,16 @@ def _logical_shape(local, placement, nd_sbp, check_meta):
     return logical
 
 
+def _refuse_traced(t, what):
+    # these conversions still talk to the communicator directly (not through the collective ops): in a trace
+    # they would communicate once, at compile time, instead of in every run of the graph
+    if getattr(t, "is_lazy", False) is True:
+        raise RuntimeError(f"to_global(): {what} inside nn.Graph.build() is not supported yet; pass global tensors "
+                           f"into the graph (x.to_global(...) before the call) and keep their placement inside it")
+
+
 def _local_to_global(x, placement, nd_sbp, check_meta=True):
+    _refuse_traced(x, "making a global tensor from a local one")
     local = x.detach()
     if local.device.type != placement.type:
         raise RuntimeError(f"to_global(): the tensor is on {local.device} but the placement is on "
@@ -241,6 +259,7 @@ def _change_placement(x, placement, nd_sbp):
     each rank of the new placement that lacks it (ranks in neither placement take no part), and laid out there."""
     from .distributed import _api as _d  # noqa: PLC0415  (the distributed package imports this module)
 
+    _refuse_traced(x.__dict__["_local"], "changing a global tensor's placement")
     src = int(x.placement.ranks.reshape(-1)[0])
     me = _world.rank()
     shape = tuple(x.shape)

@@ -28,6 +28,12 @@ def _updates_running_stats(op, attrs):
     return op.name == "native_batch_norm" and bool(attrs.get("training"))
 
 
+def has_side_effects(op):
+    """Whether the op talks to the outside (the ``side_effect`` trait: collectives, custom ops declared so):
+    it must run where the program issued it, once, even when nothing reads its result."""
+    return "side_effect" in traits(op)
+
+
 def mutated_inputs(op, inputs, attrs):
     """Positions in ``inputs`` (the flat tensor list the dispatcher passes) whose memory ``op`` writes."""
     t = traits(op)
@@ -53,7 +59,8 @@ def mutated_inputs(op, inputs, attrs):
 def is_effectful(op, attrs):
     """Whether the op must run even when nothing reads its outputs (it writes memory or uses the generator)."""
     t = traits(op)
-    return (op.is_inplace or op.name.endswith("_") or "optimizer" in t or "random" in t
+    # "side_effect": ops that talk to the outside (flow-dist's collectives, oneflow.library custom ops)
+    return (op.is_inplace or op.name.endswith("_") or "optimizer" in t or "random" in t or "side_effect" in t
             or op.name in EXTERNAL_STATE or _updates_running_stats(op, attrs))
 
 

@@ -109,7 +109,9 @@ class Plan:
         for s, setter in self._escaped:
             setter(env[s])
         results = iter([env[s].clone() if copy else env[s] for s, copy in zip(self._output_slots, self._copy_out)])
-        return map_leaves(self.ir.outputs, lambda x: next(results) if _is_value(x) else x)
+        take = results.__next__
+        return map_leaves(self.ir.outputs, lambda x: take() if _is_value(x) else x.rebuild(take)
+                          if hasattr(x, "rebuild") and not isinstance(x, flow.Tensor) else x)
 
     @property
     def native(self):
@@ -158,7 +160,22 @@ def _is_value(x):
 
 def flat_tensors(args, kwargs):
     """The tensor leaves of a call's arguments, in the order the tracer numbered the graph inputs."""
-    return [x for x in leaves((tuple(args), dict(kwargs))) if isinstance(x, flow.Tensor)]
+    out = []
+    for x in leaves((tuple(args), dict(kwargs))):
+        if isinstance(x, flow.Tensor):
+            _flatten_tensor(x, out)
+    return out
+
+
+def _flatten_tensor(t, out):
+    # a tensor subclass made of inner tensors (a global tensor) is its inner tensors, as the tracer made inputs
+    flatten = getattr(type(t), "__tensor_flatten__", None)
+    if flatten is None:
+        out.append(t)
+        return
+    names, _ = t.__tensor_flatten__()
+    for n in names:
+        _flatten_tensor(getattr(t, n), out)
 
 
 __all__ = ["Plan", "flat_tensors", "INPUT"]

@@ -15,7 +15,7 @@ from .graph_repr import graph_repr
 from .structure import describe, leaves, signature
 from .graph_module import checkpoint_hooks
 from .passes.checkpoint import activation_checkpointing
-from .tracer import Proxy, TraceMode, trace
+from .tracer import Proxy, TraceMode, is_traced, is_wrapper, trace
 
 _instance_counts = itertools.count()
 
@@ -231,12 +231,14 @@ class Graph:
         for prefix, m in self._modules.items():
             for n, t in itertools.chain(m.named_parameters(prefix), m.named_buffers(prefix)):
                 names.setdefault(id(t), n)
+                _name_inner(names, t, n)
         for k, (opt, _) in enumerate(self._opts):
             pnames = {id(p): n for p, n in ((p, names.get(id(p))) for g in opt.param_groups for p in g["params"])}
             for p, state in opt.state.items():
                 for key, t in state.items():
                     if isinstance(t, flow.Tensor):
                         names.setdefault(id(t), f"optimizer{k}.{pnames.get(id(p)) or 'param'}.{key}")
+                        _name_inner(names, t, names[id(t)])
             for i, entry in enumerate(opt.__dict__.get("_lr_tensors", [])):
                 if entry is not None:
                     names.setdefault(id(entry[0]), f"optimizer{k}.group{i}.lr")
@@ -264,7 +266,7 @@ class Graph:
             if any("optimizer" in n.op.traits for n in mode.ir.nodes):
                 raise RuntimeError(f"{self.name}: build() must not call optimizer.step(): the graph steps the "
                                    f"optimizers added with add_optimizer() itself, after build()")
-            if self._opts and not any(isinstance(p.grad, Proxy) for p in params.values()):
+            if self._opts and not any(is_traced(p.grad) for p in params.values()):
                 raise RuntimeError(f"{self.name}: a training graph (one with add_optimizer) must call "
                                    f"loss.backward() inside build(); no parameter received a gradient")
             for opt, _ in self._opts:
@@ -333,7 +335,7 @@ class Graph:
         for opt, _ in self._opts:
             for p in list(opt.state):
                 state = opt.state[p]
-                for key in [k for k, t in state.items() if isinstance(t, Proxy)]:
+                for key in [k for k, t in state.items() if is_traced(t)]:
                     del state[key]
                 if not state:
                     del opt.state[p]
@@ -348,6 +350,14 @@ class Graph:
                 for key, t in state.items():
                     if isinstance(t, Proxy):
                         ir.escaped.append((t._value, _setter(state, key)))
+                        one_shot = True
+                    elif is_wrapper(t) and is_traced(t):  # a global state tensor: its shard escapes
+                        names, ctx = t.__tensor_flatten__()
+                        if names != ["_local"] and len(names) != 1:
+                            raise NotImplementedError(f"{self.name}: optimizer state of type {type(t).__name__} "
+                                                      f"with several inner tensors")
+                        ir.escaped.append((getattr(t, names[0])._value,
+                                           _wrapped_setter(state, key, type(t), names[0], ctx, t)))
                         one_shot = True
         return one_shot
 
@@ -496,6 +506,23 @@ def _check_sparse(optim):
     if not found:
         raise ValueError(f"add_optimizer(is_sparse=True): {type(optim).__name__} holds no sparse (embedding) "
                          f"parameter; pass the parameters of a flow.one_embedding table, or is_sparse=False")
+
+
+def _name_inner(names, t, name):
+    # a global tensor reaches the graph as its shard: the shard is the variable, named like the tensor
+    if is_wrapper(t):
+        inner, _ = t.__tensor_flatten__()
+        for n in inner:
+            names.setdefault(id(getattr(t, n)), name if len(inner) == 1 else f"{name}.{n}")
+
+
+def _wrapped_setter(state, key, cls, name, ctx, like):
+    shape, stride = tuple(like.shape), like.stride()
+
+    def put(t):
+        state[key] = cls.__tensor_unflatten__({name: t}, ctx, shape, stride)
+
+    return put
 
 
 def _setter(state, key):

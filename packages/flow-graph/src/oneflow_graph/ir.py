@@ -101,7 +101,13 @@ class GraphIR:
     def output_values(self):
         from .structure import leaves
 
-        return [v for v in leaves(self.outputs) if isinstance(v, Value)]
+        out = []
+        for v in leaves(self.outputs):
+            if isinstance(v, Value):
+                out.append(v)
+            elif hasattr(v, "rebuild"):  # a tensor subclass output (tracer.Wrapped): its inner values
+                out.extend(x for x in v.values() if isinstance(x, Value))
+        return out
 
     def values(self):
         """Every value defined in the graph, in definition order."""

@@ -36,6 +36,10 @@ def signature(obj):
     """A hashable description of ``obj``'s structure, tensor shapes/dtypes/devices and non-tensor leaves: two
     calls with the same signature run the same compiled plan."""
     if isinstance(obj, flow.Tensor):
+        if hasattr(type(obj), "__tensor_flatten__"):  # a global tensor: its layout (placement, sbp) and shards
+            names, ctx = obj.__tensor_flatten__()
+            return ("W", type(obj).__name__, tuple(obj.shape), obj.dtype, ctx) + tuple(
+                signature(getattr(obj, n)) for n in names)
         return ("T", tuple(obj.shape), obj.dtype, str(obj.device))
     if isinstance(obj, tuple):
         return (type(obj).__name__,) + tuple(signature(o) for o in obj)

@@ -116,6 +116,60 @@ def _proxy(value, shadow, device, graph_name):
     return p
 
 
+def is_wrapper(t):
+    """Whether ``t`` is a tensor subclass made of inner tensors (PyTorch's ``__tensor_flatten__`` protocol:
+    global tensors), which a graph takes and returns as its inner tensors."""
+    return isinstance(t, flow.Tensor) and not isinstance(t, Proxy) and hasattr(type(t), "__tensor_flatten__")
+
+
+def is_traced(t):
+    """Whether ``t`` is a value of the graph being traced: a proxy, or a wrapper holding one."""
+    if isinstance(t, Proxy):
+        return True
+    if is_wrapper(t):
+        names, _ = t.__tensor_flatten__()
+        return any(is_traced(getattr(t, n)) for n in names)
+    return False
+
+
+def _on_meta(inputs, attrs):
+    d = attrs.get("device")
+    if d is not None and "device" in attrs:
+        return str(d) == "meta"
+    return any(t is not None and t.is_meta for t in inputs)
+
+
+def _subclass_handler(t):
+    if t is None or isinstance(t, Proxy):
+        return None
+    return getattr(type(t), "__flow_dispatch__", None)
+
+
+class Wrapped:
+    """An output of the IR that is a tensor subclass: its class, inner tensor names, context, outer shape and
+    stride, and the inner values (Values or nested Wrapped). The plan rebuilds it from the inner results."""
+
+    __slots__ = ("cls", "names", "ctx", "shape", "stride", "inner")
+
+    def __init__(self, cls, names, ctx, shape, stride, inner):
+        self.cls, self.names, self.ctx, self.shape, self.stride = cls, list(names), ctx, shape, stride
+        self.inner = list(inner)
+
+    def values(self):
+        out = []
+        for x in self.inner:
+            out.extend(x.values() if isinstance(x, Wrapped) else [x])
+        return out
+
+    def rebuild(self, take):
+        """The subclass tensor, its inner tensors taken from ``take()`` in :meth:`values` order."""
+        inner = {n: x.rebuild(take) if isinstance(x, Wrapped) else take() for n, x in zip(self.names, self.inner)}
+        return self.cls.__tensor_unflatten__(inner, self.ctx, self.shape, self.stride)
+
+    def __repr__(self):
+        return f"{self.cls.__name__}({', '.join(map(repr, self.inner))}, {self.ctx!r})"
+
+
 def _meta_like(t):
     m = flow.empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device=_META)
     if t._is_wrapped_number:  # a Python number promotes as the weakest operand: its stand-in must too
@@ -144,6 +198,10 @@ class TraceMode(DispatchMode):
         return p
 
     def input(self, t):
+        if is_wrapper(t):  # a tensor subclass made of inner tensors: each inner one is a graph input
+            names, ctx = t.__tensor_flatten__()
+            inner = {n: self.input(getattr(t, n)) for n in names}
+            return type(t).__tensor_unflatten__(inner, ctx, tuple(t.shape), t.stride())
         v = self.ir.add_input(tuple(t.shape), t.dtype, t.device)
         return self._new_proxy(v, _meta_like(t), t.device)
 
@@ -172,6 +230,14 @@ class TraceMode(DispatchMode):
         return entry[0], entry[1]
 
     def __flow_dispatch__(self, op, inputs, attrs):
+        handler = next((h for h in map(_subclass_handler, inputs) if h is not None), None)
+        if handler is not None:
+            # a tensor subclass (a global tensor) decides what its op means on its inner tensors: it runs with
+            # this mode active again, so the ops it issues on them (kernels, collectives) are what gets recorded
+            with self:
+                return handler(op, inputs, attrs)
+        if _on_meta(inputs, attrs):  # a subclass handler's own reasoning on metadata (sbp inference): no value
+            return op.redispatch(inputs, attrs)
         values, shadows = [], []
         for t in inputs:
             if t is None:
@@ -216,7 +282,12 @@ class TraceMode(DispatchMode):
         return type(out)(results) if multi else results[0]
 
     def result_value(self, x):
-        """An output leaf of the traced function as it goes into the IR (tensors as values)."""
+        """An output leaf of the traced function as it goes into the IR (tensors as values; a tensor subclass
+        made of inner tensors as a :class:`Wrapped` of their values)."""
+        if is_wrapper(x):
+            names, ctx = x.__tensor_flatten__()
+            inner = [self.result_value(getattr(x, n)) for n in names]
+            return Wrapped(type(x), names, ctx, tuple(x.shape), x.stride(), inner)
         if isinstance(x, flow.Tensor):
             return self.value_of(x)[0]
         return x
@@ -229,6 +300,7 @@ def trace(fn, args=(), kwargs=None, *, name="graph", names=None, grad=False, aft
     optimizer steps). Returns the IR, whose ``outputs`` is ``fn``'s result with values at its tensor leaves."""
     ir = GraphIR(name)
     mode = TraceMode(ir, names, name)
+    # (inputs are made with the mode off, as a subclass's unflatten may issue ops)
     pargs = map_leaves(tuple(args), lambda x: mode.input(x) if isinstance(x, flow.Tensor) else x)
     pkwargs = map_leaves(dict(kwargs or {}), lambda x: mode.input(x) if isinstance(x, flow.Tensor) else x)
     grad_ctx = flow.enable_grad() if grad else flow.no_grad()

@@ -26,7 +26,11 @@ _cache = {}
 
 
 def namespace(name, traits=()):
-    """``"oneflow"`` for registry ops PyTorch has no ATen op for, else ``"aten"``."""
+    """``"oneflow"`` for registry ops PyTorch has no ATen op for (custom ops included), else ``"aten"``."""
+    from ..library import registered  # noqa: PLC0415  (library imports the core's binding only)
+
+    if name in registered:
+        return "oneflow"
     if name.startswith("_"):
         return "aten" if name in ATEN_PRIVATE else "oneflow"
     return "oneflow" if name in ONEFLOW_ONLY or "optimizer" in traits else "aten"

@@ -3,8 +3,8 @@
 A node is needed when the graph returns (or stores outside, ``ir.escaped``) one of its outputs, when a needed
 node reads one, or when it has an effect that outlives the call: it writes memory that is not the node's own
 temporary (a variable, an input, or memory something needed still reads) or it draws random numbers (removing
-it would change every later draw). Liveness is tracked per memory root, so a view being needed keeps alive what
-writes into the memory it views.
+it would change every later draw) or talks to the outside (a collective: every rank must issue it). Liveness is
+tracked per memory root, so a view being needed keeps alive what writes into the memory it views.
 """
 from ..ir import NODE
 from .. import effects
@@ -25,7 +25,7 @@ def dead_code_elimination(ir):
     for n in reversed(ir.nodes):
         needed = any(id(v) in live for v in n.new_outputs())
         if not needed and n.is_effectful():
-            if effects.is_random(n.op) or "optimizer" in effects.traits(n.op):
+            if effects.is_random(n.op) or "optimizer" in effects.traits(n.op) or effects.has_side_effects(n.op):
                 needed = True
             else:
                 for i in n.mutates:
