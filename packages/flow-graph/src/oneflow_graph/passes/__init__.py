@@ -5,6 +5,7 @@ from .const_fold import constant_folding
 from .copy_elision import copy_elision
 from .cse import common_subexpression_elimination
 from .dce import dead_code_elimination
+from .fuse_elementwise import fuse_elementwise
 
 DEFAULT = (
     ("constant_folding", constant_folding),
@@ -12,6 +13,7 @@ DEFAULT = (
     ("cse", common_subexpression_elimination),
     ("dce", dead_code_elimination),
     ("copy_elision", copy_elision),
+    ("fuse_elementwise", fuse_elementwise),
 )
 
 
@@ -24,4 +26,4 @@ def run_default(ir, passes=DEFAULT):
 
 
 __all__ = ["algebraic_simplification", "constant_folding", "copy_elision", "common_subexpression_elimination",
-           "dead_code_elimination", "run_default", "DEFAULT"]
+           "dead_code_elimination", "fuse_elementwise", "run_default", "DEFAULT"]
