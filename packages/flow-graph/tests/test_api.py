@@ -229,7 +229,11 @@ def test_config_switches_passes_and_names_unsupported_features():
                                                  "fuse_elementwise"]
     with pytest.raises(ValueError, match="unknown graph pass 'fusion'"):
         g.config.enable_pass("fusion")
-    with pytest.raises(NotImplementedError, match="flow-dist"):
-        g.config.enable_zero()
+    with pytest.raises(ValueError, match="stage must be 1, 2 or 3"):
+        g.config.enable_zero(True, stage=4)
+    with pytest.raises(ValueError, match="shard_min_size must be an int"):
+        g.config.enable_zero(True, shard_min_size=-1)
+    with pytest.raises(TypeError, match="mode must be a bool"):
+        g.config.enable_zero("yes")
     with pytest.raises(NotImplementedError, match="flow-dist"):
         g.config.enable_auto_parallel(True)

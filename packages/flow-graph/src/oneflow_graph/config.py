@@ -12,6 +12,7 @@ class GraphConfig:
         self._training = False
         self._disabled = set()
         self._grad_acc_steps = 1
+        self._zero = None  # enable_zero: {"stage", "shard_min_size"}
         self._amp_dtype = None  # None: no autocast
         self._compiled = False  # set at the graph's first compile: the options below are fixed from then on
 
@@ -74,9 +75,21 @@ class GraphConfig:
             raise RuntimeError(f"graph.config.{what}() must be called before the graph is first called: its "
                                f"compiled plans would not follow the change")
 
-    def enable_zero(self, *args, **kwargs):
-        raise NotImplementedError("graph.config.enable_zero needs the distributed package (flow-dist) support "
-                                  "for graphs, which is not there yet")
+    def enable_zero(self, mode=True, *, stage=1, shard_min_size=1024, shard_restore_level=1):
+        """ZeRO for a graph of global parameters: stage 1 shards the optimizer state over each replicated
+        parameter's ranks, stage 2 also the gradients, stage 3 the parameters (``oneflow_dist.zero``, applied to
+        the graph's optimizers when it compiles). ``shard_min_size``: parameters with fewer elements stay whole.
+        ``shard_restore_level`` is OneFlow's choice of where stage-3 parameters are gathered; here the ops that
+        use a split parameter gather what they need, so it is checked and recorded only."""
+        if not isinstance(mode, bool):
+            raise TypeError(f"enable_zero(): mode must be a bool, but got {type(mode).__name__}")
+        if stage not in (1, 2, 3):
+            raise ValueError(f"enable_zero(): stage must be 1, 2 or 3, but got {stage!r}")
+        if isinstance(shard_min_size, bool) or not isinstance(shard_min_size, int) or shard_min_size < 0:
+            raise ValueError(f"enable_zero(): shard_min_size must be an int >= 0, but got {shard_min_size!r}")
+        if shard_restore_level not in (0, 1, 2):
+            raise ValueError(f"enable_zero(): shard_restore_level must be 0, 1 or 2, but got {shard_restore_level!r}")
+        self._zero = dict(stage=stage, shard_min_size=shard_min_size) if mode else None
 
     def enable_auto_parallel(self, *args, **kwargs):
         raise NotImplementedError("graph.config.enable_auto_parallel needs the distributed package (flow-dist) "

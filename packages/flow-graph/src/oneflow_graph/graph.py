@@ -245,6 +245,8 @@ class Graph:
         return names
 
     def _compile(self, args, kwargs):
+        if self.config._zero is not None and self._opts and not self.__dict__.get("_zero_applied"):
+            self._apply_zero()
         params = {id(p): p for m in self._modules.values() for p in m.parameters()}
         for opt, _ in self._opts:
             params.update((id(p), p) for g in opt.param_groups for p in g["params"])
@@ -328,6 +330,22 @@ class Graph:
         if self._debug_level >= 0:
             self._print_debug(entry)
         return entry
+
+    def _apply_zero(self):
+        """config.enable_zero: the optimizers' global parameters sharded by flow-dist's ZeRO, once, before the
+        first trace (so the trace records the sharded update and its collectives)."""
+        try:
+            from oneflow_dist import zero
+        except ImportError:
+            raise RuntimeError(f"{self.name}: config.enable_zero needs flow-dist (pip install flow-dist) and "
+                               f"global parameters") from None
+        sharded = [p for opt, _ in self._opts for p in zero.shard_optimizer(opt, **self.config._zero)]
+        if not sharded:
+            raise RuntimeError(f"{self.name}: config.enable_zero found no global parameter to shard: ZeRO splits "
+                               f"the state of parameters broadcast over several ranks (make the model global "
+                               f"with module.to_global(placement, flow.sbp.broadcast)), none smaller than "
+                               f"shard_min_size={self.config._zero['shard_min_size']}")
+        self.__dict__["_zero_applied"] = True
 
     def _drop_traced_state(self):
         """After a failed trace: optimizer state the trace began to make holds traced tensors; it goes, so the
