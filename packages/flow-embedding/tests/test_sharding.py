@@ -47,6 +47,14 @@ def test_sharded_training_equals_single_rank(nproc, tmp_path):
     assert sorted(os.listdir(tmp_path / "sharded")) == [f"{r}-{nproc}" for r in range(nproc)]
 
 
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_sharded_embedding_inside_nn_graph_equals_eager(nproc, tmp_path):
+    pytest.importorskip("oneflow_graph")
+    rc, out, err = flowrun(["--nproc", nproc, RANKS / "graph.py", tmp_path])
+    assert rc == 0, f"exit code {rc}\nstdout:\n{out}\nstderr:\n{err}"
+    assert out.count("graph sharding ok") == nproc
+
+
 @pytest.mark.parametrize("nproc", [2, 3])
 def test_sharded_variants_equal_single_rank(nproc, tmp_path):
     rc, out, err = flowrun(["--nproc", nproc, RANKS / "variants.py", tmp_path])

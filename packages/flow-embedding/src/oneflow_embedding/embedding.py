@@ -232,10 +232,16 @@ class MultiTableEmbedding(nn.Module):
     def forward(self, ids, table_ids=None):
         """Look up ``ids`` (see the class docstring); the result requires grad when the embedding trains."""
         if self.world_size > 1:
-            tables, keys, rows = sharding.lookup(self, ids, table_ids)
+            try:
+                tables, keys = self._table_tensor(ids, table_ids), ids.reshape(-1)
+            except (TypeError, ValueError):  # bad input on this rank: raised collectively by the lookup
+                sharding.lookup(self, ids, table_ids)
+                raise
+            # one registry op (the exchange and the owners' lookups): eager code and nn.Graph run the same
+            rows = sharding.sharded_lookup(keys, tables, emb=sharding.handle(self), dim=self.embedding_dim)
             if self.dtype == flow.float16:
-                rows = rows.astype(np.float16)  # exact: the store holds halves
-            out = flow.from_numpy(rows).reshape(*ids.shape, self.embedding_dim)
+                rows = rows.to(flow.float16)  # exact: the store holds halves
+            out = rows.reshape(*ids.shape, self.embedding_dim)
         else:
             tables = self._table_tensor(ids, table_ids)
             keys = ids.reshape(-1)
@@ -257,11 +263,7 @@ class MultiTableEmbedding(nn.Module):
         if self.shadow.grad is None and not self._pass_started:
             self._pending.clear()
         self._pass_started = True
-        g = grad.detach().reshape(-1, self.embedding_dim)
-        if isinstance(keys[1], np.ndarray):  # sharded: the exchange works on NumPy arrays
-            g = np.ascontiguousarray(g.numpy(), dtype=np.float32)
-        else:
-            g = g.to(flow.float32)
+        g = grad.detach().reshape(-1, self.embedding_dim).to(flow.float32)
         self._pending.append((keys[0], keys[1], g))
 
     def _end_backward(self):
@@ -284,22 +286,21 @@ class MultiTableEmbedding(nn.Module):
     def _sparse_update(self, optimizer, group):
         has_grad = self.shadow.grad is not None and bool(self._pending)
         if self.world_size > 1:  # collective: every rank takes part, with or without gradients
-            routed = sharding.route_gradients(self, self._pending if has_grad else [])
-            if routed is None:
+            index = next(i for i, g in enumerate(optimizer.param_groups) if g is group)
+            if not has_grad:  # (eager only: every rank of a graph runs the same step)
+                self._apply_routed(optimizer, group, sharding.route_gradients(self, []))
                 return
-        elif not has_grad:
+            tables, keys, grads = (list(parts) for parts in zip(*self._pending))
+            # one registry op with side effects: the kernel routes the rows and updates the owners' shards
+            sharding.sharded_update(keys, tables, grads, emb=sharding.handle(self),
+                                    optimizer=sharding.handle(optimizer), group=index)
+            return
+        if not has_grad:
             return
         state = optimizer.state[self.shadow]
         step = state.get("step")
         if step is None:
             step = state["step"] = flow.zeros((), dtype=flow.float32)
-        if self.world_size > 1:
-            kind, hyper = sparse_rule(optimizer, group, int(step.item()) + 1)
-            self._check_sparse(optimizer, group)
-            step.add_(1)
-            tables, keys, grads = routed
-            self._store.update(tables, keys, grads, kind, [float(h) for h in hyper], *self._padding())
-            return
         kind, hyper = self._check_sparse(optimizer, group)
         if len(self._pending) == 1:
             tables, keys, grads = self._pending[0]
@@ -311,6 +312,21 @@ class MultiTableEmbedding(nn.Module):
         _ops.sparse_update_(step, keys, tables, grads, optimizer._lr_tensor(index, group), store=self._store.handle,
                             kind=kind, hyper=[float(h) for h in hyper], lr_decay=float(group.get("lr_decay", 0.0)),
                             has_padding=has_padding, padding_idx=padding_idx)
+
+    def _apply_routed(self, optimizer, group, routed):
+        """The owner's part of a sharded step: the rows ``routed`` here (``(tables, keys, grads)`` NumPy arrays,
+        or None when no rank had gradients) updated with ``optimizer``'s sparse rule for ``group``."""
+        if routed is None:
+            return
+        state = optimizer.state[self.shadow]
+        step = state.get("step")
+        if step is None:
+            step = state["step"] = flow.zeros((), dtype=flow.float32)
+        kind, hyper = sparse_rule(optimizer, group, int(step.item()) + 1)
+        self._check_sparse(optimizer, group)
+        step.add_(1)
+        tables, keys, grads = routed
+        self._store.update(tables, keys, grads, kind, [float(h) for h in hyper], *self._padding())
 
     # ---- snapshots and introspection --------------------------------------------------------------------
     def save_snapshot(self, snapshot_name):

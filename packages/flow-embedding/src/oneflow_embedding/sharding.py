@@ -16,11 +16,14 @@ invalid raises its error and the other ranks raise a RuntimeError naming it, ins
 an owner whose store fails (a full store's capacity): the other owners then keep the rows that lookup inserted,
 with their initial values, which any later lookup would give them anyway.
 """
+import weakref
+
 import numpy as np
 
 import oneflow as flow
 
-__all__ = ["rank_and_world", "owners", "set_gradient_division", "lookup", "route_gradients", "on_every_rank"]
+__all__ = ["rank_and_world", "owners", "set_gradient_division", "lookup", "route_gradients", "on_every_rank",
+           "handle", "sharded_lookup", "sharded_update"]
 
 _state = {"divide": True}
 
@@ -184,3 +187,63 @@ def on_every_rank(emb, what, fn, *args):
         error = e
     _agree_counts(emb, np.zeros(emb.world_size, np.int64), error, what)
     return None
+
+
+# ---- the exchange as registry ops ------------------------------------------------------------------------------
+# A sharded lookup's row count per owner depends on the ids' values, so no static plan can hold the exchange as
+# separate ops; each direction is one op of static shape whose kernel runs the exchange above (Python kernels
+# through flow.library.custom_op). Eager code and nn.Graph run the same ops; the update is declared with side
+# effects, so graph passes keep it. Embeddings and optimizers are named to the kernels by handles.
+_objects = weakref.WeakValueDictionary()
+
+
+def handle(obj):
+    """An int naming ``obj`` to the ops' kernels (weakly held)."""
+    _objects[id(obj)] = obj
+    return id(obj)
+
+
+def _resolve(h, what):
+    obj = _objects.get(h)
+    if obj is None:
+        raise RuntimeError(f"one_embedding: the {what} of this sharded op no longer exists")
+    return obj
+
+
+def _lookup_kernel(keys, tables, emb, dim):
+    owner = _resolve(emb, "embedding")
+    _, _, rows = lookup(owner, keys, tables)
+    return flow.from_numpy(rows)
+
+
+def _lookup_meta(keys, tables, emb, dim):
+    return flow.empty((keys.numel(), dim), dtype=flow.float32, device="meta")
+
+
+def _lists(flat, lengths):
+    out, i = [], 0
+    for n in lengths:
+        out.append(flat[i:i + n])
+        i += n
+    return out
+
+
+def _update_kernel(*flat, emb, optimizer, group, _list_lengths):
+    keys, tables, grads = _lists(flat, _list_lengths)
+    owner, opt = _resolve(emb, "embedding"), _resolve(optimizer, "optimizer")
+    pending = [(t.numpy().astype(np.int32, copy=False), k.numpy().astype(np.int64, copy=False),
+                np.ascontiguousarray(g.numpy(), dtype=np.float32)) for k, t, g in zip(keys, tables, grads)]
+    owner._apply_routed(opt, opt.param_groups[group], route_gradients(owner, pending))
+    return flow.zeros(())
+
+
+def _update_meta(*flat, emb, optimizer, group, _list_lengths):
+    return flow.empty((), device="meta")
+
+
+sharded_lookup = flow.library.custom_op(
+    "one_embedding_sharded_lookup", "(Tensor keys, Tensor tables, *, int emb, int dim) -> Tensor",
+    kernel=_lookup_kernel, meta=_lookup_meta, side_effects=True)
+sharded_update = flow.library.custom_op(
+    "one_embedding_sharded_update", "(Tensor[] keys, Tensor[] tables, Tensor[] grads, *, int emb, int optimizer, "
+    "int group) -> Tensor", kernel=_update_kernel, meta=_update_meta, side_effects=True)
