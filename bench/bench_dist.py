@@ -104,11 +104,13 @@ def train_one_workload(kind):
         print(f"RESULT {kind} world={world} samples_per_s={steps * x.shape[0] * world / dt:.1f}{wait}")
 
 
-def launch(nproc, kind):
-    env = dict(os.environ, OMP_NUM_THREADS="1", BENCH_DIST_WORKER=kind)
+def launch(nproc, kind, script=__file__, worker_var="BENCH_DIST_WORKER"):
+    """Runs ``script`` under flowrun on ``nproc`` ranks (1 thread each) with ``worker_var=kind``; returns the
+    ``key=value`` fields of the line its rank 0 prints as ``RESULT <kind> key=value ...``."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", **{worker_var: kind})
     flowrun = os.path.join(os.path.dirname(sys.executable), "flowrun")
     cmd = [flowrun] if os.path.exists(flowrun) else [sys.executable, "-m", "oneflow_dist.launcher"]
-    out = subprocess.run(cmd + ["--nproc", str(nproc), __file__], env=env, capture_output=True, text=True,
+    out = subprocess.run(cmd + ["--nproc", str(nproc), script], env=env, capture_output=True, text=True,
                          timeout=600)
     if out.returncode:
         raise SystemExit(out.stderr)

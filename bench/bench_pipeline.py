@@ -7,7 +7,6 @@ interleaved rounds. The 1F1B bubble bounds the speed-up at 2 (1 - (p-1)/(m+p-1))
     python bench/bench_pipeline.py [M ...]      # default: 4 8; starts the flowrun jobs itself
 """
 import os
-import subprocess
 import sys
 import time
 
@@ -99,15 +98,10 @@ def worker(kind):
 
 
 def launch(nproc, kind):
-    env = dict(os.environ, OMP_NUM_THREADS="1", BENCH_PIPE_WORKER=kind)
-    flowrun = os.path.join(os.path.dirname(sys.executable), "flowrun")
-    cmd = [flowrun] if os.path.exists(flowrun) else [sys.executable, "-m", "oneflow_dist.launcher"]
-    out = subprocess.run(cmd + ["--nproc", str(nproc), __file__], env=env, capture_output=True, text=True,
-                         timeout=600)
-    if out.returncode:
-        raise SystemExit(out.stderr)
-    line = next(line for line in out.stdout.splitlines() if line.startswith("RESULT"))
-    return float(line.split("tokens_per_s=")[1])
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_dist
+
+    return float(bench_dist.launch(nproc, kind, __file__, "BENCH_PIPE_WORKER")["tokens_per_s"])
 
 
 def main():

@@ -48,17 +48,28 @@ rng = np.random.default_rng(3)
 data = [(rng.integers(0, V, (BATCH, T)), rng.integers(0, V, (BATCH, T))) for _ in range(20)]
 OPTS = {"adam": lambda ps: flow.optim.Adam(ps, lr=1e-2), "sgd": lambda ps: flow.optim.SGD(ps, lr=0.1, momentum=0.9)}
 
-die = len(sys.argv) > 1 and sys.argv[1] == "die"
-for sched_cls, m, opt_name in [(Schedule1F1B, 4, "adam"), (Schedule1F1B, 8, "sgd"), (ScheduleGPipe, 4, "adam")]:
+def train_whole(opt_name, part=None):
+    """The reference: the whole model trained on the whole batches in one process. Returns the model and the
+    loss of each step, on the whole batch or, given ``part`` (a slice of the batch), on that part."""
     whole = model()
     wopt = OPTS[opt_name](whole.parameters())
     want = []
     for x, y in data:
         wopt.zero_grad()
         loss = loss_fn(whole(flow.tensor(x)), flow.tensor(y))
+        if part is not None:
+            with flow.no_grad():
+                want.append(loss_fn(whole(flow.tensor(x[part])), flow.tensor(y[part])).item())
         loss.backward()
         wopt.step()
-        want.append(loss.item())
+        if part is None:
+            want.append(loss.item())
+    return whole, want
+
+
+die = len(sys.argv) > 1 and sys.argv[1] == "die"
+for sched_cls, m, opt_name in [(Schedule1F1B, 4, "adam"), (Schedule1F1B, 8, "sgd"), (ScheduleGPipe, 4, "adam")]:
+    whole, want = train_whole(opt_name)
     mine = stage_of(model(), r)
     opt = OPTS[opt_name](mine.parameters())
     sched = sched_cls(PipelineStage(mine, r, n), m, loss_fn=loss_fn)
@@ -107,20 +118,12 @@ if n == 4:
         cut = 1 + n  # the embedding and half the blocks
         return [nn.Sequential(*layers[:cut]), nn.Sequential(*layers[cut:])]
 
-    whole = model()
-    wopt = OPTS["adam"](whole.parameters())
-    want = []
-    for x, y in data:
-        wopt.zero_grad()
-        loss = loss_fn(whole(flow.tensor(x)), flow.tensor(y))
-        loss.backward()
-        wopt.step()
-        want.append(loss.item())
+    half = slice(replica * BATCH // 2, (replica + 1) * BATCH // 2)
+    whole, want_half = train_whole("adam", half)  # this replica's loss is the mean over its half
     mine = DDP(two_stages(model())[index], process_group=groups[index])
     opt = OPTS["adam"](mine.parameters())
     sched = Schedule1F1B(PipelineStage(mine, index, 2, ranks=[2 * replica, 2 * replica + 1]), 2, loss_fn=loss_fn)
     got = []
-    half = slice(replica * BATCH // 2, (replica + 1) * BATCH // 2)
     for x, y in data:
         opt.zero_grad()
         losses = []
@@ -130,16 +133,7 @@ if n == 4:
             sched.step(target=flow.tensor(y[half]), losses=losses)
             got.append(float(np.mean([v.item() for v in losses])))
         opt.step()
-    if index == 1:  # this replica's loss is the mean over its half
-        want_half = []
-        check = model()
-        copt = OPTS["adam"](check.parameters())
-        for x, y in data:
-            copt.zero_grad()
-            full = loss_fn(check(flow.tensor(x)), flow.tensor(y))
-            want_half.append(loss_fn(check(flow.tensor(x[half])), flow.tensor(y[half])).item())
-            full.backward()
-            copt.step()
+    if index == 1:
         np.testing.assert_allclose(got, want_half, rtol=1e-5, atol=1e-5, err_msg="pp x dp losses")
     ref = two_stages(whole)[index]
     for (name, a), b in zip(mine.module.named_parameters(), ref.parameters()):
