@@ -71,3 +71,14 @@ def test_bad_options(tmp_path):
         make_emb(tmp_path, dim=0)
     with pytest.raises(ValueError, match="holds no row"):
         make_emb(tmp_path, dim=4096, kind="ssd", cache_mb=0.001)
+
+
+def test_a_store_module_built_against_another_core_says_so():
+    from oneflow_embedding._core import explain
+
+    err = explain(ImportError("_store.so: undefined symbol: _ZN4flow3fooEv"))
+    assert isinstance(err, ImportError)
+    assert "built against another flow-core" in str(err) and "undefined symbol" in str(err)
+    assert "reinstall flow-embedding" in str(err)
+    other = ImportError("No module named 'numpy'")
+    assert explain(other) is other

@@ -5,6 +5,24 @@ with ``RTLD_GLOBAL``, which makes the already-loaded copy global; it is not load
 import ctypes
 import os
 
+import oneflow
 import oneflow.sysconfig
 
 _CORE = ctypes.CDLL(os.path.join(oneflow.sysconfig.get_lib(), "libflow_core.so"), mode=ctypes.RTLD_GLOBAL)
+
+
+def explain(err):
+    """The ImportError to raise for ``err``, raised importing the store module: a core symbol it does not find
+    means it was built against another flow-core than the one installed (a version mismatch, not a broken
+    install)."""
+    if "undefined symbol" not in str(err):
+        return err
+    return ImportError(f"flow-embedding's store module was built against another flow-core than the installed "
+                       f"oneflow {getattr(oneflow, '__version__', '?')} ({err}); reinstall flow-embedding after "
+                       f"flow-core, e.g. pip install --force-reinstall --no-deps packages/flow-embedding")
+
+
+try:
+    from . import _store  # noqa: F401  (first import here, so every later `from . import _store` finds it)
+except ImportError as e:
+    raise explain(e) from e
