@@ -6,6 +6,7 @@ import numpy as np
 import oneflow as flow
 import oneflow.nn as nn
 
+from reference import single_process_losses
 F = flow.nn.functional
 assert flow.env.get_world_size() == 4
 mesh = flow.placement("cpu", ranks=[[0, 1], [2, 3]])
@@ -35,13 +36,7 @@ def loss_fn(m, x):
 
 ref = MLP(flow.tensor(w1), flow.tensor(w2))
 opt = flow.optim.Adam(ref.parameters(), lr=0.01)
-ref_losses = []
-for x in xs:
-    loss = loss_fn(ref, flow.tensor(x))
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    ref_losses.append(float(loss))
+ref_losses = single_process_losses(ref, opt, loss_fn, ((x,) for x in xs))
 
 
 def glob(a, sbp):

@@ -7,6 +7,7 @@ import numpy as np
 import oneflow as flow
 import oneflow.nn as nn
 
+from reference import single_process_losses
 n = flow.env.get_world_size()
 rank = flow.env.get_rank()
 p = flow.env.all_device_placement("cpu")
@@ -51,13 +52,7 @@ def glob(a, sbp):
 for kind in ("sgd", "adam"):
     ref = model()
     opt = optimizer(kind, ref.parameters())
-    ref_losses = []
-    for x, y in zip(xs, ys):
-        loss = loss_fn(ref, flow.tensor(x), flow.tensor(y))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        ref_losses.append(float(loss))
+    ref_losses = single_process_losses(ref, opt, loss_fn, zip(xs, ys))
 
     eager = model().to_global(p, B)
     opt = optimizer(kind, eager.parameters())

@@ -10,6 +10,7 @@ import numpy as np
 import oneflow as flow
 import oneflow.nn as nn
 
+from reference import single_process_losses
 F = flow.nn.functional
 n = flow.env.get_world_size()
 p = flow.env.all_device_placement("cpu")
@@ -90,13 +91,7 @@ class Forward(nn.Graph):
 for cls, forward, step in ((MLP, 1, 1), (Block, 2, 3)):
     ref = cls(local_weights())
     opt = flow.optim.SGD(ref.parameters(), lr=0.05)
-    ref_losses = []
-    for x in xs:
-        loss = loss_fn(ref, flow.tensor(x))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        ref_losses.append(float(loss))
+    ref_losses = single_process_losses(ref, opt, loss_fn, ((x,) for x in xs))
 
     eager = cls(global_weights())
     opt = flow.optim.SGD(eager.parameters(), lr=0.05)

@@ -7,6 +7,7 @@ import oneflow as flow
 import oneflow.nn as nn
 from oneflow_dist import zero
 
+from reference import single_process_losses
 n = flow.env.get_world_size()
 p = flow.env.all_device_placement("cpu")
 B, S = flow.sbp.broadcast, flow.sbp.split
@@ -40,13 +41,7 @@ class Train(nn.Graph):
 
 ref = model()
 opt = flow.optim.Adam(ref.parameters(), lr=0.01)
-want = []
-for x, y in zip(xs, ys):
-    loss = loss_fn(ref, flow.tensor(x), flow.tensor(y))
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    want.append(float(loss))
+want = single_process_losses(ref, opt, loss_fn, zip(xs, ys))
 
 for stage in (1, 2, 3):
     m = model().to_global(p, B)
