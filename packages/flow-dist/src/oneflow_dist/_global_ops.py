@@ -183,9 +183,8 @@ def _infer(op, inputs, attrs, placement):
     hier = placement.ranks.shape
     try:
         out_metas = [(tuple(m[0]), m[1]) for m in op.meta(inputs, attrs)]
-    except NotImplementedError:
-        raise NotImplementedError(f"{op.name}(): this op has no meta inference, so it cannot run on global "
-                                  f"tensors (its output shape depends on the data)") from None
+    except NotImplementedError:  # an output shape that depends on the data, or no meta inference: run it whole
+        return None
     extra = _EXTRA.get(op.name, [])
     sigs = list(op.sbp_signatures(inputs, attrs)) + (extra(inputs, attrs) if callable(extra) else extra)
     cands = []
@@ -232,9 +231,8 @@ def _infer(op, inputs, attrs, placement):
             dims = op.dims(inputs, attrs) or list(range(inputs[0].dim()))
             p.mean_count = _numel([inputs[0].shape[d] for d in dims])
         return p
-    if op.is_inplace:
-        raise RuntimeError(f"{op.name}(): cannot run in place on a global tensor of sbp {inputs[0].sbp} with "
-                           f"inputs of sbp {[getattr(t, 'sbp', None) for t in inputs[1:]]}")
+    if op.is_inplace:  # no signature keeps the target's layout (an index_put_ on a split tensor): run it whole
+        return None
     raise RuntimeError(f"{op.name}(): found no sbp signature for inputs of shapes "
                        f"{[tuple(t.shape) if t is not None else None for t in inputs]} on {placement!r}")
 
@@ -379,7 +377,7 @@ def _attrs_key(attrs):
 
 class _Step:
     """A cached decision: how to get each input's shard and what to make of the op's result."""
-    __slots__ = ("plan", "box", "local_attrs", "placement", "wrap", "outside")
+    __slots__ = ("plan", "box", "local_attrs", "placement", "wrap", "outside", "whole", "view")
 
 
 def _decide(op, inputs, attrs):
@@ -388,6 +386,11 @@ def _decide(op, inputs, attrs):
     plan = _infer(op, inputs, attrs, placement)
     st = _Step()
     st.plan, st.placement = plan, placement
+    st.whole = plan is None
+    if st.whole:
+        return st
+    # a view of one tensor: writes through it must reach its base (``_note_view``)
+    st.view = "view" in op.traits and not op.is_inplace and all(t is None for t in inputs[1:])
     st.box = [None if not isinstance(t, _Global) or t.sbp == nd else nd for t, nd in zip(inputs, plan.in_sbp)]
     at = _layout.coord(placement)
     st.local_attrs = plan.attrs_for.get(at, attrs) if at is not None else attrs
@@ -420,6 +423,8 @@ def dispatch(cls, op, inputs, attrs):
             if len(_cache) >= _CACHE_MAX:
                 _cache.clear()
             _cache[key] = st
+    if st.whole:
+        return _whole_op(op, inputs, attrs, st.placement)
     if st.outside:  # this rank holds no shard of the placement: nothing to compute
         if st.wrap is None:
             return inputs[0]
@@ -445,10 +450,55 @@ def dispatch(cls, op, inputs, attrs):
     else:
         out = op.redispatch(locs, st.local_attrs)
     if st.wrap is None:
+        _written(inputs[0])
         return inputs[0]
     if isinstance(out, (tuple, list)):
-        return type(out)(make(o, *w) for o, w in zip(out, st.wrap))
-    return make(out, *st.wrap[0])
+        out = type(out)(make(o, *w) for o, w in zip(out, st.wrap))
+    else:
+        out = make(out, *st.wrap[0])
+    if st.view:
+        _note_view(op, inputs[0], attrs, out, st.box[0] is not None)
+    return out
+
+
+# ---- writes through views --------------------------------------------------------------------------------
+def _note_view(op, base, attrs, out, boxed):
+    """Remembers how the view ``out`` came from ``base``. Unboxed, each shard of ``out`` is a view of ``base``'s
+    shard, so a write reaches it by itself, but ``base`` may in turn be a view whose shard was boxed. Boxed (a
+    slice of a split dim gathers it), ``out``'s shard is memory of its own: a write to ``out`` is replayed on
+    ``base``'s whole value (``_written``). So is a write to a view of a partial tensor: a write to a partial
+    shard (a fill) changes its layout, and a use that reduces the base gives it a new shard (``_keep_reduced``)."""
+    boxed = boxed or any(s.is_partial() for s in base.__dict__["_nd_sbp"])
+    link = base.__dict__.get("_view_of")
+    if not boxed and link is None:
+        return
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for j, o in enumerate(outs):
+        o.__dict__["_view_of"] = (base, op if boxed else None, attrs, j)
+
+
+def _written(t):
+    """After an in-place change of ``t``: where ``t`` is a view whose shard is not memory of its base's (see
+    ``_note_view``), the base's whole value gets the change through the same view on it and is laid out again
+    in the base's own sbp; then the same for the base's base. (Other such views of the base taken before do not
+    see the change: they hold copies.)"""
+    link = t.__dict__.get("_view_of")
+    while link is not None:
+        base, op, attrs, j = link
+        if op is not None and _layout.coord(base.placement) is not None:
+            with comm_debug.cause("write_through_view"):
+                d = base.__dict__
+                full = _full_value(base)
+                own = full is d["_local"]  # a broadcast base: its shard is the whole value
+                if not own:
+                    full = full.clone()
+                region = op.redispatch([full], attrs)
+                if isinstance(region, (tuple, list)):
+                    region = region[j]
+                region.copy_(_full_value(t))
+                if not own:
+                    d["_local"].copy_(boxing.from_broadcast(full, base.placement, d["_nd_sbp"]))
+        t, link = base, base.__dict__.get("_view_of")
 
 
 def _reduces_only(src, dst):
@@ -485,6 +535,35 @@ def _reduce_partial_grad(placement, nd):
 
 
 # ---- ops with rules of their own ---------------------------------------------------------------------------
+def _whole_op(op, inputs, attrs, placement):
+    """An op the sbp rules cannot place: one whose output shape depends on the data (``masked_select``,
+    ``nonzero``, a bool-mask index), one without meta inference (the RNN layers' backward), or an in-place one
+    no signature keeps the target's layout for (``index_put_``, ``index_add_`` on a split tensor). Every rank
+    runs it on the whole values of its inputs, as a single process would, so its results are the single-process
+    ones: broadcast, or for an in-place op written back in the target's own layout. It costs a gather per
+    input that is not broadcast."""
+    with comm_debug.cause(op.name):
+        full = [_full_value(t) if isinstance(t, _Global) else t for t in inputs]
+    if op.is_inplace:
+        x = inputs[0]
+        d = x.__dict__
+        own = full[0] is d["_local"]  # broadcast: the shard is the whole value, changed in place
+        if not own:
+            full[0] = full[0].clone()
+        op.redispatch(full, attrs)
+        if not own and _layout.coord(placement) is not None:
+            d["_local"].copy_(boxing.from_broadcast(full[0], placement, d["_nd_sbp"]))
+        _written(x)
+        return x
+    out = op.redispatch(full, attrs)
+    nd = (broadcast,) * placement.ranks.ndim
+
+    def lay(o):
+        return None if o is None else make(o, tuple(o.shape), placement, nd)
+
+    return type(out)(lay(o) for o in out) if isinstance(out, (tuple, list)) else lay(out)
+
+
 def _materialize(op, inputs, attrs):
     with comm_debug.cause("_materialize"):
         return _full_value(inputs[0])
@@ -501,6 +580,7 @@ def _fill(op, inputs, attrs):
                                              None)
             x.__dict__["_nd_sbp"] = nd
         op.redispatch([x.__dict__["_local"]], attrs)
+        _written(x)
         return x
     local = _C._empty(list(_layout.local_shape(tuple(x.shape), x.placement, nd)), x.dtype, None)
     return make(op.redispatch([local], attrs), tuple(x.shape), x.placement, nd)
@@ -524,6 +604,7 @@ def _copy_(op, inputs, attrs):
             full = _C.ops.expand(src, list(dst.shape)) if tuple(src.shape) != tuple(dst.shape) else src
             val = boxing.from_broadcast(full, dst.placement, dst.sbp)
     _C.ops.copy_.redispatch([dst.__dict__["_local"], val], attrs)
+    _written(dst)
     return dst
 
 
@@ -538,11 +619,13 @@ def _random_inplace(op, inputs, attrs):
             shape = tuple(x.shape)
             lo = [a for a, _ in _layout.ranges(shape, x.placement, x.sbp, at)]
             op.redispatch([x.__dict__["_local"]], dict(attrs, shard=[*shape, *lo]))
+            _written(x)
             return x
     full = _C._empty(list(x.shape), x.dtype, None)
     rest = [_full_value(t) if isinstance(t, _Global) else t for t in inputs[1:]]
     op.redispatch([full, *rest], attrs)
     x.__dict__["_local"].copy_(boxing.from_broadcast(full, x.placement, x.sbp))
+    _written(x)
     return x
 
 
