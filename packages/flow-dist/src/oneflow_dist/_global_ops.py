@@ -289,30 +289,30 @@ def _entry_frame():
 
 
 def _handed_in(entry):
-    """The storages of the tensors the user handed to the API entry point ``entry``: its arguments (one level
-    into lists, tuples and dicts) and, for a module, its parameters and buffers (a local module applied to a
-    global input is the user's mixing)."""
+    """The local tensors the user handed to the API entry point ``entry``, by storage: ``{key: argument name}``
+    for its arguments (one level into lists, tuples and dicts) and, for a module, its parameters and buffers (a
+    local module applied to a global input is the user's mixing). Scalars (0-dim CPU tensors) are left out."""
     code = entry.f_code
     n = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
-    values = [entry.f_locals.get(name) for name in code.co_varnames[:n]]
-    keys = set()
+    keys = {}
 
-    def add(v):
-        if isinstance(v, flow.Tensor) and not isinstance(v, _Global):
-            keys.add(_storage_key(v))
+    def add(v, name):
+        if isinstance(v, flow.Tensor) and not isinstance(v, _Global) and not _is_scalar(v):
+            keys.setdefault(_storage_key(v), name)
 
-    for v in values:
+    for name in code.co_varnames[:n]:
+        v = entry.f_locals.get(name)
         if isinstance(v, (list, tuple)):
             for e in v:
-                add(e)
+                add(e, name)
         elif isinstance(v, dict):
-            for e in v.values():
-                add(e)
+            for k, e in v.items():
+                add(e, k if isinstance(k, str) else name)
         elif isinstance(v, flow.nn.Module):
-            for t in itertools.chain(v.parameters(), v.buffers()):
-                add(t)
+            for pname, t in itertools.chain(v.named_parameters(), v.named_buffers()):
+                add(t, f"{name}.{pname}")
         else:
-            add(v)
+            add(v, name)
     return keys
 
 
@@ -324,11 +324,16 @@ def _storage_key(t):
 
 
 def check_mixing(op, inputs):
-    """Raises where a user's op gets a local tensor (other than a scalar) among global ones: issued by user code,
-    or handed by the user to the framework function that issues it (its arguments, a module's parameters; views
-    of them too). Local tensors the framework's Python code makes itself (an RNN's zero state, a causal mask)
-    mix as broadcast, as the core's composites' and backward formulas' do. Also the ``__flow_composite__`` of
-    global tensors (a composite's inputs as the user gave them)."""
+    """Raises where a user's op gets a local tensor (other than a scalar) among global ones. Issued by user code,
+    any local input is the user's. Issued by a framework function the user called (the API entry point: the
+    outermost frame of ``oneflow*`` code), a local input is the user's when it is one the user handed in (an
+    argument, a module's parameter or buffer, or a view of one), and it is taken to be computed from one when
+    the user handed any local tensor in at all (SDPA turning a local bool ``attn_mask`` into an additive bias):
+    nothing tells a tensor computed from the user's apart from one the framework makes on its own, and a value
+    computed from a local tensor may differ between ranks, so that is refused too, naming the argument. Local
+    tensors a framework function makes from nothing local (an RNN's zero state, a causal mask) mix as broadcast,
+    as the core's composites' and backward formulas' do. Also the ``__flow_composite__`` of global tensors (a
+    composite's inputs as the user gave them)."""
     if not any(isinstance(t, _Global) for t in inputs):
         return
     bad = [(i, t) for i, t in enumerate(inputs) if t is not None and not isinstance(t, _Global) and not _is_scalar(t)]
@@ -337,7 +342,18 @@ def check_mixing(op, inputs):
     entry = _entry_frame()
     if entry is not None:
         handed = _handed_in(entry)
-        bad = [(i, t) for i, t in bad if _storage_key(t) in handed]
+        if not handed:
+            return
+        own = [(i, t) for i, t in bad if _storage_key(t) in handed]
+        if not own:
+            name = next(iter(handed.values()))
+            i, t = bad[0]
+            raise RuntimeError(
+                f"{op.name}(): input {i} is a local tensor (shape {tuple(t.shape)}) mixed with global tensors, "
+                f"computed from the local argument {name!r} handed to the framework function; convert that one with "
+                f".to_global(placement, sbp) first (OneFlow does not mix local and global tensors in one "
+                f"op)")
+        bad = own
     for i, t in bad:
         raise RuntimeError(
                 f"{op.name}(): input {i} is a local tensor (shape {tuple(t.shape)}, on {t.device}) mixed with "
