@@ -473,8 +473,35 @@ def dispatch(cls, op, inputs, attrs):
     else:
         out = make(out, *st.wrap[0])
     if st.view:
+        _mark_views(op, inputs[0], attrs, out)
         _note_view(op, inputs[0], attrs, out, st.box[0] is not None)
     return out
+
+
+_geometry = {}
+
+
+def _mark_views(op, base, attrs, out):
+    """Gives the global views ``out`` of ``base`` the logical strides and offset the view op gives (on a meta
+    tensor of ``base``'s logical geometry) and ``base`` as their base, as local views have: autograd then
+    rebases an in-place write to a view onto its base (``x[1:3] = v`` gives ``x`` and ``v`` their gradients)."""
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    stride, offset = base.stride(), base.storage_offset()
+    ak = _attrs_key(attrs)
+    key = (op, tuple(base.shape), stride, offset, base.dtype, ak) if ak is not None else None
+    geo = _geometry.get(key) if key is not None else None
+    if geo is None:
+        extent = offset + 1 + sum((n - 1) * s for n, s in zip(base.shape, stride) if n > 0)
+        m = _C.ops.as_strided(_C._empty([extent], base.dtype, "meta"), list(base.shape), list(stride), offset)
+        views = op.redispatch([m], attrs)
+        views = views if isinstance(views, (tuple, list)) else (views,)
+        geo = [(list(v.stride()), v.storage_offset()) for v in views]
+        if key is not None:
+            if len(_geometry) >= _CACHE_MAX:
+                _geometry.clear()
+            _geometry[key] = geo
+    for o, (st, off) in zip(outs, geo):
+        _C._mark_view(o, base, st, off)
 
 
 # ---- writes through views --------------------------------------------------------------------------------

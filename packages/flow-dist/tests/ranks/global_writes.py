@@ -116,6 +116,10 @@ def train(mk, sbp, case):
         y[mk(idx)] = v
     elif case == "accumulate":
         y.index_put_((mk(idx),), v * 1.0, accumulate=True)
+    elif case == "view":  # through views (autograd rebases the writes onto y, as for local views)
+        y[1:3] = v[:2]
+        y[:, 1:3] = v[:, :2].sum() * 1.0
+        y[1:][-1, 4:] = 2.0
     elif case == "mask":
         y = y.masked_fill(mk(mask, None if sbp is None else sbp_for_mask(sbp)), 0.0)
         y = y + flow.masked_select(x, mk(mask, None if sbp is None else sbp_for_mask(sbp))).sum()
@@ -123,7 +127,7 @@ def train(mk, sbp, case):
     return x.grad.numpy(), v.grad.numpy() if v.grad is not None else None
 
 
-for case in ("index_put", "accumulate", "mask"):
+for case in ("index_put", "accumulate", "view", "mask"):
     want = train(Local(), None, case)
     for sbp in (S(0), S(1), B):
         got = train(Global(sbp), sbp, case)
