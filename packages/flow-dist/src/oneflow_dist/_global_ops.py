@@ -420,6 +420,11 @@ def dispatch(cls, op, inputs, attrs):
     special = _SPECIAL.get(op.name)
     if special is not None:
         return special(op, inputs, attrs)
+    return _planned(op, inputs, attrs)
+
+
+def _planned(op, inputs, attrs):
+    """An op placed by its sbp signatures (the cached decision of ``_decide``)."""
     metas = []
     for t in inputs:
         if type(t) in GLOBAL_TYPES:
@@ -800,11 +805,58 @@ def _place_for_update(q, t, op=None):
     return boxing.box(t.__dict__["_local"], tuple(t.shape), t.placement, t.sbp, q.sbp)
 
 
+def _index_put_(op, inputs, attrs):
+    """``index_put_`` on a split tensor, where each rank can write the elements it holds from what it has, with no
+    communication: one integer index (over dim 0, broadcast) with broadcast values (``x[idx] = v``; on a split
+    of dim 0 each rank takes the indices in its rows, on another split dim its columns of the values), or a
+    bool mask laid out as the target with one value (``x[x > 0] = 0``). Anything else (and an index out of
+    range, for its error) goes the general way, which runs it whole."""
+    x, v, idx = inputs[0], inputs[1], inputs[2:]
+    if type(x) in GLOBAL_TYPES and type(v) in GLOBAL_TYPES and len(idx) == 1 and type(idx[0]) in GLOBAL_TYPES \
+            and x.placement.ranks.ndim == 1 and x.sbp[0].is_split() and v.placement == x.placement \
+            and idx[0].placement == x.placement and _layout.coord(x.placement) is not None:
+        done = _index_put_shard(op, x, v, idx[0], attrs)
+        if done:
+            _written(x)
+            return x
+    return _planned(op, inputs, attrs)
+
+
+def _index_put_shard(op, x, v, index, attrs):
+    d = x.__dict__
+    local, at = d["_local"], _layout.coord(x.placement)
+    vl, il = v.__dict__["_local"], index.__dict__["_local"]
+    if index.dtype in (flow.bool, flow.uint8):
+        if index.sbp != x.sbp or tuple(index.shape) != tuple(x.shape) or v.numel() != 1 or v.sbp != (broadcast,):
+            return False
+        op.redispatch([local, vl, il], attrs)
+        return True
+    if index.dim() != 1 or index.sbp != (broadcast,) or v.sbp != (broadcast,) or x.dim() == 0:
+        return False
+    n = x.shape[0]
+    if n == 0 or bool(((il < -n) | (il >= n)).any()):
+        return False
+    rest = list(x.shape[1:])
+    try:
+        vals = _C.ops.expand(vl, [il.numel(), *rest])
+    except RuntimeError:  # the general way reports the shapes
+        return False
+    i = flow.where(il < 0, il + n, il)
+    (lo, hi), dim = _layout.ranges(tuple(x.shape), x.placement, x.sbp, at)[x.sbp[0].dim], x.sbp[0].dim
+    if dim == 0:
+        keep = (i >= lo) & (i < hi)
+        i, vals = i[keep] - lo, vals[keep]
+    else:
+        vals = flow.narrow(vals, dim, lo, hi - lo)
+    op.redispatch([local, vals.contiguous(), i], attrs)
+    return True
+
+
 def _detach(op, inputs, attrs):
     x = inputs[0]
     return make(x.__dict__["_local"], tuple(x.shape), x.placement, x.sbp)
 
 
 _SPECIAL = {"_materialize": _materialize, "fill": _fill, "fill_": _fill, "copy_": _copy_, "detach": _detach,
-            "alias": _detach}
+            "alias": _detach, "index_put_": _index_put_}
 _SPECIAL.update({o["name"]: _optimizer_update for o in _C.list_ops() if "optimizer" in o["traits"]})

@@ -104,6 +104,35 @@ for sbp in (S(0), S(1), B, P):
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, err_msg=f"{name} {sbp}")
         np.testing.assert_allclose(got.to_local().numpy(), want, rtol=1e-6, err_msg=f"{name} {sbp}")
 
+# the writes a rank can make from what it holds move nothing: x[idx] = v on a split of the indexed dim (each rank
+# takes the indices in its rows) or of another dim (its columns of the values), x[mask] = scalar with the mask
+# laid out as x; an advanced index over a split dim with split values is gathered and written whole
+if n > 1:
+    for sbp in (S(0), S(1)):
+        want = a.copy()
+        want[idx] = vals
+        want[want > 0.5] = -1.0
+        g = flow.tensor(a, placement=p, sbp=sbp)
+        ib, vb = flow.tensor(idx, placement=p, sbp=B), flow.tensor(vals, placement=p, sbp=B)
+        with flow.distributed.comm_debug() as comm:
+            g[ib] = vb
+            g[g > 0.5] = -1.0
+        assert comm.records == [], (sbp, comm.records)
+        np.testing.assert_allclose(g.numpy(), want, rtol=1e-6)
+    g = flow.tensor(a, placement=p, sbp=S(0))
+    with flow.distributed.comm_debug() as comm:
+        g[flow.tensor(idx, placement=p, sbp=B)] = flow.tensor(vals, placement=p, sbp=S(1))
+    assert [c["collective"] for c in comm.records] == ["all_gather", "all_gather"], comm.records
+    want = a.copy()
+    want[idx] = vals
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-6)
+    try:  # an index out of range is the single-process error
+        g[flow.tensor([rows], placement=p, sbp=B)] = 1.0
+    except IndexError as e:
+        assert "out of bounds" in str(e), e
+    else:
+        raise AssertionError("an index out of range did not raise")
+
 # gradients: a non-leaf target written in place, the written values requiring grad too
 w = rng.standard_normal((rows, cols)).astype(np.float32)
 
