@@ -111,6 +111,17 @@ for sbp in (S(0), S(1), B):
     (yg * glob(w, p, sbp)).sum().backward()
     assert xg.grad.sbp == (sbp,), xg.grad.sbp
     np.testing.assert_array_equal(xg.grad.numpy(), xl.grad.numpy(), err_msg=f"dropout grad {sbp}")
+# and feature dropout's
+wf = rng.standard_normal(feat.shape).astype(np.float32)
+for sbp in (S(0), S(1), S(2), B):
+    flow.manual_seed(9)
+    xl = flow.tensor(feat, requires_grad=True)
+    (F.dropout2d(xl, 0.3) * flow.tensor(wf)).sum().backward()
+    flow.manual_seed(9)
+    xg = glob(feat, p, sbp).requires_grad_()
+    (F.dropout2d(xg, 0.3) * glob(wf, p, sbp)).sum().backward()
+    assert xg.grad.sbp == (sbp,), xg.grad.sbp
+    np.testing.assert_array_equal(xg.grad.numpy(), xl.grad.numpy(), err_msg=f"dropout2d grad {sbp}")
 
 # generator=: a flow.Generator seeded alike (or fresh: its default seed is the same on every rank) gives the
 # single-process values on every sbp, drawing only the block, and advances as a single process's does
