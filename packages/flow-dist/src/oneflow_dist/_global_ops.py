@@ -79,6 +79,24 @@ def _nll_rules(inputs, attrs):
 _EXTRA["nll_loss"] = _nll_rules
 _EXTRA["nll_loss_backward"] = _nll_rules
 
+
+
+def _rnn_rules(inputs, attrs):
+    """A recurrent layer's batch rows run independently: a split batch (dim 1 of the step-major input
+    projection, outputs and workspace, dim 0 of the states) with broadcast weights is data parallelism. Packed
+    sequences (``active``, counted over the whole batch) and batches smaller than the rank count (the kernels
+    take no empty batch) are left to the gathered path."""
+    if attrs.get("active") or not _rnn_batch_fits(inputs[1]):
+        return []
+    return ["S(1), S(0), S(0), B, B, B -> S(1), S(0), S(0), S(1)"]
+
+
+def _rnn_batch_fits(h0):
+    return isinstance(h0, _Global) and h0.shape[0] >= h0.placement.ranks.size
+
+
+_EXTRA["_rnn_layer"] = _rnn_rules
+
 _cache = {}
 _CACHE_MAX = 4096
 
@@ -852,11 +870,54 @@ def _index_put_shard(op, x, v, index, attrs):
     return True
 
 
+# _rnn_layer_backward's inputs: the batch dim of each (None: not batched), and the layouts of its outputs
+_RNN_BACKWARD_BATCH = (1, 0, 0, 0, 0, None, None, None, 1, 1)
+_RNN_BACKWARD_OUT = (1, 0, 0, None, None, None)  # the weights' gradients sum over the batch: partial
+
+
+def _rnn_layer_backward(op, inputs, attrs):
+    """The backward of a recurrent layer (no meta inference) on a split batch, as data parallelism: each rank
+    runs it on its batch rows (the forward's layout, ``_rnn_rules``) and the weights' gradients come out
+    partial. Packed sequences, n-D placements and mixed placements run whole."""
+    if attrs.get("active") or any(t is not None and type(t) not in GLOBAL_TYPES for t in inputs):
+        return _planned(op, inputs, attrs)
+    placement = _placement_of(op, inputs)
+    out, h0 = inputs[8], inputs[3]
+    if placement.ranks.ndim != 1 or _layout.coord(placement) is None or out.sbp != (split(1),) or \
+            not _rnn_batch_fits(h0):
+        return _planned(op, inputs, attrs)
+    locs = []
+    with comm_debug.cause(op.name):
+        for t, d in zip(inputs, _RNN_BACKWARD_BATCH):
+            if t is None:
+                locs.append(None)
+                continue
+            nd = (broadcast,) if d is None or t.numel() == 0 else (split(d),)
+            src = t.__dict__["_nd_sbp"]
+            locs.append(t.__dict__["_local"] if src == nd else
+                        boxing.box(t.__dict__["_local"], tuple(t.shape), placement, src, nd))
+    outs = []
+    # the forward inputs the gradients are for: xg (always there), h0, c0, w_hh, b_hn, w_hr
+    given = (out, h0, inputs[4], inputs[5], inputs[6], inputs[7])
+    for o, d, t in zip(op.redispatch(locs, attrs), _RNN_BACKWARD_OUT, given):
+        if o is None:
+            outs.append(None)
+        elif t is None or t.numel() == 0:  # an input without a gradient (an empty one on every rank)
+            outs.append(make(o, tuple(o.shape), placement, (broadcast,)))
+        elif d is None:
+            outs.append(make(o, tuple(o.shape), placement, (partial_sum,)))
+        else:
+            shape = list(o.shape)
+            shape[d] = t.shape[d]
+            outs.append(make(o, tuple(shape), placement, (split(d),)))
+    return tuple(outs)
+
+
 def _detach(op, inputs, attrs):
     x = inputs[0]
     return make(x.__dict__["_local"], tuple(x.shape), x.placement, x.sbp)
 
 
 _SPECIAL = {"_materialize": _materialize, "fill": _fill, "fill_": _fill, "copy_": _copy_, "detach": _detach,
-            "alias": _detach, "index_put_": _index_put_}
+            "alias": _detach, "index_put_": _index_put_, "_rnn_layer_backward": _rnn_layer_backward}
 _SPECIAL.update({o["name"]: _optimizer_update for o in _C.list_ops() if "optimizer" in o["traits"]})
