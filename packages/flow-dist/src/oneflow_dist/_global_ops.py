@@ -511,11 +511,12 @@ def _mark_views(op, base, attrs, out):
     outs = out if isinstance(out, (tuple, list)) else (out,)
     stride, offset = base.stride(), base.storage_offset()
     ak = _attrs_key(attrs)
-    key = (op, tuple(base.shape), stride, offset, base.dtype, ak) if ak is not None else None
+    shape, dtype = base.__dict__["_mk"][:2]
+    key = (op, shape, stride, offset, dtype, ak) if ak is not None else None
     geo = _geometry.get(key) if key is not None else None
     if geo is None:
-        extent = offset + 1 + sum((n - 1) * s for n, s in zip(base.shape, stride) if n > 0)
-        m = _C.ops.as_strided(_C._empty([extent], base.dtype, "meta"), list(base.shape), list(stride), offset)
+        extent = offset + 1 + sum((n - 1) * s for n, s in zip(shape, stride) if n > 0)
+        m = _C.ops.as_strided(_C._empty([extent], dtype, "meta"), list(shape), list(stride), offset)
         views = op.redispatch([m], attrs)
         views = views if isinstance(views, (tuple, list)) else (views,)
         geo = [(list(v.stride()), v.storage_offset()) for v in views]
