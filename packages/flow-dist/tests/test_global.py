@@ -89,3 +89,15 @@ def test_random_ops_and_dropout_on_split_tensors_draw_only_the_shard(nproc):
 def test_user_mixing_local_and_global_raises_while_internal_ops_work(nproc):
     out = run_ranks(nproc, "global_mixing.py", timeout=300)
     assert out.count("global mixing ok") == nproc
+
+
+@pytest.mark.parametrize("nproc", [1, 2, 4])
+def test_in_place_writes_views_and_data_dependent_ops_equal_single_process(nproc):
+    out = run_ranks(nproc, "global_writes.py", timeout=300)
+    assert out.count("global writes ok") == nproc
+
+
+@pytest.mark.parametrize("nproc", [1, 2, 4])
+def test_recurrent_layers_on_a_split_batch_equal_single_process_forward_and_backward(nproc):
+    out = run_ranks(nproc, "global_rnn.py", timeout=300)
+    assert out.count("global rnn ok") == nproc

@@ -222,6 +222,15 @@ FLOW_OP(_masked_scale)
     });
 
 namespace {
+// 1 - p rounded to `dtype`: what a tensor of probabilities 1 - p in that dtype holds.
+// (kernel-level, as bernoulli reads a tensor of probabilities: no op is dispatched, modes see none)
+double keep_rounded(DType dtype, double p) {
+  Tensor keep_t = empty({}, dtype, Device{}), keep_d = empty({}, DType::Float64, Device{});
+  ops::fill_cpu(keep_t, Scalar(1.0 - p));
+  ops::copy_into(keep_d, keep_t);
+  return *keep_d.data<double>();
+}
+
 // Dropout with a mask of shape `mask_shape` (the input's for dropout, (N, C, 1, ...) for feature dropout).
 // A mask of the input's shape is drawn as bernoulli(x, p=keep) (shaped like x, x's values unread), so a
 // handler of x's class (a split global tensor) makes only its shard of the mask. `keep` is 1 - p rounded to
@@ -239,14 +248,20 @@ Tensor dropout_impl(const Tensor& x, double p, bool train, const Shape& mask_sha
     return ops::call1("_masked_scale", {x, zeros}, {0.0});
   }
   Tensor mask;
-  if (like_x) {
-    // kernel-level, as bernoulli reads a tensor of probabilities: no op is dispatched (modes see none)
-    Tensor keep_t = empty({}, x.dtype(), Device{}), keep_d = empty({}, DType::Float64, Device{});
-    ops::fill_cpu(keep_t, Scalar(1.0 - p));
-    ops::copy_into(keep_d, keep_t);
-    const double keep = *keep_d.data<double>();
+  if (!like_x && x.impl()->py_handler) {
+    // A tensor a handler lays out (a split global one): the mask is drawn like x's own mask below, from a
+    // tensor of its shape made out of x (the sum over the dims it drops, whose values bernoulli(p=) does not
+    // read), so the handler lays it out as x is and draws only its shard. A whole mask would be made on every
+    // rank and taken as the same value everywhere.
+    std::vector<int64_t> drop;
+    for (int64_t i = 0; i < x.dim(); ++i)
+      if (mask_shape[i] == 1 && x.size(i) != 1) drop.push_back(i);
+    autograd::AutoGradMode no_grad(false);
+    Tensor shaped = drop.empty() ? x : ops::sum(x, drop, true);
+    mask = ops::call1("bernoulli", {shaped}, {keep_rounded(x.dtype(), p)});
+  } else if (like_x) {
     autograd::AutoGradMode no_grad(false);  // the mask only takes x's shape: no gradient flows into it
-    mask = ops::call1("bernoulli", {x}, {keep});
+    mask = ops::call1("bernoulli", {x}, {keep_rounded(x.dtype(), p)});
   } else {
     mask = ops::call1("bernoulli", {ops::full(mask_shape, Scalar(1.0 - p), x.dtype(), x.device())});
   }

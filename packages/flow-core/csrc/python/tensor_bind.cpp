@@ -385,6 +385,21 @@ void init_tensor(nb::module_& m) {
     return wrap(t);
   }, nb::arg("cls"), nb::arg("shape"), nb::arg("dtype"), nb::arg("device").none() = nb::none(),
         nb::arg("requires_grad") = false);
+  // A tensor subclass's view: `view`, the wrapper a handler made for a view op's result, gets the strides and
+  // offset the op gives in `base`'s logical geometry, and `base`'s base (or `base`) as its base, so that autograd
+  // rebases an in-place change of it onto the base (CopySlices) as it does for a local view.
+  m.def("_mark_view", [](nb::handle view, nb::handle base, std::vector<int64_t> stride, int64_t offset) {
+    const Tensor& v = self_t(view);
+    const Tensor& b = self_t(base);
+    FLOW_VALUE_CHECK(!v.has_storage() && !b.has_storage(), "_mark_view: expected two wrapper tensors");
+    FLOW_VALUE_CHECK(stride.size() == v.sizes().size() && offset >= 0, "_mark_view: ", stride.size(),
+                     " strides and offset ", offset, " for a view of ", v.sizes().size(), " dims");
+    TensorImpl* impl = v.impl();
+    impl->strides = Shape(stride.begin(), stride.end());
+    impl->offset = offset;
+    impl->base = b.impl()->base ? b.impl()->base : b.impl_ptr();
+    impl->refresh_geometry();
+  }, nb::arg("view"), nb::arg("base"), nb::arg("stride"), nb::arg("offset"));
   // The creation functions allocate through the registry's empty/empty_strided ops (so modes see them, and
   // device= is honoured); the dispatcher marks tensors made inside inference_mode as inference tensors.
   auto opt = [](nb::handle h, auto conv) -> AttrValue {

@@ -79,6 +79,24 @@ def _nll_rules(inputs, attrs):
 _EXTRA["nll_loss"] = _nll_rules
 _EXTRA["nll_loss_backward"] = _nll_rules
 
+
+
+def _rnn_rules(inputs, attrs):
+    """A recurrent layer's batch rows run independently: a split batch (dim 1 of the step-major input
+    projection, outputs and workspace, dim 0 of the states) with broadcast weights is data parallelism. Packed
+    sequences (``active``, counted over the whole batch) and batches smaller than the rank count (the kernels
+    take no empty batch) are left to the gathered path."""
+    if attrs.get("active") or not _rnn_batch_fits(inputs[1]):
+        return []
+    return ["S(1), S(0), S(0), B, B, B -> S(1), S(0), S(0), S(1)"]
+
+
+def _rnn_batch_fits(h0):
+    return isinstance(h0, _Global) and h0.shape[0] >= h0.placement.ranks.size
+
+
+_EXTRA["_rnn_layer"] = _rnn_rules
+
 _cache = {}
 _CACHE_MAX = 4096
 
@@ -183,9 +201,8 @@ def _infer(op, inputs, attrs, placement):
     hier = placement.ranks.shape
     try:
         out_metas = [(tuple(m[0]), m[1]) for m in op.meta(inputs, attrs)]
-    except NotImplementedError:
-        raise NotImplementedError(f"{op.name}(): this op has no meta inference, so it cannot run on global "
-                                  f"tensors (its output shape depends on the data)") from None
+    except NotImplementedError:  # an output shape that depends on the data, or no meta inference: run it whole
+        return None
     extra = _EXTRA.get(op.name, [])
     sigs = list(op.sbp_signatures(inputs, attrs)) + (extra(inputs, attrs) if callable(extra) else extra)
     cands = []
@@ -232,9 +249,8 @@ def _infer(op, inputs, attrs, placement):
             dims = op.dims(inputs, attrs) or list(range(inputs[0].dim()))
             p.mean_count = _numel([inputs[0].shape[d] for d in dims])
         return p
-    if op.is_inplace:
-        raise RuntimeError(f"{op.name}(): cannot run in place on a global tensor of sbp {inputs[0].sbp} with "
-                           f"inputs of sbp {[getattr(t, 'sbp', None) for t in inputs[1:]]}")
+    if op.is_inplace:  # no signature keeps the target's layout (an index_put_ on a split tensor): run it whole
+        return None
     raise RuntimeError(f"{op.name}(): found no sbp signature for inputs of shapes "
                        f"{[tuple(t.shape) if t is not None else None for t in inputs]} on {placement!r}")
 
@@ -291,30 +307,30 @@ def _entry_frame():
 
 
 def _handed_in(entry):
-    """The storages of the tensors the user handed to the API entry point ``entry``: its arguments (one level
-    into lists, tuples and dicts) and, for a module, its parameters and buffers (a local module applied to a
-    global input is the user's mixing)."""
+    """The local tensors the user handed to the API entry point ``entry``, by storage: ``{key: argument name}``
+    for its arguments (one level into lists, tuples and dicts) and, for a module, its parameters and buffers (a
+    local module applied to a global input is the user's mixing). Scalars (0-dim CPU tensors) are left out."""
     code = entry.f_code
     n = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
-    values = [entry.f_locals.get(name) for name in code.co_varnames[:n]]
-    keys = set()
+    keys = {}
 
-    def add(v):
-        if isinstance(v, flow.Tensor) and not isinstance(v, _Global):
-            keys.add(_storage_key(v))
+    def add(v, name):
+        if isinstance(v, flow.Tensor) and not isinstance(v, _Global) and not _is_scalar(v):
+            keys.setdefault(_storage_key(v), name)
 
-    for v in values:
+    for name in code.co_varnames[:n]:
+        v = entry.f_locals.get(name)
         if isinstance(v, (list, tuple)):
             for e in v:
-                add(e)
+                add(e, name)
         elif isinstance(v, dict):
-            for e in v.values():
-                add(e)
+            for k, e in v.items():
+                add(e, k if isinstance(k, str) else name)
         elif isinstance(v, flow.nn.Module):
-            for t in itertools.chain(v.parameters(), v.buffers()):
-                add(t)
+            for pname, t in itertools.chain(v.named_parameters(), v.named_buffers()):
+                add(t, f"{name}.{pname}")
         else:
-            add(v)
+            add(v, name)
     return keys
 
 
@@ -326,11 +342,16 @@ def _storage_key(t):
 
 
 def check_mixing(op, inputs):
-    """Raises where a user's op gets a local tensor (other than a scalar) among global ones: issued by user code,
-    or handed by the user to the framework function that issues it (its arguments, a module's parameters; views
-    of them too). Local tensors the framework's Python code makes itself (an RNN's zero state, a causal mask)
-    mix as broadcast, as the core's composites' and backward formulas' do. Also the ``__flow_composite__`` of
-    global tensors (a composite's inputs as the user gave them)."""
+    """Raises where a user's op gets a local tensor (other than a scalar) among global ones. Issued by user code,
+    any local input is the user's. Issued by a framework function the user called (the API entry point: the
+    outermost frame of ``oneflow*`` code), a local input is the user's when it is one the user handed in (an
+    argument, a module's parameter or buffer, or a view of one), and it is taken to be computed from one when
+    the user handed any local tensor in at all (SDPA turning a local bool ``attn_mask`` into an additive bias):
+    nothing tells a tensor computed from the user's apart from one the framework makes on its own, and a value
+    computed from a local tensor may differ between ranks, so that is refused too, naming the argument. Local
+    tensors a framework function makes from nothing local (an RNN's zero state, a causal mask) mix as broadcast,
+    as the core's composites' and backward formulas' do. Also the ``__flow_composite__`` of global tensors (a
+    composite's inputs as the user gave them)."""
     if not any(isinstance(t, _Global) for t in inputs):
         return
     bad = [(i, t) for i, t in enumerate(inputs) if t is not None and not isinstance(t, _Global) and not _is_scalar(t)]
@@ -339,7 +360,18 @@ def check_mixing(op, inputs):
     entry = _entry_frame()
     if entry is not None:
         handed = _handed_in(entry)
-        bad = [(i, t) for i, t in bad if _storage_key(t) in handed]
+        if not handed:
+            return
+        own = [(i, t) for i, t in bad if _storage_key(t) in handed]
+        if not own:
+            name = next(iter(handed.values()))
+            i, t = bad[0]
+            raise RuntimeError(
+                f"{op.name}(): input {i} is a local tensor (shape {tuple(t.shape)}) mixed with global tensors, "
+                f"computed from the local argument {name!r} handed to the framework function; convert that one with "
+                f".to_global(placement, sbp) first (OneFlow does not mix local and global tensors in one "
+                f"op)")
+        bad = own
     for i, t in bad:
         raise RuntimeError(
                 f"{op.name}(): input {i} is a local tensor (shape {tuple(t.shape)}, on {t.device}) mixed with "
@@ -379,7 +411,7 @@ def _attrs_key(attrs):
 
 class _Step:
     """A cached decision: how to get each input's shard and what to make of the op's result."""
-    __slots__ = ("plan", "box", "local_attrs", "placement", "wrap", "outside")
+    __slots__ = ("plan", "box", "local_attrs", "placement", "wrap", "outside", "whole", "view")
 
 
 def _decide(op, inputs, attrs):
@@ -388,6 +420,11 @@ def _decide(op, inputs, attrs):
     plan = _infer(op, inputs, attrs, placement)
     st = _Step()
     st.plan, st.placement = plan, placement
+    st.whole = plan is None
+    if st.whole:
+        return st
+    # a view of one tensor: writes through it must reach its base (``_note_view``)
+    st.view = "view" in op.traits and not op.is_inplace and all(t is None for t in inputs[1:])
     st.box = [None if not isinstance(t, _Global) or t.sbp == nd else nd for t, nd in zip(inputs, plan.in_sbp)]
     at = _layout.coord(placement)
     st.local_attrs = plan.attrs_for.get(at, attrs) if at is not None else attrs
@@ -401,6 +438,11 @@ def dispatch(cls, op, inputs, attrs):
     special = _SPECIAL.get(op.name)
     if special is not None:
         return special(op, inputs, attrs)
+    return _planned(op, inputs, attrs)
+
+
+def _planned(op, inputs, attrs):
+    """An op placed by its sbp signatures (the cached decision of ``_decide``)."""
     metas = []
     for t in inputs:
         if type(t) in GLOBAL_TYPES:
@@ -420,6 +462,8 @@ def dispatch(cls, op, inputs, attrs):
             if len(_cache) >= _CACHE_MAX:
                 _cache.clear()
             _cache[key] = st
+    if st.whole:
+        return _whole_op(op, inputs, attrs, st.placement)
     if st.outside:  # this rank holds no shard of the placement: nothing to compute
         if st.wrap is None:
             return inputs[0]
@@ -445,10 +489,83 @@ def dispatch(cls, op, inputs, attrs):
     else:
         out = op.redispatch(locs, st.local_attrs)
     if st.wrap is None:
+        _written(inputs[0])
         return inputs[0]
     if isinstance(out, (tuple, list)):
-        return type(out)(make(o, *w) for o, w in zip(out, st.wrap))
-    return make(out, *st.wrap[0])
+        out = type(out)(make(o, *w) for o, w in zip(out, st.wrap))
+    else:
+        out = make(out, *st.wrap[0])
+    if st.view:
+        _mark_views(op, inputs[0], attrs, out)
+        _note_view(op, inputs[0], attrs, out, st.box[0] is not None)
+    return out
+
+
+_geometry = {}
+
+
+def _mark_views(op, base, attrs, out):
+    """Gives the global views ``out`` of ``base`` the logical strides and offset the view op gives (on a meta
+    tensor of ``base``'s logical geometry) and ``base`` as their base, as local views have: autograd then
+    rebases an in-place write to a view onto its base (``x[1:3] = v`` gives ``x`` and ``v`` their gradients)."""
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    stride, offset = base.stride(), base.storage_offset()
+    ak = _attrs_key(attrs)
+    shape, dtype = base.__dict__["_mk"][:2]
+    key = (op, shape, stride, offset, dtype, ak) if ak is not None else None
+    geo = _geometry.get(key) if key is not None else None
+    if geo is None:
+        extent = offset + 1 + sum((n - 1) * s for n, s in zip(shape, stride) if n > 0)
+        m = _C.ops.as_strided(_C._empty([extent], dtype, "meta"), list(shape), list(stride), offset)
+        views = op.redispatch([m], attrs)
+        views = views if isinstance(views, (tuple, list)) else (views,)
+        geo = [(list(v.stride()), v.storage_offset()) for v in views]
+        if key is not None:
+            if len(_geometry) >= _CACHE_MAX:
+                _geometry.clear()
+            _geometry[key] = geo
+    for o, (st, off) in zip(outs, geo):
+        _C._mark_view(o, base, st, off)
+
+
+# ---- writes through views --------------------------------------------------------------------------------
+def _note_view(op, base, attrs, out, boxed):
+    """Remembers how the view ``out`` came from ``base``. Unboxed, each shard of ``out`` is a view of ``base``'s
+    shard, so a write reaches it by itself, but ``base`` may in turn be a view whose shard was boxed. Boxed (a
+    slice of a split dim gathers it), ``out``'s shard is memory of its own: a write to ``out`` is replayed on
+    ``base``'s whole value (``_written``). So is a write to a view of a partial tensor: a write to a partial
+    shard (a fill) changes its layout, and a use that reduces the base gives it a new shard (``_keep_reduced``)."""
+    boxed = boxed or any(s.is_partial() for s in base.__dict__["_nd_sbp"])
+    link = base.__dict__.get("_view_of")
+    if not boxed and link is None:
+        return
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for j, o in enumerate(outs):
+        o.__dict__["_view_of"] = (base, op if boxed else None, attrs, j)
+
+
+def _written(t):
+    """After an in-place change of ``t``: where ``t`` is a view whose shard is not memory of its base's (see
+    ``_note_view``), the base's whole value gets the change through the same view on it and is laid out again
+    in the base's own sbp; then the same for the base's base. (Other such views of the base taken before do not
+    see the change: they hold copies.)"""
+    link = t.__dict__.get("_view_of")
+    while link is not None:
+        base, op, attrs, j = link
+        if op is not None and _layout.coord(base.placement) is not None:
+            with comm_debug.cause("write_through_view"):
+                d = base.__dict__
+                full = _full_value(base)
+                own = full is d["_local"]  # a broadcast base: its shard is the whole value
+                if not own:
+                    full = full.clone()
+                region = op.redispatch([full], attrs)
+                if isinstance(region, (tuple, list)):
+                    region = region[j]
+                region.copy_(_full_value(t))
+                if not own:
+                    d["_local"].copy_(boxing.from_broadcast(full, base.placement, d["_nd_sbp"]))
+        t, link = base, base.__dict__.get("_view_of")
 
 
 def _reduces_only(src, dst):
@@ -485,6 +602,35 @@ def _reduce_partial_grad(placement, nd):
 
 
 # ---- ops with rules of their own ---------------------------------------------------------------------------
+def _whole_op(op, inputs, attrs, placement):
+    """An op the sbp rules cannot place: one whose output shape depends on the data (``masked_select``,
+    ``nonzero``, a bool-mask index), one without meta inference (the RNN layers' backward), or an in-place one
+    no signature keeps the target's layout for (``index_put_``, ``index_add_`` on a split tensor). Every rank
+    runs it on the whole values of its inputs, as a single process would, so its results are the single-process
+    ones: broadcast, or for an in-place op written back in the target's own layout. It costs a gather per
+    input that is not broadcast."""
+    with comm_debug.cause(op.name):
+        full = [_full_value(t) if isinstance(t, _Global) else t for t in inputs]
+    if op.is_inplace:
+        x = inputs[0]
+        d = x.__dict__
+        own = full[0] is d["_local"]  # broadcast: the shard is the whole value, changed in place
+        if not own:
+            full[0] = full[0].clone()
+        op.redispatch(full, attrs)
+        if not own and _layout.coord(placement) is not None:
+            d["_local"].copy_(boxing.from_broadcast(full[0], placement, d["_nd_sbp"]))
+        _written(x)
+        return x
+    out = op.redispatch(full, attrs)
+    nd = (broadcast,) * placement.ranks.ndim
+
+    def lay(o):
+        return None if o is None else make(o, tuple(o.shape), placement, nd)
+
+    return type(out)(lay(o) for o in out) if isinstance(out, (tuple, list)) else lay(out)
+
+
 def _materialize(op, inputs, attrs):
     with comm_debug.cause("_materialize"):
         return _full_value(inputs[0])
@@ -501,6 +647,7 @@ def _fill(op, inputs, attrs):
                                              None)
             x.__dict__["_nd_sbp"] = nd
         op.redispatch([x.__dict__["_local"]], attrs)
+        _written(x)
         return x
     local = _C._empty(list(_layout.local_shape(tuple(x.shape), x.placement, nd)), x.dtype, None)
     return make(op.redispatch([local], attrs), tuple(x.shape), x.placement, nd)
@@ -524,6 +671,7 @@ def _copy_(op, inputs, attrs):
             full = _C.ops.expand(src, list(dst.shape)) if tuple(src.shape) != tuple(dst.shape) else src
             val = boxing.from_broadcast(full, dst.placement, dst.sbp)
     _C.ops.copy_.redispatch([dst.__dict__["_local"], val], attrs)
+    _written(dst)
     return dst
 
 
@@ -538,11 +686,13 @@ def _random_inplace(op, inputs, attrs):
             shape = tuple(x.shape)
             lo = [a for a, _ in _layout.ranges(shape, x.placement, x.sbp, at)]
             op.redispatch([x.__dict__["_local"]], dict(attrs, shard=[*shape, *lo]))
+            _written(x)
             return x
     full = _C._empty(list(x.shape), x.dtype, None)
     rest = [_full_value(t) if isinstance(t, _Global) else t for t in inputs[1:]]
     op.redispatch([full, *rest], attrs)
     x.__dict__["_local"].copy_(boxing.from_broadcast(full, x.placement, x.sbp))
+    _written(x)
     return x
 
 
@@ -674,11 +824,101 @@ def _place_for_update(q, t, op=None):
     return boxing.box(t.__dict__["_local"], tuple(t.shape), t.placement, t.sbp, q.sbp)
 
 
+def _index_put_(op, inputs, attrs):
+    """``index_put_`` on a split tensor, where each rank can write the elements it holds from what it has, with no
+    communication: one integer index (over dim 0, broadcast) with broadcast values (``x[idx] = v``; on a split
+    of dim 0 each rank takes the indices in its rows, on another split dim its columns of the values), or a
+    bool mask laid out as the target with one value (``x[x > 0] = 0``). Anything else (and an index out of
+    range, for its error) goes the general way, which runs it whole."""
+    x, v, idx = inputs[0], inputs[1], inputs[2:]
+    if type(x) in GLOBAL_TYPES and type(v) in GLOBAL_TYPES and len(idx) == 1 and type(idx[0]) in GLOBAL_TYPES \
+            and x.placement.ranks.ndim == 1 and x.sbp[0].is_split() and v.placement == x.placement \
+            and idx[0].placement == x.placement and _layout.coord(x.placement) is not None:
+        done = _index_put_shard(op, x, v, idx[0], attrs)
+        if done:
+            _written(x)
+            return x
+    return _planned(op, inputs, attrs)
+
+
+def _index_put_shard(op, x, v, index, attrs):
+    d = x.__dict__
+    local, at = d["_local"], _layout.coord(x.placement)
+    vl, il = v.__dict__["_local"], index.__dict__["_local"]
+    if index.dtype in (flow.bool, flow.uint8):
+        if index.sbp != x.sbp or tuple(index.shape) != tuple(x.shape) or v.numel() != 1 or v.sbp != (broadcast,):
+            return False
+        op.redispatch([local, vl, il], attrs)
+        return True
+    if index.dim() != 1 or index.sbp != (broadcast,) or v.sbp != (broadcast,) or x.dim() == 0:
+        return False
+    n = x.shape[0]
+    if n == 0 or bool(((il < -n) | (il >= n)).any()):
+        return False
+    rest = list(x.shape[1:])
+    try:
+        vals = _C.ops.expand(vl, [il.numel(), *rest])
+    except RuntimeError:  # the general way reports the shapes
+        return False
+    i = flow.where(il < 0, il + n, il)
+    (lo, hi), dim = _layout.ranges(tuple(x.shape), x.placement, x.sbp, at)[x.sbp[0].dim], x.sbp[0].dim
+    if dim == 0:
+        keep = (i >= lo) & (i < hi)
+        i, vals = i[keep] - lo, vals[keep]
+    else:
+        vals = flow.narrow(vals, dim, lo, hi - lo)
+    op.redispatch([local, vals.contiguous(), i], attrs)
+    return True
+
+
+# _rnn_layer_backward's inputs: the batch dim of each (None: not batched), and the layouts of its outputs
+_RNN_BACKWARD_BATCH = (1, 0, 0, 0, 0, None, None, None, 1, 1)
+_RNN_BACKWARD_OUT = (1, 0, 0, None, None, None)  # the weights' gradients sum over the batch: partial
+
+
+def _rnn_layer_backward(op, inputs, attrs):
+    """The backward of a recurrent layer (no meta inference) on a split batch, as data parallelism: each rank
+    runs it on its batch rows (the forward's layout, ``_rnn_rules``) and the weights' gradients come out
+    partial. Packed sequences, n-D placements and mixed placements run whole."""
+    if attrs.get("active") or any(t is not None and type(t) not in GLOBAL_TYPES for t in inputs):
+        return _planned(op, inputs, attrs)
+    placement = _placement_of(op, inputs)
+    out, h0 = inputs[8], inputs[3]
+    if placement.ranks.ndim != 1 or _layout.coord(placement) is None or out.sbp != (split(1),) or \
+            not _rnn_batch_fits(h0):
+        return _planned(op, inputs, attrs)
+    locs = []
+    with comm_debug.cause(op.name):
+        for t, d in zip(inputs, _RNN_BACKWARD_BATCH):
+            if t is None:
+                locs.append(None)
+                continue
+            nd = (broadcast,) if d is None or t.numel() == 0 else (split(d),)
+            src = t.__dict__["_nd_sbp"]
+            locs.append(t.__dict__["_local"] if src == nd else
+                        boxing.box(t.__dict__["_local"], tuple(t.shape), placement, src, nd))
+    outs = []
+    # the forward inputs the gradients are for: xg (always there), h0, c0, w_hh, b_hn, w_hr
+    given = (out, h0, inputs[4], inputs[5], inputs[6], inputs[7])
+    for o, d, t in zip(op.redispatch(locs, attrs), _RNN_BACKWARD_OUT, given):
+        if o is None:
+            outs.append(None)
+        elif t is None or t.numel() == 0:  # an input without a gradient (an empty one on every rank)
+            outs.append(make(o, tuple(o.shape), placement, (broadcast,)))
+        elif d is None:
+            outs.append(make(o, tuple(o.shape), placement, (partial_sum,)))
+        else:
+            shape = list(o.shape)
+            shape[d] = t.shape[d]
+            outs.append(make(o, tuple(shape), placement, (split(d),)))
+    return tuple(outs)
+
+
 def _detach(op, inputs, attrs):
     x = inputs[0]
     return make(x.__dict__["_local"], tuple(x.shape), x.placement, x.sbp)
 
 
 _SPECIAL = {"_materialize": _materialize, "fill": _fill, "fill_": _fill, "copy_": _copy_, "detach": _detach,
-            "alias": _detach}
+            "alias": _detach, "index_put_": _index_put_, "_rnn_layer_backward": _rnn_layer_backward}
 _SPECIAL.update({o["name"]: _optimizer_update for o in _C.list_ops() if "optimizer" in o["traits"]})

@@ -1,5 +1,6 @@
 """A user's op mixing a local tensor with global ones raises a RuntimeError naming the op and the fix
-(to_global), as OneFlow does, also where the user hands the local tensor to a framework function or module;
+(to_global), as OneFlow does, also where the user hands the local tensor to a framework function or module
+(or one that function computes a local tensor from, like SDPA's bias from a bool mask);
 Python scalars and 0-dim CPU tensors mix as the same value on every rank; the core's own composites, backward
 formulas and Python functions, which make local tensors inside ops on global ones, keep working."""
 import numpy as np
@@ -54,14 +55,13 @@ for sbp in (S(0), B, P):
     np.testing.assert_array_equal(g[[0, 2]].numpy(), a_np[[0, 2]])
     np.testing.assert_array_equal(g[np.array([2, 1]), 1:3].numpy(), a_np[[2, 1], 1:3])
     np.testing.assert_array_equal(g[range(1, 3)].numpy(), a_np[1:3])
-    if sbp == B:  # (an index_put_ in place on a split or partial tensor has no sbp rule)
-        h = g.clone()
-        h[[0, 2]] = 1.5
-        h[1] = [7.0, 7.0, 7.0, 7.0]
-        want = a_np.copy()
-        want[[0, 2]] = 1.5
-        want[1] = 7.0
-        np.testing.assert_array_equal(h.numpy(), want)
+    h = g.clone()
+    h[[0, 2]] = 1.5
+    h[1] = [7.0, 7.0, 7.0, 7.0]
+    want = a_np.copy()
+    want[[0, 2]] = 1.5
+    want[1] = 7.0
+    np.testing.assert_array_equal(h.numpy(), want)
     # after a refused op the next ops work (no state left behind)
     np.testing.assert_allclose((g - g).numpy(), np.zeros_like(a_np), atol=0)
 
@@ -94,13 +94,29 @@ for sbp in (S(0), B):
     want = F.scaled_dot_product_attention(*[flow.tensor(q_np)] * 3, is_causal=True).numpy()
     np.testing.assert_allclose(F.scaled_dot_product_attention(gq, gq, gq, is_causal=True).numpy(), want, rtol=1e-5,
                                atol=1e-6)
-    mask = flow.zeros(5, 5)  # (a float mask is added as is; a tensor computed from the user's escapes the check)
+    # a float mask is added as it is; a bool one is first made an additive bias, a local tensor the framework
+    # computes from the user's: refused as well, naming the argument (its value could differ between ranks)
+    for mask in (flow.zeros(5, 5), flow.ones(5, 5, dtype=flow.bool), flow.ones(5, 5, dtype=flow.bool)[None]):
+        try:
+            F.scaled_dot_product_attention(gq, gq, gq, attn_mask=mask)
+        except RuntimeError as e:
+            assert "is a local tensor" in str(e) and "to_global" in str(e), e
+            assert mask.dtype != flow.bool or "argument 'attn_mask'" in str(e), e
+        else:
+            raise AssertionError(f"a local {mask.dtype} attn_mask with global q, k, v did not raise")
+    mha = flow.nn.MultiheadAttention(4, 2, batch_first=True)
+    mha.to_global(p, B)
+    gx = flow.tensor(q_np[0], placement=p, sbp=sbp)
     try:
-        F.scaled_dot_product_attention(gq, gq, gq, attn_mask=mask)
+        mha(gx, gx, gx, attn_mask=flow.ones(5, 5, dtype=flow.bool))
     except RuntimeError as e:
-        assert "is a local tensor" in str(e) and "to_global" in str(e), e
+        assert "argument 'attn_mask'" in str(e) and "to_global" in str(e), e
     else:
-        raise AssertionError("a local attn_mask with global q, k, v did not raise")
+        raise AssertionError("a local bool attn_mask handed to a global MultiheadAttention did not raise")
+    bool_mask = np.tril(np.ones((5, 5), bool))
+    want = F.scaled_dot_product_attention(*[flow.tensor(q_np)] * 3, attn_mask=flow.tensor(bool_mask)).numpy()
+    got = F.scaled_dot_product_attention(gq, gq, gq, attn_mask=flow.tensor(bool_mask, placement=p, sbp=B))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
     try:
         F.linear(flow.tensor(a_np, placement=p, sbp=sbp), flow.ones(3, 4))
     except RuntimeError as e:

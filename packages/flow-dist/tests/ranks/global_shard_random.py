@@ -2,7 +2,8 @@
 in place), poisson, binomial, normal with tensor mean/std and the Gamma sampler give the single-process values
 of the same seed on every sbp (uneven splits, a 2-D hierarchy), the generator stays in step (the default one
 and a flow.Generator given as generator=), dropout's gradient equals single-process, and a rank's peak memory is
-its shard's."""
+its shard's;
+feature dropout (dropout1d/2d/3d) draws only the shard's part of its (N, C) mask, with the same values."""
 import numpy as np
 
 import oneflow as flow
@@ -75,11 +76,28 @@ for op, arrays, name in ops:
         check(op, arrays, name, p, sbp)
 check(lambda t: F.dropout(t, 0.3), [rng.standard_normal((3, 2 * n + 1, 5)).astype(np.float32)], "dropout 3-d", p,
       S(1))
+# feature dropout: one mask value per (sample, channel), drawn only for the rows and channels this rank holds
+feat = rng.standard_normal((rows, n + 2, 2, 3)).astype(np.float32)
+feature_ops = [
+    (lambda t: F.dropout2d(t, 0.4), "dropout2d"),
+    (lambda t: flow.nn.Dropout2d(0.5)(t), "nn.Dropout2d"),
+    (lambda t: F.dropout3d(t.unsqueeze(2), 0.3).squeeze(2), "dropout3d"),
+    (lambda t: F.dropout2d(t.double(), 0.25), "dropout2d f64"),
+    (lambda t: F.dropout2d(t, 1.0), "dropout2d p=1"),
+]
+for op, name in feature_ops:
+    for sbp in (S(0), S(1), S(2), B, P):
+        check(op, [feat], name, p, sbp)
+for sbp in (S(0), S(1), S(2), B, P):
+    check(lambda t: F.dropout1d(t, 0.6), [feat[:, :, 0]], "dropout1d", p, sbp)
+for sbp in (S(0), S(1), B, P):
+    check(lambda t: F.dropout1d(t, 0.5), [feat[0]], "dropout1d unbatched", p, sbp)
 if n == 4:  # a 2-D hierarchy
     p2 = flow.placement("cpu", ranks=[[0, 1], [2, 3]])
     for sbp in ((S(0), S(1)), (S(1), S(0)), (S(0), S(0)), (B, S(1)), (P, S(0))):
         check(lambda t: F.dropout(t, 0.5), [x], "dropout 2-d hierarchy", p2, sbp)
         check(flow.bernoulli, [probs], "bernoulli 2-d hierarchy", p2, sbp)
+        check(lambda t: F.dropout2d(t, 0.5), [feat], "dropout2d 2-d hierarchy", p2, sbp)
 
 # dropout's gradient on a split tensor equals single-process (the mask is the single-process one)
 w = rng.standard_normal((rows, cols)).astype(np.float32)
@@ -93,6 +111,17 @@ for sbp in (S(0), S(1), B):
     (yg * glob(w, p, sbp)).sum().backward()
     assert xg.grad.sbp == (sbp,), xg.grad.sbp
     np.testing.assert_array_equal(xg.grad.numpy(), xl.grad.numpy(), err_msg=f"dropout grad {sbp}")
+# and feature dropout's
+wf = rng.standard_normal(feat.shape).astype(np.float32)
+for sbp in (S(0), S(1), S(2), B):
+    flow.manual_seed(9)
+    xl = flow.tensor(feat, requires_grad=True)
+    (F.dropout2d(xl, 0.3) * flow.tensor(wf)).sum().backward()
+    flow.manual_seed(9)
+    xg = glob(feat, p, sbp).requires_grad_()
+    (F.dropout2d(xg, 0.3) * glob(wf, p, sbp)).sum().backward()
+    assert xg.grad.sbp == (sbp,), xg.grad.sbp
+    np.testing.assert_array_equal(xg.grad.numpy(), xl.grad.numpy(), err_msg=f"dropout2d grad {sbp}")
 
 # generator=: a flow.Generator seeded alike (or fresh: its default seed is the same on every rank) gives the
 # single-process values on every sbp, drawing only the block, and advances as a single process's does
@@ -133,4 +162,11 @@ assert peak <= 2 * shard + 64 * 1024, ("dropout", peak, shard)  # the mask and t
 pr = flow.rand(1024, 1024, placement=p, sbp=S(1))
 _, peak = peak_of(lambda: flow.bernoulli(pr))
 assert peak <= 3 * shard + 64 * 1024, ("bernoulli", peak, shard)  # the result and the float64 probabilities
+# feature dropout's mask is drawn as the shard's part too: (N, C) values of an 8 MiB activation split n ways
+if n > 1:
+    act = flow.randn(4096, 256, 1, 2, placement=p, sbp=S(0))
+    shard = act.to_local().numel() * 4
+    _, peak = peak_of(lambda: F.dropout2d(act, 0.5))
+    # the result, and the mask and what it is drawn from (half the shard each): a whole mask alone is 4 MiB
+    assert peak <= 2 * shard + 64 * 1024, ("dropout2d", peak, shard)
 print("global shard random ok")
