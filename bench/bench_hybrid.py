@@ -1,6 +1,8 @@
 """Hybrid layouts of examples/gpt_hybrid (the bench-size GPT of bench_training, SGD): tokens/s of DP and TP on
 2 ranks x 1 thread against one rank with 1 thread at the same global batch, and DP, TP and DPxTP on 4 ranks
-(oversubscribed on a 2-core machine). Best of BENCH_ROUNDS (2) interleaved rounds; prints the ratios.
+(oversubscribed on a 2-core machine); and the per-rank memory of ZeRO-2 against DP on 4 ranks with Adam (peak
+tensor bytes: params, grads, optimizer state, activations). Best of BENCH_ROUNDS (2) interleaved rounds; prints
+the ratios.
 
     python bench/bench_hybrid.py
 """
@@ -12,33 +14,35 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "examples", "gpt_hybrid", "train.py")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
-ARGS = ["--size", "bench", "--steps", "8", "--warmup", "3", "--opt", "sgd", "--lr", "0.01"]
+ARGS = ["--size", "bench", "--steps", "8", "--warmup", "3", "--lr", "0.01"]
 
 
-def launch(nproc, layout, batch):
+def launch(nproc, layout, batch, opt="sgd"):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     cmd = [sys.executable, TRAIN] if nproc == 1 else [sys.executable, "-m", "oneflow_dist.launcher", "--nproc",
                                                       str(nproc), TRAIN]
-    out = subprocess.run(cmd + ["--layout", layout, "--batch", str(batch)] + ARGS, env=env, capture_output=True,
-                         text=True, timeout=900)
+    out = subprocess.run(cmd + ["--layout", layout, "--batch", str(batch), "--opt", opt] + ARGS, env=env,
+                         capture_output=True, text=True, timeout=900)
     if out.returncode:
         raise SystemExit(out.stderr)
-    rows = re.findall(r"^rank (\d+) layout \w+ tokens/s ([\d.]+) peak_mem_mib ([\d.]+)$", out.stdout, re.M)
-    return min(float(r[1]) for r in rows), max(float(r[2]) for r in rows)  # the slowest rank sets the pace
+    rows = re.findall(r"^rank (\d+) layout \w+ tokens/s ([\d.]+) peak_mem_mib ([\d.]+) tensor_peak_mib ([\d.]+)$",
+                      out.stdout, re.M)
+    # the slowest rank sets the pace; memory is the largest rank's
+    return min(float(r[1]) for r in rows), max(float(r[2]) for r in rows), max(float(r[3]) for r in rows)
 
 
 def main():
     configs = [(1, "single", 8), (1, "single", 16), (2, "dp", 16), (2, "tp", 8), (4, "dp", 16), (4, "tp", 8),
-               (4, "dpxtp", 16)]
+               (4, "dpxtp", 16), (4, "dp", 16, "adam"), (4, "zero2", 16, "adam")]
     best = {}
     for _ in range(ROUNDS):
         for c in configs:
-            tps, mem = launch(*c)
-            if tps > best.get(c, (0.0, 0.0))[0]:
-                best[c] = (tps, mem)
+            run = launch(*c)
+            if run[0] > best.get(c, (0.0,))[0]:
+                best[c] = run
     for c in configs:
-        print(f"RESULT nproc={c[0]} layout={c[1]} batch={c[2]} tokens_per_s={best[c][0]:.1f} "
-              f"peak_mem_mib={best[c][1]:.1f}")
+        print(f"RESULT nproc={c[0]} layout={c[1]} batch={c[2]} opt={c[3] if len(c) > 3 else 'sgd'} "
+              f"tokens_per_s={best[c][0]:.1f} peak_rss_mib={best[c][1]:.1f} tensor_peak_mib={best[c][2]:.1f}")
     one = {b: best[(1, "single", b)][0] for b in (8, 16)}
     print(f"2 ranks x 1 thread: DP (batch 16) = {best[(2, 'dp', 16)][0] / one[8]:.2f}x one rank at batch 8 "
           f"(target >= 1.7), {best[(2, 'dp', 16)][0] / one[16]:.2f}x one rank at batch 16; TP (batch 8) = "
@@ -46,6 +50,9 @@ def main():
     print(f"4 ranks (oversubscribed): DP {best[(4, 'dp', 16)][0] / one[16]:.2f}x, TP "
           f"{best[(4, 'tp', 8)][0] / one[8]:.2f}x, DPxTP {best[(4, 'dpxtp', 16)][0] / one[16]:.2f}x one rank at "
           f"the same batch")
+    dp, z2 = best[(4, "dp", 16, "adam")], best[(4, "zero2", 16, "adam")]
+    print(f"ZeRO-2 on 4 ranks (Adam): per-rank tensor peak {z2[2]:.1f} MiB = {z2[2] / dp[2]:.2f}x DP's "
+          f"{dp[2]:.1f} MiB (target <= 0.6); peak RSS {z2[1] / dp[1]:.2f}x; throughput {z2[0] / dp[0]:.2f}x DP's")
 
 
 if __name__ == "__main__":

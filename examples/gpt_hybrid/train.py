@@ -9,7 +9,8 @@
     flowrun --nproc 4 examples/gpt_hybrid/train.py --layout ppxdp       # 2 stages x 2 data-parallel replicas
 
 Every rank prints its loss per step, then its tokens/s (the global batch's tokens over the time of the steps
-after ``--warmup``) and its peak resident memory (VmHWM). The batches come from a seeded generator, so every
+after ``--warmup``), its peak resident memory (VmHWM) and the peak of its tensors' bytes (params, grads,
+optimizer state, activations). The batches come from a seeded generator, so every
 layout sees the same global batches as the single-process run.
 """
 import argparse
@@ -40,6 +41,13 @@ def peak_rss_mib():
     except OSError:
         pass
     return float("nan")
+
+
+def tensor_peak_mib():
+    """The peak of the bytes held by live tensors since the model was built (the core allocator's count, as
+    PyTorch's max_memory_allocated): the model, gradients, optimizer state and activations, without the
+    runtime's own memory or the allocator's cache."""
+    return flow._C._allocator_stats()["peak_allocated_bytes"] / 2**20
 
 
 def parse_args(argv=None):
@@ -114,6 +122,7 @@ def main(argv=None):
     rank = flow.env.get_rank()
     size = SIZES[args.size]
     flow.manual_seed(args.seed)
+    flow._C._reset_peak_stats()
     m = gpt.GPT(tie=args.tie, **size)
     if args.layout == "single":
         if flow.env.get_world_size() > 1:
@@ -142,7 +151,8 @@ def main(argv=None):
         print(f"rank {rank} step {step} loss {loss!r}", flush=True)
     timed = args.steps - args.warmup
     tps = timed * args.batch * size["seq"] / (time.perf_counter() - t0) if t0 is not None and timed > 0 else 0.0
-    print(f"rank {rank} layout {args.layout} tokens/s {tps:.1f} peak_mem_mib {peak_rss_mib():.1f}", flush=True)
+    print(f"rank {rank} layout {args.layout} tokens/s {tps:.1f} peak_mem_mib {peak_rss_mib():.1f} "
+          f"tensor_peak_mib {tensor_peak_mib():.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -70,8 +70,11 @@ def p_to_s(c, x, kind, d):
     k = c.size
     pieces = _pieces(x.shape[d], k)
     m = max(b - a for a, b in pieces)
-    chunks = [_pad(flow.narrow(x, d, a, b - a), d, m) for a, b in pieces]
-    out = ops.reduce_scatter(flow.stack(chunks), ranks=list(c.global_ranks), reduce=_REDUCE[kind])
+    if d == 0 and m * k == x.shape[0] and x.is_contiguous():  # already the k pieces one after another: no copy
+        stacked = x.view(k, m, *x.shape[1:])
+    else:
+        stacked = flow.stack([_pad(flow.narrow(x, d, a, b - a), d, m) for a, b in pieces])
+    out = ops.reduce_scatter(stacked, ranks=list(c.global_ranks), reduce=_REDUCE[kind])
     a, b = pieces[c.rank]
     return out if b - a == m else flow.narrow(out, d, 0, b - a).contiguous()
 

@@ -44,6 +44,39 @@ def _relayout_in_place(t, nd_sbp):
     d["_mk"] = (tuple(t.shape), local.dtype, tuple(nd_sbp), t.placement)
 
 
+def _shard_state(q, t):
+    """Optimizer state ``t`` of ZeRO parameter ``q`` takes ``q``'s shard layout for good (if it still has
+    ``q``'s layout: per-parameter scalars like step counts stay whole)."""
+    layout = q.__dict__.get("_zero_layout") if isinstance(q, _Global) else None
+    if layout is not None and isinstance(t, _Global) and t is not q and tuple(t.shape) == tuple(q.shape) \
+            and t.sbp == q.sbp and t.sbp != layout:
+        _relayout_in_place(t, layout)
+
+
+def _on_state_created(p, state):
+    for t in state.values():
+        _shard_state(p, t)
+
+
+def _shard_view(t, q, layout):
+    """``t``'s (``q`` or a tensor in ``q``'s layout) shard under ``layout`` as a view of its local tensor, or None
+    when the shard is not one dim-0 range of it (the update then works on a copy). Writing the view writes ``t``.
+
+    Only where ``q``'s layout splits no hierarchy dim along dim 0: then the shard is such a range on every rank
+    and the copy it replaces is a local slice, so ranks that decide differently (a non-contiguous local) still
+    run the same collectives."""
+    local = t.__dict__["_local"]
+    at = _layout.coord(q.placement)
+    if at is None or t.sbp != q.sbp or not local.is_contiguous() or \
+            any(s.is_split() and s.dim == 0 for s in q.sbp):
+        return None
+    mine = _layout.ranges(tuple(q.shape), q.placement, q.sbp, at)
+    shard = _layout.ranges(tuple(q.shape), q.placement, layout, at)
+    if mine[1:] != shard[1:] or not mine[0][0] <= shard[0][0] <= shard[0][1] <= mine[0][1]:
+        return None
+    return flow.narrow(local, 0, shard[0][0] - mine[0][0], shard[0][1] - shard[0][0])
+
+
 def shard_optimizer(optimizer, stage=1, shard_min_size=1024):
     """Shards ``optimizer``'s state (and, from stage 2, the gradients; at stage 3 the parameters) of its global
     parameters over their replicas.
@@ -64,6 +97,7 @@ def shard_optimizer(optimizer, stage=1, shard_min_size=1024):
     if isinstance(shard_min_size, bool) or not isinstance(shard_min_size, int) or shard_min_size < 0:
         raise ValueError(f"shard_optimizer(): shard_min_size must be an int >= 0, but got {shard_min_size!r}")
     sharded = []
+    optimizer.__dict__["_state_init_hook"] = _on_state_created
     for group in optimizer.param_groups:
         for p in group["params"]:
             layout = shard_layout(p)
@@ -108,10 +142,7 @@ def update_on_shards(op, names, groups, params, attrs):
         for name in names[2:]:
             group = groups[name]
             for q, t in zip(params, group if isinstance(group, list) else ()):
-                layout = q.__dict__.get("_zero_layout") if isinstance(q, _Global) else None
-                if layout is not None and isinstance(t, _Global) and tuple(t.shape) == tuple(q.shape) \
-                        and t.sbp == q.sbp:
-                    _relayout_in_place(t, layout)
+                _shard_state(q, t)
         return _whole_update(op, names, groups, attrs)
     flat, gather = [], []
     for k, name in enumerate(names):
@@ -123,17 +154,21 @@ def update_on_shards(op, names, groups, params, attrs):
             layout = q.__dict__.get("_zero_layout") if isinstance(q, _Global) else None
             if layout is None or not isinstance(t, _Global):
                 flat.append(_place_for_update(q, t))
-            elif t is q:  # the parameter: its shard, written back and gathered after the update
-                shard = boxing.box(q.__dict__["_local"], tuple(q.shape), q.placement, q.sbp, layout)
-                shard = shard.clone() if shard is q.__dict__["_local"] else shard
+            elif t is q:  # the parameter's shard: updated in place where it is a view, then gathered
+                shard = _shard_view(q, q, layout)
+                if shard is None:
+                    shard = boxing.box(q.__dict__["_local"], tuple(q.shape), q.placement, q.sbp, layout)
+                    shard = shard.clone() if shard is q.__dict__["_local"] else shard
                 gather.append((q, shard, layout))
                 flat.append(shard)
             elif tuple(t.shape) != tuple(q.shape):  # per-parameter scalars (step counts): whole values
                 flat.append(_place_for_update(q, t))
             else:
-                if k > 1 and t.sbp == q.sbp and t.sbp != layout:  # optimizer state: sharded for good
-                    _relayout_in_place(t, layout)
-                flat.append(boxing.box(t.__dict__["_local"], tuple(t.shape), t.placement, t.sbp, layout))
+                if k > 1:  # optimizer state (created before shard_optimizer): sharded for good
+                    _shard_state(q, t)
+                view = _shard_view(t, q, layout) if k == 1 else None  # a gradient is only read
+                flat.append(view if view is not None else
+                            boxing.box(t.__dict__["_local"], tuple(t.shape), t.placement, t.sbp, layout))
     out = op.redispatch(flat, attrs)
     for q, shard, layout in gather:
         if _layout.coord(q.placement) is not None:

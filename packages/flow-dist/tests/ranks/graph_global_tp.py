@@ -3,19 +3,15 @@ whose output weights are row-split (S(0)), trained in a graph, equal single-proc
 global tensors' sbp inference inserts is in the graph's plan as IR nodes, exactly Megatron's: per block one
 all-reduce of the hidden states in forward per sub-block and one of their gradient in backward, the same
 collectives an eager step issues."""
-import math
-
 import numpy as np
 
 import oneflow as flow
 import oneflow.nn as nn
-
 from reference import single_process_losses
-F = flow.nn.functional
+from tp_model import B, attention, b, c, layout, make_values, mlp, t
+
 n = flow.env.get_world_size()
 p = flow.env.all_device_placement("cpu")
-B, S = flow.sbp.broadcast, flow.sbp.split
-b, t, c, heads = 2, 6, 16, 4
 rng = np.random.default_rng(0)
 STEPS = 10
 
@@ -26,7 +22,7 @@ class MLP(nn.Module):
         self.w1, self.w2 = nn.Parameter(w["w1"]), nn.Parameter(w["w2"])
 
     def forward(self, x):
-        return x + flow.matmul(F.gelu(flow.matmul(x, self.w1)), self.w2)
+        return mlp(x, {"w1": self.w1, "w2": self.w2})
 
 
 class Block(nn.Module):
@@ -37,16 +33,10 @@ class Block(nn.Module):
         self.mlp = MLP(w)
 
     def forward(self, x):
-        hd = c // heads
-        q, k, v = (flow.matmul(x, w).view(b, t, heads, hd).transpose(1, 2) for w in (self.wq, self.wk, self.wv))
-        att = flow.softmax(flow.matmul(q, k.transpose(-2, -1)) / math.sqrt(hd), -1)
-        y = flow.matmul(att, v).transpose(1, 2).reshape(b, t, c)
-        return self.mlp(x + flow.matmul(y, self.wo))
+        return self.mlp(attention(x, {k: getattr(self, k) for k in ("wq", "wk", "wv", "wo")}))
 
 
-shapes = {"wq": (c, c), "wk": (c, c), "wv": (c, c), "wo": (c, c), "w1": (c, 4 * c), "w2": (4 * c, c)}
-values = {k: rng.standard_normal(s).astype(np.float32) * 0.1 for k, s in shapes.items()}
-layout = {"wq": S(1), "wk": S(1), "wv": S(1), "wo": S(0), "w1": S(1), "w2": S(0)}
+values = make_values(rng)
 xs = [rng.standard_normal((b, t, c)).astype(np.float32) for _ in range(STEPS)]
 
 

@@ -4,31 +4,16 @@ one process, forward and gradients, and it needs exactly Megatron's communicatio
 the hidden states per sub-block (the attention's here, the MLP's when its partial output is made broadcast), in
 backward one all-reduce of the hidden states' gradient per sub-block (at the MLP's input and at the block's), the
 weights' gradients staying split like their weights."""
-import math
-
 import numpy as np
 
 import oneflow as flow
+from tp_model import B, b, block, c, layout, make_values, t
 
-F = flow.nn.functional
 n = flow.env.get_world_size()
 p = flow.env.all_device_placement("cpu")
-B, S = flow.sbp.broadcast, flow.sbp.split
-b, t, c, heads = 2, 6, 16, 4
 rng = np.random.default_rng(0)
-shapes = {"wq": (c, c), "wk": (c, c), "wv": (c, c), "wo": (c, c), "w1": (c, 4 * c), "w2": (4 * c, c)}
-values = {k: rng.standard_normal(s).astype(np.float32) * 0.1 for k, s in shapes.items()}
+values = make_values(rng)
 x_np = rng.standard_normal((b, t, c)).astype(np.float32)
-layout = {"wq": S(1), "wk": S(1), "wv": S(1), "wo": S(0), "w1": S(1), "w2": S(0)}
-
-
-def block(x, w):
-    hd = c // heads
-    q, k, v = (flow.matmul(x, w[name]).view(b, t, heads, hd).transpose(1, 2) for name in ("wq", "wk", "wv"))
-    att = flow.softmax(flow.matmul(q, k.transpose(-2, -1)) / math.sqrt(hd), -1)
-    y = flow.matmul(att, v).transpose(1, 2).reshape(b, t, c)
-    x = x + flow.matmul(y, w["wo"])
-    return x + flow.matmul(F.gelu(flow.matmul(x, w["w1"])), w["w2"])
 
 
 local_w = {k: flow.tensor(v, requires_grad=True) for k, v in values.items()}

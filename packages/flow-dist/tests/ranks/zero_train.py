@@ -6,6 +6,7 @@ import numpy as np
 
 import oneflow as flow
 import oneflow.distributed as dist
+from oneflow import _C
 from oneflow_dist import _layout, zero
 
 r, n = flow.env.get_rank(), flow.env.get_world_size()
@@ -86,6 +87,22 @@ for name, make in OPTS.items():
         if stage >= 2:
             for q in params[:3]:
                 assert q.grad is None or q.grad.sbp == (S(0),)
+
+# each parameter's state is sharded as soon as it is created (the optimizer's state-init hook): the whole state
+# of all parameters never exists at once, which would be ZeRO's peak otherwise
+if n > 1:
+    big = [glob(rng.standard_normal((16 * n, 256)).astype(np.float32), B, True) for _ in range(8)]
+    opt = flow.optim.Adam(big, lr=0.01)
+    zero.shard_optimizer(opt, stage=2, shard_min_size=8)
+    sum((q * q).sum() for q in big).backward()
+    whole_state = 2 * sum(q.numel() * 4 for q in big)  # exp_avg and exp_avg_sq of every parameter
+    before = _C._allocator_stats()["allocated_bytes"]
+    _C._reset_peak_stats()
+    opt.step()
+    stats = _C._allocator_stats()
+    kept = stats["allocated_bytes"] - before  # the state shards, and the step counts (a 512-byte block each)
+    assert whole_state // n <= kept <= whole_state // n + 8 * 1024, (kept, whole_state)
+    assert stats["peak_allocated_bytes"] - before < whole_state, (stats["peak_allocated_bytes"] - before, whole_state)
 
 # bad arguments
 opt = flow.optim.SGD([glob(init[0], B, True)], lr=0.1)

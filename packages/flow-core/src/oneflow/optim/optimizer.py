@@ -440,6 +440,14 @@ class Optimizer:
                     "cannot be recorded by autograd"
                 )
 
+    def _state_created(self, p, state):
+        """Called once per parameter, right after its state was created and before the next parameter's is. A
+        wrapper that lays state out differently sets ``_state_init_hook(param, state)`` on the optimizer:
+        ZeRO shards each parameter's state here, so the whole state of all parameters never exists at once."""
+        hook = self.__dict__.get("_state_init_hook")
+        if hook is not None:
+            hook(p, state)
+
     def _pack_state(self, group, keys, init):
         """The tensor lists of a fused update op: the parameters that have a grad, their grads, then one list per
         state key in ``keys`` (None: a list the op's options leave unused, passed empty). ``init(param, grad)``
@@ -449,6 +457,7 @@ class Optimizer:
             state = self.state[p]
             if len(state) == 0:
                 state.update(init(p, g))
+                self._state_created(p, state)
             params.append(p)
             grads.append(g)
         return [params, grads, *([] if k is None else [self.state[p][k] for p in params] for k in keys)]

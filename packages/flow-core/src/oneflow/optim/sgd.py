@@ -48,6 +48,8 @@ class SGD(Optimizer):
                     if buf is None:
                         buf = flow.empty_like(p)
                         state["momentum_buffer"] = buf
+                        self._state_created(p, state)
+                        buf = state["momentum_buffer"]
                         fresh.append(i)
                     bufs.append(buf)
             self._run("sgd_update_", [params, grads, bufs], lr=self._lr_tensor(index, group), momentum=momentum,
