@@ -114,10 +114,16 @@ NB_MODULE(_store, m) {
       .def_prop_ro("dim", &Store::dim)
       .def_prop_ro("row_floats", &Store::row_floats)
       .def_prop_ro("num_tables", &Store::num_tables)
-      .def("stats", [](const Store& s) {
+      .def("stats",
+           [](const Store& s) {
     const StoreStats st = s.stats();
     return std::make_tuple(st.hits, st.misses, st.evictions, st.writebacks);
-  }).def("reset_stats", &Store::reset_stats);
+  })
+      .def("reset_stats", &Store::reset_stats)
+      .def("log_stats", [](const Store& s) {
+    const LogStats st = s.log_stats();
+    return std::make_tuple(st.file_bytes, st.live_bytes, st.segments_cleaned, st.rows_moved);
+  });
 
   nb::class_<HandledStore, Store>(m, "Store")
       .def("__init__",

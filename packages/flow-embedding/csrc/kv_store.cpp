@@ -1,20 +1,19 @@
 #include "kv_store.h"
 
-#include <fcntl.h>
+#include "row_log.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 
 namespace flow_embedding {
@@ -146,10 +145,8 @@ struct Backing {
   // full tier
   std::vector<std::unique_ptr<unsigned char[]>> chunks;
 
-  // cached tier
-  int fd = -1;
-  std::string file;
-  int64_t block_size = 4096;
+  // cached tier: the rows' persistent copies live in `log`; the cache holds `cache_rows` lines over it
+  std::unique_ptr<RowLog> log;
   std::vector<int32_t> line_of_slot;
   std::vector<int64_t> line_slot;
   std::vector<uint8_t> dirty;
@@ -168,104 +165,9 @@ struct Backing {
   int64_t used_lines = 0;
   std::vector<unsigned char> lines;
 
-  // Background write-back (cached tier): an evicted dirty row is copied into `pending` and written to the file by
-  // `writer`, off the lookup's path. `inflight` holds the batch being written. A miss reads the newest copy:
-  // pending, then inflight, then the file (only this thread adds entries, so a row found in neither is on disk).
-  mutable std::mutex wb_mu;
-  std::condition_variable wb_work, wb_done;
-  std::unordered_map<int64_t, std::vector<unsigned char>> pending, inflight;
-  size_t wb_limit = 64;  // rows queued before an eviction waits for the writer
-  bool wb_stop = false;
-  std::exception_ptr wb_error;
-  std::thread writer;
-
   Backing() = default;
   Backing(const Backing&) = delete;
   Backing& operator=(const Backing&) = delete;
-  ~Backing() {
-    if (writer.joinable()) {
-      {
-        std::lock_guard<std::mutex> lk(wb_mu);
-        wb_stop = true;
-        pending.clear();  // the working file goes away with the store: nothing queued needs writing
-      }
-      wb_work.notify_all();
-      writer.join();
-    }
-    if (fd >= 0) {
-      ::close(fd);
-      ::unlink(file.c_str());  // the working file; snapshots are what persists
-    }
-  }
-
-  void start_writer() {
-    wb_limit = static_cast<size_t>(std::clamp<int64_t>(cache_rows / 8, 64, 8192));
-    writer = std::thread([this] { write_back_loop(); });
-  }
-
-  void write_back_loop() {
-    std::unique_lock<std::mutex> lk(wb_mu);
-    for (;;) {
-      wb_work.wait(lk, [this] { return wb_stop || !pending.empty(); });
-      if (wb_stop) return;
-      inflight.swap(pending);
-      wb_done.notify_all();  // room in `pending` again
-      lk.unlock();
-      try {
-        for (const auto& [slot, bytes] : inflight) write_file_row(slot, bytes.data());
-      } catch (...) {
-        lk.lock();
-        if (!wb_error) wb_error = std::current_exception();
-        inflight.clear();
-        wb_done.notify_all();
-        continue;
-      }
-      lk.lock();
-      inflight.clear();
-      wb_done.notify_all();
-    }
-  }
-
-  void rethrow_write_error() {  // with wb_mu held
-    if (wb_error) {
-      std::exception_ptr e = wb_error;
-      wb_error = nullptr;
-      std::rethrow_exception(e);
-    }
-  }
-
-  void queue_write(int64_t slot, const unsigned char* row) {
-    if (!writer.joinable()) return write_file_row(slot, row);  // synchronous write-back
-    std::unique_lock<std::mutex> lk(wb_mu);
-    rethrow_write_error();
-    wb_done.wait(lk, [this] { return pending.size() < wb_limit; });
-    pending[slot].assign(row, row + row_bytes());
-    const bool wake = pending.size() == 1;  // the writer sleeps only on an empty queue
-    lk.unlock();
-    if (wake) wb_work.notify_one();
-  }
-
-  // The newest bytes of a row that is not in the cache.
-  void fetch(int64_t slot, unsigned char* dst) const {
-    {
-      std::lock_guard<std::mutex> lk(wb_mu);
-      for (const auto* queue : {&pending, &inflight}) {
-        const auto it = queue->find(slot);
-        if (it != queue->end()) {
-          std::memcpy(dst, it->second.data(), it->second.size());
-          return;
-        }
-      }
-    }
-    read_file_row(slot, dst);
-  }
-
-  // Waits until every queued row is in the file.
-  void drain() {
-    std::unique_lock<std::mutex> lk(wb_mu);
-    wb_done.wait(lk, [this] { return (pending.empty() && inflight.empty()) || wb_error; });
-    rethrow_write_error();
-  }
 
   int64_t size() const { return static_cast<int64_t>(slot_id.size()); }
   int64_t row_bytes() const { return row_floats * elem; }
@@ -329,41 +231,6 @@ struct Backing {
   }
 
   // ---- cached tier ------------------------------------------------------------------------------------
-  off_t offset_of(int64_t slot) const {
-    const int64_t rb = row_bytes();
-    if (rb <= block_size) {  // whole rows per block, none straddling two blocks
-      const int64_t per_block = block_size / rb;
-      return static_cast<off_t>((slot / per_block) * block_size + (slot % per_block) * rb);
-    }
-    const int64_t stride = (rb + block_size - 1) / block_size * block_size;
-    return static_cast<off_t>(slot * stride);
-  }
-
-  void read_file_row(int64_t slot, unsigned char* dst) const {
-    whole_row([this](char* b, size_t n, off_t o) { return ::pread(fd, b, n, o); }, reinterpret_cast<char*>(dst), slot,
-              "cannot read embedding rows from");
-  }
-
-  void write_file_row(int64_t slot, const unsigned char* src) const {
-    whole_row([this](const char* b, size_t n, off_t o) { return ::pwrite(fd, b, n, o); },
-              reinterpret_cast<const char*>(src), slot, "cannot write embedding rows to");
-  }
-
-  // One row's pread/pwrite, retried on EINTR and continued after short transfers.
-  template <class Buf, class Io>
-  void whole_row(Io io, Buf* p, int64_t slot, const char* what) const {
-    size_t left = static_cast<size_t>(row_bytes());
-    off_t off = offset_of(slot);
-    while (left) {
-      const ssize_t r = io(p, left, off);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) throw std::runtime_error(errno_text(what, file));
-      p += r;
-      off += r;
-      left -= static_cast<size_t>(r);
-    }
-  }
-
   void unlink_line(int32_t l) {
     const int q = in_protected[l];
     if (prev[l] >= 0) next[prev[l]] = next[l];
@@ -406,7 +273,7 @@ struct Backing {
       unlink_line(l);
       const int64_t old = line_slot[l];
       if (dirty[l]) {
-        queue_write(old, line_ptr(l));
+        log->append(old, line_ptr(l));
         ++stats->writebacks;
       }
       line_of_slot[old] = -1;
@@ -427,20 +294,73 @@ struct Backing {
   // ---- rows -------------------------------------------------------------------------------------------
   // The row of an existing slot (loaded into the cache in the cached tier; `write` marks it dirty).
   unsigned char* row(int64_t slot, bool write) {
-    if (!cached) return chunk_ptr(slot);
-    int32_t l = line_of_slot[slot];
-    if (l >= 0) {
-      ++stats->hits;
-      touch(l);
-    } else {
-      ++stats->misses;
-      l = take_line();
-      fetch(slot, line_ptr(l));
-      line_slot[l] = slot;
-      line_of_slot[slot] = l;
+    unsigned char* out = nullptr;
+    rows(&slot, 1, write, [&](int64_t, unsigned char* r) { out = r; });
+    return out;
+  }
+
+  // fn(i, row) for each slots[i] >= 0, the rows loaded as `row` does.
+  template <class Fn>
+  void rows(const int64_t* slots, int64_t n, bool write, Fn&& fn) {
+    rows_windows(slots, n, write, [&](int64_t lo, int64_t hi, unsigned char* const* ptrs) {
+      for (int64_t i = lo; i < hi; ++i)
+        if (ptrs[i - lo]) fn(i, ptrs[i - lo]);
+    });
+  }
+
+  // fn(lo, hi, ptrs): the rows of slots[lo, hi) (ptrs[i - lo], null where slots[i] < 0), valid until fn returns.
+  // The full tier gives every row at once. The cached tier takes a window of keys at a time: their lines first
+  // (hits refreshed, misses given lines, evicting), then every miss of the window read in one batch in file
+  // order, then fn. A window is at most an eighth of the cache, so that its lines (at most two pushes to
+  // probation's front per key, and probation keeps half the cache) are not evicted within it.
+  template <class Fn>
+  void rows_windows(const int64_t* slots, int64_t n, bool write, Fn&& fn) {
+    std::vector<unsigned char*> ptrs;
+    if (!cached) {
+      ptrs.resize(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) ptrs[i] = slots[i] >= 0 ? chunk_ptr(slots[i]) : nullptr;
+      if (n) fn(0, n, ptrs.data());
+      return;
     }
-    if (write) dirty[l] = 1;
-    return line_ptr(l);
+    const int64_t window = std::clamp<int64_t>(cache_rows / 8, 1, 4096);
+    std::vector<int32_t> win_lines(static_cast<size_t>(std::min(n, window)));
+    ptrs.resize(win_lines.size());
+    std::vector<int64_t> miss_slots;
+    std::vector<unsigned char*> miss_dst;
+    for (int64_t lo = 0; lo < n; lo += window) {
+      const int64_t hi = std::min(n, lo + window);
+      miss_slots.clear();
+      miss_dst.clear();
+      for (int64_t i = lo; i < hi; ++i) {
+        const int64_t slot = slots[i];
+        int32_t l = -1;
+        if (slot >= 0) {
+          l = line_of_slot[slot];
+          if (l >= 0) {
+            ++stats->hits;
+            touch(l);
+          } else {
+            ++stats->misses;
+            l = take_line();
+            line_slot[l] = slot;
+            line_of_slot[slot] = l;
+            miss_slots.push_back(slot);
+            miss_dst.push_back(line_ptr(l));
+          }
+        }
+        win_lines[i - lo] = l;
+      }
+      log->read_batch(miss_slots.data(), miss_dst.data(), static_cast<int64_t>(miss_slots.size()));
+      for (int64_t i = lo; i < hi; ++i) {
+        const int32_t l = win_lines[i - lo];
+        ptrs[i - lo] = nullptr;
+        if (l < 0) continue;
+        if (line_slot[l] != slots[i]) throw std::logic_error("embedding cache: a line was reused within its window");
+        if (write) dirty[l] = 1;  // only now: a line evicted before its read must not write garbage back
+        ptrs[i - lo] = line_ptr(l);
+      }
+      fn(lo, hi, ptrs.data());
+    }
   }
 
   // Appends a key; returns its row, to be filled by the caller.
@@ -469,20 +389,21 @@ struct Backing {
     const int32_t l = line_of_slot[slot];
     if (l >= 0) return decode(dst, line_ptr(l), row_floats);
     std::vector<unsigned char> tmp(static_cast<size_t>(row_bytes()));
-    fetch(slot, tmp.data());
+    log->read(slot, tmp.data());
     decode(dst, tmp.data(), row_floats);
   }
 
+  // Every dirty line into the log, and the log into its file.
   void flush() {
     if (!cached) return;
     for (int64_t l = 0; l < used_lines; ++l) {
-      if (dirty[l]) {  // through the queue, so that an older queued copy cannot land after this one
-        queue_write(line_slot[l], line_ptr(static_cast<int32_t>(l)));
+      if (dirty[l]) {
+        log->append(line_slot[l], line_ptr(static_cast<int32_t>(l)));
         dirty[l] = 0;
         ++stats->writebacks;
       }
     }
-    drain();
+    log->sync();
   }
 };
 
@@ -516,13 +437,17 @@ std::unique_ptr<Backing> Store::make_backing(int generation) const {
   b->elem = elem_;
   b->cached = cached_;
   b->stats = const_cast<StoreStats*>(&stats_);
-  b->block_size = block_size_;
   b->init_index(1024);
   if (cached_) {
     b->cache_rows = cache_rows_;
-    b->file = data_dir_ + "/rows-" + std::to_string(::getpid()) + "-" + std::to_string(generation) + ".bin";
-    b->fd = ::open(b->file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (b->fd < 0) throw std::runtime_error(errno_text("cannot create the embedding's data file", b->file));
+    const std::string file =
+        data_dir_ + "/rows-" + std::to_string(::getpid()) + "-" + std::to_string(generation) + ".bin";
+    // segments of up to 4 MiB (one pwrite each), smaller for small caches so that the cleaner's granularity
+    // stays fine next to the table
+    const int64_t cache_bytes = cache_rows_ * row_floats_ * elem_;
+    b->log = std::make_unique<RowLog>(file, row_floats_ * elem_, block_size_,
+                                      std::clamp<int64_t>(cache_bytes / 8, block_size_, int64_t{4} << 20),
+                                      write_back_thread_);
     b->lines.resize(static_cast<size_t>(cache_rows_ * row_floats_ * elem_));
     b->line_slot.assign(cache_rows_, -1);
     b->dirty.assign(cache_rows_, 0);
@@ -531,7 +456,6 @@ std::unique_ptr<Backing> Store::make_backing(int generation) const {
     b->in_protected.assign(cache_rows_, 0);
     b->line_epoch.assign(cache_rows_, 0);
     b->protected_cap = cache_rows_ / 2;
-    if (write_back_thread_) b->start_writer();
   }
   return b;
 }
@@ -611,11 +535,9 @@ void Store::lookup(const int32_t* tables, const int64_t* ids, int64_t n, float* 
   std::vector<int64_t> slots;
   resolve_or_init(b, tables, ids, n, has_padding, padding_idx, slots);
   const size_t bytes = static_cast<size_t>(dim_) * 4;
-  for (int64_t i = 0; i < n; ++i) {
-    float* dst = out + i * dim_;
-    if (slots[i] < 0) std::memset(dst, 0, bytes);
-    else b.decode(dst, b.row(slots[i], false), dim_);
-  }
+  for (int64_t i = 0; i < n; ++i)
+    if (slots[i] < 0) std::memset(out + i * dim_, 0, bytes);
+  b.rows(slots.data(), n, false, [&](int64_t i, const unsigned char* raw) { b.decode(out + i * dim_, raw, dim_); });
 }
 
 namespace {
@@ -787,9 +709,8 @@ void Store::update(const int32_t* tables, const int64_t* ids, int64_t n, const f
   }
   const bool fast_adam = kind == OptKind::kAdam && hyper[5] == 0.0 && hyper[6] == 0.0;
   const AdamStep adam(kind == OptKind::kAdam ? hyper : std::vector<double>(9, 0.5));
-  auto apply_range = [&](size_t lo, size_t hi, unsigned char* const* raws, std::vector<float>& tmp) {
-    for (size_t u = lo; u < hi; ++u) {
-      unsigned char* raw = raws ? raws[u] : b.row(uniq[u], true);
+  auto apply_one = [&](size_t u, unsigned char* raw, std::vector<float>& tmp) {
+    {
       const float* g = acc.data() + static_cast<int64_t>(u) * dim_;
       if (elem_ == 4 && fast_adam) {
         adam.apply(dim_, reinterpret_cast<float*>(raw), g);
@@ -802,32 +723,34 @@ void Store::update(const int32_t* tables, const int64_t* ids, int64_t n, const f
       }
     }
   };
-  // The full tier's rows do not move, so a large batch is updated by two threads (the rows are distinct; the
-  // update is bound by memory latency, which a second thread overlaps). The cached tier's LRU is one thread's.
-  if (!cached_ && uniq.size() >= 8192) {
-    std::vector<unsigned char*> raws(uniq.size());
-    for (size_t u = 0; u < uniq.size(); ++u) raws[u] = b.row(uniq[u], true);
-    const size_t mid = uniq.size() / 2;
-    std::vector<float> tmp2(static_cast<size_t>(row_floats_));
+  // Large batches (or cache windows) are updated by two threads: the rows are distinct and stay put while the
+  // window is applied, and the update is bound by memory latency, which a second thread overlaps.
+  const int64_t two_threads = cached_ ? 2048 : 8192;
+  std::vector<float> scratch2(static_cast<size_t>(row_floats_));
+  b.rows_windows(uniq.data(), static_cast<int64_t>(uniq.size()), true,
+                 [&](int64_t lo, int64_t hi, unsigned char* const* raws) {
+    auto range = [&](int64_t a, int64_t c, std::vector<float>& tmp) {
+      for (int64_t u = a; u < c; ++u) apply_one(static_cast<size_t>(u), raws[u - lo], tmp);
+    };
+    if (hi - lo < two_threads) return range(lo, hi, scratch);
+    const int64_t mid = lo + (hi - lo) / 2;
     std::exception_ptr err;
     std::thread helper([&] {
       try {
-        apply_range(mid, uniq.size(), raws.data(), tmp2);
+        range(mid, hi, scratch2);
       } catch (...) {
         err = std::current_exception();
       }
     });
     try {
-      apply_range(0, mid, raws.data(), scratch);
+      range(lo, mid, scratch);
     } catch (...) {
       helper.join();
       throw;
     }
     helper.join();
     if (err) std::rethrow_exception(err);
-  } else {
-    apply_range(0, uniq.size(), nullptr, scratch);
-  }
+  });
 }
 
 int64_t Store::export_rows(int64_t start, int64_t count, int32_t* tables, int64_t* ids, float* rows) {
@@ -939,6 +862,11 @@ void Store::load(const std::string& path) {
 int64_t Store::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return backing_->size();
+}
+
+LogStats Store::log_stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return backing_->log ? backing_->log->stats() : LogStats{};
 }
 
 void Store::flush() {

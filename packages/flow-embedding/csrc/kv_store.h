@@ -4,9 +4,8 @@
 //
 // Two tiers:
 //   full   - every row in RAM (chunked, so growing never copies rows); inserting past `capacity` is an error.
-//   cached - a segmented-LRU cache of `cache_rows` rows in RAM over a data file holding every row
-//            (block-aligned, read and written with pread/pwrite); an evicted dirty row is written back before
-//            its line is reused.
+//   cached - a segmented-LRU cache of `cache_rows` rows in RAM over a data file holding every row, an
+//            append-only log (row_log.h): evicted dirty rows are appended and written a segment at a time.
 // The id -> slot index is an open-addressing hash table (linear probing) kept in RAM in both tiers.
 #pragma once
 
@@ -15,6 +14,8 @@
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "row_log.h"
 
 namespace flow_embedding {
 
@@ -71,6 +72,8 @@ class Store {
   int64_t num_tables() const { return static_cast<int64_t>(tables_.size()); }
   StoreStats stats() const { return stats_; }
   void reset_stats() { stats_ = StoreStats{}; }
+  // The cached tier's working file (all zero in the full tier).
+  LogStats log_stats() const;
   void flush();
 
  private:
@@ -85,7 +88,7 @@ class Store {
   int64_t dim_;
   int64_t row_floats_;
   int64_t elem_;  // bytes per stored value: 4 (float32) or 2 (float16 storage)
-  bool write_back_thread_;  // cached tier: evicted dirty rows are written by a background thread
+  bool write_back_thread_;  // cached tier: full log segments are written by a background thread
   int64_t capacity_;
   bool cached_;
   int64_t cache_rows_;

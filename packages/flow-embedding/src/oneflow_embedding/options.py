@@ -159,9 +159,9 @@ def make_cached_ssd_store_options(cache_budget_mb, persistent_path, capacity=Non
         size_factor (int): row width in units of ``embedding_dim`` (see :func:`make_device_mem_store_options`).
         physical_block_size (int): rows are laid out so that none straddles two blocks of this size.
         host_cache_budget_mb (int): a second-level cache in host memory, in MiB.
-        background_write_back (bool): write evicted rows to the file from a background thread (a lookup that
-            misses then only reads); off by default, as on a machine with few free cores the thread costs more
-            than it saves (see bench/bench_embedding.py).
+        background_write_back (bool): write the row log's full segments (evicted rows, a few MiB at a time)
+            from a background thread; off by default, as on a machine with few free cores the thread costs
+            more than it saves (see bench/bench_embedding.py).
     """
     opts = _common(persistent_path, capacity, size_factor, physical_block_size, True)
     budget = _number("cache_budget_mb", cache_budget_mb) + _number("host_cache_budget_mb", host_cache_budget_mb)
