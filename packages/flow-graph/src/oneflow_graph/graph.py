@@ -9,6 +9,7 @@ from oneflow.nn import Module
 from oneflow.optim import Optimizer
 
 from . import passes as _passes
+from . import pipeline as _pipeline
 from .config import GraphConfig
 from .executor import Plan, flat_tensors
 from .graph_repr import graph_repr
@@ -245,6 +246,10 @@ class Graph:
         return names
 
     def _compile(self, args, kwargs):
+        staged = _pipeline.staged_modules(self._modules)
+        stages = _pipeline.check(self.name, staged) if staged else None
+        if staged:
+            _pipeline.adopt_moved_parameters(self.name, staged, [opt for opt, _ in self._opts])
         if self.config._zero is not None and self._opts and not self.__dict__.get("_zero_applied"):
             self._apply_zero()
         params = {id(p): p for m in self._modules.values() for p in m.parameters()}
@@ -300,7 +305,7 @@ class Graph:
                 from .amp import autocast_build
 
                 build = autocast_build(build, self.config._amp_dtype)
-            with checkpoint_hooks(self._modules.values()) as checkpointed:
+            with checkpoint_hooks(self._modules.values()) as checkpointed, _pipeline.stage_inputs(staged):
                 ir = trace(build, args, kwargs, name=self.name, names=self._variable_names(),
                            grad=self.training, after=optimizer_steps if self._opts else None)
         except BaseException:
@@ -315,6 +320,8 @@ class Graph:
                          for k, t in st.items() if isinstance(t, Proxy)}
             if new_state:  # the call tells whether its step was skipped (then that state goes: see amp.py)
                 ir.escaped.append((scaled.any_found._value, lambda t: self.__dict__.__setitem__("_found_inf", t)))
+        if stages is not None and len(stages) > 1 and stages.index is not None and steps > 1:
+            _pipeline.schedule(ir, ir.micro_batches, stages.index, len(stages))
         one_shot = self._collect_escaped_state(ir)
         ir_before = ir.format(show_locations=True) if self._debug_level >= 1 else None
         report = _passes.run_default(ir, self.config._passes())
