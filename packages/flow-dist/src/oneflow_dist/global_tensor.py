@@ -236,16 +236,7 @@ def _logical_shape(local, placement, nd_sbp, check_meta):
     return logical
 
 
-def _refuse_traced(t, what):
-    # these conversions still talk to the communicator directly (not through the collective ops): in a trace
-    # they would communicate once, at compile time, instead of in every run of the graph
-    if getattr(t, "is_lazy", False) is True:
-        raise RuntimeError(f"to_global(): {what} inside nn.Graph.build() is not supported yet; pass global tensors "
-                           f"into the graph (x.to_global(...) before the call) and keep their placement inside it")
-
-
 def _local_to_global(x, placement, nd_sbp, check_meta=True):
-    _refuse_traced(x, "making a global tensor from a local one")
     local = x.detach()
     if local.device.type != placement.type:
         raise RuntimeError(f"to_global(): the tensor is on {local.device} but the placement is on "
@@ -257,11 +248,9 @@ def _local_to_global(x, placement, nd_sbp, check_meta=True):
     else:
         for h, s in enumerate(nd_sbp):
             if s.is_broadcast() and placement.ranks.shape[h] > 1:  # rank 0's value, as OneFlow
-                c = communicator(placement, h)
-                local = local.contiguous().clone() if local is x or not local.is_contiguous() else local
-                comm_debug.record("broadcast", (c.size - 1) * local.numel() * local.element_size() // c.size,
-                                  c.size)
-                c.broadcast(local, 0)
+                # (the broadcast op: a graph records it as a plan step; the shapes were checked at trace time,
+                # which suffices as a graph's input shapes are fixed)
+                local = _collective_ops.broadcast(local, list(communicator(placement, h).global_ranks), 0)
     return make(local.contiguous(), shape, placement, nd_sbp)
 
 
