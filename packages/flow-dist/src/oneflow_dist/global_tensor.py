@@ -285,7 +285,10 @@ def _change_placement(x, placement, nd_sbp):
     shape = tuple(x.shape)
     here = x.__dict__["_local"]
     full = _full_value(x) if _layout.coord(x.placement) is not None else None
-    dsts = [int(q) for q in placement.ranks.reshape(-1) if int(q) != src]
+    have = {int(q) for q in x.placement.ranks.reshape(-1)}
+    # ranks of the source placement have the whole value once it is gathered there (for free from broadcast):
+    # only the others are sent it
+    dsts = [int(q) for q in placement.ranks.reshape(-1) if int(q) not in have]
     if me == src:
         for q in dsts:
             token = _collective_ops.send(full, q, tag)
