@@ -116,7 +116,7 @@ def graph_pipeline(model, args):
     data-parallel ranks each, ranks [0, 1] and [2, 3] on 4) and trained by an nn.Graph whose gradient
     accumulation over ``--micro-batches`` runs the 1F1B pipeline. Returns the optimizer and a step that
     returns the mean loss of the whole batch (every rank receives it)."""
-    rank, world = flow.env.get_rank(), flow.env.get_world_size()
+    world = flow.env.get_world_size()
     B, S = flow.sbp.broadcast, flow.sbp.split
     if args.layout == "pp":
         groups, data_sbp = [[r] for r in range(world)], B
