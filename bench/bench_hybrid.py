@@ -1,6 +1,7 @@
-"""Hybrid layouts of examples/gpt_hybrid (the bench-size GPT of bench_training, SGD): tokens/s of DP and TP on
-2 ranks x 1 thread against one rank with 1 thread at the same global batch, and DP, TP and DPxTP on 4 ranks
-(oversubscribed on a 2-core machine). Best of BENCH_ROUNDS (2) interleaved rounds; prints the ratios.
+"""Hybrid layouts of examples/gpt_hybrid (the bench-size GPT of bench_training, SGD): tokens/s of DP, TP and 2-stage
+PP (4 micro-batches; eager, and inside an nn.Graph with --graph) on 2 ranks x 1 thread against one rank with 1
+thread at the same global batch, and DP, TP and DPxTP on 4 ranks (oversubscribed on a 2-core machine). Best of
+BENCH_ROUNDS (2) interleaved rounds; prints the ratios.
 
     python bench/bench_hybrid.py
 """
@@ -15,12 +16,12 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
 ARGS = ["--size", "bench", "--steps", "8", "--warmup", "3", "--opt", "sgd", "--lr", "0.01"]
 
 
-def launch(nproc, layout, batch):
+def launch(nproc, layout, batch, extra=()):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     cmd = [sys.executable, TRAIN] if nproc == 1 else [sys.executable, "-m", "oneflow_dist.launcher", "--nproc",
                                                       str(nproc), TRAIN]
-    out = subprocess.run(cmd + ["--layout", layout, "--batch", str(batch)] + ARGS, env=env, capture_output=True,
-                         text=True, timeout=900)
+    out = subprocess.run(cmd + ["--layout", layout, "--batch", str(batch), *extra] + ARGS, env=env,
+                         capture_output=True, text=True, timeout=900)
     if out.returncode:
         raise SystemExit(out.stderr)
     rows = re.findall(r"^rank (\d+) layout \w+ tokens/s ([\d.]+) peak_mem_mib ([\d.]+)$", out.stdout, re.M)
@@ -28,8 +29,9 @@ def launch(nproc, layout, batch):
 
 
 def main():
-    configs = [(1, "single", 8), (1, "single", 16), (2, "dp", 16), (2, "tp", 8), (4, "dp", 16), (4, "tp", 8),
-               (4, "dpxtp", 16)]
+    graph = ("--graph",)
+    configs = [(1, "single", 8), (1, "single", 16), (2, "dp", 16), (2, "tp", 8), (2, "pp", 8), (2, "pp", 8, graph),
+               (4, "dp", 16), (4, "tp", 8), (4, "dpxtp", 16)]
     best = {}
     for _ in range(ROUNDS):
         for c in configs:
@@ -37,12 +39,15 @@ def main():
             if tps > best.get(c, (0.0, 0.0))[0]:
                 best[c] = (tps, mem)
     for c in configs:
-        print(f"RESULT nproc={c[0]} layout={c[1]} batch={c[2]} tokens_per_s={best[c][0]:.1f} "
+        name = c[1] + (" graph" if c[3:] else "")
+        print(f"RESULT nproc={c[0]} layout={name} batch={c[2]} tokens_per_s={best[c][0]:.1f} "
               f"peak_mem_mib={best[c][1]:.1f}")
     one = {b: best[(1, "single", b)][0] for b in (8, 16)}
     print(f"2 ranks x 1 thread: DP (batch 16) = {best[(2, 'dp', 16)][0] / one[8]:.2f}x one rank at batch 8 "
           f"(target >= 1.7), {best[(2, 'dp', 16)][0] / one[16]:.2f}x one rank at batch 16; TP (batch 8) = "
-          f"{best[(2, 'tp', 8)][0] / one[8]:.2f}x one rank at batch 8 (target >= 1.7)")
+          f"{best[(2, 'tp', 8)][0] / one[8]:.2f}x one rank at batch 8 (target >= 1.7); 2-stage PP (batch 8, 4 "
+          f"micro-batches) = {best[(2, 'pp', 8)][0] / one[8]:.2f}x eager, "
+          f"{best[(2, 'pp', 8, graph)][0] / one[8]:.2f}x in an nn.Graph (target >= 1.7)")
     print(f"4 ranks (oversubscribed): DP {best[(4, 'dp', 16)][0] / one[16]:.2f}x, TP "
           f"{best[(4, 'tp', 8)][0] / one[8]:.2f}x, DPxTP {best[(4, 'dpxtp', 16)][0] / one[16]:.2f}x one rank at "
           f"the same batch")

@@ -3,6 +3,8 @@ rank, trained with 4 micro-batches (gradient accumulation). 20 steps of SGD (mom
 single-process training on the whole batch; the order in which each rank's transfers ran is its stage's 1F1B
 order, so a stage holds at most min(stages - index, micro-batches) micro-batches' activations; set_stage's
 errors. With ``--dp`` (4 ranks): 2 stages of 2 data-parallel ranks each."""
+import contextlib
+import io
 import sys
 
 import numpy as np
@@ -122,6 +124,12 @@ for kind in ("sgd", "adam"):
                 peak = max(peak, live)
             assert peak == min(stages - my_stage, M), (rank, peak)
             assert g.ir().pipeline == {"stage": my_stage, "stages": stages, "micro_batches": M, "order": want}
+            text = io.StringIO()
+            with contextlib.redirect_stdout(text):
+                g.debug(0)
+            g.debug(-1)
+            steps = " ".join(f"{k}{j}" for k, j in want)
+            assert f"pipeline: stage {my_stage} of {stages}, {M} micro-batches, 1F1B order {steps}" in text.getvalue()
     if my_stage == stages - 1:
         np.testing.assert_allclose(losses, ref_losses, rtol=1e-5, atol=1e-6, err_msg=kind)
     for (name, a), b in zip(m.named_parameters(), ref.parameters()):

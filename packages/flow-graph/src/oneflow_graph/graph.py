@@ -501,6 +501,10 @@ class Graph:
               f"{len(entry.ir.variables)} variables, {len(entry.ir.constants)} constants")
         for name, stats in entry.report:
             print(f"  pass {name}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
+        pipe = getattr(entry.ir, "pipeline", None)
+        if pipe is not None:
+            print(f"  pipeline: stage {pipe['stage']} of {pipe['stages']}, {pipe['micro_batches']} micro-batches, "
+                  f"1F1B order " + " ".join(f"{k}{j}" for k, j in pipe["order"]))
         mem = entry.plan.memory_stats()
         print("  memory plan: " + ("none (steps run as the Python loop)" if mem is None else
                                    ", ".join(f"{k}={v}" for k, v in mem.items())))
