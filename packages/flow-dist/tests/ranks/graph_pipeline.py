@@ -2,7 +2,7 @@
 rank, trained with 4 micro-batches (gradient accumulation). 20 steps of SGD (momentum) and of Adam equal
 single-process training on the whole batch; the order in which each rank's transfers ran is its stage's 1F1B
 order, so a stage holds at most min(stages - index, micro-batches) micro-batches' activations; set_stage's
-errors. With ``--dp`` (4 ranks): 2 stages of 2 data-parallel ranks each."""
+errors (stage ids against the data flow among them). With ``--dp`` (4 ranks): 2 stages of 2 data-parallel ranks each."""
 import contextlib
 import io
 import sys
@@ -181,6 +181,13 @@ if stages > 1:
         m[0].to(GraphModule).set_stage(0, placements[0])
         m[1].to(GraphModule).set_stage(1, everyone)
 
+    def against_the_flow(m):  # the data would flow from the last stage to the first
+        for i in range(stages + 1):
+            j = max(stages - 1 - i, 0)
+            m[i].to(GraphModule).set_stage(j, placements[j])
+
+    compile_error(against_the_flow, f"module 'm.1' (stage {stages - 2}) runs after module 'm.0' (stage "
+                                    f"{stages - 1}) in the forward")
     compile_error(two_placements, "stage 0 is given placement")
     compile_error(shared_rank, "each rank runs one stage of a pipeline")
 print(f"rank {rank}: graph pipeline ok", flush=True)

@@ -294,6 +294,7 @@ class Graph:
         try:
             build = self.build
             steps = self.config._grad_acc_steps if self.training else 1
+            pipelined = stages is not None and len(stages) > 1 and steps > 1
             if steps > 1:  # build sees micro-batches; see accumulation.py
                 from . import accumulation
 
@@ -305,9 +306,13 @@ class Graph:
                 from .amp import autocast_build
 
                 build = autocast_build(build, self.config._amp_dtype)
-            with checkpoint_hooks(self._modules.values()) as checkpointed, _pipeline.stage_inputs(staged):
-                ir = trace(build, args, kwargs, name=self.name, names=self._variable_names(),
-                           grad=self.training, after=optimizer_steps if self._opts else None)
+            with checkpoint_hooks(self._modules.values()) as checkpointed, \
+                    _pipeline.stage_inputs(self.name, staged, pipelined) as stage_mark:
+                ir = trace(_pipeline.marking_backwards(build, stage_mark) if staged else build, args, kwargs,
+                           name=self.name, names=self._variable_names(), grad=self.training,
+                           after=optimizer_steps if self._opts else None)
+            if pipelined and stages.index is not None:
+                _pipeline.schedule(ir, ir.micro_batches, stages.index, len(stages))
         except BaseException:
             self._drop_traced_state()
             raise
@@ -320,8 +325,6 @@ class Graph:
                          for k, t in st.items() if isinstance(t, Proxy)}
             if new_state:  # the call tells whether its step was skipped (then that state goes: see amp.py)
                 ir.escaped.append((scaled.any_found._value, lambda t: self.__dict__.__setitem__("_found_inf", t)))
-        if stages is not None and len(stages) > 1 and stages.index is not None and steps > 1:
-            _pipeline.schedule(ir, ir.micro_batches, stages.index, len(stages))
         one_shot = self._collect_escaped_state(ir)
         ir_before = ir.format(show_locations=True) if self._debug_level >= 1 else None
         report = _passes.run_default(ir, self.config._passes())

@@ -19,6 +19,7 @@ import oneflow as flow
 
 from .ir import NODE
 from .structure import map_leaves
+from .tracer import active_mode
 
 
 def staged_modules(modules):
@@ -83,22 +84,44 @@ def _to_stage(x, placement):
 
 
 @contextlib.contextmanager
-def stage_inputs(staged):
+def stage_inputs(graph_name, staged, pipelined):
     """While tracing: the global tensors passed to a staged module move to its stage's placement first (as
-    OneFlow moves a stage's inputs)."""
-    handles = []
-    for _, proxy in staged:
+    OneFlow moves a stage's inputs). When ``pipelined``, a forward calling a staged module after one of a later
+    stage raises ValueError: the stages' 1F1B orders assume data flows from stage i to stage i + 1 (stage i's
+    forward waits for stage i - 1's) and would otherwise wait on each other for ever. Yields a callable to
+    register with the trace's ``on_backward`` (a backward ends a micro-batch's forward)."""
+    handles, last = [], [None]
+    for name, proxy in staged:
         placement = proxy.stage_placement
 
-        def pre(module, args, placement=placement):
+        def pre(module, args, placement=placement, sid=proxy.stage_id, name=name):
+            prev = last[0]
+            if pipelined and prev is not None and sid < prev[0]:
+                raise ValueError(f"{graph_name}: module '{name}' (stage {sid}) runs after module '{prev[1]}' (stage "
+                                 f"{prev[0]}) in the forward; pipeline stage ids must follow the order the modules "
+                                 f"run in (each stage's input comes from the stage before)")
+            last[0] = (sid, name)
             return map_leaves(tuple(args), lambda x: _to_stage(x, placement))
 
         handles.append(proxy.origin.register_forward_pre_hook(pre))
+
+    def backward_began(start):
+        last[0] = None
+
     try:
-        yield
+        yield backward_began
     finally:
         for h in handles:
             h.remove()
+
+
+def marking_backwards(fn, mark):
+    """``fn`` for the tracer, with ``mark`` told where each traced backward begins."""
+    def run(*args, **kwargs):
+        active_mode().on_backward.append(mark)
+        return fn(*args, **kwargs)
+
+    return run
 
 
 def adopt_moved_parameters(graph_name, staged, optimizers):
