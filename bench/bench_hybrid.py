@@ -1,8 +1,8 @@
-"""Hybrid layouts of examples/gpt_hybrid (the bench-size GPT of bench_training, SGD): tokens/s of DP and TP on
-2 ranks x 1 thread against one rank with 1 thread at the same global batch, and DP, TP and DPxTP on 4 ranks
-(oversubscribed on a 2-core machine); and the per-rank memory of ZeRO-2 against DP on 4 ranks with Adam (peak
-tensor bytes: params, grads, optimizer state, activations). Best of BENCH_ROUNDS (2) interleaved rounds; prints
-the ratios.
+"""Hybrid layouts of examples/gpt_hybrid (the bench-size GPT of bench_training, SGD): tokens/s of DP, TP and 2-stage
+PP (4 micro-batches; eager, and inside an nn.Graph with --graph) on 2 ranks x 1 thread against one rank with 1
+thread at the same global batch, and DP, TP and DPxTP on 4 ranks (oversubscribed on a 2-core machine); and the
+per-rank memory of ZeRO-2 against DP on 4 ranks with Adam (peak tensor bytes: params, grads, optimizer state,
+activations). Best of BENCH_ROUNDS (2) interleaved rounds; prints the ratios.
 
     python bench/bench_hybrid.py
 """
@@ -14,14 +14,16 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "examples", "gpt_hybrid", "train.py")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
-ARGS = ["--size", "bench", "--steps", "8", "--warmup", "3", "--lr", "0.01"]
+ARGS = ["--size", "bench", "--steps", "8", "--warmup", "3", "--opt", "sgd", "--lr", "0.01"]
+GRAPH, ADAM = ("--graph",), ("--opt", "adam")
 
 
-def launch(nproc, layout, batch, opt="sgd"):
+def launch(nproc, layout, batch, extra=()):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     cmd = [sys.executable, TRAIN] if nproc == 1 else [sys.executable, "-m", "oneflow_dist.launcher", "--nproc",
                                                       str(nproc), TRAIN]
-    out = subprocess.run(cmd + ["--layout", layout, "--batch", str(batch), "--opt", opt] + ARGS, env=env,
+    # extra goes last: its --opt overrides ARGS'
+    out = subprocess.run(cmd + ["--layout", layout, "--batch", str(batch)] + ARGS + list(extra), env=env,
                          capture_output=True, text=True, timeout=900)
     if out.returncode:
         raise SystemExit(out.stderr)
@@ -32,8 +34,8 @@ def launch(nproc, layout, batch, opt="sgd"):
 
 
 def main():
-    configs = [(1, "single", 8), (1, "single", 16), (2, "dp", 16), (2, "tp", 8), (4, "dp", 16), (4, "tp", 8),
-               (4, "dpxtp", 16), (4, "dp", 16, "adam"), (4, "zero2", 16, "adam")]
+    configs = [(1, "single", 8), (1, "single", 16), (2, "dp", 16), (2, "tp", 8), (2, "pp", 8), (2, "pp", 8, GRAPH),
+               (4, "dp", 16), (4, "tp", 8), (4, "dpxtp", 16), (4, "dp", 16, ADAM), (4, "zero2", 16, ADAM)]
     best = {}
     for _ in range(ROUNDS):
         for c in configs:
@@ -41,16 +43,18 @@ def main():
             if run[0] > best.get(c, (0.0,))[0]:
                 best[c] = run
     for c in configs:
-        print(f"RESULT nproc={c[0]} layout={c[1]} batch={c[2]} opt={c[3] if len(c) > 3 else 'sgd'} "
+        print(f"RESULT nproc={c[0]} layout={c[1]} batch={c[2]} {' '.join(c[3]) if c[3:] else ''} "
               f"tokens_per_s={best[c][0]:.1f} peak_rss_mib={best[c][1]:.1f} tensor_peak_mib={best[c][2]:.1f}")
     one = {b: best[(1, "single", b)][0] for b in (8, 16)}
     print(f"2 ranks x 1 thread: DP (batch 16) = {best[(2, 'dp', 16)][0] / one[8]:.2f}x one rank at batch 8 "
           f"(target >= 1.7), {best[(2, 'dp', 16)][0] / one[16]:.2f}x one rank at batch 16; TP (batch 8) = "
-          f"{best[(2, 'tp', 8)][0] / one[8]:.2f}x one rank at batch 8 (target >= 1.7)")
+          f"{best[(2, 'tp', 8)][0] / one[8]:.2f}x one rank at batch 8 (target >= 1.7); 2-stage PP (batch 8, 4 "
+          f"micro-batches) = {best[(2, 'pp', 8)][0] / one[8]:.2f}x eager, "
+          f"{best[(2, 'pp', 8, GRAPH)][0] / one[8]:.2f}x in an nn.Graph (target >= 1.7)")
     print(f"4 ranks (oversubscribed): DP {best[(4, 'dp', 16)][0] / one[16]:.2f}x, TP "
           f"{best[(4, 'tp', 8)][0] / one[8]:.2f}x, DPxTP {best[(4, 'dpxtp', 16)][0] / one[16]:.2f}x one rank at "
           f"the same batch")
-    dp, z2 = best[(4, "dp", 16, "adam")], best[(4, "zero2", 16, "adam")]
+    dp, z2 = best[(4, "dp", 16, ADAM)], best[(4, "zero2", 16, ADAM)]
     print(f"ZeRO-2 on 4 ranks (Adam): per-rank tensor peak {z2[2]:.1f} MiB = {z2[2] / dp[2]:.2f}x DP's "
           f"{dp[2]:.1f} MiB (target <= 0.6); peak RSS {z2[1] / dp[1]:.2f}x; throughput {z2[0] / dp[0]:.2f}x DP's")
 

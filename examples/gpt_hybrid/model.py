@@ -118,6 +118,28 @@ def stage_of(model, index, stages):
     return _Stage(model, lo, hi, index == 0, index == stages - 1)
 
 
+def set_stages(model, placements):
+    """Makes ``model`` a pipeline of ``len(placements)`` stages inside ``nn.Graph``: its modules given stages
+    with ``set_stage`` (the blocks split as :func:`stage_of` splits them, the embeddings on the first stage, the
+    final norm and head on the last), which puts their parameters on the stage's placement. The causal mask,
+    which every block reads, is broadcast to all the stages' ranks (each stage then finds it at hand)."""
+    from oneflow.nn.graph import GraphModule
+
+    stages = len(placements)
+    stage_of(model, 0, stages)  # the same checks (a tied head, enough blocks)
+    n = len(model.blocks)
+    model.tok.to(GraphModule).set_stage(0, placements[0])
+    model.pos.to(GraphModule).set_stage(0, placements[0])
+    for i in range(stages):
+        for block in list(model.blocks)[i * n // stages:(i + 1) * n // stages]:
+            block.to(GraphModule).set_stage(i, placements[i])
+    model.ln_f.to(GraphModule).set_stage(stages - 1, placements[-1])
+    model.head.to(GraphModule).set_stage(stages - 1, placements[-1])
+    everyone = flow.placement("cpu", ranks=sorted(int(r) for p in placements for r in p.ranks.reshape(-1)))
+    model._buffers["mask"] = model.mask.to_global(everyone, flow.sbp.broadcast)
+    return model
+
+
 def placement_of(layout, world):
     """The placement a layout runs on: all ranks in one dimension, or for ``dpxtp`` a 2-D mesh whose first
     dimension is data parallel and whose second is tensor parallel (``ranks=[[0, 1], [2, 3]]`` on 4 ranks)."""

@@ -7,6 +7,7 @@
     flowrun --nproc 2 examples/gpt_hybrid/train.py --layout zero2       # data parallel, ZeRO stage 2
     flowrun --nproc 2 examples/gpt_hybrid/train.py --layout pp          # one pipeline stage per rank (1F1B)
     flowrun --nproc 4 examples/gpt_hybrid/train.py --layout ppxdp       # 2 stages x 2 data-parallel replicas
+    flowrun --nproc 2 examples/gpt_hybrid/train.py --layout pp --graph  # the pipeline inside an nn.Graph
 
 Every rank prints its loss per step, then its tokens/s (the global batch's tokens over the time of the steps
 after ``--warmup``), its peak resident memory (VmHWM) and the peak of its tensors' bytes (params, grads,
@@ -62,6 +63,7 @@ def parse_args(argv=None):
     ap.add_argument("--tie", action="store_true", help="tie the LM head to the token embedding")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--micro-batches", type=int, default=4, help="pp, ppxdp: micro-batches per step (1F1B)")
+    ap.add_argument("--graph", action="store_true", help="pp, ppxdp: pipeline inside an nn.Graph (set_stage)")
     return ap.parse_args(argv)
 
 
@@ -117,6 +119,49 @@ def pipeline_step(model, args):
     return stage_mod, step
 
 
+def graph_pipeline(model, args):
+    """``--graph`` with pp / ppxdp: the model's stages set with set_stage (one per rank; ppxdp: 2 stages of 2
+    data-parallel ranks each, ranks [0, 1] and [2, 3] on 4) and trained by an nn.Graph whose gradient
+    accumulation over ``--micro-batches`` runs the 1F1B pipeline. Returns the optimizer and a step that
+    returns the mean loss of the whole batch (every rank receives it)."""
+    world = flow.env.get_world_size()
+    B, S = flow.sbp.broadcast, flow.sbp.split
+    if args.layout == "pp":
+        groups, data_sbp = [[r] for r in range(world)], B
+    else:
+        if world % 2:
+            raise SystemExit("--layout ppxdp runs 2 pipeline stages: it needs an even rank count")
+        half = world // 2
+        groups, data_sbp = [list(range(half)), list(range(half, world))], S(0)
+    placements = [flow.placement("cpu", ranks=g) for g in groups]
+    everyone = flow.placement("cpu", ranks=list(range(world)))
+    gpt.set_stages(model, placements)
+    opt = (flow.optim.Adam(model.parameters(), lr=args.lr) if args.opt == "adam" else
+           flow.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9))
+
+    class TrainGraph(flow.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+            self.add_optimizer(opt)
+            self.config.set_gradient_accumulation_steps(args.micro_batches)
+
+        def build(self, idx, targets):
+            loss = self.model(idx, targets)
+            loss.backward()
+            return loss
+
+    graph = TrainGraph()
+
+    def put(a, placement):
+        return flow.tensor(a).to_global(everyone, B).to_global(placement, data_sbp)
+
+    def step(x, y):
+        losses = graph(put(x, placements[0]), put(y, placements[-1]))  # one loss per micro-batch
+        return losses.to_global(everyone, B).to_local().mean().item()
+    return opt, step
+
+
 def main(argv=None):
     args = parse_args(argv)
     rank = flow.env.get_rank()
@@ -128,13 +173,18 @@ def main(argv=None):
         if flow.env.get_world_size() > 1:
             raise SystemExit("--layout single runs in one process; start it without flowrun --nproc")
         step_fn = plain_step(m, flow.tensor)
+    elif args.graph:
+        if args.layout not in ("pp", "ppxdp"):
+            raise SystemExit("--graph runs the pipeline layouts (pp, ppxdp) in an nn.Graph")
+        opt, step_fn = graph_pipeline(m, args)
     elif args.layout in ("pp", "ppxdp"):
         m, step_fn = pipeline_step(m, args)
     else:
         placement = gpt.lay_out(m, args.layout)
         step_fn = plain_step(m, lambda a: gpt.to_batch(a, args.layout, placement))
-    opt = (flow.optim.Adam(m.parameters(), lr=args.lr) if args.opt == "adam" else
-           flow.optim.SGD(m.parameters(), lr=args.lr, momentum=0.9))
+    if not args.graph:
+        opt = (flow.optim.Adam(m.parameters(), lr=args.lr) if args.opt == "adam" else
+               flow.optim.SGD(m.parameters(), lr=args.lr, momentum=0.9))
     if args.layout == "zero2":
         from oneflow_dist import zero
 
@@ -145,9 +195,12 @@ def main(argv=None):
         if step == args.warmup:
             t0 = time.perf_counter()
         ids = rng.integers(0, size["vocab"], (args.batch, size["seq"] + 1))
-        opt.zero_grad()
-        loss = step_fn(ids[:, :-1], ids[:, 1:])
-        opt.step()
+        if args.graph:  # the graph steps the optimizer itself
+            loss = step_fn(ids[:, :-1], ids[:, 1:])
+        else:
+            opt.zero_grad()
+            loss = step_fn(ids[:, :-1], ids[:, 1:])
+            opt.step()
         print(f"rank {rank} step {step} loss {loss!r}", flush=True)
     timed = args.steps - args.warmup
     tps = timed * args.batch * size["seq"] / (time.perf_counter() - t0) if t0 is not None and timed > 0 else 0.0

@@ -1,7 +1,7 @@
 """Hybrid parallelism in eager global mode: one GPT (examples/gpt_hybrid/model.py) made data, tensor or
 data x tensor parallel (a 2 x 2 mesh) by placements and SBPs only trains like a single process (ranks/
 gpt_hybrid.py), and the example's train script agrees with its single-process run in every layout (also ZeRO-2,
-pipeline stages and pipeline x data)."""
+pipeline stages and pipeline x data, eager and inside nn.Graph)."""
 import re
 import subprocess
 import sys
@@ -48,11 +48,12 @@ def single_losses():
     return _losses(p.stdout, 1)[0]
 
 
-@pytest.mark.parametrize("nproc,layout", [(2, "dp"), (2, "tp"), (4, "dpxtp"), (2, "zero2"), (2, "pp"),
-                                           (4, "ppxdp")])
-def test_example_train_script_agrees_with_its_single_process_run(nproc, layout, single_losses):
+@pytest.mark.parametrize("nproc,layout,extra", [(2, "dp", ()), (2, "tp", ()), (4, "dpxtp", ()), (2, "zero2", ()),
+                                                 (2, "pp", ()), (4, "ppxdp", ()), (2, "pp", ("--graph",)),
+                                                 (4, "ppxdp", ("--graph",))])
+def test_example_train_script_agrees_with_its_single_process_run(nproc, layout, extra, single_losses):
     assert len(single_losses) == STEPS
-    rc, out, err, _ = run(["--nproc", nproc, TRAIN, "--layout", layout, "--steps", STEPS], timeout=240)
+    rc, out, err, _ = run(["--nproc", nproc, TRAIN, "--layout", layout, "--steps", STEPS, *extra], timeout=240)
     assert rc == 0, err
     for r, got in _losses(out, nproc).items():
         np.testing.assert_allclose(got, single_losses, rtol=1e-5, err_msg=f"rank {r}")

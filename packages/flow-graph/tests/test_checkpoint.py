@@ -35,10 +35,13 @@ def test_graph_module_proxy_and_set_stage():
     assert isinstance(proxy, flow.nn.graph.GraphModule) and proxy.origin is m[0]
     assert m[0].to(flow.nn.graph.GraphModule) is proxy  # one proxy per module
     assert proxy.activation_checkpointing is False and proxy.stage_id is None
-    proxy.set_stage(1, "placement-1")
-    assert proxy.stage_id == 1 and proxy.stage_placement == "placement-1"
+    proxy.set_stage(1)  # a local module: the stage is recorded, with no placement
+    assert proxy.stage_id == 1 and proxy.stage_placement is None
     with pytest.raises(TypeError, match="stage_id"):
         proxy.set_stage(-1)
+    with pytest.raises(TypeError, match="placement must be a oneflow.placement"):
+        proxy.set_stage(0, "placement-1")
+    assert proxy.stage_id == 1
     with pytest.raises(TypeError, match="bool"):
         proxy.activation_checkpointing = 1
     assert proxy.training is True and proxy.state_dict().keys() == m[0].state_dict().keys()  # reads go through

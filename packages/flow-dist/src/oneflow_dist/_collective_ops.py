@@ -6,6 +6,10 @@ Boxing issues its communication through them, so eager global tensors and traced
 merge or fold it) that the graph's plan runs in its place among the other steps. Each op takes the group as
 ``ranks`` (global ranks in the communicator's order) and reads the cached communicator of those ranks when it
 runs. Every run is recorded for ``comm_debug`` with the bytes this rank sends by the ring algorithm.
+
+Point-to-point transfers (``dist_send`` / ``dist_recv``, what a placement change issues) are ops too: a send
+does not wait (its buffer is kept until the transfer completes, so two ranks sending to each other at once
+never deadlock, as a pipeline's stages do), a receive waits for its message, matched by ``(peer, tag)``.
 """
 from oneflow import _C
 from oneflow.library import custom_op
@@ -90,6 +94,55 @@ def _broadcast(x, ranks, root=0):
     return y
 
 
+# sends in flight: (work, buffer); the buffer must outlive the transfer. Completed ones are dropped as later
+# transfers run, and flush() waits for the rest (a pipelined graph's plan ends with it)
+_pending = []
+
+
+def _reap():
+    _pending[:] = [(w, b) for w, b in _pending if not w.is_completed()]
+
+
+def _send(x, dst, tag):
+    buf = x.contiguous().clone()  # the caller's tensor may change (or be freed) before the transfer completes
+    comm_debug.record("send", _nbytes(buf), 2, peer=dst, tag=tag)
+    _reap()
+    _pending.append((_world.world().isend(buf, dst, tag), buf))
+    return _C._empty([0], x.dtype, None)
+
+
+def _send_meta(x, dst, tag):
+    return _meta([0], x.dtype)
+
+
+def _recv(after, size, dtype, src, tag):
+    out = _C._empty(list(size), dtype, None)
+    comm_debug.record("recv", 0, 2, peer=src, tag=tag)
+    _reap()
+    _world.world().irecv(out, src, tag).wait()
+    return out
+
+
+def _recv_meta(after, size, dtype, src, tag):
+    return _meta(size, dtype)
+
+
+def flush_sends():
+    """Waits until every send this process started has completed."""
+    for work, _ in _pending:
+        work.wait()
+    _pending.clear()
+
+
+def _flush(token):
+    flush_sends()
+    return _C._empty([0], token.dtype, None)
+
+
+def _flush_meta(token):
+    return _meta([0], token.dtype)
+
+
 def _op(name, schema, kernel, meta):
     found = getattr(_C.ops, name, None)  # registered once per process (a re-import finds it)
     if found is not None:
@@ -105,5 +158,12 @@ reduce_scatter = _op("dist_reduce_scatter", "(Tensor self, int[] ranks, str redu
 all_to_all = _op("dist_all_to_all", "(Tensor self, int[] ranks) -> Tensor", _all_to_all, _same_meta)
 broadcast = _op("dist_broadcast", "(Tensor self, int[] ranks, int root=0) -> Tensor", _broadcast, _same_meta)
 
+# ``after``: the tensor the received value stands for on this rank (the source's shard, empty outside the source
+# placement): it orders the receive after that tensor's producer and gives the op an input to trace by
+send = _op("dist_send", "(Tensor self, int dst, int tag) -> Tensor", _send, _send_meta)
+recv = _op("dist_recv", "(Tensor after, int[] size, ScalarType dtype, int src, int tag) -> Tensor", _recv,
+           _recv_meta)
+flush = _op("dist_flush_sends", "(Tensor token) -> Tensor", _flush, _flush_meta)
+
 COLLECTIVES = frozenset(("dist_all_reduce", "dist_all_gather", "dist_reduce_scatter", "dist_all_to_all",
-                         "dist_broadcast"))
+                         "dist_broadcast", "dist_send", "dist_recv", "dist_flush_sends"))

@@ -700,7 +700,8 @@ def _random_op(op, inputs, attrs):
     """A random op (bernoulli, poisson, normal with tensor mean/std, ...) gives the values of a single process
     with the same seed, laid out as its first global input (partial: broadcast). The ops with a ``shard``
     attribute draw only this rank's block (``_random_block``); the others run on the whole inputs, as a single
-    process would, and keep this rank's shard."""
+    process would, and keep this rank's shard. A rank outside the placement draws the whole result too and keeps
+    nothing."""
     placement = _placement_of(op, inputs)
     _check_local(op, inputs)
     first = next(t for t in inputs if isinstance(t, _Global))
@@ -709,13 +710,20 @@ def _random_op(op, inputs, attrs):
         out = _random_block(op, inputs, attrs, placement, first, nd)
         if out is not None:
             return out
-    with comm_debug.cause(op.name):
-        full = [_full_value(t) if isinstance(t, _Global) else t for t in inputs]
+    outside = _layout.coord(placement) is None
+    if outside:
+        # this rank holds nothing of the result, but draws it whole as the placement's ranks do, so that its
+        # generator stays where theirs (and a single process's) is; its inputs' values are not here: ones
+        full = [flow.ones(*t.shape, dtype=t.dtype) if isinstance(t, _Global) else t for t in inputs]
+    else:
+        with comm_debug.cause(op.name):
+            full = [_full_value(t) if isinstance(t, _Global) else t for t in inputs]
     out = op.redispatch(full, attrs)
 
     def lay(o):
         on = nd if o.dim() == first.dim() else (broadcast,) * len(nd)
-        return make(boxing.from_broadcast(o, placement, on), tuple(o.shape), placement, on)
+        local = _C._empty([0], o.dtype, None) if outside else boxing.from_broadcast(o, placement, on)
+        return make(local, tuple(o.shape), placement, on)
 
     return type(out)(lay(o) for o in out) if isinstance(out, (tuple, list)) else lay(out)
 

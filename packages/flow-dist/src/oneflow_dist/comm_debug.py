@@ -46,14 +46,15 @@ def active():
     return bool(getattr(_state, "modes", None))
 
 
-def record(collective, nbytes, group_size):
-    """Adds one collective to every active :class:`CommDebugMode` of this thread."""
+def record(collective, nbytes, group_size, **extra):
+    """Adds one collective to every active :class:`CommDebugMode` of this thread (point-to-point transfers add
+    their ``peer`` and ``tag``)."""
     modes = getattr(_state, "modes", None)
     if not modes:
         return
     ops = _ops()
     entry = {"collective": collective, "bytes": int(nbytes), "group_size": group_size,
-             "op": ops[0] if ops else None}
+             "op": ops[0] if ops else None, **extra}
     for m in modes:
         m.records.append(entry)
 

@@ -8,10 +8,13 @@ nd-sbp (one sbp per hierarchy dimension). Every op on it reaches :meth:`GlobalTe
 ``Tensor.to_global``, ``Tensor.to_local``, ``Tensor.placement``, ``Tensor.sbp`` and ``Tensor.is_global`` are
 attached to ``oneflow.Tensor`` through flow-core's plugin entry points.
 """
+import itertools
+
 import oneflow as flow
 from oneflow import _C
+from oneflow._dispatch import current_modes
 
-from . import _layout, _world, boxing, comm_debug
+from . import _collective_ops, _layout, _world, boxing, comm_debug
 from ._groups import communicator
 from .placement import placement as _Placement
 from .sbp import broadcast
@@ -51,6 +54,14 @@ class _Global:
         if self.requires_grad and flow.is_grad_enabled():
             return _ToLocal.apply(self)
         return self.__dict__["_local"]
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        # inside nn.Graph.build() the graph's trace runs the backward (it may seed a transformed loss: gradient
+        # accumulation's loss / n), as it does for a local loss
+        mode = _trace_mode()
+        if mode is not None and hasattr(mode, "backward"):
+            return mode.backward(self, gradient, retain_graph, create_graph, inputs)
+        return flow.Tensor.backward(self, gradient, retain_graph, create_graph, inputs)
 
     def detach(self):
         return make(self.__dict__["_local"], tuple(self.shape), self.placement, self.sbp)
@@ -225,16 +236,7 @@ def _logical_shape(local, placement, nd_sbp, check_meta):
     return logical
 
 
-def _refuse_traced(t, what):
-    # these conversions still talk to the communicator directly (not through the collective ops): in a trace
-    # they would communicate once, at compile time, instead of in every run of the graph
-    if getattr(t, "is_lazy", False) is True:
-        raise RuntimeError(f"to_global(): {what} inside nn.Graph.build() is not supported yet; pass global tensors "
-                           f"into the graph (x.to_global(...) before the call) and keep their placement inside it")
-
-
 def _local_to_global(x, placement, nd_sbp, check_meta=True):
-    _refuse_traced(x, "making a global tensor from a local one")
     local = x.detach()
     if local.device.type != placement.type:
         raise RuntimeError(f"to_global(): the tensor is on {local.device} but the placement is on "
@@ -246,36 +248,59 @@ def _local_to_global(x, placement, nd_sbp, check_meta=True):
     else:
         for h, s in enumerate(nd_sbp):
             if s.is_broadcast() and placement.ranks.shape[h] > 1:  # rank 0's value, as OneFlow
-                c = communicator(placement, h)
-                local = local.contiguous().clone() if local is x or not local.is_contiguous() else local
-                comm_debug.record("broadcast", (c.size - 1) * local.numel() * local.element_size() // c.size,
-                                  c.size)
-                c.broadcast(local, 0)
+                # (the broadcast op: a graph records it as a plan step; the shapes were checked at trace time,
+                # which suffices as a graph's input shapes are fixed)
+                local = _collective_ops.broadcast(local, list(communicator(placement, h).global_ranks), 0)
     return make(local.contiguous(), shape, placement, nd_sbp)
+
+
+_P2P_TAG = 7200  # eager placement changes: matched in program order, which every rank shares
+_P2P_TRACED_TAGS = 20000  # traced ones: one tag each (7201 ..), see _p2p_tag
+
+
+def _trace_mode():
+    """The innermost active nn.Graph trace (a dispatch mode recording an IR), or None."""
+    return next((m for m in reversed(current_modes()) if getattr(m, "ir", None) is not None), None)
+
+
+def _p2p_tag():
+    """The tag of a placement change's transfers. Under nn.Graph tracing every rank traces the same program, so
+    the n-th placement change of the trace (backward ones included) is the same transfer on every rank: it gets
+    its own tag, and the plan may run the transfers in another order on each rank (a pipeline's 1F1B order)
+    with every message still matched to its receive."""
+    mode = _trace_mode()
+    if mode is None:
+        return _P2P_TAG
+    counter = mode.__dict__.setdefault("_p2p_tags", itertools.count())
+    return _P2P_TAG + 1 + next(counter) % _P2P_TRACED_TAGS
 
 
 def _change_placement(x, placement, nd_sbp):
     """``x`` moved to another placement: gathered on its own, then sent point to point from its first rank to
-    each rank of the new placement that lacks it (ranks in neither placement take no part), and laid out there."""
-    from .distributed import _api as _d  # noqa: PLC0415  (the distributed package imports this module)
-
-    _refuse_traced(x.__dict__["_local"], "changing a global tensor's placement")
+    each rank of the new placement that lacks it (ranks in neither placement take no part), and laid out there.
+    The transfers are the ``dist_send`` / ``dist_recv`` ops, so a graph records them as plan steps."""
+    tag = _p2p_tag()
     src = int(x.placement.ranks.reshape(-1)[0])
     me = _world.rank()
     shape = tuple(x.shape)
+    here = x.__dict__["_local"]
     full = _full_value(x) if _layout.coord(x.placement) is not None else None
-    dsts = [int(q) for q in placement.ranks.reshape(-1) if int(q) != src]
-    group = _d.world_group()
+    have = {int(q) for q in x.placement.ranks.reshape(-1)}
+    # ranks of the source placement have the whole value once it is gathered there (for free from broadcast):
+    # only the others are sent it
+    dsts = [int(q) for q in placement.ranks.reshape(-1) if int(q) not in have]
     if me == src:
-        full = full.contiguous()
         for q in dsts:
-            comm_debug.record("send", full.numel() * full.element_size(), 2)
-            _d.send(full, q, group=group)
+            token = _collective_ops.send(full, q, tag)
+        mode = _trace_mode()
+        if dsts and hasattr(mode, "at_end") and not mode.__dict__.get("_flushes_sends"):
+            # the plan's last step waits for its sends (their buffers are kept until then)
+            mode.__dict__["_flushes_sends"] = True
+            mode.at_end.append(lambda: _collective_ops.flush(token))
     elif me in dsts:
-        full = flow.empty(*shape, dtype=x.dtype)
-        _d.recv(full, src, group=group)
+        full = _collective_ops.recv(here, list(shape), x.dtype, src, tag)
     if _layout.coord(placement) is None:
-        return make(flow.empty(0, dtype=x.dtype), shape, placement, nd_sbp)
+        return make(_C._empty([0], x.dtype, None), shape, placement, nd_sbp)
     return make(boxing.from_broadcast(full, placement, nd_sbp), shape, placement, nd_sbp)
 
 

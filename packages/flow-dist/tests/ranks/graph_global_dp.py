@@ -1,7 +1,8 @@
 """Data parallelism inside nn.Graph: S(0) inputs, broadcast parameters. 20 training steps with SGD (momentum)
 and with Adam equal single-process training and eager global training; the loss comes back as a global tensor;
 the graph's plan holds the gradients' all-reduces as IR nodes and issues the same collectives as eager code; a
-call whose input sbp differs compiles again; the graph's state_dict holds global tensors."""
+call whose input sbp differs compiles again; the graph's state_dict holds global tensors; local tensors made
+global inside build()."""
 import numpy as np
 
 import oneflow as flow
@@ -120,16 +121,22 @@ if n > 1:
         raise AssertionError("mixing placements did not raise")
 
 
-# a local tensor made global inside build() would communicate at compile time only: refused, clearly
+# a local tensor made global inside build(): each rank's tensor is its shard (split), or the first rank's value
+# (broadcast), in every run of the plan (the broadcast is a plan step)
 class MakeGlobal(nn.Graph):
     def build(self, x):
-        return x.to_global(p, S(0))
+        return x.to_global(p, S(0)).to_global(sbp=B), x.to_global(p, B)
 
 
-try:
-    MakeGlobal()(flow.ones(4, 2))
-except RuntimeError as e:
-    assert "inside nn.Graph.build() is not supported" in str(e), e
-else:
-    raise AssertionError("to_global of a local tensor inside build() did not raise")
+g = MakeGlobal()
+for call in range(2):
+    local = flow.full((2, 3), float(rank + 10 * call))
+    with flow.distributed.comm_debug() as comm:
+        split, bcast = g(local)
+    assert split.sbp == (B,) and tuple(split.shape) == (2 * n, 3) and tuple(bcast.shape) == (2, 3)
+    want = np.repeat(np.arange(n, dtype=np.float32) + 10 * call, 2)[:, None] * np.ones((1, 3), np.float32)
+    np.testing.assert_array_equal(split.to_local().numpy(), want)
+    np.testing.assert_array_equal(bcast.to_local().numpy(), np.full((2, 3), 10.0 * call, np.float32))
+    assert n == 1 or comm.get_comm_counts() == {"all_gather": 1, "broadcast": 1}, comm.get_comm_counts()
+assert g.__dict__["_compile_count"] == 1
 print(f"rank {rank}: graph global dp ok", flush=True)

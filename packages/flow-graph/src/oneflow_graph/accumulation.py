@@ -62,13 +62,21 @@ def unrolled(build, n):
         mode = active_mode()
         outer = mode.loss_transform
         mode.loss_transform = (lambda loss: loss / n) if outer is None else (lambda loss: outer(loss / n))
-        results = []
+        results, segments, marks = [], [], []
+        nodes = mode.ir.nodes
+        mode.on_backward.append(marks.append)
         try:
             for k in range(n):
                 a, kw = piece(k)
+                del marks[:]
+                start = len(nodes)
                 results.append(build(*a, **kw))
+                back = marks[0] if marks else len(nodes)
+                segments.append((nodes[start:back], nodes[back:]))  # the micro-batch's forward, backward
         finally:
             mode.loss_transform = outer
+            mode.on_backward.remove(marks.append)
+        mode.ir.micro_batches = segments  # what pipelining reorders (pipeline.py)
         return _pack(results)
 
     return run

@@ -9,6 +9,7 @@ from oneflow.nn import Module
 from oneflow.optim import Optimizer
 
 from . import passes as _passes
+from . import pipeline as _pipeline
 from .config import GraphConfig
 from .executor import Plan, flat_tensors
 from .graph_repr import graph_repr
@@ -245,6 +246,10 @@ class Graph:
         return names
 
     def _compile(self, args, kwargs):
+        staged = _pipeline.staged_modules(self._modules)
+        stages = _pipeline.check(self.name, staged) if staged else None
+        if staged:
+            _pipeline.adopt_moved_parameters(self.name, staged, [opt for opt, _ in self._opts])
         if self.config._zero is not None and self._opts and not self.__dict__.get("_zero_applied"):
             self._apply_zero()
         params = {id(p): p for m in self._modules.values() for p in m.parameters()}
@@ -289,6 +294,7 @@ class Graph:
         try:
             build = self.build
             steps = self.config._grad_acc_steps if self.training else 1
+            pipelined = stages is not None and len(stages) > 1 and steps > 1
             if steps > 1:  # build sees micro-batches; see accumulation.py
                 from . import accumulation
 
@@ -300,9 +306,13 @@ class Graph:
                 from .amp import autocast_build
 
                 build = autocast_build(build, self.config._amp_dtype)
-            with checkpoint_hooks(self._modules.values()) as checkpointed:
-                ir = trace(build, args, kwargs, name=self.name, names=self._variable_names(),
-                           grad=self.training, after=optimizer_steps if self._opts else None)
+            with checkpoint_hooks(self._modules.values()) as checkpointed, \
+                    _pipeline.stage_inputs(self.name, staged, pipelined) as stage_mark:
+                ir = trace(_pipeline.marking_backwards(build, stage_mark) if staged else build, args, kwargs,
+                           name=self.name, names=self._variable_names(), grad=self.training,
+                           after=optimizer_steps if self._opts else None)
+            if pipelined and stages.index is not None:
+                _pipeline.schedule(ir, ir.micro_batches, stages.index, len(stages))
         except BaseException:
             self._drop_traced_state()
             raise
@@ -494,6 +504,10 @@ class Graph:
               f"{len(entry.ir.variables)} variables, {len(entry.ir.constants)} constants")
         for name, stats in entry.report:
             print(f"  pass {name}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
+        pipe = getattr(entry.ir, "pipeline", None)
+        if pipe is not None:
+            print(f"  pipeline: stage {pipe['stage']} of {pipe['stages']}, {pipe['micro_batches']} micro-batches, "
+                  f"1F1B order " + " ".join(f"{k}{j}" for k, j in pipe["order"]))
         mem = entry.plan.memory_stats()
         print("  memory plan: " + ("none (steps run as the Python loop)" if mem is None else
                                    ", ".join(f"{k}={v}" for k, v in mem.items())))

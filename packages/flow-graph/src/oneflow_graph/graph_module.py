@@ -3,8 +3,8 @@
 ``GraphModule`` is a proxy of one eager module (the same proxy for every ``to`` call): it reads and calls through
 to the module and holds the options a Graph honours for it while tracing: ``activation_checkpointing`` (the
 module's forward activations are recomputed in the backward instead of kept, see
-:mod:`oneflow_graph.passes.checkpoint`) and ``set_stage`` (recorded for pipeline parallelism, which comes with
-the hybrid-parallel work)."""
+:mod:`oneflow_graph.passes.checkpoint`) and ``set_stage`` (the module is a stage of a pipeline, see
+:mod:`oneflow_graph.pipeline`)."""
 import contextlib
 
 import oneflow as flow
@@ -28,6 +28,7 @@ class GraphModule:
         d = self.__dict__
         d["origin"], d["_activation_checkpointing"] = module, False
         d["stage_id"] = d["stage_placement"] = None
+        d["_moved"] = {}  # id(old parameter) -> (it, the global parameter set_stage replaced it by)
 
     @classmethod
     def _from_module(cls, module):
@@ -48,11 +49,37 @@ class GraphModule:
         self.__dict__["_activation_checkpointing"] = value
 
     def set_stage(self, stage_id, placement=None):
-        """Records the pipeline stage of the module (OneFlow's ``set_stage``): read back as ``stage_id`` and
-        ``stage_placement``. Pipelining itself is not implemented yet: the graph runs as one stage."""
+        """Makes the module stage ``stage_id`` of a pipeline on ``placement`` (OneFlow's ``set_stage``).
+
+        Its parameters and buffers that are not global tensors on ``placement`` become global there, broadcast
+        (``to_global(placement, flow.sbp.broadcast)``; ones already on ``placement``, with any sbp, stay); an
+        optimizer of a graph that holds the replaced parameters is given the new ones when the graph compiles.
+        Inside a graph, global tensors passed to the module move to ``placement`` (keeping their sbp) first.
+        A training graph with ``config.set_gradient_accumulation_steps(m)`` and stages ``0 .. n-1`` runs its
+        ``m`` micro-batches as a pipeline: each rank runs its stage in the 1F1B order, sending activations to
+        the next stage and gradients to the previous one (see :mod:`oneflow_graph.pipeline`).
+
+        Args:
+            stage_id (int): the stage, from 0.
+            placement (oneflow.placement, optional): the ranks of the stage. Default: the placement the
+                module's parameters already have (all global on one placement).
+        """
         if not isinstance(stage_id, int) or isinstance(stage_id, bool) or stage_id < 0:
             raise TypeError(f"GraphModule.set_stage: stage_id must be a non-negative int, but got {stage_id!r}")
+        tensors = list(self.origin.parameters()) + list(self.origin.buffers())
+        if placement is None:
+            found = {t.placement for t in tensors if getattr(t, "is_global", False)}
+            if len(found) == 1 and all(getattr(t, "is_global", False) for t in tensors):
+                placement = found.pop()
+        elif type(placement).__name__ != "placement" or not hasattr(placement, "ranks"):
+            raise TypeError(f"GraphModule.set_stage: placement must be a oneflow.placement, but got "
+                            f"{type(placement).__name__}")
+        else:
+            self.__dict__.setdefault("_moved", {}).update(_move_to(self.origin, placement))
         self.__dict__["stage_id"], self.__dict__["stage_placement"] = stage_id, placement
+
+    def __getstate__(self):  # the replaced parameters are the graph's business, not a copy's
+        return {k: v for k, v in self.__dict__.items() if k != "_moved"}
 
     def __getattr__(self, name):
         origin = self.__dict__.get("origin")
@@ -70,7 +97,27 @@ class GraphModule:
         return self.origin(*args, **kwargs)
 
     def __repr__(self):
-        return f"GraphModule({self.origin!r}, activation_checkpointing={self.activation_checkpointing})"
+        stage = "" if self.stage_id is None else f", stage_id={self.stage_id}, placement={self.stage_placement!r}"
+        return f"GraphModule({self.origin!r}, activation_checkpointing={self.activation_checkpointing}{stage})"
+
+
+def _move_to(module, placement):
+    """The parameters and buffers of ``module`` not on ``placement`` made global there (broadcast); returns
+    ``{id(old parameter): (old parameter, new parameter)}``."""
+    broadcast = flow.sbp.broadcast
+    moved = {}
+    with flow.no_grad():
+        for m in module.modules():
+            for key, p in m._parameters.items():
+                if p is None or (getattr(p, "is_global", False) and p.placement == placement):
+                    continue
+                new = flow.nn.Parameter(p.detach().to_global(placement=placement, sbp=broadcast), p.requires_grad)
+                m._parameters[key] = new
+                moved[id(p)] = (p, new)  # the old one kept: its id must not be reused while this is looked up
+            for key, b in m._buffers.items():
+                if b is not None and not (getattr(b, "is_global", False) and b.placement == placement):
+                    m._buffers[key] = b.to_global(placement=placement, sbp=broadcast)
+    return moved
 
 
 @contextlib.contextmanager

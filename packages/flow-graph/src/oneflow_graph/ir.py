@@ -125,7 +125,7 @@ class GraphIR:
         for n in self.nodes:
             n.inputs = [mapping.get(v, v) if v is not None else None for v in n.inputs]
             n.outputs = [mapping.get(v, v) if v is not None and v.producer is not n else v for v in n.outputs]
-        self.outputs = map_leaves(self.outputs, lambda v: mapping.get(v, v) if isinstance(v, Value) else v)
+        self.outputs = map_leaves(self.outputs, lambda v: _remap(v, mapping))
         self.escaped = [(mapping.get(v, v), setter) for v, setter in self.escaped]
 
     def drop_unused_constants(self):
@@ -144,3 +144,13 @@ class GraphIR:
 
     def __str__(self):
         return self.format()
+
+
+def _remap(v, mapping):
+    """An output leaf through ``mapping``; a tensor subclass output (tracer.Wrapped) has its inner values
+    rewritten."""
+    if isinstance(v, Value):
+        return mapping.get(v, v)
+    if hasattr(v, "rebuild") and hasattr(v, "inner"):
+        v.inner = [_remap(x, mapping) for x in v.inner]
+    return v

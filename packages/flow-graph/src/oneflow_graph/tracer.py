@@ -82,18 +82,10 @@ class Proxy(flow.Tensor):
         return self.detach()
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        # the trace may back-propagate a transformed loss (gradient accumulation's loss / n, a grad scaler's
-        # loss * scale), as eager code would write it, while build() keeps the loss it computed
         mode = active_mode()
-        transform = getattr(mode, "loss_transform", None)
-        loss = self if transform is None else transform(self)  # a linear map: a given gradient keeps its meaning
-        ir = getattr(mode, "ir", None)
-        start = None if ir is None else len(ir.nodes)
-        try:
-            return flow.Tensor.backward(loss, gradient, retain_graph, create_graph, inputs)
-        finally:
-            if ir is not None:  # the nodes the backward traced (activation checkpointing recomputes before them)
-                ir.__dict__.setdefault("backward_nodes", []).extend(ir.nodes[start:])
+        if mode is None:
+            return flow.Tensor.backward(self, gradient, retain_graph, create_graph, inputs)
+        return mode.backward(self, gradient, retain_graph, create_graph, inputs)
 
     @property
     def is_lazy(self):
@@ -191,6 +183,24 @@ class TraceMode(DispatchMode):
         self._vars = {}  # id(tensor) -> (Value, shadow, tensor); the tensor is kept so that its id stays unique
         self.loss_transform = None  # applied to a traced loss before its backward (see Proxy.backward)
         self._proxies = {}  # address of a proxy's memory -> (Value, shadow, proxy); proxies are kept alive
+        self.on_backward = []  # callables told the node index where a traced backward begins
+        self.at_end = []  # callables run inside the trace after everything else (a plugin's closing steps)
+
+    def backward(self, loss, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """``loss.backward()`` of a traced loss (a proxy, or a tensor subclass holding one: a global loss). The
+        trace may back-propagate a transformed loss (gradient accumulation's ``loss / n``, a grad scaler's
+        ``loss * scale``), as eager code would write it, while build() keeps the loss it computed; the nodes
+        the backward traces are remembered (activation checkpointing recomputes before them, pipelining
+        schedules them apart from the forward)."""
+        transform = self.loss_transform
+        seed = loss if transform is None else transform(loss)  # a linear map: a given gradient keeps its meaning
+        start = len(self.ir.nodes)
+        for fn in self.on_backward:
+            fn(start)
+        try:
+            return flow.Tensor.backward(seed, gradient, retain_graph, create_graph, inputs)
+        finally:
+            self.ir.__dict__.setdefault("backward_nodes", []).extend(self.ir.nodes[start:])
 
     def _new_proxy(self, value, shadow, device):
         p = _proxy(value, shadow, device, self.graph_name)
@@ -308,6 +318,8 @@ def trace(fn, args=(), kwargs=None, *, name="graph", names=None, grad=False, aft
         out = fn(*pargs, **pkwargs)
         if after is not None:
             after()
+        for fn in mode.at_end:
+            fn()
     ir.outputs = map_leaves(out, mode.result_value)
     ir.mode = mode
     return ir

@@ -1,0 +1,197 @@
+"""Pipeline parallelism inside ``nn.Graph``: modules made stages with ``module.to(GraphModule).set_stage(i,
+placement)`` and gradient accumulation's micro-batches run as a 1F1B pipeline (PipeDream-Flush, as Megatron-LM).
+
+Every rank traces the whole ``build`` on global tensors: ops on a placement that does not hold this rank compute
+nothing there (flow-dist's rule), and the placement change between two stages is a ``dist_send`` on the ranks
+of the one and a ``dist_recv`` on the ranks of the other, its gradient the reverse pair in the backward. So each
+rank's plan holds its own stage's work and transfers. Gradient accumulation traces micro-batch ``j``'s forward
+``F_j`` and backward ``B_j`` one after the other; :func:`schedule` then reorders this rank's plan into its
+stage's 1F1B order (``stages - i - 1`` warm-up forwards, then one forward and one backward in turn, then the
+remaining backwards: :func:`oneflow_dist.plan.schedule.one_f_one_b`, the order of flow-dist's eager pipeline),
+so that a stage holds the activations of at most ``stages - i`` micro-batches. Sends never wait (their buffers
+are kept until the plan's last step), receives wait for their message, and every transfer of the trace has its
+own tag, so the ranks' different orders always match up and never deadlock. The optimizers step after the last
+micro-batch, in the plan's last steps.
+"""
+import contextlib
+
+import oneflow as flow
+
+from .ir import NODE
+from .structure import map_leaves
+from .tracer import active_mode
+
+
+def staged_modules(modules):
+    """``[(name, GraphModule)]`` of the modules (and submodules) of a graph given a stage with ``set_stage``."""
+    out, seen = [], set()
+    for prefix, top in modules.items():
+        for name, m in top.named_modules(prefix=prefix):
+            proxy = m.__dict__.get("_graph_module_proxy")
+            if proxy is not None and proxy.stage_id is not None and id(m) not in seen:
+                seen.add(id(m))
+                out.append((name, proxy))
+    return out
+
+
+class Stages:
+    """The stages of a graph: ``placements[i]`` is stage ``i``'s placement; ``index`` this rank's stage (None
+    when no stage holds this rank)."""
+
+    def __init__(self, placements, index):
+        self.placements, self.index = placements, index
+
+    def __len__(self):
+        return len(self.placements)
+
+
+def check(graph_name, staged):
+    """The :class:`Stages` of ``staged`` (from :func:`staged_modules`); raises ValueError for stage ids that
+    are not ``0 .. n-1``, one stage given two placements, two stages sharing a rank, or a stage without a
+    placement."""
+    by_id = {}
+    for name, proxy in staged:
+        sid, placement = proxy.stage_id, proxy.stage_placement
+        if placement is None:
+            raise ValueError(f"{graph_name}: module '{name}' is stage {sid} but has no placement; call "
+                             f"set_stage({sid}, placement) (or make its parameters global on one placement first)")
+        prev = by_id.setdefault(sid, (name, placement))
+        if prev[1] != placement:
+            raise ValueError(f"{graph_name}: stage {sid} is given placement {prev[1]!r} on module '{prev[0]}' and "
+                             f"{placement!r} on module '{name}'; a stage has one placement")
+    ids = sorted(by_id)
+    if ids != list(range(len(ids))):
+        raise ValueError(f"{graph_name}: pipeline stage ids must be 0 .. n-1 with none missing, but got {ids}")
+    placements = [by_id[i][1] for i in ids]
+    world = flow.env.get_world_size()
+    owner = {}
+    for i, p in enumerate(placements):
+        for r in (int(q) for q in p.ranks.reshape(-1)):
+            if r >= world:
+                raise ValueError(f"{graph_name}: stage {i}'s placement {p!r} names rank {r}, but the job has "
+                                 f"{world} rank(s)")
+            if owner.setdefault(r, i) != i:
+                raise ValueError(f"{graph_name}: rank {r} is in the placements of stages {owner[r]} and {i}; each "
+                                 f"rank runs one stage of a pipeline")
+    return Stages(placements, owner.get(flow.env.get_rank()))
+
+
+def _to_stage(x, placement):
+    if not isinstance(x, flow.Tensor) or not getattr(x, "is_global", False) or x.placement == placement:
+        return x
+    nd = x.sbp if len(x.sbp) == placement.ranks.ndim else (flow.sbp.broadcast,) * placement.ranks.ndim
+    return x.to_global(placement=placement, sbp=nd)
+
+
+@contextlib.contextmanager
+def stage_inputs(graph_name, staged, pipelined):
+    """While tracing: the global tensors passed to a staged module move to its stage's placement first (as
+    OneFlow moves a stage's inputs). When ``pipelined``, a forward calling a staged module after one of a later
+    stage raises ValueError: the stages' 1F1B orders assume data flows from stage i to stage i + 1 (stage i's
+    forward waits for stage i - 1's) and would otherwise wait on each other for ever. Yields a callable to
+    register with the trace's ``on_backward`` (a backward ends a micro-batch's forward)."""
+    handles, last = [], [None]
+    for name, proxy in staged:
+        placement = proxy.stage_placement
+
+        def pre(module, args, placement=placement, sid=proxy.stage_id, name=name):
+            prev = last[0]
+            if pipelined and prev is not None and sid < prev[0]:
+                raise ValueError(f"{graph_name}: module '{name}' (stage {sid}) runs after module '{prev[1]}' (stage "
+                                 f"{prev[0]}) in the forward; pipeline stage ids must follow the order the modules "
+                                 f"run in (each stage's input comes from the stage before)")
+            last[0] = (sid, name)
+            return map_leaves(tuple(args), lambda x: _to_stage(x, placement))
+
+        handles.append(proxy.origin.register_forward_pre_hook(pre))
+
+    def backward_began(start):
+        last[0] = None
+
+    try:
+        yield backward_began
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def marking_backwards(fn, mark):
+    """``fn`` for the tracer, with ``mark`` told where each traced backward begins."""
+    def run(*args, **kwargs):
+        active_mode().on_backward.append(mark)
+        return fn(*args, **kwargs)
+
+    return run
+
+
+def adopt_moved_parameters(graph_name, staged, optimizers):
+    """The optimizers of the graph take the global parameters ``set_stage`` replaced their parameters by."""
+    moved = {}
+    for _, proxy in staged:
+        moved.update(proxy.__dict__.get("_moved", {}))
+    if not moved:
+        return
+
+    def replaced(p):
+        entry = moved.get(id(p))
+        return entry[1] if entry is not None and entry[0] is p else None
+
+    for opt in optimizers:
+        for group in opt.param_groups:
+            if all(replaced(p) is None for p in group["params"]):
+                continue
+            if any(replaced(p) is not None and p in opt.state for p in group["params"]):
+                raise RuntimeError(f"{graph_name}: {type(opt).__name__} has stepped parameters that set_stage then "
+                                   f"moved to their stage's placement; make the optimizer after set_stage")
+            group["params"] = [replaced(p) or p for p in group["params"]]
+
+
+def schedule(ir, micro_batches, stage, stages):
+    """Reorders ``ir.nodes`` into stage ``stage``'s 1F1B order over ``micro_batches`` (``[(forward nodes,
+    backward nodes)]`` per micro-batch, as gradient accumulation traced them): the nodes before the first
+    micro-batch (the inputs' split) stay first, those after the last (outputs' packing, optimizer steps) last.
+    Records ``ir.pipeline``. Raises RuntimeError when the order would read a value before it is made (a forward
+    reading another micro-batch's backward)."""
+    from oneflow_dist.plan.schedule import one_f_one_b
+
+    m = len(micro_batches)
+    order = one_f_one_b(stages, m)[stage]
+    segment = {("F", j): f for j, (f, _) in enumerate(micro_batches)}
+    segment.update({("B", j): b for j, (_, b) in enumerate(micro_batches)})
+    inside = {id(n) for part in segment.values() for n in part}
+    pos = {id(n): i for i, n in enumerate(ir.nodes)}
+    at = [pos[id(n)] for part in segment.values() for n in part if id(n) in pos]
+    lo, hi = min(at), max(at)
+    between = [n for n in ir.nodes[lo:hi + 1] if id(n) not in inside]
+    if between:
+        raise RuntimeError(f"pipeline: {between[0].name} was traced between micro-batches, outside any")
+    new = ir.nodes[:lo] + [n for key in order for n in segment[key] if id(n) in pos] + ir.nodes[hi + 1:]
+    _check_order(ir.nodes, new)
+    ir.nodes = new
+    ir.pipeline = {"stage": stage, "stages": stages, "micro_batches": m, "order": order}
+    return ir.pipeline
+
+
+def _check_order(old, new):
+    """Every value is made before it is read, and every write to a tensor keeps its place among the reads and
+    writes of that tensor."""
+    where = {id(n): i for i, n in enumerate(new)}
+    touches = {}
+    for k, n in enumerate(old):
+        for i, v in enumerate(n.inputs):
+            if v is None:
+                continue
+            if v.kind == NODE and v.producer is not None and where[id(v.producer)] >= where[id(n)]:
+                raise RuntimeError(f"pipeline: {n.name} (at {n.location}) reads the result of {v.producer.name}, "
+                                   f"which the 1F1B order runs after it; a micro-batch's forward must not read "
+                                   f"another micro-batch's backward")
+            touches.setdefault(id(v.root()), []).append((k, where[id(n)], i in n.mutates))
+    for seq in touches.values():
+        if not any(w for _, _, w in seq):
+            continue
+        for a in range(len(seq)):
+            for b in range(a + 1, len(seq)):
+                (ka, na, wa), (kb, nb, wb) = seq[a], seq[b]
+                if (wa or wb) and ka != kb and na > nb:
+                    raise RuntimeError("pipeline: the 1F1B order would move a write to a tensor across a read or "
+                                       "write of it in another micro-batch")
