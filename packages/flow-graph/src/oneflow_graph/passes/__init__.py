@@ -6,6 +6,7 @@ from .copy_elision import copy_elision
 from .cse import common_subexpression_elimination
 from .dce import dead_code_elimination
 from .fuse_elementwise import fuse_elementwise
+from .fuse_softmax_ce import fuse_softmax_cross_entropy
 
 DEFAULT = (
     ("constant_folding", constant_folding),
@@ -13,6 +14,7 @@ DEFAULT = (
     ("cse", common_subexpression_elimination),
     ("dce", dead_code_elimination),
     ("copy_elision", copy_elision),
+    ("fuse_softmax_cross_entropy", fuse_softmax_cross_entropy),
     ("fuse_elementwise", fuse_elementwise),
 )
 
@@ -26,4 +28,5 @@ def run_default(ir, passes=DEFAULT):
 
 
 __all__ = ["algebraic_simplification", "constant_folding", "copy_elision", "common_subexpression_elimination",
-           "dead_code_elimination", "fuse_elementwise", "run_default", "DEFAULT"]
+           "dead_code_elimination", "fuse_elementwise", "fuse_softmax_cross_entropy", "run_default",
+           "DEFAULT"]
