@@ -5,6 +5,7 @@ from .const_fold import constant_folding
 from .copy_elision import copy_elision
 from .cse import common_subexpression_elimination
 from .dce import dead_code_elimination
+from .fold_conv_bn import fold_conv_bn
 from .fuse_elementwise import fuse_elementwise
 from .fuse_softmax_ce import fuse_softmax_cross_entropy
 
@@ -14,6 +15,7 @@ DEFAULT = (
     ("cse", common_subexpression_elimination),
     ("dce", dead_code_elimination),
     ("copy_elision", copy_elision),
+    ("fold_conv_bn", fold_conv_bn),
     ("fuse_softmax_cross_entropy", fuse_softmax_cross_entropy),
     ("fuse_elementwise", fuse_elementwise),
 )
@@ -28,5 +30,5 @@ def run_default(ir, passes=DEFAULT):
 
 
 __all__ = ["algebraic_simplification", "constant_folding", "copy_elision", "common_subexpression_elimination",
-           "dead_code_elimination", "fuse_elementwise", "fuse_softmax_cross_entropy", "run_default",
+           "dead_code_elimination", "fold_conv_bn", "fuse_elementwise", "fuse_softmax_cross_entropy", "run_default",
            "DEFAULT"]
