@@ -7,7 +7,9 @@ shifted bias:
 
 The scaled weight and bias are computed by ops inside the plan from the graph's variables, at each call: the
 parameters and buffers stay shared with the eager modules, so a change made to them after compiling (an eager
-update, ``load_state_dict``, a training graph's step) is what the next call folds.
+update, ``load_state_dict``, a training graph's step) is what the next call folds. Scaling the weight costs a
+pass over it per call, the batch norm a pass over its input: a pair whose weight has more elements than the
+activation (deep layers at batch 1) is kept as it is, where folding would cost more than it saves.
 
 A pair is left alone when anything else reads the convolution's result or the batch norm's saved statistics (a
 training graph's backward reads them: there the batch norm is kept), for batch norm in training mode or without
@@ -27,17 +29,20 @@ def fold_conv_bn(ir):
                 uses.setdefault(id(v), []).append(n)
     external = {id(v) for v in ir.output_values()} | {id(v) for v, _ in ir.escaped}
     pos = {id(n): i for i, n in enumerate(ir.nodes)}
-    folds = []  # (conv node, bn node)
+    folds, costlier = [], 0  # (conv node, bn node)
     for bn in ir.nodes:
         conv = _match(bn, uses, external)
         if conv is None:
+            continue
+        if _numel(conv.inputs[1].shape) > _numel(conv.outputs[0].shape):
+            costlier += 1
             continue
         roots = {id(v.root()) for v in bn.inputs[1:] + conv.inputs[1:] if v is not None}
         if any(id(n.inputs[i].root()) in roots for n in ir.nodes[pos[id(conv)] + 1:pos[id(bn)]] for i in n.mutates):
             continue
         folds.append((conv, bn))
     if not folds:
-        return {"folded": 0, "fold_ops": 0}
+        return {"folded": 0, "fold_ops": 0, "kept_costlier": costlier}
     inserted, mapping, dropped, fold_ops = {}, {}, set(), 0
     for conv, bn in folds:
         nodes, w2, b2 = _fold_nodes(ir, conv, bn)
@@ -54,7 +59,14 @@ def fold_conv_bn(ir):
         out.append(n)
     ir.nodes = out
     ir.replace_uses(mapping)
-    return {"folded": len(folds), "fold_ops": fold_ops}
+    return {"folded": len(folds), "fold_ops": fold_ops, "kept_costlier": costlier}
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _match(bn, uses, external):
