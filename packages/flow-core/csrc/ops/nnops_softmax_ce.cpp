@@ -149,7 +149,6 @@ void bwd_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
     const A keep = static_cast<A>(1.0 - ar.eps), smooth = static_cast<A>(ar.eps / static_cast<double>(C));
     T* op_ = o.data<T>();
     parallel_for(M, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
-      std::vector<T> lp(S == 1 ? static_cast<size_t>(C) : 0);
       for (int64_t m = b; m < e; ++m) {
         const int64_t off = (m / S) * C * S + m % S, tc = tp[m];
         const T* xr = xp + off;
@@ -161,9 +160,13 @@ void bwd_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
           const A sc = ar.red == Reduction::None ? static_cast<A>(gp[m]) : scalar_scale;
           nll::backward_row<T, A>(gi, C, S, tc, sc, keep, smooth, wp);
         }
-        if (S == 1) {  // the row's log-probabilities, then log_softmax's own backward row, in place
-          for (int64_t c = 0; c < C; ++c) lp[c] = static_cast<T>((static_cast<A>(xr[c]) - mx) - ls);
-          softmax::log_softmax_backward_row<A>(gi, lp.data(), gi, C);
+        if (S == 1) {  // softmax::log_softmax_backward_row's loops, the log-probabilities made on the fly
+          A s = 0;
+#pragma omp simd reduction(+ : s)
+          for (int64_t c = 0; c < C; ++c) s += static_cast<A>(gi[c]);
+#pragma omp simd
+          for (int64_t c = 0; c < C; ++c)
+            gi[c] = static_cast<T>(static_cast<A>(gi[c]) - vexp_nonpos<A>(log_prob<T, A>(xr[c], mx, ls)) * s);
         } else {
           A s = 0;  // gi = g - exp(log_prob) * sum(g), as the strided (column) loop of the backward sums
           for (int64_t c = 0; c < C; ++c) s += static_cast<A>(gi[c * S]);
