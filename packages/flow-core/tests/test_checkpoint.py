@@ -345,3 +345,26 @@ def test_autograd_grad_inside_the_region_matches_torch():
         res.append((x.grad.numpy(), w.grad.numpy()))
     for a, b in zip(*res):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_recomputing_names_the_region_being_recomputed(use_reentrant):
+    from oneflow.utils.checkpoint import recomputing
+
+    seen = []
+
+    def region(name):
+        def f(x):
+            seen.append((name, recomputing()))
+            return x.sin() * 2
+
+        return f
+
+    x = flow.randn(3, requires_grad=True)
+    y = checkpoint(region("b"), checkpoint(region("a"), x, use_reentrant=use_reentrant), use_reentrant=use_reentrant)
+    assert seen == [("a", None), ("b", None)]  # the forward is no recomputation
+    y.sum().backward()
+    assert recomputing() is None
+    rerun = dict(seen[2:])
+    assert sorted(rerun) == ["a", "b"] and all(isinstance(r, int) for r in rerun.values())
+    assert rerun["a"] != rerun["b"]  # each recomputation its own id

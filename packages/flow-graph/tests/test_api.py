@@ -225,7 +225,8 @@ def test_config_switches_passes_and_names_unsupported_features():
     g = Infer(mlp())
     g.config.enable_pass("cse", False)
     g(flow.randn(2, 6))
-    assert [n for n, _ in g._last.report] == ["constant_folding", "algebraic", "dce", "copy_elision",
+    assert [n for n, _ in g._last.report] == ["constant_folding", "algebraic", "checkpoint_recompute", "dce",
+                                                 "copy_elision", "fold_conv_bn", "fuse_softmax_cross_entropy",
                                                  "fuse_elementwise"]
     with pytest.raises(ValueError, match="unknown graph pass 'fusion'"):
         g.config.enable_pass("fusion")

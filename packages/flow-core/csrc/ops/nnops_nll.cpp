@@ -6,73 +6,19 @@
 
 #include "../autograd/grad_mode.h"
 #include "../kernels/cpu/parallel.h"
+#include "nll_util.h"
 #include "nnops_util.h"
 
 namespace flow {
 namespace {
 
+using nll::checked_targets;
+using nll::nll_args;
+using nll::nll_geometry;
+using nll::NllArgs;
+using nll::NllGeom;
+using nll::total_weight;
 using nn::Reduction;
-
-struct NllGeom {
-  int64_t N = 1, C = 1, S = 1;
-  Shape out_none;  // shape of the unreduced loss
-};
-
-NllGeom nll_geometry(const Tensor& x, const Tensor& t, const Tensor& w, const char* op) {
-  FLOW_RUNTIME_CHECK(x.dim() >= 1, op, ": input tensor should be 1D or more, got 0D");
-  FLOW_RUNTIME_CHECK(is_integral(t.dtype()), op, ": expected target of an integer dtype (Long), but found ",
-                     dtype_name(t.dtype()));
-  NllGeom g;
-  if (x.dim() == 1) {
-    FLOW_RUNTIME_CHECK(t.dim() == 0, op,
-                       ": 0D or 1D target tensor expected for 1D input, multi-target not supported"
-                       " (got target of ",
-                       t.dim(), " dims)");
-    g.C = x.size(0);
-  } else {
-    g.N = x.size(0);
-    g.C = x.size(1);
-    FLOW_VALUE_CHECK(t.dim() >= 1 && t.size(0) == g.N, "Expected input batch_size (", g.N,
-                     ") to match target batch_size (", t.dim() >= 1 ? t.size(0) : 0, ").");
-    Shape expect{g.N};
-    for (int64_t i = 2; i < x.dim(); ++i) expect.push_back(x.size(i)), g.S *= x.size(i);
-    FLOW_RUNTIME_CHECK(t.sizes() == expect, op, ": expected target size ", shape_str(expect), ", got ",
-                       shape_str(t.sizes()));
-    g.out_none = expect;
-  }
-  if (w.defined())
-    FLOW_RUNTIME_CHECK(w.dim() == 1 && w.numel() == g.C, op, ": weight tensor should be defined either for all ", g.C,
-                       " classes or no classes but got weight tensor of shape: ", shape_str(w.sizes()));
-  return g;
-}
-
-struct NllArgs {
-  Reduction red;
-  int64_t ignore;
-  double eps;
-};
-NllArgs nll_args(const Attrs& a, const char* op) {
-  return {nn::parse_reduction(a.str("reduction"), op), a.i("ignore_index"),
-          a.has("label_smoothing") ? a.f("label_smoothing") : 0.0};
-}
-
-// Validated targets as int64 (raises IndexError before any memory is read with them).
-Tensor checked_targets(const Tensor& t, int64_t C, int64_t ignore) {
-  Tensor ti = nn::contig_as(t, DType::Int64);
-  const int64_t* p = ti.data<int64_t>();
-  for (int64_t i = 0, n = ti.numel(); i < n; ++i)
-    if (p[i] != ignore && (p[i] < 0 || p[i] >= C)) fail(ErrorKind::Index, "Target ", p[i], " is out of bounds.");
-  return ti;
-}
-
-// Sum of the weights of non-ignored targets (the 'mean' denominator).
-template <typename A>
-double total_weight(const int64_t* t, const A* w, int64_t n, int64_t ignore) {
-  double tw = 0;
-  for (int64_t i = 0; i < n; ++i)
-    if (t[i] != ignore) tw += w ? static_cast<double>(w[t[i]]) : 1.0;
-  return tw;
-}
 
 std::vector<TensorMeta> nll_meta(const TensorList& in, const Attrs& a, const char* op) {
   NllGeom g = nll_geometry(in[0], in[1], in[2], op);
@@ -170,14 +116,7 @@ void nll_backward_kernel(const TensorList& in, const TensorList& out, const Attr
           for (int64_t c = 0; c < C; ++c) base[c * S] = T(0);
           continue;
         }
-        if (S == 1 && !wp) {  // class rows (N, C): the common case, vectorised
-          const T v = static_cast<T>(-sc * smooth);
-#pragma omp simd
-          for (int64_t c = 0; c < C; ++c) base[c] = v;
-        } else {
-          for (int64_t c = 0; c < C; ++c) base[c * S] = static_cast<T>(-sc * smooth * (wp ? wp[c] : A(1)));
-        }
-        base[tc * S] = static_cast<T>(static_cast<A>(base[tc * S]) - sc * keep * (wp ? wp[tc] : A(1)));
+        nll::backward_row<T, A>(base, C, S, tc, sc, keep, smooth, wp);
       }
     });
   });

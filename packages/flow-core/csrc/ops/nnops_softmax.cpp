@@ -6,6 +6,7 @@
 
 #include "../kernels/cpu/parallel.h"
 #include "nnops_util.h"
+#include "softmax_rows.h"
 #include "unary_vec.h"
 
 namespace flow {
@@ -38,31 +39,32 @@ void softmax_fwd(const T* x, T* y, const Geometry& g) {
       for (int64_t o = b; o < e; ++o) {
         const T* xr = x + o * D;
         T* yr = y + o * D;
-        // contiguous rows: `omp simd` reductions and the vectorisable exp (unary_vec.h) for float
-        A mx = vmax_nan<A>(xr, D);
-        if (std::isinf(mx) && mx < 0) mx = 0;  // all -inf: keep exp(x - mx) = 0, sum 0 -> nan like torch
-        A sum = 0;
         if constexpr (Log) {
-#pragma omp simd reduction(+ : sum)
-          for (int64_t i = 0; i < D; ++i) sum += vexp_nonpos<A>(static_cast<A>(xr[i]) - mx);
-          A ls = std::log(sum);  // (x - max) - log(sum): keeps precision for large inputs
+          A mx, ls;
+          softmax::log_normaliser<A>(xr, D, 1, mx, ls);
 #pragma omp simd
           for (int64_t i = 0; i < D; ++i) yr[i] = static_cast<T>((static_cast<A>(xr[i]) - mx) - ls);
-        } else if constexpr (std::is_same_v<T, A>) {
-#pragma omp simd reduction(+ : sum)
-          for (int64_t i = 0; i < D; ++i) {
-            A v = vexp_nonpos<A>(static_cast<A>(xr[i]) - mx);
-            yr[i] = v;
-            sum += v;
-          }
-          A inv = A(1) / sum;
-#pragma omp simd
-          for (int64_t i = 0; i < D; ++i) yr[i] *= inv;
         } else {
-          // 16-bit outputs: recompute exp in acc_t rather than rounding twice
+          // contiguous rows: `omp simd` reductions and the vectorisable exp (unary_vec.h) for float
+          A mx = vmax_nan<A>(xr, D);
+          if (std::isinf(mx) && mx < 0) mx = 0;  // all -inf: keep exp(x - mx) = 0, sum 0 -> nan like torch
+          A sum = 0;
+          if constexpr (std::is_same_v<T, A>) {
 #pragma omp simd reduction(+ : sum)
-          for (int64_t i = 0; i < D; ++i) sum += vexp_nonpos<A>(static_cast<A>(xr[i]) - mx);
-          for (int64_t i = 0; i < D; ++i) yr[i] = static_cast<T>(vexp_nonpos<A>(static_cast<A>(xr[i]) - mx) / sum);
+            for (int64_t i = 0; i < D; ++i) {
+              A v = vexp_nonpos<A>(static_cast<A>(xr[i]) - mx);
+              yr[i] = v;
+              sum += v;
+            }
+            A inv = A(1) / sum;
+#pragma omp simd
+            for (int64_t i = 0; i < D; ++i) yr[i] *= inv;
+          } else {
+            // 16-bit outputs: recompute exp in acc_t rather than rounding twice
+#pragma omp simd reduction(+ : sum)
+            for (int64_t i = 0; i < D; ++i) sum += vexp_nonpos<A>(static_cast<A>(xr[i]) - mx);
+            for (int64_t i = 0; i < D; ++i) yr[i] = static_cast<T>(vexp_nonpos<A>(static_cast<A>(xr[i]) - mx) / sum);
+          }
         }
       }
     });
@@ -109,14 +111,10 @@ void softmax_bwd(const T* gr, const T* y, T* gi, const Geometry& g) {
       for (int64_t o = b; o < e; ++o) {
         const T *gr_ = gr + o * D, *yr = y + o * D;
         T* out = gi + o * D;
-        A s = 0;
         if constexpr (Log) {
-#pragma omp simd reduction(+ : s)
-          for (int64_t i = 0; i < D; ++i) s += static_cast<A>(gr_[i]);
-#pragma omp simd
-          for (int64_t i = 0; i < D; ++i)
-            out[i] = static_cast<T>(static_cast<A>(gr_[i]) - vexp_nonpos<A>(static_cast<A>(yr[i])) * s);
+          softmax::log_softmax_backward_row<A>(gr_, yr, out, D);
         } else {
+          A s = 0;
 #pragma omp simd reduction(+ : s)
           for (int64_t i = 0; i < D; ++i) s += static_cast<A>(gr_[i]) * static_cast<A>(yr[i]);
 #pragma omp simd

@@ -262,6 +262,10 @@ SUMMARIES = {
     "kl_div": "The Kullback-Leibler divergence between ``target`` and the distribution whose log-probabilities are "
               "``input``.",
     "nll_loss": "The negative log likelihood of the ``target`` classes, from log-probabilities ``input``.",
+    "_softmax_cross_entropy": "cross_entropy over class indices as one op (log_softmax along the class dim and "
+                              "nll_loss): the loss, and each row's shift and log-normaliser.",
+    "_softmax_cross_entropy_backward": "The gradient of ``_softmax_cross_entropy``'s loss with respect to its logits, "
+                                       "from the logits and the rows' shift and log-normaliser.",
     "_linear_cross_entropy_chunked": "The per-row cross entropy of ``input @ linear_weight.T + linear_bias`` "
                                      "against class indices ``target``, computed ``chunk_rows`` rows at a time, "
                                      "and the row weights.",

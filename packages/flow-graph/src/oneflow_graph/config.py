@@ -24,7 +24,10 @@ class GraphConfig:
         self._training = bool(mode)
 
     def enable_pass(self, name, mode=True):
-        """Turns the pass ``name`` (``constant_folding``, ``cse``, ``dce``, ``copy_elision``) on or off."""
+        """Turns the pass ``name`` of the default pipeline (``oneflow_graph.passes.DEFAULT``: ``constant_folding``,
+        ``algebraic``, ``checkpoint_recompute``, ``cse``, ``dce``, ``copy_elision``, ``fold_conv_bn``,
+        ``fuse_softmax_cross_entropy``, ``fuse_elementwise``) on or off; an unknown name raises ``ValueError``
+        listing them."""
         known = [n for n, _ in _passes.DEFAULT]
         if name not in known:
             raise ValueError(f"unknown graph pass {name!r}; the passes are {known}")

@@ -11,6 +11,7 @@ import sys
 
 import oneflow as flow
 from oneflow._dispatch import DispatchMode, current_modes
+from oneflow.utils.checkpoint import recomputing
 
 from . import effects
 from .errors import GraphTraceError, user_location, value_read_error
@@ -289,6 +290,9 @@ class TraceMode(DispatchMode):
             node.outputs.append(v)
             results.append(self._new_proxy(v, o, device))
         self.ir.nodes.append(node)
+        region = recomputing()
+        if region is not None:  # flow.utils.checkpoint recomputing a region for the backward: see passes/recompute.py
+            self.ir.__dict__.setdefault("recomputed", {}).setdefault(region, []).append(node)
         return type(out)(results) if multi else results[0]
 
     def result_value(self, x):

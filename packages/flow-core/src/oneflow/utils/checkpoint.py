@@ -3,6 +3,8 @@ its intermediate activations, and recompute them, with the same random numbers, 
 reaches it. Trades one extra forward of that piece for its activation memory.
 """
 import contextlib
+import itertools
+import threading
 import warnings
 
 from .. import _C
@@ -14,6 +16,17 @@ from ..nn.modules.container import Sequential
 from ..random import fork_rng, get_rng_state, set_rng_state
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "noop_context_fn"]
+
+_recompute_ids = itertools.count(1)
+_recomputing = threading.local()  # .stack: ids of the recomputations running on this thread, innermost last
+
+
+def recomputing():
+    """The id of the checkpointed region whose forward is being recomputed on this thread (the innermost one),
+    or None outside a recomputation. A graph tracer tags the ops it records then with it, so that its passes
+    keep the recomputation apart from the forward it repeats."""
+    stack = getattr(_recomputing, "stack", None)
+    return stack[-1] if stack else None
 
 _REENTRANT_GRAD_ERROR = (
     "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an `inputs` parameter "
@@ -46,10 +59,15 @@ def _replaying(state):
     """Runs the block in the forward's random and autocast state (see _forward_state); the caller's are
     restored after."""
     rng_state, autocast = state
-    with fork_rng(enabled=rng_state is not None), _autocast(**autocast):
-        if rng_state is not None:
-            set_rng_state(rng_state)
-        yield
+    stack = _recomputing.__dict__.setdefault("stack", [])
+    stack.append(next(_recompute_ids))
+    try:
+        with fork_rng(enabled=rng_state is not None), _autocast(**autocast):
+            if rng_state is not None:
+                set_rng_state(rng_state)
+            yield
+    finally:
+        stack.pop()
 
 
 class _CheckpointFunction(Function):

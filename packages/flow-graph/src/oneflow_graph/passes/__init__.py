@@ -5,14 +5,20 @@ from .const_fold import constant_folding
 from .copy_elision import copy_elision
 from .cse import common_subexpression_elimination
 from .dce import dead_code_elimination
+from .fold_conv_bn import fold_conv_bn
 from .fuse_elementwise import fuse_elementwise
+from .fuse_softmax_ce import fuse_softmax_cross_entropy
+from .recompute import checkpoint_recompute
 
 DEFAULT = (
     ("constant_folding", constant_folding),
     ("algebraic", algebraic_simplification),
+    ("checkpoint_recompute", checkpoint_recompute),
     ("cse", common_subexpression_elimination),
     ("dce", dead_code_elimination),
     ("copy_elision", copy_elision),
+    ("fold_conv_bn", fold_conv_bn),
+    ("fuse_softmax_cross_entropy", fuse_softmax_cross_entropy),
     ("fuse_elementwise", fuse_elementwise),
 )
 
@@ -25,5 +31,6 @@ def run_default(ir, passes=DEFAULT):
     return report
 
 
-__all__ = ["algebraic_simplification", "constant_folding", "copy_elision", "common_subexpression_elimination",
-           "dead_code_elimination", "fuse_elementwise", "run_default", "DEFAULT"]
+__all__ = ["algebraic_simplification", "checkpoint_recompute", "constant_folding", "copy_elision",
+           "common_subexpression_elimination", "dead_code_elimination", "fold_conv_bn", "fuse_elementwise",
+           "fuse_softmax_cross_entropy", "run_default", "DEFAULT"]

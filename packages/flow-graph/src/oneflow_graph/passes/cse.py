@@ -32,13 +32,14 @@ def common_subexpression_elimination(ir):
     written = {id(n.inputs[i].root()) for n in ir.nodes for i in n.mutates}
     writes = {}  # id(root) -> number of writes so far
     seen, mapping, kept = {}, {}, []
+    region = ir.__dict__.get("recompute_region") or {}  # a checkpoint's recomputation stays apart (recompute.py)
     for n in ir.nodes:
         n.inputs = [mapping.get(v, v) if v is not None else None for v in n.inputs]
         outs = n.new_outputs()
         mergeable = (effects.is_pure(n.op, n.attrs) and outs and len(outs) == len(n.outputs)
                      and not any(id(v.root()) in written for v in outs))
         if mergeable:
-            key = (n.op.name, attrs_key(n.attrs),
+            key = (n.op.name, attrs_key(n.attrs), region.get(id(n)),
                    tuple(None if v is None else (v.id, writes.get(id(v.root()), 0)) for v in n.inputs))
             prev = seen.get(key)
             if prev is not None:
