@@ -38,6 +38,10 @@ _EXTRA = {
     # a lookup keeps the layout of its indices (batch or sequence split); the table's gradient sums over them,
     # unless scaled by the frequencies of the whole batch
     "embedding": ["B, S(0) -> S(0)", "B, S(1) -> S(1)"],
+    # a linear layer's weight and bias gradients (grad^T @ input, grad's column sums) from one pass: a split
+    # batch sums both (data parallelism), split output features split both, split input features the weight's
+    "_mm_t_colsum": ["S(0), S(0) -> P(sum), P(sum)", "S(1), B -> S(0), S(0)", "B, S(1) -> S(1), B",
+                     "P(sum), B -> P(sum), P(sum)", "B, P(sum) -> P(sum), B"],
     "embedding_dense_backward": lambda inputs, attrs: [] if attrs.get("scale_grad_by_freq") else
     ["S(0), S(0) -> P(sum)", "S(1), S(1) -> P(sum)"],
 }

@@ -118,4 +118,22 @@ if n == 4:
                      lambda v: flow.tensor(v, placement=mesh, sbp=x_sbp))
         for g_, w_ in zip(got, want):
             np.testing.assert_allclose(g_, w_, rtol=1e-5, atol=1e-6, err_msg=f"{x_sbp} {p_sbp}")
+# ---- a Linear layer big enough for the fused weight+bias gradient (_mm_t_colsum, one pass over the output
+# gradient): data parallel (S(0) batch, B params) its gradients come out partial and are all-reduced once each;
+# column parallel (B input, weight and bias split by output feature) they stay split with no communication
+lin_x = rng.standard_normal((64 * n, 64)).astype(np.float32)
+lin_w, lin_b = (rng.standard_normal(s).astype(np.float32) * 0.1 for s in [(64, 64), (64,)])
+want_w, want_b = flow.tensor(lin_w, requires_grad=True), flow.tensor(lin_b, requires_grad=True)
+(flow.nn.functional.linear(flow.tensor(lin_x), want_w, want_b) ** 2).sum().backward()
+for x_sbp, w_sbp, b_sbp, grads_comm in ((S(0), B, B, ["all_reduce", "all_reduce"]), (B, S(0), S(0), [])):
+    w, b = glob(lin_w, w_sbp, True), glob(lin_b, b_sbp, True)
+    out = flow.nn.functional.linear(glob(lin_x, x_sbp), w, b)
+    loss = (out ** 2).sum()
+    with dist.comm_debug() as comm:
+        loss.backward()
+    if n > 1:
+        assert [c["collective"] for c in comm.records] == grads_comm, comm.records
+    assert w.grad.sbp == (w_sbp,) and b.grad.sbp == (b_sbp,), (w.grad.sbp, b.grad.sbp)
+    np.testing.assert_allclose(w.grad.numpy(), want_w.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(b.grad.numpy(), want_b.grad.numpy(), rtol=1e-4, atol=1e-4)
 print("global train ok")
