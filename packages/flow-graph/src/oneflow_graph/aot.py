@@ -95,7 +95,6 @@ def compile_region(fn, args, kwargs, *, name, names, grad, passes=None, ir_hooks
     traced = list(ir.nodes)  # keeps the traced nodes alive, so that their ids stay theirs through the passes
     backward_nodes = {id(n) for n in traced} - forward_nodes
     ir.outputs = (map_leaves(out, mode.result_value), [None if g is None else mode.value_of(g)[0] for g in grads])
-    ir.mode = mode
     region.report = _passes.run_default(ir, passes or _passes.DEFAULT)
     for hook in ir_hooks:
         region.report.append((getattr(hook, "__name__", "hook"), hook(ir)))

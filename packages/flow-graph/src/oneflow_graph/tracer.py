@@ -325,5 +325,4 @@ def trace(fn, args=(), kwargs=None, *, name="graph", names=None, grad=False, aft
         for fn in mode.at_end:
             fn()
     ir.outputs = map_leaves(out, mode.result_value)
-    ir.mode = mode
     return ir
