@@ -10,9 +10,9 @@
     flowrun --nproc 2 examples/gpt_hybrid/train.py --layout pp --graph  # the pipeline inside an nn.Graph
 
 Every rank prints its loss per step, then its tokens/s (the global batch's tokens over the time of the steps
-after ``--warmup``), its peak resident memory (VmHWM) and the peak of its tensors' bytes (params, grads,
-optimizer state, activations). The batches come from a seeded generator, so every
-layout sees the same global batches as the single-process run.
+after ``--warmup``), its peak resident memory (VmHWM), the peak of its tensors' bytes (params, grads,
+optimizer state, activations) and the tensor bytes left after the last step (the model states). The batches
+come from a seeded generator, so every layout sees the same global batches as the single-process run.
 """
 import argparse
 import os
@@ -49,6 +49,12 @@ def tensor_peak_mib():
     PyTorch's max_memory_allocated): the model, gradients, optimizer state and activations, without the
     runtime's own memory or the allocator's cache."""
     return flow._C._allocator_stats()["peak_allocated_bytes"] / 2**20
+
+
+def tensor_mib():
+    """The bytes held by live tensors now: after a step, the model states (parameters, gradients, optimizer
+    state), which ZeRO shards."""
+    return flow._C._allocator_stats()["allocated_bytes"] / 2**20
 
 
 def parse_args(argv=None):
@@ -205,7 +211,7 @@ def main(argv=None):
     timed = args.steps - args.warmup
     tps = timed * args.batch * size["seq"] / (time.perf_counter() - t0) if t0 is not None and timed > 0 else 0.0
     print(f"rank {rank} layout {args.layout} tokens/s {tps:.1f} peak_mem_mib {peak_rss_mib():.1f} "
-          f"tensor_peak_mib {tensor_peak_mib():.1f}", flush=True)
+          f"tensor_peak_mib {tensor_peak_mib():.1f} state_mib {tensor_mib():.1f}", flush=True)
 
 
 if __name__ == "__main__":

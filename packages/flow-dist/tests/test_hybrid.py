@@ -35,7 +35,7 @@ def _losses(out, nproc):
             losses[r].append(float(m[3]))
     for r in range(nproc):
         summary = re.search(rf"^rank {r} layout \w+ tokens/s ([\d.]+) peak_mem_mib ([\d.]+) tensor_peak_mib "
-                            rf"([\d.]+)$", out, re.M)
+                            rf"([\d.]+) state_mib ([\d.]+)$", out, re.M)
         assert summary and float(summary[1]) > 0 and float(summary[2]) > 10 and float(summary[3]) > 0, out
     return losses
 
