@@ -8,7 +8,7 @@ import numpy as np
 import oneflow as flow
 import oneflow.nn as nn
 
-from reference import single_process_losses
+from reference import mse_loss as loss_fn, optimizer, single_process_losses
 n = flow.env.get_world_size()
 rank = flow.env.get_rank()
 p = flow.env.all_device_placement("cpu")
@@ -22,16 +22,6 @@ ys = [rng.standard_normal((batch, 4)).astype(np.float32) for _ in range(20)]
 def model():
     flow.manual_seed(0)
     return nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4))
-
-
-def loss_fn(m, x, y):
-    return ((m(x) - y) ** 2).mean()
-
-
-def optimizer(kind, params):
-    if kind == "sgd":
-        return flow.optim.SGD(params, lr=0.1, momentum=0.9)
-    return flow.optim.Adam(params, lr=0.01)
 
 
 class Train(nn.Graph):

@@ -14,7 +14,7 @@ import oneflow.nn as nn
 from oneflow.nn.graph import GraphModule
 from oneflow_dist.plan.schedule import one_f_one_b
 
-from reference import single_process_losses
+from reference import mse_loss as loss_fn, optimizer, single_process_losses
 
 n, rank = flow.env.get_world_size(), flow.env.get_rank()
 B, S = flow.sbp.broadcast, flow.sbp.split
@@ -39,16 +39,6 @@ def model():
     flow.manual_seed(0)
     blocks = [nn.Sequential(nn.Linear(8, 8), nn.Tanh()) for _ in range(stages)]
     return nn.Sequential(*blocks, nn.Linear(8, 4))
-
-
-def loss_fn(m, x, y):
-    return ((m(x) - y) ** 2).mean()
-
-
-def optimizer(kind, params):
-    if kind == "sgd":
-        return flow.optim.SGD(params, lr=0.1, momentum=0.9)
-    return flow.optim.Adam(params, lr=0.01)
 
 
 def staged(m):

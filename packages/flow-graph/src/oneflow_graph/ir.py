@@ -109,6 +109,19 @@ class GraphIR:
                 out.extend(x for x in v.values() if isinstance(x, Value))
         return out
 
+    def uses(self, positions=False):
+        """``id(value)`` -> the nodes reading it, in node order (with ``positions``: (node, input index) pairs)."""
+        out = {}
+        for n in self.nodes:
+            for k, v in enumerate(n.inputs):
+                if v is not None:
+                    out.setdefault(id(v), []).append((n, k) if positions else n)
+        return out
+
+    def external_ids(self):
+        """The ids of the values read outside the graph: its outputs and the escaped values."""
+        return {id(v) for v in self.output_values()} | {id(v) for v, _ in self.escaped}
+
     def values(self):
         """Every value defined in the graph, in definition order."""
         out = list(self.inputs) + list(self.variables) + list(self.constants)

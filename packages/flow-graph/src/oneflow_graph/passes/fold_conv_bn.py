@@ -22,12 +22,7 @@ from ..ir import NODE, Node
 
 
 def fold_conv_bn(ir):
-    uses = {}
-    for n in ir.nodes:
-        for v in n.inputs:
-            if v is not None:
-                uses.setdefault(id(v), []).append(n)
-    external = {id(v) for v in ir.output_values()} | {id(v) for v, _ in ir.escaped}
+    uses, external = ir.uses(), ir.external_ids()
     pos = {id(n): i for i, n in enumerate(ir.nodes)}
     folds, costlier = [], 0  # (conv node, bn node)
     for bn in ir.nodes:

@@ -17,12 +17,7 @@ _FUSED = "_fused_elementwise"
 
 
 def fuse_elementwise(ir):
-    uses = {}  # id(value) -> nodes reading it
-    for n in ir.nodes:
-        for v in n.inputs:
-            if v is not None:
-                uses.setdefault(id(v), []).append(n)
-    external = {id(v) for v in ir.output_values()} | {id(v) for v, _ in ir.escaped}
+    uses, external = ir.uses(), ir.external_ids()  # id(value) -> nodes reading it; values read outside
     pos = {id(n): i for i, n in enumerate(ir.nodes)}
     writes = [i for i, n in enumerate(ir.nodes) if n.mutates]
     written_roots = {i: [id(ir.nodes[i].inputs[k].root()) for k in ir.nodes[i].mutates] for i in writes}

@@ -20,12 +20,8 @@ _LOSSES = ("nll_loss", "_nll_loss_smoothed")
 
 
 def fuse_softmax_cross_entropy(ir):
-    uses = {}  # id(value) -> [(node, input position)]
-    for n in ir.nodes:
-        for k, v in enumerate(n.inputs):
-            if v is not None:
-                uses.setdefault(id(v), []).append((n, k))
-    external = {id(v) for v in ir.output_values()} | {id(v) for v, _ in ir.escaped}
+    uses = ir.uses(positions=True)  # id(value) -> [(node, input position)]
+    external = ir.external_ids()
     pos = {id(n): i for i, n in enumerate(ir.nodes)}
     replace, drop = {}, set()
     stats = {"fused": 0, "fused_backward": 0}
