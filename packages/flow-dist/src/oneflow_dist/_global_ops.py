@@ -558,18 +558,26 @@ def _written(t):
         base, op, attrs, j = link
         if op is not None and _layout.coord(base.placement) is not None:
             with comm_debug.cause("write_through_view"):
-                d = base.__dict__
-                full = _full_value(base)
-                own = full is d["_local"]  # a broadcast base: its shard is the whole value
-                if not own:
-                    full = full.clone()
-                region = op.redispatch([full], attrs)
-                if isinstance(region, (tuple, list)):
-                    region = region[j]
-                region.copy_(_full_value(t))
-                if not own:
-                    d["_local"].copy_(boxing.from_broadcast(full, base.placement, d["_nd_sbp"]))
+                def through_view(whole, op=op, attrs=attrs, j=j, t=t):
+                    region = op.redispatch([whole], attrs)
+                    if isinstance(region, (tuple, list)):
+                        region = region[j]
+                    region.copy_(_full_value(t))
+
+                _change_whole(base, _full_value(base), through_view)
         t, link = base, base.__dict__.get("_view_of")
+
+
+def _change_whole(x, full, change):
+    """Runs ``change(whole)`` on ``full``, the whole value of global ``x``, and lays the result out again as
+    ``x``'s shard. A broadcast ``x``'s shard is its whole value: changed in place; otherwise on a copy."""
+    d = x.__dict__
+    own = full is d["_local"]
+    if not own:
+        full = full.clone()
+    change(full)
+    if not own and _layout.coord(x.placement) is not None:
+        d["_local"].copy_(boxing.from_broadcast(full, x.placement, d["_nd_sbp"]))
 
 
 def _reduces_only(src, dst):
@@ -617,13 +625,7 @@ def _whole_op(op, inputs, attrs, placement):
         full = [_full_value(t) if isinstance(t, _Global) else t for t in inputs]
     if op.is_inplace:
         x = inputs[0]
-        d = x.__dict__
-        own = full[0] is d["_local"]  # broadcast: the shard is the whole value, changed in place
-        if not own:
-            full[0] = full[0].clone()
-        op.redispatch(full, attrs)
-        if not own and _layout.coord(placement) is not None:
-            d["_local"].copy_(boxing.from_broadcast(full[0], placement, d["_nd_sbp"]))
+        _change_whole(x, full[0], lambda whole: op.redispatch([whole, *full[1:]], attrs))
         _written(x)
         return x
     out = op.redispatch(full, attrs)
@@ -906,9 +908,7 @@ def _rnn_layer_backward(op, inputs, attrs):
                 locs.append(None)
                 continue
             nd = (broadcast,) if d is None or t.numel() == 0 else (split(d),)
-            src = t.__dict__["_nd_sbp"]
-            locs.append(t.__dict__["_local"] if src == nd else
-                        boxing.box(t.__dict__["_local"], tuple(t.shape), placement, src, nd))
+            locs.append(boxing.box(t.__dict__["_local"], tuple(t.shape), placement, t.__dict__["_nd_sbp"], nd))
     outs = []
     # the forward inputs the gradients are for: xg (always there), h0, c0, w_hh, b_hn, w_hr
     given = (out, h0, inputs[4], inputs[5], inputs[6], inputs[7])
