@@ -8,6 +8,7 @@
     flowrun --nproc 2 examples/gpt_hybrid/train.py --layout pp          # one pipeline stage per rank (1F1B)
     flowrun --nproc 4 examples/gpt_hybrid/train.py --layout ppxdp       # 2 stages x 2 data-parallel replicas
     flowrun --nproc 2 examples/gpt_hybrid/train.py --layout pp --graph  # the pipeline inside an nn.Graph
+    flowrun --nproc 2 examples/gpt_hybrid/train.py --layout tp --graph  # any layout: trained by an nn.Graph
 
 Every rank prints its loss per step, then its tokens/s (the global batch's tokens over the time of the steps
 after ``--warmup``), its peak resident memory (VmHWM), the peak of its tensors' bytes (params, grads,
@@ -69,7 +70,9 @@ def parse_args(argv=None):
     ap.add_argument("--tie", action="store_true", help="tie the LM head to the token embedding")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--micro-batches", type=int, default=4, help="pp, ppxdp: micro-batches per step (1F1B)")
-    ap.add_argument("--graph", action="store_true", help="pp, ppxdp: pipeline inside an nn.Graph (set_stage)")
+    ap.add_argument("--graph", action="store_true",
+                    help="train in an nn.Graph (pp, ppxdp: the pipeline inside it, with set_stage; zero2: "
+                         "config.enable_zero)")
     return ap.parse_args(argv)
 
 
@@ -125,32 +128,44 @@ def pipeline_step(model, args):
     return stage_mod, step
 
 
-def graph_pipeline(model, args):
-    """``--graph`` with pp / ppxdp: the model's stages set with set_stage (one per rank; ppxdp: 2 stages of 2
-    data-parallel ranks each, ranks [0, 1] and [2, 3] on 4) and trained by an nn.Graph whose gradient
-    accumulation over ``--micro-batches`` runs the 1F1B pipeline. Returns the optimizer and a step that
-    returns the mean loss of the whole batch (every rank receives it)."""
+def _make_optimizer(params, args):
+    return (flow.optim.Adam(params, lr=args.lr) if args.opt == "adam" else
+            flow.optim.SGD(params, lr=args.lr, momentum=0.9))
+
+
+def graph_step(model, args):
+    """``--graph``: the model trained by an nn.Graph. pp / ppxdp: the model's stages set with set_stage (one per
+    rank; ppxdp: 2 stages of 2 data-parallel ranks each, ranks [0, 1] and [2, 3] on 4) and the graph's gradient
+    accumulation over ``--micro-batches`` runs the 1F1B pipeline; dp / tp / dpxtp: the global model of
+    :func:`model.lay_out`; zero2: dp with ``config.enable_zero(stage=2)``; single: the local model. Returns the
+    optimizer and a step that returns the mean loss of the whole batch (every rank receives it)."""
     world = flow.env.get_world_size()
     B, S = flow.sbp.broadcast, flow.sbp.split
-    if args.layout == "pp":
-        groups, data_sbp = [[r] for r in range(world)], B
-    else:
-        if world % 2:
-            raise SystemExit("--layout ppxdp runs 2 pipeline stages: it needs an even rank count")
-        half = world // 2
-        groups, data_sbp = [list(range(half)), list(range(half, world))], S(0)
-    placements = [flow.placement("cpu", ranks=g) for g in groups]
-    everyone = flow.placement("cpu", ranks=list(range(world)))
-    gpt.set_stages(model, placements)
-    opt = (flow.optim.Adam(model.parameters(), lr=args.lr) if args.opt == "adam" else
-           flow.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9))
+    pipelined = args.layout in ("pp", "ppxdp")
+    if pipelined:
+        if args.layout == "pp":
+            groups, data_sbp = [[r] for r in range(world)], B
+        else:
+            if world % 2:
+                raise SystemExit("--layout ppxdp runs 2 pipeline stages: it needs an even rank count")
+            half = world // 2
+            groups, data_sbp = [list(range(half)), list(range(half, world))], S(0)
+        placements = [flow.placement("cpu", ranks=g) for g in groups]
+        everyone = flow.placement("cpu", ranks=list(range(world)))
+        gpt.set_stages(model, placements)
+    elif args.layout != "single":
+        placement = gpt.lay_out(model, args.layout)
+    opt = _make_optimizer(model.parameters(), args)
 
     class TrainGraph(flow.nn.Graph):
         def __init__(self):
             super().__init__()
             self.model = model
             self.add_optimizer(opt)
-            self.config.set_gradient_accumulation_steps(args.micro_batches)
+            if pipelined:
+                self.config.set_gradient_accumulation_steps(args.micro_batches)
+            if args.layout == "zero2":
+                self.config.enable_zero(True, stage=2, shard_min_size=1)
 
         def build(self, idx, targets):
             loss = self.model(idx, targets)
@@ -158,6 +173,12 @@ def graph_pipeline(model, args):
             return loss
 
     graph = TrainGraph()
+    if not pipelined:
+        wrap = flow.tensor if args.layout == "single" else (lambda a: gpt.to_batch(a, args.layout, placement))
+
+        def step(x, y):
+            return graph(wrap(x), wrap(y)).item()
+        return opt, step
 
     def put(a, placement):
         return flow.tensor(a).to_global(everyone, B).to_global(placement, data_sbp)
@@ -178,20 +199,18 @@ def main(argv=None):
     if args.layout == "single":
         if flow.env.get_world_size() > 1:
             raise SystemExit("--layout single runs in one process; start it without flowrun --nproc")
+    if args.graph:
+        opt, step_fn = graph_step(m, args)
+    elif args.layout == "single":
         step_fn = plain_step(m, flow.tensor)
-    elif args.graph:
-        if args.layout not in ("pp", "ppxdp"):
-            raise SystemExit("--graph runs the pipeline layouts (pp, ppxdp) in an nn.Graph")
-        opt, step_fn = graph_pipeline(m, args)
     elif args.layout in ("pp", "ppxdp"):
         m, step_fn = pipeline_step(m, args)
     else:
         placement = gpt.lay_out(m, args.layout)
         step_fn = plain_step(m, lambda a: gpt.to_batch(a, args.layout, placement))
     if not args.graph:
-        opt = (flow.optim.Adam(m.parameters(), lr=args.lr) if args.opt == "adam" else
-               flow.optim.SGD(m.parameters(), lr=args.lr, momentum=0.9))
-    if args.layout == "zero2":
+        opt = _make_optimizer(m.parameters(), args)
+    if args.layout == "zero2" and not args.graph:
         from oneflow_dist import zero
 
         zero.shard_optimizer(opt, stage=2, shard_min_size=1)

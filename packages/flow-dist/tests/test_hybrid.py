@@ -1,7 +1,7 @@
 """Hybrid parallelism in eager global mode: one GPT (examples/gpt_hybrid/model.py) made data, tensor or
 data x tensor parallel (a 2 x 2 mesh) by placements and SBPs only trains like a single process (ranks/
 gpt_hybrid.py), and the example's train script agrees with its single-process run in every layout (also ZeRO-2,
-pipeline stages and pipeline x data, eager and inside nn.Graph)."""
+pipeline stages and pipeline x data; eager and inside nn.Graph)."""
 import re
 import subprocess
 import sys
@@ -50,13 +50,21 @@ def single_losses():
 
 @pytest.mark.parametrize("nproc,layout,extra", [(2, "dp", ()), (2, "tp", ()), (4, "dpxtp", ()), (2, "zero2", ()),
                                                  (2, "pp", ()), (4, "ppxdp", ()), (2, "pp", ("--graph",)),
-                                                 (4, "ppxdp", ("--graph",))])
+                                                 (4, "ppxdp", ("--graph",)), (2, "dp", ("--graph",)),
+                                                 (2, "tp", ("--graph",)), (2, "zero2", ("--graph",))])
 def test_example_train_script_agrees_with_its_single_process_run(nproc, layout, extra, single_losses):
     assert len(single_losses) == STEPS
     rc, out, err, _ = run(["--nproc", nproc, TRAIN, "--layout", layout, "--steps", STEPS, *extra], timeout=240)
     assert rc == 0, err
     for r, got in _losses(out, nproc).items():
         np.testing.assert_allclose(got, single_losses, rtol=1e-5, err_msg=f"rank {r}")
+
+
+def test_example_train_script_in_a_graph_on_one_process_agrees_with_eager(single_losses):
+    p = subprocess.run([sys.executable, str(TRAIN), "--layout", "single", "--steps", str(STEPS), "--graph"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    np.testing.assert_allclose(_losses(p.stdout, 1)[0], single_losses, rtol=1e-5)
 
 
 def test_a_rank_killed_mid_dpxtp_training_ends_the_job_with_its_exit_code():
