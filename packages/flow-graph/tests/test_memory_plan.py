@@ -165,3 +165,30 @@ def test_compiling_keeps_no_traced_tensor_alive():
     data_bytes = x.numel() * x.element_size() + y.numel() * y.element_size()
     arena = g._last.plan.memory_stats()["planned_bytes"]
     assert held <= 3 * params + data_bytes + arena + (1 << 20), (held, params, arena)
+
+
+def test_tracing_takes_no_allocator_memory_for_the_traced_values():
+    # the proxies' memory is reserved address space outside the allocator: the first call (trace, compile, run)
+    # peaks no higher than a later call, which runs the same plan
+    class G(Graph):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(256, 256)
+
+        def build(self, x):
+            h = x
+            for _ in range(16):  # 16 activations of 4 MiB each, traced then planned into a small arena
+                h = self.lin(h).relu()
+            return h.sum()
+
+    g, x = G(), flow.randn(4096, 256)
+    base = _C._allocator_stats()["allocated_bytes"]
+    _C._reset_peak_stats()
+    g(x)
+    first = _C._allocator_stats()["peak_allocated_bytes"] - base
+    base = _C._allocator_stats()["allocated_bytes"]
+    _C._reset_peak_stats()
+    g(x)
+    later = _C._allocator_stats()["peak_allocated_bytes"] - base
+    act = 4096 * 256 * 4
+    assert first < 6 * act and first <= later + g._last.plan.memory_stats()["planned_bytes"] + act, (first, later)

@@ -79,16 +79,10 @@ std::string shape_str(const Shape& s) {
 
 static void free_cpu(void* data, void*, size_t nbytes) { cpu_free(data, nbytes); }
 
-Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Device device) {
-  check_device_available(device);
+// The bytes a storage must hold for a tensor of these sizes and strides (checked for overflow and negatives).
+static size_t storage_nbytes(const Shape& sizes, const Shape& strides, DType dtype) {
   for (int64_t s : sizes)
     FLOW_RUNTIME_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", shape_str(sizes));
-  auto impl = std::make_shared<TensorImpl>();
-  impl->sizes = sizes;
-  impl->strides = strides;
-  impl->dtype = dtype;
-  impl->device = device;
-  impl->refresh_geometry();
   int64_t extent = 1;  // elements the storage must span
   bool overflow = false;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -106,12 +100,50 @@ Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Devi
   overflow |= __builtin_mul_overflow(extent, flow::itemsize(dtype), &nbytes);
   FLOW_RUNTIME_CHECK(!overflow, "Storage size calculation overflowed with sizes=", shape_str(sizes),
                      " and strides=", shape_str(strides));
+  return static_cast<size_t>(nbytes);
+}
+
+static std::shared_ptr<TensorImpl> new_impl(const Shape& sizes, const Shape& strides, DType dtype, Device device) {
+  FLOW_RUNTIME_CHECK(sizes.size() == strides.size(), "mismatch in length of strides and shape: ", sizes.size(),
+                     " sizes and ", strides.size(), " strides");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->sizes = sizes;
+  impl->strides = strides;
+  impl->dtype = dtype;
+  impl->device = device;
+  impl->refresh_geometry();
+  return impl;
+}
+
+Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Device device) {
+  check_device_available(device);
+  size_t nbytes = storage_nbytes(sizes, strides, dtype);
+  auto impl = new_impl(sizes, strides, dtype, device);
   if (device.type == DeviceType::Meta) return Tensor(std::move(impl));  // metadata only: no memory behind it
   auto st = std::make_shared<Storage>();
-  st->nbytes = static_cast<size_t>(nbytes);
+  st->nbytes = nbytes;
   st->device = device;
   st->data = cpu_alloc(st->nbytes);
   st->free_fn = &free_cpu;
+  impl->storage = std::move(st);
+  return Tensor(std::move(impl));
+}
+
+static void free_reserved(void* data, void*, size_t nbytes) { munmap(data, nbytes == 0 ? 1 : nbytes); }
+
+Tensor empty_reserved(const Shape& sizes, const Shape& strides, DType dtype) {
+  size_t nbytes = storage_nbytes(sizes, strides, dtype);
+  auto impl = new_impl(sizes, strides, dtype, Device{});
+  // a private mapping that the kernel backs with pages only where it is written (reads see zeros): an
+  // address of its own, no resident memory, no commit charge, outside the caching allocator and its counts
+  size_t len = nbytes == 0 ? 1 : nbytes;  // mmap refuses empty mappings
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  FLOW_RUNTIME_CHECK(p != MAP_FAILED, "empty_reserved: could not reserve ", len, " bytes of address space");
+  auto st = std::make_shared<Storage>();
+  st->nbytes = nbytes;
+  st->device = Device{};
+  st->data = p;
+  st->free_fn = &free_reserved;
   impl->storage = std::move(st);
   return Tensor(std::move(impl));
 }

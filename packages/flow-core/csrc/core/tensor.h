@@ -108,6 +108,10 @@ Tensor empty(const Shape& sizes, DType dtype, Device device = {});
 Tensor empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Device device = {});
 // A storage-less tensor carrying only metadata (for wrapper subclasses and meta inference).
 Tensor empty_meta(const Shape& sizes, DType dtype, Device device);
+// A CPU tensor whose memory is reserved address space that takes no resident memory until written (reads see
+// zeros) and stays outside the caching allocator and its statistics: for placeholders that need an address of
+// their own but are never computed into (graph tracing's proxies).
+Tensor empty_reserved(const Shape& sizes, const Shape& strides, DType dtype);
 // A new tensor object over t's memory and metadata, without autograd history (detach, saved tensors, a
 // handler's untagged alias). keep_base keeps t's view base (the autograd engine's saved views need it).
 Tensor shallow_copy(const Tensor& t, bool keep_base = false);

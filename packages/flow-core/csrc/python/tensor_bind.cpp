@@ -335,6 +335,10 @@ void init_tensor(nb::module_& m) {
     share_memory_(self_t(h));
     return nb::borrow(h);
   });
+  m.def("_empty_reserved", [](std::vector<int64_t> sizes, std::vector<int64_t> strides, nb::handle dtype) {
+    return wrap(
+        empty_reserved(Shape(sizes.begin(), sizes.end()), Shape(strides.begin(), strides.end()), dtype_arg(dtype)));
+  });
   m.def("_is_shared", [](nb::handle h) { return is_shared(self_t(h)); });
   // PyTorch's rule for writes: some element is reached through more than one index (e.g. an expanded tensor)
   m.def("_has_internal_overlap", [](nb::handle h) { return has_internal_overlap(self_t(h)); });

@@ -99,8 +99,12 @@ def _proxy(value, shadow, device, graph_name):
     # a copy) see what they see in eager mode, and the proxy keeps an identity that survives the tensor copies
     # the core makes without dispatching an op (autograd's saved outputs are new tensor objects sharing the
     # original's memory), found again by the memory's address.
+    # On CPU that memory is reserved address space (no resident pages, outside the caching allocator and its
+    # counts), so tracing a model costs no memory however large its activations.
     shape, stride = list(shadow.shape), list(shadow.stride())
-    if shadow.numel() > 0:
+    if device.type == "cpu":
+        base = flow._C._empty_reserved(shape, stride, shadow.dtype)
+    elif shadow.numel() > 0:
         base = flow.empty_strided(shape, stride, dtype=shadow.dtype, device=device)
     else:  # no memory at all would leave no address: one element, viewed as the empty shape
         base = flow.empty(1, dtype=shadow.dtype, device=device).as_strided(shape, stride)
