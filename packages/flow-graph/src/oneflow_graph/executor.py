@@ -23,14 +23,17 @@ class Plan:
         self.ir = ir
         slot = {}
         template = [None]  # slot 0 stays None: absent optional inputs read it
-        for v in ir.inputs + ir.variables + ir.constants:
+        prologue = ir.prologue
+        cached = prologue.cached if prologue is not None else []
+        # the prologue's cached results (see passes/hoist_variables.py) are inputs after the call's own
+        for v in ir.inputs + cached + ir.variables + ir.constants:
             slot[v] = len(template)
             template.append(v.tensor if v.kind in (VARIABLE, CONSTANT) else None)
         for n in ir.nodes:
             for v in n.new_outputs():
                 slot[v] = len(template)
                 template.append(None)
-        self._input_slots = [slot[v] for v in ir.inputs]
+        self._input_slots = [slot[v] for v in ir.inputs + cached]
         out_values = ir.output_values()
         keep = {slot[v] for v in out_values} | {slot[v] for v, _ in ir.escaped}
         last_use = {}
@@ -68,6 +71,11 @@ class Plan:
         self._copy_out = [v.root().kind != NODE for v in out_values]
         self._escaped = [(slot[v], setter) for v, setter in ir.escaped]
         self.num_inputs = len(ir.inputs)
+        self.prologue = None  # a PrologueCache when the IR has hoisted computations
+        if prologue is not None:
+            from .prologue import PrologueCache
+
+            self.prologue = PrologueCache(prologue, use_native=use_native)
 
     def run(self, flat_inputs):
         # grad mode off: redispatch enters the dispatcher at the autograd layer, which must record nothing
@@ -79,6 +87,8 @@ class Plan:
             _C._set_grad_enabled(prev)
 
     def _run(self, flat_inputs):
+        if self.prologue is not None:
+            flat_inputs = list(flat_inputs) + self.prologue.values()
         env = list(self._template)
         for s, t in zip(self._input_slots, flat_inputs):
             env[s] = t
@@ -138,7 +148,8 @@ def _core_plan(ir):
     node; its outputs are the IR's output values, then the escaped ones."""
     plan = _C.Plan()
     slot = {}
-    for v in ir.inputs:
+    prologue = ir.prologue
+    for v in ir.inputs + (prologue.cached if prologue is not None else []):
         slot[v] = plan.add_input(list(v.shape), v.dtype, v.device)
     for v in ir.variables + ir.constants:
         slot[v] = plan.add_constant(v.tensor)

@@ -331,6 +331,7 @@ class Graph:
         if checkpointed and ir.__dict__.get("backward_nodes"):  # after CSE, which would merge the copies back
             report.append(("activation_checkpointing",
                            activation_checkpointing(ir, checkpointed, ir.__dict__["backward_nodes"])))
+        report.extend((name, fn(ir)) for name, fn in self.config._late_passes())
         plan = Plan(ir)
         self.__dict__["_compile_count"] += 1
         self.config._compiled = True
@@ -511,6 +512,8 @@ class Graph:
         mem = entry.plan.memory_stats()
         print("  memory plan: " + ("none (steps run as the Python loop)" if mem is None else
                                    ", ".join(f"{k}={v}" for k, v in mem.items())))
+        if entry.plan.prologue is not None:  # held between calls, besides the arena (passes/hoist_variables.py)
+            print("  prologue cache: " + ", ".join(f"{k}={v}" for k, v in entry.plan.prologue.stats().items()))
         if entry.ir_before is not None:
             print("IR before passes:\n" + entry.ir_before)
         print(entry.ir.format(show_locations=self._debug_level >= 1))
