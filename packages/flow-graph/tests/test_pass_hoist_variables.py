@@ -392,6 +392,7 @@ def test_turning_the_pass_off_and_debug_statistics(capsys):
     assert "pass hoist_variables: hoisted=" in out
     assert f"prologue cache: ops={stats['ops']}, cached_values={stats['cached_values']}, " \
            f"cached_bytes={stats['cached_bytes']}" in out
+    assert on._last.plan.memory_stats()["prologue_bytes"] == stats["cached_bytes"] + stats["arena_bytes"]
     assert stats["cached_bytes"] == sum(v.numel() * 4 for m in (model[0], model[3]) for v in
                                         [m.weight, flow.zeros(8)])
 

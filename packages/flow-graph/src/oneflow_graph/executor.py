@@ -132,12 +132,17 @@ class Plan:
         """The core plan's arena: ``planned_bytes`` (its size: the planned peak of the intermediates placed in
         it), ``naive_bytes`` (what they would take with no reuse), ``arena_values`` and ``unplanned_values``
         (intermediates allocated as they are made: views, unknown layouts); None when the steps run as the
-        Python loop, which allocates each value as it is made."""
+        Python loop, which allocates each value as it is made. A plan with a hoisted prologue adds
+        ``prologue_bytes``: what its cache holds between calls (the cached results and the prologue's arena)."""
         if self._native is None:
             return None
         m = self._native.memory
-        return {"planned_bytes": m["arena_bytes"], "naive_bytes": m["naive_bytes"],
-                "arena_values": m["arena_values"], "unplanned_values": m["unplanned_values"]}
+        out = {"planned_bytes": m["arena_bytes"], "naive_bytes": m["naive_bytes"],
+               "arena_values": m["arena_values"], "unplanned_values": m["unplanned_values"]}
+        if self.prologue is not None:
+            ps = self.prologue.stats()
+            out["prologue_bytes"] = ps["cached_bytes"] + ps["arena_bytes"]
+        return out
 
     def __len__(self):
         return len(self._steps)
