@@ -401,3 +401,24 @@ def test_unknown_pass_name_lists_hoisting():
     g = Infer(nn.Linear(2, 2))
     with pytest.raises(ValueError, match="hoist_variables"):
         g.config.enable_pass("hoist_variable")
+
+
+def test_signatures_of_one_graph_share_one_cache():
+    # another batch size traces the same prologue: the folded weights are cached once per graph
+    model = _convnet()
+    g = Infer(model)
+    x1, x4 = flow.randn(1, 3, 8, 8), flow.randn(4, 3, 8, 8)
+    g(x1)
+    first = g._last.plan.prologue
+    with flow.no_grad():
+        _close(g(x4), model(x4))
+    assert g._compile_count == 2 and g._last.plan.prologue is first and first.runs == 1
+    with flow.no_grad():
+        model[1].running_mean.add_(1.0)
+        want1, want4 = model(x1), model(x4)
+    _close(g(x1), want1)
+    _close(g(x4), want4)
+    assert first.runs == 2
+    other = Infer(model)  # another graph has its own
+    other(x1)
+    assert other._last.plan.prologue is not first

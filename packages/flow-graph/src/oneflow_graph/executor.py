@@ -19,7 +19,7 @@ class Plan:
     tensors at its leaves; values the traced program stored outside the graph (``ir.escaped``) are handed to
     their setters."""
 
-    def __init__(self, ir, use_native=True):
+    def __init__(self, ir, use_native=True, prologue_caches=None):
         self.ir = ir
         slot = {}
         template = [None]  # slot 0 stays None: absent optional inputs read it
@@ -71,11 +71,13 @@ class Plan:
         self._copy_out = [v.root().kind != NODE for v in out_values]
         self._escaped = [(slot[v], setter) for v, setter in ir.escaped]
         self.num_inputs = len(ir.inputs)
-        self.prologue = None  # a PrologueCache when the IR has hoisted computations
+        # a PrologueCache when the IR has hoisted computations; ``prologue_caches`` (prologue.new_registry())
+        # shares one between the plans of a graph's signatures that hoisted the same work
+        self.prologue = None
         if prologue is not None:
-            from .prologue import PrologueCache
+            from .prologue import shared_cache
 
-            self.prologue = PrologueCache(prologue, use_native=use_native)
+            self.prologue = shared_cache(prologue, prologue_caches, use_native)
 
     def run(self, flat_inputs):
         # grad mode off: redispatch enters the dispatcher at the autograd layer, which must record nothing
