@@ -231,15 +231,41 @@ def test_enable_pass_turns_it_off():
     assert [n.name for n in g._last.ir.nodes].count("native_batch_norm") == 7
 
 
-def test_pairs_whose_weight_outweighs_the_activation_stay_unfolded():
-    # folding scales the weight at every call, the batch norm reads the activation: at batch 1 the deep 3x3
-    # layers (16*8*9 or 16*16*9 weights, 16*8*8 outputs) are cheaper unfolded; the stem and the two 1x1
-    # shortcuts fold
+def test_without_hoisting_pairs_whose_weight_outweighs_the_activation_stay_unfolded():
+    # without the prologue cache, folding scales the weight at every call and the batch norm reads the
+    # activation: at batch 1 the deep 3x3 layers (16*8*9 or 16*16*9 weights, 16*8*8 outputs) are cheaper
+    # unfolded; the stem and the two 1x1 shortcuts fold
     model = _resnetish()
     g = Infer(model)
+    g.config.enable_pass("hoist_variables", False)
     x = flow.randn(1, 3, 16, 16)
     with flow.no_grad():
         _close(g(x), model(x))
     stats = dict(g._last.report)["fold_conv_bn"]
     assert stats["folded"] == 3 and stats["kept_costlier"] == 4
     assert [n.name for n in g._last.ir.nodes].count("native_batch_norm") == 4
+    assert g._last.ir.prologue is None
+
+
+def test_with_hoisting_every_pair_folds_into_the_cached_prologue():
+    # the scaled weights are computed once and cached: folding pays off for every pair, at any batch size
+    model = _resnetish()
+    g = Infer(model)
+    x = flow.randn(1, 3, 16, 16)
+    with flow.no_grad():
+        _close(g(x), model(x))
+    stats = dict(g._last.report)["fold_conv_bn"]
+    assert stats["folded"] == 7 and stats["kept_costlier"] == 0
+    ir = g._last.ir
+    assert "native_batch_norm" not in [n.name for n in ir.nodes]
+    # the plan runs the convolutions on the cached weights and biases: what reads only variables, constants
+    # and cached values is a view (the classifier's weight transpose), no fold op is left in it
+    cached = {id(c) for c in ir.prologue.cached}
+    for n in ir.nodes:
+        if all(v is None or v.kind in ("var", "const") or id(v) in cached for v in n.inputs):
+            assert n.outputs[0].alias_of is not None, n.name
+    assert dict(g._last.report)["hoist_variables"]["cached_values"] == 14  # a weight and a bias per pair
+    assert g._last.plan.prologue.runs == 1
+    with flow.no_grad():
+        _close(g(x), model(x))
+    assert g._last.plan.prologue.runs == 1

@@ -1,4 +1,6 @@
 """``graph.config``: the options of one graph (OneFlow's GraphConfig)."""
+import functools
+
 import oneflow as flow
 
 from . import passes as _passes
@@ -26,9 +28,9 @@ class GraphConfig:
     def enable_pass(self, name, mode=True):
         """Turns the pass ``name`` of the default pipeline (``oneflow_graph.passes.DEFAULT``: ``constant_folding``,
         ``algebraic``, ``checkpoint_recompute``, ``cse``, ``dce``, ``copy_elision``, ``fold_conv_bn``,
-        ``fuse_softmax_cross_entropy``, ``fuse_elementwise``) on or off; an unknown name raises ``ValueError``
-        listing them."""
-        known = [n for n, _ in _passes.DEFAULT]
+        ``fuse_softmax_cross_entropy``, ``fuse_elementwise``, then ``hoist_variables``) on or off; an unknown name
+        raises ``ValueError`` listing them."""
+        known = [n for n, _ in _passes.DEFAULT + _passes.LATE]
         if name not in known:
             raise ValueError(f"unknown graph pass {name!r}; the passes are {known}")
         if mode:
@@ -37,7 +39,18 @@ class GraphConfig:
             self._disabled.add(name)
 
     def _passes(self):
-        return tuple((n, f) for n, f in _passes.DEFAULT if n not in self._disabled)
+        hoisting = "hoist_variables" not in self._disabled
+        out = []
+        for n, f in _passes.DEFAULT:
+            if n in self._disabled:
+                continue
+            if n == "fold_conv_bn" and hoisting:  # the fold's weight scaling is cached: every pair pays off
+                f = functools.partial(f, hoisted=True)
+            out.append((n, f))
+        return tuple(out)
+
+    def _late_passes(self):
+        return tuple((n, f) for n, f in _passes.LATE if n not in self._disabled)
 
     def enable_amp(self, mode=True, *, dtype=flow.float16):
         """Runs ``build`` in automatic mixed precision, as inside ``oneflow.autocast(dtype=dtype)``: the graph

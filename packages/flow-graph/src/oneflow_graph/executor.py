@@ -19,18 +19,21 @@ class Plan:
     tensors at its leaves; values the traced program stored outside the graph (``ir.escaped``) are handed to
     their setters."""
 
-    def __init__(self, ir, use_native=True):
+    def __init__(self, ir, use_native=True, prologue_caches=None):
         self.ir = ir
         slot = {}
         template = [None]  # slot 0 stays None: absent optional inputs read it
-        for v in ir.inputs + ir.variables + ir.constants:
+        prologue = ir.prologue
+        cached = prologue.cached if prologue is not None else []
+        # the prologue's cached results (see passes/hoist_variables.py) are inputs after the call's own
+        for v in ir.inputs + cached + ir.variables + ir.constants:
             slot[v] = len(template)
             template.append(v.tensor if v.kind in (VARIABLE, CONSTANT) else None)
         for n in ir.nodes:
             for v in n.new_outputs():
                 slot[v] = len(template)
                 template.append(None)
-        self._input_slots = [slot[v] for v in ir.inputs]
+        self._input_slots = [slot[v] for v in ir.inputs + cached]
         out_values = ir.output_values()
         keep = {slot[v] for v in out_values} | {slot[v] for v, _ in ir.escaped}
         last_use = {}
@@ -68,6 +71,13 @@ class Plan:
         self._copy_out = [v.root().kind != NODE for v in out_values]
         self._escaped = [(slot[v], setter) for v, setter in ir.escaped]
         self.num_inputs = len(ir.inputs)
+        # a PrologueCache when the IR has hoisted computations; ``prologue_caches`` (prologue.new_registry())
+        # shares one between the plans of a graph's signatures that hoisted the same work
+        self.prologue = None
+        if prologue is not None:
+            from .prologue import shared_cache
+
+            self.prologue = shared_cache(prologue, prologue_caches, use_native)
 
     def run(self, flat_inputs):
         # grad mode off: redispatch enters the dispatcher at the autograd layer, which must record nothing
@@ -79,6 +89,8 @@ class Plan:
             _C._set_grad_enabled(prev)
 
     def _run(self, flat_inputs):
+        if self.prologue is not None:
+            flat_inputs = list(flat_inputs) + self.prologue.values()
         env = list(self._template)
         for s, t in zip(self._input_slots, flat_inputs):
             env[s] = t
@@ -122,12 +134,17 @@ class Plan:
         """The core plan's arena: ``planned_bytes`` (its size: the planned peak of the intermediates placed in
         it), ``naive_bytes`` (what they would take with no reuse), ``arena_values`` and ``unplanned_values``
         (intermediates allocated as they are made: views, unknown layouts); None when the steps run as the
-        Python loop, which allocates each value as it is made."""
+        Python loop, which allocates each value as it is made. A plan with a hoisted prologue adds
+        ``prologue_bytes``: what its cache holds between calls (the cached results and the prologue's arena)."""
         if self._native is None:
             return None
         m = self._native.memory
-        return {"planned_bytes": m["arena_bytes"], "naive_bytes": m["naive_bytes"],
-                "arena_values": m["arena_values"], "unplanned_values": m["unplanned_values"]}
+        out = {"planned_bytes": m["arena_bytes"], "naive_bytes": m["naive_bytes"],
+               "arena_values": m["arena_values"], "unplanned_values": m["unplanned_values"]}
+        if self.prologue is not None:
+            ps = self.prologue.stats()
+            out["prologue_bytes"] = ps["cached_bytes"] + ps["arena_bytes"]
+        return out
 
     def __len__(self):
         return len(self._steps)
@@ -138,7 +155,8 @@ def _core_plan(ir):
     node; its outputs are the IR's output values, then the escaped ones."""
     plan = _C.Plan()
     slot = {}
-    for v in ir.inputs:
+    prologue = ir.prologue
+    for v in ir.inputs + (prologue.cached if prologue is not None else []):
         slot[v] = plan.add_input(list(v.shape), v.dtype, v.device)
     for v in ir.variables + ir.constants:
         slot[v] = plan.add_constant(v.tensor)

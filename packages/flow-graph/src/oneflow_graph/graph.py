@@ -203,6 +203,16 @@ class Graph:
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
 
+    def _prologue_caches(self):
+        """The prologue caches of this graph's plans, shared by the signatures that hoist the same work (see
+        prologue.py), so that each cached result is held once per graph, not once per input shape."""
+        caches = self.__dict__.get("_prologues")
+        if caches is None:
+            from .prologue import new_registry
+
+            caches = self.__dict__["_prologues"] = new_registry()
+        return caches
+
     def _check_arguments(self, args, kwargs):
         try:
             sig = inspect.signature(self.build)
@@ -331,7 +341,8 @@ class Graph:
         if checkpointed and ir.__dict__.get("backward_nodes"):  # after CSE, which would merge the copies back
             report.append(("activation_checkpointing",
                            activation_checkpointing(ir, checkpointed, ir.__dict__["backward_nodes"])))
-        plan = Plan(ir)
+        report.extend((name, fn(ir)) for name, fn in self.config._late_passes())
+        plan = Plan(ir, prologue_caches=self._prologue_caches())
         self.__dict__["_compile_count"] += 1
         self.config._compiled = True
         example = ([describe(x) for x in flat_tensors(args, kwargs)], ir.outputs)
@@ -481,7 +492,8 @@ class Graph:
         actions, decoded = runtime_state.plan_runtime_load(self, state_dict)
         loaded = runtime_state.apply_runtime_load(self, actions, decoded)
         for key, ir, example in loaded:
-            entry = _Compiled(None, ir, [], Plan(ir), False, (example, ir.outputs))
+            entry = _Compiled(None, ir, [], Plan(ir, prologue_caches=self._prologue_caches()), False,
+                              (example, ir.outputs))
             self._remember(key, entry)
             self.__dict__["_last"] = entry
             self.config._compiled = True
@@ -511,6 +523,8 @@ class Graph:
         mem = entry.plan.memory_stats()
         print("  memory plan: " + ("none (steps run as the Python loop)" if mem is None else
                                    ", ".join(f"{k}={v}" for k, v in mem.items())))
+        if entry.plan.prologue is not None:  # held between calls, besides the arena (passes/hoist_variables.py)
+            print("  prologue cache: " + ", ".join(f"{k}={v}" for k, v in entry.plan.prologue.stats().items()))
         if entry.ir_before is not None:
             print("IR before passes:\n" + entry.ir_before)
         print(entry.ir.format(show_locations=self._debug_level >= 1))

@@ -74,6 +74,7 @@ class GraphIR:
         self.inputs, self.variables, self.constants, self.nodes = [], [], [], []
         self.outputs = None
         self.escaped = []  # (Value, setter)
+        self.prologue = None  # the hoisted variable-only computations (passes/hoist_variables.py)
         self._next = 0
 
     def new_value(self, kind, shape, dtype, device, **kw):

@@ -37,6 +37,13 @@ def format_ir(ir, show_locations=False):
     lines = [f"graph {ir.name}({ins}) {{"]
     lines += [f"  var {v!r}: {v.type_str()}" for v in ir.variables]
     lines += [f"  const {v!r}: {v.type_str()}" for v in ir.constants]
+    pro = ir.prologue
+    if pro is not None:
+        lines.append("  prologue (cached while the variables it reads are unchanged) {")
+        lines += [f"    var {v!r}: {v.type_str()}" for v in pro.ir.variables]
+        lines += ["    " + format_node(n, show_locations) for n in pro.ir.nodes]
+        lines += [f"    {c!r} = {r!r}" for c, r in zip(pro.cached, pro.ir.outputs)]
+        lines.append("  }")
     lines += ["  " + format_node(n, show_locations) for n in ir.nodes]
     out = map_leaves(ir.outputs, lambda v: v)
     lines.append(f"  return {out!r}")

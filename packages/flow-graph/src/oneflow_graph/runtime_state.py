@@ -19,6 +19,7 @@ from oneflow import _C
 from . import state as _state
 from .effects import EXTERNAL_STATE
 from .ir import CONSTANT, INPUT, NODE, VARIABLE, GraphIR, Node, Value
+from .passes.hoist_variables import flat_parts, hoist_variables
 
 FORMAT = "oneflow_graph.runtime_state"
 VERSION = 1
@@ -86,19 +87,20 @@ def _value_record(v):
             "alias_of": None if v.alias_of is None else v.alias_of.id, "contiguous": bool(v.contiguous)}
 
 
-def _encode_structure(obj, where):
+def _encode_structure(obj, where, remap=None):
+    remap = remap or {}
     if isinstance(obj, Value):
-        return {"v": obj.id}
+        return {"v": remap.get(id(obj), obj).id}
     if isinstance(obj, tuple) and hasattr(type(obj), "_fields"):
         return {"namedtuple": type(obj).__name__, "fields": list(type(obj)._fields),
-                "items": [_encode_structure(x, where) for x in obj]}
+                "items": [_encode_structure(x, where, remap) for x in obj]}
     if isinstance(obj, tuple):
-        return {"tuple": [_encode_structure(x, where) for x in obj]}
+        return {"tuple": [_encode_structure(x, where, remap) for x in obj]}
     if isinstance(obj, list):
-        return {"list": [_encode_structure(x, where) for x in obj]}
+        return {"list": [_encode_structure(x, where, remap) for x in obj]}
     if isinstance(obj, dict):
         _plain(list(obj), f"{where} (dict keys)")
-        return {"dict": [[k, _encode_structure(v, where)] for k, v in obj.items()]}
+        return {"dict": [[k, _encode_structure(v, where, remap)] for k, v in obj.items()]}
     _plain(obj, where)
     return {"py": obj}
 
@@ -108,8 +110,14 @@ def encode_ir(ir, names, where):
     if ir.escaped:
         raise RuntimeError(f"{where}: this plan hands new optimizer state to the optimizer (a first step); only "
                            f"steady plans are saved")
+    # a hoisted IR is saved as it was before hoisting (its prologue in front): the loading graph hoists again
+    all_variables, all_constants, all_nodes, remap = flat_parts(ir)
+
+    def ref(v):
+        return None if v is None else remap.get(id(v), v).id
+
     variables = []
-    for v in ir.variables:
+    for v in all_variables:
         rec = dict(_value_record(v), stride=list(v.tensor.stride()))
         name = names.get(id(v.tensor))
         if name is None:  # captured from outside the modules: saved by value
@@ -117,7 +125,7 @@ def encode_ir(ir, names, where):
         rec["name"] = name or v.name
         variables.append(rec)
     nodes = []
-    for n in ir.nodes:
+    for n in all_nodes:
         if n.name in EXTERNAL_STATE:
             raise RuntimeError(f"{where}: op {n.name} reads a store that lives in this process (OneEmbedding); its "
                                f"runtime state cannot be saved: save the embedding with save_snapshot() and the "
@@ -125,8 +133,8 @@ def encode_ir(ir, names, where):
         for k, a in n.attrs.items():
             _plain(a, f"{where}: attribute {k!r} of op {n.name}")
         nodes.append({
-            "op": n.name, "inputs": [None if v is None else v.id for v in n.inputs], "attrs": dict(n.attrs),
-            "outputs": [None if v is None else v.id for v in n.outputs],
+            "op": n.name, "inputs": [ref(v) for v in n.inputs], "attrs": dict(n.attrs),
+            "outputs": [ref(v) for v in n.outputs],
             "new": [_value_record(v) for v in n.new_outputs()], "multi": bool(n.multi),
             "mutates": list(n.mutates), "location": n.location,
         })
@@ -134,9 +142,10 @@ def encode_ir(ir, names, where):
         "name": ir.name,
         "inputs": [_value_record(v) for v in ir.inputs],
         "variables": variables,
-        "constants": [dict(_value_record(v), **_saved_value(v.tensor)) for v in ir.constants],
+        "constants": [dict(_value_record(v), **_saved_value(v.tensor)) for v in all_constants],
         "nodes": nodes,
-        "outputs": _encode_structure(ir.outputs, f"{where}: an output"),
+        "outputs": _encode_structure(ir.outputs, f"{where}: an output", remap),
+        "hoisted": ir.prologue is not None,
     }
 
 
@@ -184,8 +193,9 @@ class _Decoded:
     """An IR read from a runtime state, with its variables still to be bound (``bindings``: Value -> name or a
     captured tensor)."""
 
-    def __init__(self, key, ir, bindings, example):
+    def __init__(self, key, ir, bindings, example, hoisted=False):
         self.key, self.ir, self.bindings, self.example = key, ir, bindings, example
+        self.hoisted = hoisted  # saved from a hoisted IR: hoisted again once its variables are bound
 
 
 def decode_ir(rec, where):
@@ -265,7 +275,10 @@ def decode_ir(rec, where):
         raise ValueError("the output structure is malformed")
 
     ir.outputs = structure(rec["outputs"])
-    return ir, bindings
+    hoisted = rec.get("hoisted", False)
+    if not isinstance(hoisted, bool):
+        raise ValueError("the 'hoisted' flag is not a bool")
+    return ir, bindings, hoisted
 
 
 def check_header(graph, sd):
@@ -303,7 +316,7 @@ def plan_runtime_load(graph, sd):
     decoded = []
     try:
         for i, s in enumerate(sd["signatures"]):
-            ir, bindings = decode_ir(s["ir"], f"signature {i}")
+            ir, bindings, hoisted = decode_ir(s["ir"], f"signature {i}")
             for v, (captured, _) in bindings.items():
                 if captured is not None:
                     continue
@@ -314,7 +327,8 @@ def plan_runtime_load(graph, sd):
                 if shape != v.shape or (dtype is not None and dtype != v.dtype):
                     raise ValueError(f"variable {v.name!r} is {v.dtype}{list(v.shape)} in the runtime state, "
                                      f"{dtype}{list(shape)} in this graph")
-            decoded.append(_Decoded(_freeze_key(s["signature"]), ir, bindings, [str(d) for d in s["example"]]))
+            decoded.append(_Decoded(_freeze_key(s["signature"]), ir, bindings, [str(d) for d in s["example"]],
+                                    hoisted))
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         raise RuntimeStateError(f"{where}: the runtime state is corrupted or from another graph ({type(e).__name__}: "
                                 f"{e}); nothing was loaded") from None
@@ -334,5 +348,7 @@ def apply_runtime_load(graph, actions, decoded):
                                         f"{t.dtype}{list(t.shape)} after loading, {v.dtype}{list(v.shape)} in the "
                                         f"saved plan")
             v.tensor = t
+        if d.hoisted:  # its prologue runs (and fills the cache) on the first call
+            hoist_variables(d.ir)
         out.append((d.key, d.ir, d.example))
     return out

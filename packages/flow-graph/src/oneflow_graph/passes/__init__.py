@@ -8,6 +8,7 @@ from .dce import dead_code_elimination
 from .fold_conv_bn import fold_conv_bn
 from .fuse_elementwise import fuse_elementwise
 from .fuse_softmax_ce import fuse_softmax_cross_entropy
+from .hoist_variables import hoist_variables
 from .recompute import checkpoint_recompute
 
 DEFAULT = (
@@ -22,6 +23,12 @@ DEFAULT = (
     ("fuse_elementwise", fuse_elementwise),
 )
 
+# Passes nn.Graph runs after the default ones and activation checkpointing: hoisting moves nodes out of the plan
+# into its cached prologue, which the passes above (and flow.compile's forward/backward split) do not expect.
+LATE = (
+    ("hoist_variables", hoist_variables),
+)
+
 
 def run_default(ir, passes=DEFAULT):
     """Runs ``passes`` (``(name, fn)`` pairs) over ``ir``; returns ``[(name, stats)]`` in order."""
@@ -33,4 +40,4 @@ def run_default(ir, passes=DEFAULT):
 
 __all__ = ["algebraic_simplification", "checkpoint_recompute", "constant_folding", "copy_elision",
            "common_subexpression_elimination", "dead_code_elimination", "fold_conv_bn", "fuse_elementwise",
-           "fuse_softmax_cross_entropy", "run_default", "DEFAULT"]
+           "fuse_softmax_cross_entropy", "hoist_variables", "run_default", "DEFAULT", "LATE"]
