@@ -378,7 +378,7 @@ def test_turning_the_pass_off_and_debug_statistics(capsys):
     model = _convnet()
     off = Infer(model)
     off.config.enable_pass("hoist_variables", False)
-    x = flow.randn(1, 3, 8, 8)
+    x = flow.randn(2, 3, 8, 8)  # both pairs fold at batch 2
     with flow.no_grad():
         _close(off(x), model(x))
     assert off._last.ir.prologue is None and off._last.plan.prologue is None
@@ -407,7 +407,7 @@ def test_signatures_of_one_graph_share_one_cache():
     # another batch size traces the same prologue: the folded weights are cached once per graph
     model = _convnet()
     g = Infer(model)
-    x1, x4 = flow.randn(1, 3, 8, 8), flow.randn(4, 3, 8, 8)
+    x1, x4 = flow.randn(2, 3, 8, 8), flow.randn(4, 3, 8, 8)
     g(x1)
     first = g._last.plan.prologue
     with flow.no_grad():

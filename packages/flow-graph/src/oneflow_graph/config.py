@@ -1,5 +1,4 @@
 """``graph.config``: the options of one graph (OneFlow's GraphConfig)."""
-import functools
 
 import oneflow as flow
 
@@ -39,15 +38,7 @@ class GraphConfig:
             self._disabled.add(name)
 
     def _passes(self):
-        hoisting = "hoist_variables" not in self._disabled
-        out = []
-        for n, f in _passes.DEFAULT:
-            if n in self._disabled:
-                continue
-            if n == "fold_conv_bn" and hoisting:  # the fold's weight scaling is cached: every pair pays off
-                f = functools.partial(f, hoisted=True)
-            out.append((n, f))
-        return tuple(out)
+        return tuple((n, f) for n, f in _passes.DEFAULT if n not in self._disabled)
 
     def _late_passes(self):
         return tuple((n, f) for n, f in _passes.LATE if n not in self._disabled)

@@ -42,13 +42,6 @@ def _storage(t):
     return t._storage_ptr() if t is not None and hasattr(t, "_storage_ptr") else None
 
 
-def hoistable_ids(ir):
-    """``id`` of every value a prologue could compute: constants, variables no node writes (nor one sharing
-    memory with a written variable) and the results of the nodes :mod:`hoist_variables` would hoist, before
-    trimming. Used by passes that make variable-only work (conv + bn folding) to know it will be cached."""
-    return _hoistable(ir)[0]
-
-
 def _hoistable(ir):
     written = {id(n.inputs[i].root()) for n in ir.nodes for i in n.mutates}
     # parameters sharing one storage (a flat buffer): a write to one changes what the other reads mid-plan
@@ -131,4 +124,4 @@ def flat_parts(ir):
     return variables, constants, list(pro.ir.nodes) + list(ir.nodes), remap
 
 
-__all__ = ["hoist_variables", "hoistable_ids", "flat_parts", "Prologue"]
+__all__ = ["hoist_variables", "flat_parts", "Prologue"]
