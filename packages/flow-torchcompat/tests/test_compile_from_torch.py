@@ -151,7 +151,7 @@ def test_bad_input():
 
 def test_use_graph_with_flow_graph_runs_a_compiled_graph(tmp_path):
     # flow-graph installed beside us (into a folder of its own, so the other tests keep running without it):
-    # the module runs as a compiled nn.Graph with torch's results
+    # the module runs as compiled graphs with torch's results, and trains on oneflow as the eager module does
     import os
     import subprocess
     import sys
@@ -171,11 +171,35 @@ def test_use_graph_with_flow_graph_runs_a_compiled_graph(tmp_path):
             c = compile_from_torch(m, use_graph=True)
         x = torch.randn(3, 4)
         ys = [c(x), c(x)]
-        print(c.uses_graph, c._run.is_compiled, type(ys[1]).__module__,
+        print(c.uses_graph, c._run.compile_count == 1, type(ys[1]).__module__,
               max(float(np.abs(y.numpy() - m(x).detach().numpy()).max()) for y in ys))
+        # the compiled module trains like the eager one: a train-mode forward updates the shared running
+        # stats, and loss.backward() after a call runs the compiled backward into oneflow-side gradients
+        import copy
+        import oneflow as flow
+        net = torch.nn.Sequential(torch.nn.Conv2d(1, 3, 3), torch.nn.BatchNorm2d(3), torch.nn.Flatten(),
+                                  torch.nn.Linear(3 * 4 * 4, 2))
+        ref = copy.deepcopy(net)
+        cn = compile_from_torch(net, use_graph=True)
+        opt = flow.optim.SGD(cn.parameters(), lr=0.1)
+        ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+        xi = torch.randn(5, 1, 6, 6)
+        for _ in range(2):
+            loss = cn(flow.from_numpy(xi.numpy())).square().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            ref_loss = ref(xi).square().mean()
+            ref_loss.backward()
+            ref_opt.step()
+            ref_opt.zero_grad()
+        worst = max(float((a - b).abs().max()) for a, b in zip(list(net.state_dict().values()),
+                                                                list(ref.state_dict().values())))
+        print(abs(loss.item() - ref_loss.item()) < 1e-5, worst < 1e-5, cn._run.compile_count)
     """
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(target), os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    uses_graph, is_compiled, module, err = r.stdout.split()
-    assert (uses_graph, is_compiled, module) == ("True", "True", "torch") and float(err) < 1e-6
+    uses_graph, compiled_once, module, err, same_loss, same_state, compiles = r.stdout.split()
+    assert (uses_graph, compiled_once, module) == ("True", "True", "torch") and float(err) < 1e-6
+    assert (same_loss, same_state, compiles) == ("True", "True", "1"), r.stdout

@@ -61,10 +61,12 @@ def compile_from_torch(torch_module, *, use_graph=True, options=None):
 
     Args:
         torch_module (torch.nn.Module): the module (on the CPU).
-        use_graph (bool): run it as a static ``oneflow.nn.Graph``. flow-graph provides graphs; without it the
-            module runs eagerly, with a warning.
-        options (dict, optional): graph options: ``debug`` (int), ``size`` (int, graphs cached for input
-            shapes), ``dynamic`` (bool).
+        use_graph (bool): run it as compiled static graphs (``flow.compile`` with flow-graph's backend: one
+            per input signature and train/eval mode, and ``loss.backward()`` after a call runs the compiled
+            backward). flow-graph provides graphs; without it the module runs eagerly, with a warning.
+        options (dict, optional): graph options: ``debug`` (int: > 0 prints the IR of each compiled graph),
+            ``size`` and ``dynamic`` (int, bool: accepted for OneFlow's signature; every input signature
+            keeps its graph).
 
     Returns:
         CompiledModule: called with torch tensors, it returns torch tensors; with oneflow tensors, oneflow ones.
@@ -87,25 +89,36 @@ def compile_from_torch(torch_module, *, use_graph=True, options=None):
 
 
 def _graph(module, options):
-    graph_cls = _plugins.load("nn.Graph")
-    if graph_cls is None:
+    # flow.compile's graph backend, not an nn.Graph subclass: the module keeps its eager semantics around the
+    # compiled plans (train()/eval() pick another plan, loss.backward() after a call runs the compiled backward)
+    backend = _plugins.compile_backend("graph")
+    if backend is None:
         warnings.warn("compile_from_torch: use_graph=True needs the flow-graph package, which is not installed; "
                       "the module runs eagerly (install flow-graph, or pass use_graph=False)", RuntimeWarning,
                       stacklevel=3)
         return None
+    compiled = backend(module, None)  # the backend protocol: (model, example_inputs) -> callable
+    return _Debugged(compiled, options["debug"]) if options.get("debug") else compiled
 
-    class _TorchModuleGraph(graph_cls):
-        def __init__(self):
-            super().__init__()
-            self.module = module
 
-        def build(self, *args, **kwargs):
-            return self.module(*args, **kwargs)
+class _Debugged:
+    """``options={"debug": n}``, n > 0: prints the IR of each plan compiled for a new input signature."""
 
-    g = _TorchModuleGraph()
-    if options.get("debug"):
-        g.debug(options["debug"])
-    return g
+    def __init__(self, compiled, level):
+        self.compiled, self.level = compiled, level
+
+    def __call__(self, *args, **kwargs):
+        count = self.compiled.compile_count
+        out = self.compiled(*args, **kwargs)
+        region = self.compiled.last
+        if self.compiled.compile_count != count and region is not None:
+            for ir in (region.ir_forward, region.ir_backward):
+                if ir is not None:
+                    print(ir)
+        return out
+
+    def __getattr__(self, name):
+        return getattr(self.compiled, name)
 
 
 def _any_tensor(cls, obj):
