@@ -63,10 +63,22 @@ class GPT(nn.Module):
         x = self.tok(idx) + self.pos.weight[:t]
         for block in self.blocks:
             x = block(x, self.mask)
-        logits = self.head(self.ln_f(x))
+        logits = _lm_head(self.head, self.tok, self.ln_f(x))
         # the sum over the batch then a division, which is the mean, lets a split batch add up partial sums
         # (the mean itself would need the whole batch's count of targets)
         return lm_loss(logits, targets)
+
+
+def _lm_head(head, tok, h):
+    """The LM head on the final hidden states ``h``. A head tied to the token embedding on another pipeline
+    stage reads the embedding's weight moved to ``h``'s stage (as LiBai does), so the weight's gradient flows
+    back to the first stage, where its single copy is updated."""
+    w = head.weight
+    if w is tok.weight and getattr(w, "is_global", False) and getattr(h, "is_global", False) \
+            and w.placement != h.placement:
+        w = w.to_global(placement=h.placement, sbp=[flow.sbp.broadcast] * h.placement.ranks.ndim)
+        return F.linear(h, w)
+    return head(h)
 
 
 # Megatron's splits of one block's parameters, by name: column-parallel (output features) then row-parallel
@@ -108,25 +120,34 @@ class _Stage(nn.Module):
 
 def stage_of(model, index, stages):
     """Pipeline stage ``index`` of ``stages`` of ``model`` (its blocks split as evenly as possible); a tied head
-    cannot be cut from its embedding."""
+    cannot be cut from its embedding (inside an nn.Graph it can: :func:`set_stages`)."""
     if model.head.weight is model.tok.weight and stages > 1:
-        raise ValueError("a GPT whose head is tied to its token embedding cannot be cut into pipeline stages")
+        raise ValueError("a GPT whose head is tied to its token embedding cannot be cut into eager pipeline "
+                         "stages (its weight would live on two stages); set_stages in an nn.Graph can")
+    _check_blocks(model, stages)
+    n = len(model.blocks)
+    lo, hi = index * n // stages, (index + 1) * n // stages
+    return _Stage(model, lo, hi, index == 0, index == stages - 1)
+
+
+def _check_blocks(model, stages):
     n = len(model.blocks)
     if stages > n:
         raise ValueError(f"{stages} pipeline stages need at least as many blocks, the model has {n}")
-    lo, hi = index * n // stages, (index + 1) * n // stages
-    return _Stage(model, lo, hi, index == 0, index == stages - 1)
 
 
 def set_stages(model, placements):
     """Makes ``model`` a pipeline of ``len(placements)`` stages inside ``nn.Graph``: its modules given stages
     with ``set_stage`` (the blocks split as :func:`stage_of` splits them, the embeddings on the first stage, the
     final norm and head on the last), which puts their parameters on the stage's placement. The causal mask,
-    which every block reads, is broadcast to all the stages' ranks (each stage then finds it at hand)."""
+    which every block reads, is broadcast to all the stages' ranks (each stage then finds it at hand). A head
+    tied to the token embedding stays with the embedding on the first stage; the last stage reads its weight
+    moved there (each micro-batch's forward sends it, its backward sends the gradient back)."""
     from oneflow.nn.graph import GraphModule
 
     stages = len(placements)
-    stage_of(model, 0, stages)  # the same checks (a tied head, enough blocks)
+    _check_blocks(model, stages)
+    tied = model.head.weight is model.tok.weight  # before set_stage replaces the embedding's weight
     n = len(model.blocks)
     model.tok.to(GraphModule).set_stage(0, placements[0])
     model.pos.to(GraphModule).set_stage(0, placements[0])
@@ -134,7 +155,8 @@ def set_stages(model, placements):
         for block in list(model.blocks)[i * n // stages:(i + 1) * n // stages]:
             block.to(GraphModule).set_stage(i, placements[i])
     model.ln_f.to(GraphModule).set_stage(stages - 1, placements[-1])
-    model.head.to(GraphModule).set_stage(stages - 1, placements[-1])
+    if not tied:  # a tied head gets the embedding's new weight when the graph compiles
+        model.head.to(GraphModule).set_stage(stages - 1, placements[-1])
     everyone = flow.placement("cpu", ranks=sorted(int(r) for p in placements for r in p.ranks.reshape(-1)))
     model._buffers["mask"] = model.mask.to_global(everyone, flow.sbp.broadcast)
     return model

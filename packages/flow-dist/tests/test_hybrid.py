@@ -40,12 +40,16 @@ def _losses(out, nproc):
     return losses
 
 
-@pytest.fixture(scope="module")
-def single_losses():
-    p = subprocess.run([sys.executable, str(TRAIN), "--layout", "single", "--steps", str(STEPS)],
+def _single(*extra):
+    p = subprocess.run([sys.executable, str(TRAIN), "--layout", "single", "--steps", str(STEPS), *extra],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     return _losses(p.stdout, 1)[0]
+
+
+@pytest.fixture(scope="module")
+def single_losses():
+    return _single()
 
 
 @pytest.mark.parametrize("nproc,layout,extra", [(2, "dp", ()), (2, "tp", ()), (4, "dpxtp", ()), (2, "zero2", ()),
@@ -58,6 +62,17 @@ def test_example_train_script_agrees_with_its_single_process_run(nproc, layout, 
     assert rc == 0, err
     for r, got in _losses(out, nproc).items():
         np.testing.assert_allclose(got, single_losses, rtol=1e-5, err_msg=f"rank {r}")
+
+
+@pytest.mark.parametrize("nproc,layout", [(2, "pp"), (4, "ppxdp")])
+def test_a_head_tied_to_the_embedding_across_pipeline_stages_in_a_graph_trains_like_one_process(nproc, layout):
+    # the head on the last stage reads the first stage's embedding weight; its gradient comes back to it
+    want = _single("--tie")
+    rc, out, err, _ = run(["--nproc", nproc, TRAIN, "--layout", layout, "--steps", STEPS, "--graph", "--tie"],
+                          timeout=240)
+    assert rc == 0, err
+    for r, got in _losses(out, nproc).items():
+        np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=f"rank {r}")
 
 
 def test_example_train_script_in_a_graph_on_one_process_agrees_with_eager(single_losses):

@@ -229,6 +229,20 @@ def test_copy_elision_drops_clones_of_unshared_contiguous_intermediates():
     np.testing.assert_array_equal(d.numpy(), (x * 3).t().numpy())
 
 
+def test_copy_elision_of_a_clone_of_a_clone_sends_readers_to_the_first_source():
+    from oneflow_graph.passes import copy_elision
+
+    def f(x):
+        return (x * 2).clone().clone() + 1  # both clones go: the add reads x * 2 itself
+
+    x = flow.randn(2, 3)
+    ir = trace(f, (x,))
+    assert copy_elision(ir) == {"removed": 2}
+    alive = {id(n) for n in ir.nodes}
+    assert all(v.producer is None or id(v.producer) in alive for n in ir.nodes for v in n.inputs if v is not None)
+    np.testing.assert_array_equal(run(ir, x).numpy(), (x * 2 + 1).numpy())
+
+
 def test_copy_elision_removes_the_gradient_copies_of_a_traced_training_step():
     from models import TrainGraph
 

@@ -180,4 +180,11 @@ if stages > 1:
                                     f"{stages - 1}) in the forward")
     compile_error(two_placements, "stage 0 is given placement")
     compile_error(shared_rank, "each rank runs one stage of a pipeline")
+
+    def tied_across_stages(m):  # one parameter on two stages would silently become two parameters
+        m[1][0].weight = m[0][0].weight
+        m[0].to(GraphModule).set_stage(0, placements[0])
+        m[1].to(GraphModule).set_stage(1, placements[1])
+
+    compile_error(tied_across_stages, "a tied parameter lives on one stage")
 print(f"rank {rank}: graph pipeline ok", flush=True)

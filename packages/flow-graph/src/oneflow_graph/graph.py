@@ -259,7 +259,8 @@ class Graph:
         staged = _pipeline.staged_modules(self._modules)
         stages = _pipeline.check(self.name, staged) if staged else None
         if staged:
-            _pipeline.adopt_moved_parameters(self.name, staged, [opt for opt, _ in self._opts])
+            _pipeline.adopt_moved_parameters(self.name, staged, [opt for opt, _ in self._opts],
+                                             self._modules.values())
         if self.config._zero is not None and self._opts and not self.__dict__.get("_zero_applied"):
             self._apply_zero()
         params = {id(p): p for m in self._modules.values() for p in m.parameters()}

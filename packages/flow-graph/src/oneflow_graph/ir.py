@@ -136,6 +136,7 @@ class GraphIR:
 
         if not mapping:
             return
+        mapping = _resolved(mapping)
         for n in self.nodes:
             n.inputs = [mapping.get(v, v) if v is not None else None for v in n.inputs]
             n.outputs = [mapping.get(v, v) if v is not None and v.producer is not n else v for v in n.outputs]
@@ -168,3 +169,16 @@ def _remap(v, mapping):
     if hasattr(v, "rebuild") and hasattr(v, "inner"):
         v.inner = [_remap(x, mapping) for x in v.inner]
     return v
+
+
+def _resolved(mapping):
+    """``mapping`` with chains followed to their end: a pass replacing ``b`` by ``a`` and ``c`` by ``b`` (the
+    copy elision of ``clone(clone(a))``) must send ``c``'s readers to ``a``, not to the removed ``b``."""
+    out = {}
+    for k in mapping:
+        v, seen = mapping[k], {id(k)}
+        while v in mapping and id(v) not in seen:
+            seen.add(id(v))
+            v = mapping[v]
+        out[k] = v
+    return out

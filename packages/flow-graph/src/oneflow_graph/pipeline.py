@@ -124,13 +124,29 @@ def marking_backwards(fn, mark):
     return run
 
 
-def adopt_moved_parameters(graph_name, staged, optimizers):
-    """The optimizers of the graph take the global parameters ``set_stage`` replaced their parameters by."""
-    moved = {}
-    for _, proxy in staged:
-        moved.update(proxy.__dict__.get("_moved", {}))
+def adopt_moved_parameters(graph_name, staged, optimizers, modules=()):
+    """The optimizers of the graph, and the modules of ``modules`` still holding a parameter that ``set_stage``
+    replaced (a weight tied to a staged module's, such as an LM head sharing the token embedding), take the
+    global parameters it was replaced by, so ties survive. Raises ValueError for a parameter that two stages
+    moved (a tie across stages: it would silently become two parameters)."""
+    moved, by = {}, {}
+    for name, proxy in staged:
+        for key, entry in proxy.__dict__.get("_moved", {}).items():
+            prev = moved.get(key)
+            if prev is not None and prev[1] is not entry[1] and entry[0] is prev[0]:
+                raise ValueError(f"{graph_name}: a parameter of module '{name}' (stage {proxy.stage_id}) is also "
+                                 f"a parameter of module '{by[key]}', which set_stage put on another stage; a "
+                                 f"tied parameter lives on one stage: leave the other module without a stage and "
+                                 f"move the weight where it is read (weight.to_global(placement=...))")
+            moved[key], by[key] = entry, name
     if not moved:
         return
+    for top in modules:
+        for m in top.modules():
+            for key, p in list(m._parameters.items()):
+                entry = moved.get(id(p)) if p is not None else None
+                if entry is not None and entry[0] is p:
+                    m._parameters[key] = entry[1]
 
     def replaced(p):
         entry = moved.get(id(p))
@@ -143,7 +159,14 @@ def adopt_moved_parameters(graph_name, staged, optimizers):
             if any(replaced(p) is not None and p in opt.state for p in group["params"]):
                 raise RuntimeError(f"{graph_name}: {type(opt).__name__} has stepped parameters that set_stage then "
                                    f"moved to their stage's placement; make the optimizer after set_stage")
-            group["params"] = [replaced(p) or p for p in group["params"]]
+            params, seen = [], set()
+            for p in group["params"]:
+                q = replaced(p)
+                q = p if q is None else q
+                if id(q) not in seen:  # a tied parameter given as both its old and its new self: once
+                    seen.add(id(q))
+                    params.append(q)
+            group["params"] = params
 
 
 def schedule(ir, micro_batches, stage, stages):
