@@ -122,7 +122,7 @@ NB_MODULE(_store, m) {
       .def("reset_stats", &Store::reset_stats)
       .def("log_stats", [](const Store& s) {
     const LogStats st = s.log_stats();
-    return std::make_tuple(st.file_bytes, st.live_bytes, st.segments_cleaned, st.rows_moved);
+    return std::make_tuple(st.file_bytes, st.live_bytes, st.segments_cleaned, st.rows_moved, st.sparse_cleans);
   });
 
   nb::class_<HandledStore, Store>(m, "Store")

@@ -24,6 +24,9 @@ std::string errno_text(const std::string& what, const std::string& path) {
 // than rewriting cached ones (page-cache and block allocation), and it is what a log that keeps growing does.
 constexpr int64_t kSpaceNum = 5, kSpaceDen = 4;
 constexpr int64_t kSlackSegments = 2;
+// A victim with fewer than 1/16 of its records live has them read one at a time (a pread each) instead of the
+// whole segment: about where the two cost the same when the file is in the page cache.
+constexpr int64_t kSparseCleanDen = 16;
 
 }  // namespace
 
@@ -41,7 +44,11 @@ RowLog::RowLog(std::string path, int64_t row_bytes, int64_t block_size, int64_t 
     seg_rows_ = std::max<int64_t>(1, segment_bytes / stride_);
     seg_bytes_ = seg_rows_ * stride_;
   }
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // O_NOATIME: every row miss is a pread, and updating the file's access time on each was a visible share of
+  // its kernel time; the file is ours (just created), so the flag is allowed, but fall back if a filesystem
+  // refuses it.
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOATIME, 0644);
+  if (fd_ < 0 && errno == EPERM) fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error(errno_text("cannot create the embedding's data file", path_));
   buf_.resize(static_cast<size_t>(seg_bytes_));
   if (background_) {
@@ -192,12 +199,27 @@ void RowLog::clean_if_needed() {
 
 void RowLog::clean(int64_t victim) {
   if (seg_live_[victim] > 0) {
-    clean_buf_.resize(static_cast<size_t>(seg_bytes_));
-    io(false, clean_buf_.data(), static_cast<size_t>(seg_bytes_), victim * seg_bytes_);
+    // The emptiest segment usually holds only a few live records (rows evicted once and never again): those are
+    // read one by one, which costs far less than reading the whole segment back to copy them forward.
+    const bool sparse = seg_live_[victim] * kSparseCleanDen < seg_rows_;
+    if (!sparse) {
+      clean_buf_.resize(static_cast<size_t>(seg_bytes_));
+      io(false, clean_buf_.data(), static_cast<size_t>(seg_bytes_), victim * seg_bytes_);
+    } else {
+      clean_buf_.resize(static_cast<size_t>(row_bytes_));
+      ++sparse_cleans_;
+    }
     for (int64_t r = 0; r < seg_rows_; ++r) {
       const int64_t rec = victim * seg_rows_ + r, slot = rec_slot_[rec];
       if (slot < 0 || where_[slot] != rec) continue;  // dead: a newer copy exists
-      append(slot, clean_buf_.data() + (record_offset(rec) - victim * seg_bytes_));
+      const unsigned char* row;
+      if (sparse) {
+        io(false, clean_buf_.data(), static_cast<size_t>(row_bytes_), record_offset(rec));
+        row = clean_buf_.data();
+      } else {
+        row = clean_buf_.data() + (record_offset(rec) - victim * seg_bytes_);
+      }
+      append(slot, row);
       ++moved_;
     }
   }
@@ -251,6 +273,7 @@ LogStats RowLog::stats() const {
   s.live_bytes = live_ * row_bytes_;
   s.segments_cleaned = cleaned_;
   s.rows_moved = moved_;
+  s.sparse_cleans = sparse_cleans_;
   return s;
 }
 

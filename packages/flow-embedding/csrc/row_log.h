@@ -27,6 +27,7 @@ struct LogStats {
   int64_t live_bytes = 0;        // bytes of the rows' newest copies
   int64_t segments_cleaned = 0;  // segments the cleaner reclaimed
   int64_t rows_moved = 0;        // live records the cleaner copied forward
+  int64_t sparse_cleans = 0;     // cleaned segments whose few live records were read one by one
 };
 
 class RowLog {
@@ -75,7 +76,7 @@ class RowLog {
   int64_t cur_ = -1, fill_ = 0;
   std::vector<unsigned char> buf_, clean_buf_;
   bool cleaning_ = false;
-  int64_t cleaned_ = 0, moved_ = 0;
+  int64_t cleaned_ = 0, moved_ = 0, sparse_cleans_ = 0;
 
   // background writer: `spare_` holds segment `inflight_` (being or already written) until the next seal
   bool background_;
