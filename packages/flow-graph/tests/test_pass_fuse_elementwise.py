@@ -45,6 +45,23 @@ def test_non_contiguous_and_column_broadcast_inputs():
     np.testing.assert_array_equal(got.numpy(), f(x, c).numpy())
 
 
+@pytest.mark.parametrize("inner", [1111, 1, 3])
+def test_broadcast_inputs_across_chunk_and_row_boundaries(inner):
+    # more elements than one chunk holds, rows that do not divide a chunk (a chunk begins mid-row): a row
+    # input, a column input, a transposed (strided inner) input and a strided dense one, all gathered per run
+    def f(x, row, col, tr, xs):
+        return ((x + row) * col - tr).tanh() + xs
+
+    shape = (5, 4000 // inner + 3, inner)
+    x = flow.randn(*shape)
+    row, col = flow.randn(inner), flow.randn(shape[0], shape[1], 1)
+    tr = flow.randn(inner, shape[1]).t()
+    xs = flow.randn(shape[0], shape[1], 2 * inner)[..., ::2]
+    ir, stats, got = fused(f, x, row, col, tr, xs)
+    assert stats["groups"] == 1 and x.numel() > 16384
+    np.testing.assert_array_equal(got.numpy(), f(x, row, col, tr, xs).numpy())
+
+
 def test_mixed_dtypes_promote_as_the_unfused_ops_do():
     def f(x, i):
         return (x * i + 2).relu() / 3

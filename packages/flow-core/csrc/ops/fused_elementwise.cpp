@@ -22,7 +22,7 @@
 namespace flow {
 namespace {
 
-constexpr int64_t kChunk = 2048;
+constexpr int64_t kChunk = 16384;
 
 struct Instr {
   const OpDef* op = nullptr;
@@ -142,10 +142,25 @@ void gather(const Tensor& src, const Shape& shape, int64_t b, int64_t e, char* d
   }
   const int64_t es = itemsize(src.dtype());
   const char* base = static_cast<const char*>(src.raw_data());
-  for (int64_t i = b; i < e; ++i) {
-    std::memcpy(dst, base + pos * es, es);
-    dst += es;
-    for (int d = nd - 1; d >= 0; --d) {  // odometer step
+  // a run along the innermost dimension at a time: one copy where it is dense (a bias over the last
+  // dimension), one element repeated where it broadcasts, element by element otherwise
+  const int64_t inner = shape[nd - 1], ist = st[nd - 1];
+  for (int64_t i = b; i < e;) {
+    const int64_t run = std::min(inner - idx[nd - 1], e - i);
+    const char* s = base + pos * es;
+    if (ist == 1) {
+      std::memcpy(dst, s, run * es);
+    } else {
+      for (int64_t r = 0; r < run; ++r) std::memcpy(dst + r * es, s + r * ist * es, es);
+    }
+    dst += run * es;
+    i += run;
+    idx[nd - 1] += run;
+    pos += run * ist;
+    if (idx[nd - 1] < inner) continue;
+    pos -= ist * inner;
+    idx[nd - 1] = 0;
+    for (int d = nd - 2; d >= 0; --d) {  // odometer step over the outer dimensions
       pos += st[d];
       if (++idx[d] < shape[d]) break;
       pos -= st[d] * shape[d];
