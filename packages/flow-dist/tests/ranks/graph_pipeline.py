@@ -102,7 +102,7 @@ for schedule, kind in [(s, k) for s in SCHEDULES for k in ("sgd", "adam")]:
     ref = model()
     ref_losses = single_process_losses(ref, optimizer(kind, ref.parameters()), loss_fn, zip(xs, ys))
     m = staged(model())
-    g = Train(m, optimizer(kind, m.parameters()), schedule=None if schedule == "1f1b" else schedule)
+    g = Train(m, optimizer(kind, m.parameters()), schedule=None if schedule == "zero_bubble" else schedule)  # default
     losses = []
     for i, (x, y) in enumerate(zip(xs, ys)):
         gx, gy = glob(x, placements[0]), glob(y, placements[-1])

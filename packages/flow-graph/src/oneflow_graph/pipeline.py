@@ -1,17 +1,24 @@
 """Pipeline parallelism inside ``nn.Graph``: modules made stages with ``module.to(GraphModule).set_stage(i,
-placement)`` and gradient accumulation's micro-batches run as a 1F1B pipeline (PipeDream-Flush, as Megatron-LM).
+placement)`` and gradient accumulation's micro-batches run as a pipeline: by default in the zero-bubble ZB-H1
+order (Qi et al.), or in 1F1B's (PipeDream-Flush, as OneFlow and Megatron-LM) with
+``graph.config.set_pipeline_schedule("1f1b")``.
 
 Every rank traces the whole ``build`` on global tensors: ops on a placement that does not hold this rank compute
 nothing there (flow-dist's rule), and the placement change between two stages is a ``dist_send`` on the ranks
 of the one and a ``dist_recv`` on the ranks of the other, its gradient the reverse pair in the backward. So each
 rank's plan holds its own stage's work and transfers. Gradient accumulation traces micro-batch ``j``'s forward
 ``F_j`` and backward ``B_j`` one after the other; :func:`schedule` then reorders this rank's plan into its
-stage's 1F1B order (``stages - i - 1`` warm-up forwards, then one forward and one backward in turn, then the
-remaining backwards: :func:`oneflow_dist.plan.schedule.one_f_one_b`, the order of flow-dist's eager pipeline),
-so that a stage holds the activations of at most ``stages - i`` micro-batches. Sends never wait (their buffers
-are kept until the plan's last step), receives wait for their message, and every transfer of the trace has its
-own tag, so the ranks' different orders always match up and never deadlock. The optimizers step after the last
-micro-batch, in the plan's last steps.
+stage's order. 1F1B's: ``stages - i - 1`` warm-up forwards, then one forward and one backward in turn, then the
+remaining backwards (:func:`oneflow_dist.plan.schedule.one_f_one_b`, the order of flow-dist's eager pipeline),
+so that a stage holds the activations of at most ``stages - i`` micro-batches. ZB-H1's: each backward split
+(:func:`split_backward`) into ``B``, what the gradient sent to the previous stage needs, and ``W``, the weight
+gradients; the ``F`` and ``B`` steps in 1F1B's order, stage ``i`` running ``W_j`` after ``B_{j+i}``
+(:func:`oneflow_dist.plan.schedule.zero_bubble_h1`), so that the gradients go back sooner and the ``W`` steps
+fill the time 1F1B's stages wait (a third of 1F1B's bubble for steps of equal length); a stage holds at most
+``stages - i`` micro-batches between ``F`` and ``B`` and ``stages`` between ``F`` and ``W``. Sends never wait
+(their buffers are kept until the plan's last step), receives wait for their message, and every transfer of the
+trace has its own tag, so the ranks' different orders always match up and never deadlock. The optimizers step
+after the last micro-batch, in the plan's last steps.
 """
 import contextlib
 
@@ -149,7 +156,7 @@ def adopt_moved_parameters(graph_name, staged, optimizers):
 SCHEDULES = ("1f1b", "zero_bubble")
 
 
-def schedule(ir, micro_batches, stage, stages, kind="1f1b"):
+def schedule(ir, micro_batches, stage, stages, kind="zero_bubble"):
     """Reorders ``ir.nodes`` into stage ``stage``'s pipeline order over ``micro_batches`` (``[(forward nodes,
     backward nodes)]`` per micro-batch, as gradient accumulation traced them): the nodes before the first
     micro-batch (the inputs' split) stay first, those after the last (outputs' packing, optimizer steps) last.
