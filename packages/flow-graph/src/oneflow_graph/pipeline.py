@@ -187,7 +187,13 @@ def schedule(ir, micro_batches, stage, stages, kind="zero_bubble"):
     if between:
         raise RuntimeError(f"pipeline: {between[0].name} was traced between micro-batches, outside any")
     new = ir.nodes[:lo] + [n for key in order for n in segment[key] if id(n) in pos] + ir.nodes[hi + 1:]
-    _check_order(ir.nodes, new)
+    try:
+        _check_order(ir.nodes, new)
+    except RuntimeError as e:
+        if kind == "1f1b":
+            raise
+        raise RuntimeError(f"{e} (in the zero-bubble schedule, which runs each micro-batch's weight gradients "
+                           f"later; graph.config.set_pipeline_schedule('1f1b') runs each backward whole)") from None
     ir.nodes = new
     ir.pipeline = {"stage": stage, "stages": stages, "micro_batches": m, "schedule": kind, "order": order}
     ir.pipeline_steps = {id(n): key for key in order for n in segment[key]}
