@@ -152,6 +152,7 @@ def test_command_line():
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "pipeline bubble: 0.1899 simulated, (p-1)/(m+p-1) = 0.1899" in p.stdout
+    assert "zero-bubble (ZB-H1) bubble, F = B = W: 0.0725 simulated, (p-1)/(3m+p-1) = 0.0725" in p.stdout
     assert "activations" in p.stdout and "tp all_reduce" in p.stdout
     bad = subprocess.run(cmd[:-1] + ["dp=8,tp=8"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "dp*tp*pp" in bad.stderr
