@@ -1,8 +1,9 @@
 """Hybrid layouts of examples/gpt_hybrid (the bench-size GPT of bench_training, SGD): tokens/s of DP, TP and 2-stage PP
-(4 micro-batches), eager and inside an nn.Graph (--graph), on 2 ranks x 1 thread against one rank with 1 thread at the
-same global batch (the faster of its eager and graph runs), and DP, TP and DPxTP on 4 ranks (oversubscribed on a
-2-core machine); and the per-rank memory of ZeRO-2 against DP on 4 ranks with Adam (the model states after a step, and
-the peak tensor bytes with the activations). Best of BENCH_ROUNDS (2) interleaved rounds; prints the ratios.
+(4 micro-batches), eager and inside an nn.Graph (--graph; PP in the zero-bubble ZB-H1 and the 1F1B schedules), on 2
+ranks x 1 thread against one rank with 1 thread at the same global batch (the faster of its eager and graph runs),
+and DP, TP and DPxTP on 4 ranks (oversubscribed on a 2-core machine); and the per-rank memory of ZeRO-2 against DP on
+4 ranks with Adam (the model states after a step, and the peak tensor bytes with the activations). Best of
+BENCH_ROUNDS (2) interleaved rounds; prints the ratios.
 
     python bench/bench_hybrid.py
 """
@@ -16,6 +17,7 @@ TRAIN = os.path.join(ROOT, "examples", "gpt_hybrid", "train.py")
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
 ARGS = ["--size", "bench", "--steps", "8", "--warmup", "3", "--opt", "sgd", "--lr", "0.01"]
 GRAPH, ADAM = ("--graph",), ("--opt", "adam")
+GRAPH_1F1B = ("--graph", "--schedule", "1f1b")  # GRAPH runs pipelines in the default zero-bubble schedule
 
 
 def launch(nproc, layout, batch, extra=()):
@@ -35,7 +37,7 @@ def launch(nproc, layout, batch, extra=()):
 
 def main():
     configs = [(1, "single", 8), (1, "single", 16), (1, "single", 8, GRAPH), (2, "dp", 16), (2, "dp", 16, GRAPH),
-               (2, "tp", 8), (2, "tp", 8, GRAPH), (2, "pp", 8), (2, "pp", 8, GRAPH),
+               (2, "tp", 8), (2, "tp", 8, GRAPH), (2, "pp", 8), (2, "pp", 8, GRAPH), (2, "pp", 8, GRAPH_1F1B),
                (4, "dp", 16), (4, "tp", 8), (4, "dpxtp", 16), (4, "dp", 16, ADAM), (4, "zero2", 16, ADAM)]
     best = {}
     for _ in range(ROUNDS):
@@ -57,8 +59,8 @@ def main():
     print(f"2 ranks x 1 thread, against the faster one-rank run at batch 8 (target >= 1.7): DP (batch 16) "
           f"{rel(2, 'dp', 16)} eager, {rel(2, 'dp', 16, GRAPH)} graph; TP (batch 8) {rel(2, 'tp', 8)} eager, "
           f"{rel(2, 'tp', 8, GRAPH)} graph; 2-stage PP (batch 8, 4 micro-batches) {rel(2, 'pp', 8)} eager, "
-          f"{rel(2, 'pp', 8, GRAPH)} graph; DP (batch 16) against one rank at batch 16: "
-          f"{best[(2, 'dp', 16)][0] / one[16]:.2f}x")
+          f"{rel(2, 'pp', 8, GRAPH)} graph (zero-bubble; {rel(2, 'pp', 8, GRAPH_1F1B)} with 1F1B); DP (batch 16) "
+          f"against one rank at batch 16: {best[(2, 'dp', 16)][0] / one[16]:.2f}x")
     print(f"4 ranks (oversubscribed): DP {best[(4, 'dp', 16)][0] / one[16]:.2f}x, TP "
           f"{best[(4, 'tp', 8)][0] / one[8]:.2f}x, DPxTP {best[(4, 'dpxtp', 16)][0] / one[16]:.2f}x one rank at "
           f"the same batch")

@@ -9,6 +9,7 @@
     flowrun --nproc 4 examples/gpt_hybrid/train.py --layout ppxdp       # 2 stages x 2 data-parallel replicas
     flowrun --nproc 2 examples/gpt_hybrid/train.py --layout pp --graph  # the pipeline inside an nn.Graph
     flowrun --nproc 2 examples/gpt_hybrid/train.py --layout tp --graph  # any layout: trained by an nn.Graph
+    flowrun --nproc 2 examples/gpt_hybrid/train.py --layout pp --graph --schedule 1f1b  # (default: zero_bubble)
 
 Every rank prints its loss per step, then its tokens/s (the global batch's tokens over the time of the steps
 after ``--warmup``), its peak resident memory (VmHWM), the peak of its tensors' bytes (params, grads,
@@ -73,6 +74,8 @@ def parse_args(argv=None):
     ap.add_argument("--graph", action="store_true",
                     help="train in an nn.Graph (pp, ppxdp: the pipeline inside it, with set_stage; zero2: "
                          "config.enable_zero)")
+    ap.add_argument("--schedule", choices=("1f1b", "zero_bubble"), default="zero_bubble",
+                    help="pp, ppxdp with --graph: the pipeline schedule (graph.config.set_pipeline_schedule)")
     return ap.parse_args(argv)
 
 
@@ -136,9 +139,9 @@ def _make_optimizer(params, args):
 def graph_step(model, args):
     """``--graph``: the model trained by an nn.Graph. pp / ppxdp: the model's stages set with set_stage (one per
     rank; ppxdp: 2 stages of 2 data-parallel ranks each, ranks [0, 1] and [2, 3] on 4) and the graph's gradient
-    accumulation over ``--micro-batches`` runs the 1F1B pipeline; dp / tp / dpxtp: the global model of
-    :func:`model.lay_out`; zero2: dp with ``config.enable_zero(stage=2)``; single: the local model. Returns the
-    optimizer and a step that returns the mean loss of the whole batch (every rank receives it)."""
+    accumulation over ``--micro-batches`` runs the pipeline in the ``--schedule`` order; dp / tp / dpxtp: the
+    global model of :func:`model.lay_out`; zero2: dp with ``config.enable_zero(stage=2)``; single: the local
+    model. Returns the optimizer and a step that returns the mean loss of the whole batch (every rank receives it)."""
     world = flow.env.get_world_size()
     B, S = flow.sbp.broadcast, flow.sbp.split
     pipelined = args.layout in ("pp", "ppxdp")
@@ -164,6 +167,7 @@ def graph_step(model, args):
             self.add_optimizer(opt)
             if pipelined:
                 self.config.set_gradient_accumulation_steps(args.micro_batches)
+                self.config.set_pipeline_schedule(args.schedule)
             if args.layout == "zero2":
                 self.config.enable_zero(True, stage=2, shard_min_size=1)
 

@@ -54,6 +54,7 @@ def single_losses():
 
 @pytest.mark.parametrize("nproc,layout,extra", [(2, "dp", ()), (2, "tp", ()), (4, "dpxtp", ()), (2, "zero2", ()),
                                                  (2, "pp", ()), (4, "ppxdp", ()), (2, "pp", ("--graph",)),
+                                                 (2, "pp", ("--graph", "--schedule", "1f1b")),
                                                  (4, "ppxdp", ("--graph",)), (2, "dp", ("--graph",)),
                                                  (2, "tp", ("--graph",)), (2, "zero2", ("--graph",))])
 def test_example_train_script_agrees_with_its_single_process_run(nproc, layout, extra, single_losses):

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from oneflow_dist.plan import Config, megatron_activation_bytes, simulate
-from oneflow_dist.plan.schedule import one_f_one_b, simulate as run_schedule
+from oneflow_dist.plan.schedule import one_f_one_b, simulate as run_schedule, zero_bubble_h1, zero_bubble_h1_bubble
 from oneflow_dist.plan.trace import layer_memory
 
 
@@ -24,6 +24,58 @@ def test_one_f_one_b_order_bubble_and_in_flight(p, m):
 def test_a_deadlocking_order_is_reported():
     orders = one_f_one_b(2, 2)
     orders[1] = [("B", 0), ("F", 0), ("F", 1), ("B", 1)]  # a backward before its forward
+    with pytest.raises(RuntimeError, match="deadlock"):
+        run_schedule(orders)
+
+
+@pytest.mark.parametrize("p,m", [(1, 1), (1, 3), (2, 1), (2, 4), (2, 8), (3, 5), (4, 2), (4, 4), (4, 8), (8, 16)])
+def test_zero_bubble_h1_runs_every_step_once_in_order(p, m):
+    orders = zero_bubble_h1(p, m)
+    assert len(orders) == p
+    for order in orders:
+        assert sorted(order) == sorted((k, j) for k in "FBW" for j in range(m))
+        assert all(order.index(("F", j)) < order.index(("B", j)) < order.index(("W", j)) for j in range(m))
+        for k in "FBW":  # each kind in micro-batch order (W of j and j + 1 add into the same gradients)
+            assert [j for kk, j in order if kk == k] == list(range(m))
+    # its forwards and input-gradient backwards are 1F1B's order
+    assert [[s for s in o if s[0] != "W"] for o in orders] == one_f_one_b(p, m)
+    run_schedule(orders, 1.0, 1.0, 1.0)  # no deadlock
+
+
+@pytest.mark.parametrize("p,m", [(2, 4), (2, 8), (4, 4), (4, 8)])
+@pytest.mark.parametrize("f,b,w", [(1.0, 1.0, 1.0), (1.0, 1.0, 0.5), (2.0, 1.0, 1.0), (1.0, 1.2, 1.0)])
+def test_zero_bubble_h1_bubble_is_the_papers_and_below_1f1b(p, m, f, b, w):
+    zb = run_schedule(zero_bubble_h1(p, m), f, b, w)
+    ofob = run_schedule(one_f_one_b(p, m), f, b, w)  # its B steps run B + W
+    assert zb["busy"] == ofob["busy"] == m * (f + b + w)
+    # Qi et al.: ZB-H1's bubble is (p - 1)(F + B - W) per stage, 1F1B's (p - 1)(F + B + W)
+    assert zb["makespan"] == pytest.approx(m * (f + b + w) + (p - 1) * (f + b - w))
+    assert ofob["makespan"] == pytest.approx(m * (f + b + w) + (p - 1) * (f + b + w))
+    assert zb["bubble_fraction"] == pytest.approx(zero_bubble_h1_bubble(p, m, f, b, w))
+    assert zb["bubble_fraction"] < ofob["bubble_fraction"]
+    # activations between F and B: 1F1B's on every stage; between F and W: at most 1F1B's first stage's
+    assert zb["max_in_flight"] == ofob["max_in_flight"] == [min(p - i, m) for i in range(p)]
+    assert zb["max_unfinished"] == [min(p, m)] * p
+    assert ofob["max_unfinished"] == ofob["max_in_flight"]
+
+
+def test_zero_bubble_h1_on_two_stages():
+    assert zero_bubble_h1(2, 4) == [
+        [("F", 0), ("F", 1), ("B", 0), ("W", 0), ("F", 2), ("B", 1), ("W", 1), ("F", 3), ("B", 2), ("W", 2),
+         ("B", 3), ("W", 3)],
+        [("F", 0), ("B", 0), ("F", 1), ("B", 1), ("W", 0), ("F", 2), ("B", 2), ("W", 1), ("F", 3), ("B", 3),
+         ("W", 2), ("W", 3)]]
+
+
+def test_schedule_errors():
+    with pytest.raises(ValueError, match="zero_bubble_h1: stages and micro_batches must be >= 1"):
+        zero_bubble_h1(2, 0)
+    orders = zero_bubble_h1(2, 2)
+    orders[1] = [s for s in orders[1] if s != ("W", 1)]
+    with pytest.raises(ValueError, match="stage 1's steps must be each of"):
+        run_schedule(orders)
+    orders = zero_bubble_h1(2, 2)
+    orders[0] = [("F", 0), ("F", 1), ("W", 0), ("B", 0), ("B", 1), ("W", 1)]  # a W before its B
     with pytest.raises(RuntimeError, match="deadlock"):
         run_schedule(orders)
 
@@ -100,6 +152,7 @@ def test_command_line():
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "pipeline bubble: 0.1899 simulated, (p-1)/(m+p-1) = 0.1899" in p.stdout
+    assert "zero-bubble (ZB-H1) bubble, F = B = W: 0.0725 simulated, (p-1)/(3m+p-1) = 0.0725" in p.stdout
     assert "activations" in p.stdout and "tp all_reduce" in p.stdout
     bad = subprocess.run(cmd[:-1] + ["dp=8,tp=8"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "dp*tp*pp" in bad.stderr

@@ -123,6 +123,18 @@ def test_steps_argument_is_checked():
     assert "gradient_accumulation_steps=3" in repr(g.config)
 
 
+def test_pipeline_schedule_argument_is_checked():
+    g = AccGraph(mlp(), flow.optim.SGD(mlp().parameters(), lr=0.1), 2)
+    assert g.config._pipeline_schedule == "zero_bubble"  # the default
+    with pytest.raises(ValueError, match=r"schedule must be one of \['1f1b', 'zero_bubble'\], but got 'gpipe'"):
+        g.config.set_pipeline_schedule("gpipe")
+    g.config.set_pipeline_schedule("1f1b")
+    assert g.config._pipeline_schedule == "1f1b"
+    g(flow.randn(8, 6), flow.zeros(8, dtype=flow.int64))  # no stages: the schedule changes nothing
+    with pytest.raises(RuntimeError, match=r"set_pipeline_schedule\(\) must be called before the graph is first"):
+        g.config.set_pipeline_schedule("zero_bubble")
+
+
 class DictGraph(Graph):
     """Nested inputs, a non-tensor argument and backward with an explicit gradient."""
 

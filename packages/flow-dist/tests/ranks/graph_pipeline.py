@@ -1,8 +1,10 @@
 """Pipeline parallelism inside nn.Graph: an MLP of one block per rank, each block a stage (set_stage) on its
-rank, trained with 4 micro-batches (gradient accumulation). 20 steps of SGD (momentum) and of Adam equal
-single-process training on the whole batch; the order in which each rank's transfers ran is its stage's 1F1B
-order, so a stage holds at most min(stages - index, micro-batches) micro-batches' activations; set_stage's
-errors (stage ids against the data flow among them). With ``--dp`` (4 ranks): 2 stages of 2 data-parallel ranks each."""
+rank, trained with 4 micro-batches (gradient accumulation), in the 1F1B and the zero-bubble (ZB-H1) schedules.
+20 steps of SGD (momentum) and of Adam equal single-process training on the whole batch; the order in which each
+rank's transfers ran is its stage's 1F1B order (ZB-H1 keeps it for forwards and input-gradient backwards), so a
+stage holds at most min(stages - index, micro-batches) micro-batches' activations, and the plan runs the
+schedule's steps in its order (ZB-H1: the weight-gradient steps where it puts them); set_stage's errors (stage
+ids against the data flow among them). With ``--dp`` (4 ranks): 2 stages of 2 data-parallel ranks each."""
 import contextlib
 import io
 import sys
@@ -12,7 +14,8 @@ import numpy as np
 import oneflow as flow
 import oneflow.nn as nn
 from oneflow.nn.graph import GraphModule
-from oneflow_dist.plan.schedule import one_f_one_b
+from oneflow_dist.plan.schedule import one_f_one_b, zero_bubble_h1
+from oneflow_graph.pipeline import run_order
 
 from reference import mse_loss as loss_fn, optimizer, single_process_losses
 
@@ -49,11 +52,13 @@ def staged(m):
 
 
 class Train(nn.Graph):
-    def __init__(self, m, opt, steps=M):
+    def __init__(self, m, opt, steps=M, schedule=None):
         super().__init__()
         self.m = m
         self.add_optimizer(opt)
         self.config.set_gradient_accumulation_steps(steps)
+        if schedule is not None:
+            self.config.set_pipeline_schedule(schedule)
 
     def build(self, x, y):
         loss = loss_fn(self.m, x, y)
@@ -91,11 +96,13 @@ def executed_order(records):
     return order
 
 
-for kind in ("sgd", "adam"):
+SCHEDULES = {"1f1b": (one_f_one_b, "1F1B"), "zero_bubble": (zero_bubble_h1, "zero-bubble (ZB-H1)")}
+for schedule, kind in [(s, k) for s in SCHEDULES for k in ("sgd", "adam")]:
+    make_order, title = SCHEDULES[schedule]
     ref = model()
     ref_losses = single_process_losses(ref, optimizer(kind, ref.parameters()), loss_fn, zip(xs, ys))
     m = staged(model())
-    g = Train(m, optimizer(kind, m.parameters()))  # made after set_stage moved the parameters
+    g = Train(m, optimizer(kind, m.parameters()), schedule=None if schedule == "zero_bubble" else schedule)  # default
     losses = []
     for i, (x, y) in enumerate(zip(xs, ys)):
         gx, gy = glob(x, placements[0]), glob(y, placements[-1])
@@ -105,28 +112,35 @@ for kind in ("sgd", "adam"):
         if my_stage == stages - 1:
             losses.append(float(loss.to_global(sbp=B).to_local().mean()))
         if i == 2 and stages > 1 and rank == stage_ranks[my_stage][0]:  # (only a stage's first rank sends)
+            want = make_order(stages, M)[my_stage]
             order = executed_order(comm.records)
-            want = one_f_one_b(stages, M)[my_stage]
-            assert order == want, (rank, order, want)
+            assert order == one_f_one_b(stages, M)[my_stage] == [s for s in want if s[0] != "W"], (rank, order)
             live = peak = 0
             for k, _ in order:
                 live += 1 if k == "F" else -1
                 peak = max(peak, live)
             assert peak == min(stages - my_stage, M), (rank, peak)
-            assert g.ir().pipeline == {"stage": my_stage, "stages": stages, "micro_batches": M, "order": want}
+            assert g.ir().pipeline == {"stage": my_stage, "stages": stages, "micro_batches": M,
+                                       "schedule": schedule, "order": want}
+            ran = run_order(g.ir())
+            if schedule == "zero_bubble" and my_stage == 0:  # nothing to send back: all its backward is W
+                assert ran == [s for s in want if s[0] != "B"], (rank, ran)
+            else:
+                assert ran == want, (rank, ran, want)
             text = io.StringIO()
             with contextlib.redirect_stdout(text):
                 g.debug(0)
             g.debug(-1)
             steps = " ".join(f"{k}{j}" for k, j in want)
-            assert f"pipeline: stage {my_stage} of {stages}, {M} micro-batches, 1F1B order {steps}" in text.getvalue()
+            assert f"pipeline: stage {my_stage} of {stages}, {M} micro-batches, {title} order {steps}" in \
+                text.getvalue()
     if my_stage == stages - 1:
-        np.testing.assert_allclose(losses, ref_losses, rtol=1e-5, atol=1e-6, err_msg=kind)
+        np.testing.assert_allclose(losses, ref_losses, rtol=1e-5, atol=1e-6, err_msg=f"{schedule} {kind}")
     for (name, a), b in zip(m.named_parameters(), ref.parameters()):
         assert a.is_global, name
         if rank in a.placement.ranks.reshape(-1).tolist():
             np.testing.assert_allclose(a.detach().to_local().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6,
-                                       err_msg=f"{kind} {name}")
+                                       err_msg=f"{schedule} {kind} {name}")
 
 # set_stage's errors: a bad stage id, a placement that is not one, stage ids with a gap, one stage on two
 # placements, two stages sharing a rank

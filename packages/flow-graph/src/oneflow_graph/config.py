@@ -15,6 +15,7 @@ class GraphConfig:
         self._grad_acc_steps = 1
         self._zero = None  # enable_zero: {"stage", "shard_min_size"}
         self._amp_dtype = None  # None: no autocast
+        self._pipeline_schedule = "zero_bubble"
         self._compiled = False  # set at the graph's first compile: the options below are fixed from then on
 
     @property
@@ -76,6 +77,30 @@ class GraphConfig:
 
         self._check_not_compiled("set_gradient_accumulation_steps")
         self._grad_acc_steps = check_steps(value)
+
+    def set_pipeline_schedule(self, schedule):
+        """Sets the order in which each stage of a pipelined graph (stages given with ``set_stage``, micro-batches
+        with :meth:`set_gradient_accumulation_steps`) runs its micro-batches. OneFlow has no such option (it
+        runs 1F1B). Set it before the graph's first call; the results are the same in both (each gradient sums
+        the micro-batches in the same order).
+
+        Args:
+            schedule (str): ``"zero_bubble"`` (the default): ZB-H1 (Qi et al., "Zero Bubble Pipeline
+                Parallelism"): each backward is split into the part the previous stage waits for (what the
+                gradient sent to it needs) and the weight gradients, which run later, where a 1F1B stage would
+                wait for the next stage. A stage holds as many micro-batches between their forward and their
+                input-gradient backward as under 1F1B (``stages - i`` on stage ``i``), and at most ``stages``
+                (1F1B's first stage's count) between their forward and their weight gradients. ``"1f1b"``
+                (PipeDream-Flush, as OneFlow and Megatron-LM): each stage alternates one micro-batch's forward
+                and one's whole backward.
+        """
+        from .pipeline import SCHEDULES
+
+        self._check_not_compiled("set_pipeline_schedule")
+        if schedule not in SCHEDULES:
+            raise ValueError(f"set_pipeline_schedule(): schedule must be one of {list(SCHEDULES)}, but got "
+                             f"{schedule!r}")
+        self._pipeline_schedule = schedule
 
     def _check_not_compiled(self, what):
         if self._compiled:

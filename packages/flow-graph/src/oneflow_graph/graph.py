@@ -323,7 +323,7 @@ class Graph:
                            name=self.name, names=self._variable_names(), grad=self.training,
                            after=optimizer_steps if self._opts else None)
             if pipelined and stages.index is not None:
-                _pipeline.schedule(ir, ir.micro_batches, stages.index, len(stages))
+                _pipeline.schedule(ir, ir.micro_batches, stages.index, len(stages), self.config._pipeline_schedule)
         except BaseException:
             self._drop_traced_state()
             raise
@@ -519,8 +519,9 @@ class Graph:
             print(f"  pass {name}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
         pipe = getattr(entry.ir, "pipeline", None)
         if pipe is not None:
+            name = {"1f1b": "1F1B", "zero_bubble": "zero-bubble (ZB-H1)"}[pipe["schedule"]]
             print(f"  pipeline: stage {pipe['stage']} of {pipe['stages']}, {pipe['micro_batches']} micro-batches, "
-                  f"1F1B order " + " ".join(f"{k}{j}" for k, j in pipe["order"]))
+                  f"{name} order " + " ".join(f"{k}{j}" for k, j in pipe["order"]))
         mem = entry.plan.memory_stats()
         print("  memory plan: " + ("none (steps run as the Python loop)" if mem is None else
                                    ", ".join(f"{k}={v}" for k, v in mem.items())))

@@ -56,8 +56,9 @@ class GraphModule:
         optimizer of a graph that holds the replaced parameters is given the new ones when the graph compiles.
         Inside a graph, global tensors passed to the module move to ``placement`` (keeping their sbp) first.
         A training graph with ``config.set_gradient_accumulation_steps(m)`` and stages ``0 .. n-1`` runs its
-        ``m`` micro-batches as a pipeline: each rank runs its stage in the 1F1B order, sending activations to
-        the next stage and gradients to the previous one (see :mod:`oneflow_graph.pipeline`).
+        ``m`` micro-batches as a pipeline: each rank runs its stage in the schedule's order (zero-bubble ZB-H1,
+        or 1F1B: ``config.set_pipeline_schedule``), sending activations to the next stage and gradients to the
+        previous one (see :mod:`oneflow_graph.pipeline`).
 
         Args:
             stage_id (int): the stage, from 0.

@@ -1,17 +1,24 @@
 """Pipeline parallelism inside ``nn.Graph``: modules made stages with ``module.to(GraphModule).set_stage(i,
-placement)`` and gradient accumulation's micro-batches run as a 1F1B pipeline (PipeDream-Flush, as Megatron-LM).
+placement)`` and gradient accumulation's micro-batches run as a pipeline: by default in the zero-bubble ZB-H1
+order (Qi et al.), or in 1F1B's (PipeDream-Flush, as OneFlow and Megatron-LM) with
+``graph.config.set_pipeline_schedule("1f1b")``.
 
 Every rank traces the whole ``build`` on global tensors: ops on a placement that does not hold this rank compute
 nothing there (flow-dist's rule), and the placement change between two stages is a ``dist_send`` on the ranks
 of the one and a ``dist_recv`` on the ranks of the other, its gradient the reverse pair in the backward. So each
 rank's plan holds its own stage's work and transfers. Gradient accumulation traces micro-batch ``j``'s forward
 ``F_j`` and backward ``B_j`` one after the other; :func:`schedule` then reorders this rank's plan into its
-stage's 1F1B order (``stages - i - 1`` warm-up forwards, then one forward and one backward in turn, then the
-remaining backwards: :func:`oneflow_dist.plan.schedule.one_f_one_b`, the order of flow-dist's eager pipeline),
-so that a stage holds the activations of at most ``stages - i`` micro-batches. Sends never wait (their buffers
-are kept until the plan's last step), receives wait for their message, and every transfer of the trace has its
-own tag, so the ranks' different orders always match up and never deadlock. The optimizers step after the last
-micro-batch, in the plan's last steps.
+stage's order. 1F1B's: ``stages - i - 1`` warm-up forwards, then one forward and one backward in turn, then the
+remaining backwards (:func:`oneflow_dist.plan.schedule.one_f_one_b`, the order of flow-dist's eager pipeline),
+so that a stage holds the activations of at most ``stages - i`` micro-batches. ZB-H1's: each backward split
+(:func:`split_backward`) into ``B``, what the gradient sent to the previous stage needs, and ``W``, the weight
+gradients; the ``F`` and ``B`` steps in 1F1B's order, stage ``i`` running ``W_j`` after ``B_{j+i}``
+(:func:`oneflow_dist.plan.schedule.zero_bubble_h1`), so that the gradients go back sooner and the ``W`` steps
+fill the time 1F1B's stages wait (a third of 1F1B's bubble for steps of equal length); a stage holds at most
+``stages - i`` micro-batches between ``F`` and ``B`` and ``stages`` between ``F`` and ``W``. Sends never wait
+(their buffers are kept until the plan's last step), receives wait for their message, and every transfer of the
+trace has its own tag, so the ranks' different orders always match up and never deadlock. The optimizers step
+after the last micro-batch, in the plan's last steps.
 """
 import contextlib
 
@@ -169,18 +176,32 @@ def adopt_moved_parameters(graph_name, staged, optimizers, modules=()):
             group["params"] = params
 
 
-def schedule(ir, micro_batches, stage, stages):
-    """Reorders ``ir.nodes`` into stage ``stage``'s 1F1B order over ``micro_batches`` (``[(forward nodes,
+SCHEDULES = ("1f1b", "zero_bubble")
+
+
+def schedule(ir, micro_batches, stage, stages, kind="zero_bubble"):
+    """Reorders ``ir.nodes`` into stage ``stage``'s pipeline order over ``micro_batches`` (``[(forward nodes,
     backward nodes)]`` per micro-batch, as gradient accumulation traced them): the nodes before the first
     micro-batch (the inputs' split) stay first, those after the last (outputs' packing, optimizer steps) last.
-    Records ``ir.pipeline``. Raises RuntimeError when the order would read a value before it is made (a forward
-    reading another micro-batch's backward)."""
-    from oneflow_dist.plan.schedule import one_f_one_b
+    ``kind`` "1f1b" runs each backward as one step (:func:`oneflow_dist.plan.schedule.one_f_one_b`);
+    "zero_bubble" splits it (:func:`split_backward`) and runs ZB-H1's order
+    (:func:`oneflow_dist.plan.schedule.zero_bubble_h1`). Records ``ir.pipeline``. Raises RuntimeError when the
+    order would read a value before it is made (a forward reading another micro-batch's backward) or move a
+    write to a tensor across another micro-batch's use of it."""
+    from oneflow_dist.plan.schedule import one_f_one_b, zero_bubble_h1
 
+    if kind not in SCHEDULES:
+        raise ValueError(f"pipeline: unknown schedule {kind!r}; the schedules are {list(SCHEDULES)}")
     m = len(micro_batches)
-    order = one_f_one_b(stages, m)[stage]
     segment = {("F", j): f for j, (f, _) in enumerate(micro_batches)}
-    segment.update({("B", j): b for j, (_, b) in enumerate(micro_batches)})
+    if kind == "1f1b":
+        order = one_f_one_b(stages, m)[stage]
+        segment.update({("B", j): b for j, (_, b) in enumerate(micro_batches)})
+    else:
+        order = zero_bubble_h1(stages, m)[stage]
+        live = _live_values(ir)
+        for j, (_, b) in enumerate(micro_batches):
+            segment[("B", j)], segment[("W", j)] = split_backward(b, lambda v: id(v) in live)
     inside = {id(n) for part in segment.values() for n in part}
     pos = {id(n): i for i, n in enumerate(ir.nodes)}
     at = [pos[id(n)] for part in segment.values() for n in part if id(n) in pos]
@@ -189,10 +210,82 @@ def schedule(ir, micro_batches, stage, stages):
     if between:
         raise RuntimeError(f"pipeline: {between[0].name} was traced between micro-batches, outside any")
     new = ir.nodes[:lo] + [n for key in order for n in segment[key] if id(n) in pos] + ir.nodes[hi + 1:]
-    _check_order(ir.nodes, new)
+    try:
+        _check_order(ir.nodes, new)
+    except RuntimeError as e:
+        if kind == "1f1b":
+            raise
+        raise RuntimeError(f"{e} (in the zero-bubble schedule, which runs each micro-batch's weight gradients "
+                           f"later; graph.config.set_pipeline_schedule('1f1b') runs each backward whole)") from None
     ir.nodes = new
-    ir.pipeline = {"stage": stage, "stages": stages, "micro_batches": m, "order": order}
+    ir.pipeline = {"stage": stage, "stages": stages, "micro_batches": m, "schedule": kind, "order": order}
+    ir.pipeline_steps = {id(n): key for key in order for n in segment[key]}
     return ir.pipeline
+
+
+def run_order(ir):
+    """The steps of ``ir``'s pipeline in the order its nodes run (the plan runs them in list order), after the
+    passes: a step is listed where one of its nodes follows another step's; nodes the passes made (fusions)
+    belong to none. A step all of whose nodes the passes removed is not listed."""
+    steps = getattr(ir, "pipeline_steps", {})
+    out = []
+    for n in ir.nodes:
+        key = steps.get(id(n))
+        if key is not None and (not out or out[-1] != key):
+            out.append(key)
+    return out
+
+
+def _live_values(ir):
+    """The ids of the values whose contents matter: read outside the graph, or (transitively) by a node that
+    must run (one with effects: collectives, writes, random numbers)."""
+    live = set(ir.external_ids())
+    for n in reversed(ir.nodes):
+        if n.is_effectful() or any(id(v) in live for v in n.new_outputs()):
+            live.update(id(v) for v in n.inputs if v is not None)
+    return live
+
+
+def split_backward(nodes, read=lambda v: True):
+    """A micro-batch's backward ``nodes`` (in trace order) as ``(B, W)``, each in trace order: ``B`` the nodes
+    that this stage's sends (``dist_send``: the gradients for the previous stage) depend on, through the values
+    they read and the earlier writes to the tensors they touch; ``W`` the rest (weight gradients and their
+    reduction and accumulation), which no other stage waits for. On the first stage nothing is sent back, so all
+    of its backward is ``W``.
+
+    The ranks of one stage must run their collectives in one order, but only the first rank of a stage sends:
+    the others gather the gradient with it and then drop the result. So a collective none of whose results
+    matter on this rank (``read(value)`` is False for each: nothing that must run reads it, even through other
+    ops) is counted as a send: it and what it depends on are ``B`` on every rank of the stage."""
+    from oneflow_dist._collective_ops import COLLECTIVES
+
+    def sends(n):
+        return n.name == "dist_send" or (n.name in COLLECTIVES and not any(read(v) for v in n.new_outputs()))
+
+    deps, last_write, reads = [], {}, {}
+    for k, n in enumerate(nodes):
+        d = set()
+        for i, v in enumerate(n.inputs):
+            if v is None:
+                continue
+            root = id(v.root())
+            if v.producer is not None:
+                d.add(id(v.producer))
+            if root in last_write:  # reads and writes after a write
+                d.add(last_write[root])
+            if i in n.mutates:  # a write after the reads since the last write
+                d.update(reads.pop(root, ()))
+                last_write[root] = id(n)
+            else:
+                reads.setdefault(root, []).append(id(n))
+        deps.append(d)
+    index = {id(n): k for k, n in enumerate(nodes)}
+    need = set()
+    for k in reversed(range(len(nodes))):
+        if id(nodes[k]) in need or sends(nodes[k]):
+            need.add(id(nodes[k]))
+            need.update(x for x in deps[k] if x in index)
+    return [n for n in nodes if id(n) in need], [n for n in nodes if id(n) not in need]
 
 
 def _check_order(old, new):
@@ -206,8 +299,8 @@ def _check_order(old, new):
                 continue
             if v.kind == NODE and v.producer is not None and where[id(v.producer)] >= where[id(n)]:
                 raise RuntimeError(f"pipeline: {n.name} (at {n.location}) reads the result of {v.producer.name}, "
-                                   f"which the 1F1B order runs after it; a micro-batch's forward must not read "
-                                   f"another micro-batch's backward")
+                                   f"which the schedule's order runs after it; a micro-batch's forward must not "
+                                   f"read another micro-batch's backward")
             touches.setdefault(id(v.root()), []).append((k, where[id(n)], i in n.mutates))
     for seq in touches.values():
         if not any(w for _, _, w in seq):
@@ -216,5 +309,5 @@ def _check_order(old, new):
             for b in range(a + 1, len(seq)):
                 (ka, na, wa), (kb, nb, wb) = seq[a], seq[b]
                 if (wa or wb) and ka != kb and na > nb:
-                    raise RuntimeError("pipeline: the 1F1B order would move a write to a tensor across a read or "
-                                       "write of it in another micro-batch")
+                    raise RuntimeError("pipeline: the schedule's order would move a write to a tensor across a read "
+                                       "or write of it in another micro-batch")

@@ -86,6 +86,8 @@ def simulate(cfg):
         kept_per_layer, transient = layer_act, 0
     m = cfg.micro_batches
     sim = schedule.simulate(schedule.one_f_one_b(cfg.pp, m))
+    # ZB-H1 with the backward's two halves (input and weight gradients) each as long as the forward
+    zb = schedule.simulate(schedule.zero_bubble_h1(cfg.pp, m), 1.0, 1.0, 1.0)
     per_stage_layers = cfg.layers // cfg.pp
     # bytes per parameter: weights, gradients, optimizer state (Adam; with 16-bit training fp32 master weights too)
     p_b, g_b, o_b = (elt, elt, 12) if elt == 2 else (4, 4, 8)
@@ -122,6 +124,8 @@ def simulate(cfg):
     return {"config": cfg, "micro_batches": m, "layer": {"parameters": layer_params, "activation_bytes": layer_act},
             "stages": stages, "worst_stage": worst["stage"], "comm_per_step": comm,
             "bubble_fraction": sim["bubble_fraction"], "bubble_formula": (cfg.pp - 1) / (m + cfg.pp - 1),
+            "zero_bubble_fraction": zb["bubble_fraction"],
+            "zero_bubble_formula": schedule.zero_bubble_h1_bubble(cfg.pp, m),
             "model_parameters_approx": total_params}
 
 

@@ -64,6 +64,8 @@ def main(argv=None):
     if not r["comm_per_step"]:
         print("  none (one rank)")
     print(f"pipeline bubble: {r['bubble_fraction']:.4f} simulated, (p-1)/(m+p-1) = {r['bubble_formula']:.4f}")
+    print(f"zero-bubble (ZB-H1) bubble, F = B = W: {r['zero_bubble_fraction']:.4f} simulated, "
+          f"(p-1)/(3m+p-1) = {r['zero_bubble_formula']:.4f}")
     return 0
 
 
