@@ -30,7 +30,7 @@ def test_a_chain_with_broadcast_and_scalar_inputs_becomes_one_node_bitwise():
     x, b = flow.randn(7, 3000), flow.randn(3000)
     ir, stats, got = fused(f, x, b)
     assert names(ir) == ["_fused_elementwise"]
-    assert stats == {"groups": 1, "fused_ops": 6}
+    assert stats == {"groups": 1, "fused_ops": 6, "kept_gathering": 0}
     np.testing.assert_array_equal(got.numpy(), f(x, b).numpy())
 
 
@@ -43,6 +43,18 @@ def test_non_contiguous_and_column_broadcast_inputs():
     ir, stats, got = fused(f, x, c)
     assert stats["groups"] == 1
     np.testing.assert_array_equal(got.numpy(), f(x, c).numpy())
+
+
+def test_a_group_saving_no_more_intermediates_than_it_gathers_stays_unfused():
+    # attention's scores * scale + mask: one intermediate saved, one broadcast input copied per chunk
+    mask = flow.randn(16, 16)
+    ir, stats, got = fused(lambda s: s * 0.125 + mask, flow.randn(2, 4, 16, 16))
+    assert stats == {"groups": 0, "fused_ops": 0, "kept_gathering": 1} and names(ir) == ["mul", "add"]
+    # a third op saves a second intermediate: now it pays
+    s = flow.randn(2, 4, 16, 16)
+    ir, stats, got = fused(lambda s: (s * 0.125 + mask).exp(), s)
+    assert stats["groups"] == 1 and names(ir) == ["_fused_elementwise"]
+    np.testing.assert_array_equal(got.numpy(), (s * 0.125 + mask).exp().numpy())
 
 
 @pytest.mark.parametrize("inner", [1111, 1, 3])
@@ -93,7 +105,7 @@ def test_values_used_outside_the_group_are_kept():
 
     x = flow.randn(4, 5)
     ir, stats, (a, h) = fused(f, x)
-    assert stats == {"groups": 2, "fused_ops": 4}  # h is a result: two groups, each of two ops
+    assert stats == {"groups": 2, "fused_ops": 4, "kept_gathering": 0}  # h is a result: two groups, each of two ops
     np.testing.assert_array_equal(a.numpy(), f(x)[0].numpy())
     np.testing.assert_array_equal(h.numpy(), f(x)[1].numpy())
 

@@ -2,11 +2,13 @@
 inside the group becomes one ``_fused_elementwise`` node, whose kernel evaluates the group chunk by chunk in
 one pass over memory, calling each op's own CPU kernel (so the result is bitwise the unfused one).
 
-A group has one result (the value used outside it); every op in it produces a contiguous value of that
-result's shape (its inputs from outside may broadcast to it, be strided or 0-dim); the result itself must be
-contiguous, as the fused kernel writes it. Only pure, single-result,
-CPU ops with the ``elementwise`` trait and attributes the program text can carry exactly join; nothing that
-writes memory, and no group is formed across a node writing memory that the group reads.
+A group has one result (the value used outside it) and saves more intermediate results than it has inputs the kernel
+must gather (broadcast or strided ones, copied chunk by chunk: a copy costs about what writing and reading an
+intermediate costs, so ``x * s + mask`` with a broadcast mask stays two ops; measured on the bench GPT's attention,
+fusing it was slower); every op in it produces a contiguous value of that result's shape (its inputs from outside
+may broadcast to it, be strided or 0-dim); the result itself must be contiguous, as the fused kernel writes it. Only
+pure, single-result, CPU ops with the ``elementwise`` trait and attributes the program text can carry exactly join;
+nothing that writes memory, and no group is formed across a node writing memory that the group reads.
 """
 from oneflow import _C
 
@@ -22,7 +24,7 @@ def fuse_elementwise(ir):
     writes = [i for i, n in enumerate(ir.nodes) if n.mutates]
     written_roots = {i: [id(ir.nodes[i].inputs[k].root()) for k in ir.nodes[i].mutates] for i in writes}
     encoded = {id(n): _encode(n) for n in ir.nodes}
-    assigned, groups = set(), []
+    assigned, groups, kept = set(), [], 0
     for root in reversed(ir.nodes):
         if id(root) in assigned or encoded[id(root)] is None or not root.outputs[0].contiguous:
             continue  # the fused result is contiguous: a strided result keeps its unfused op
@@ -54,6 +56,9 @@ def fuse_elementwise(ir):
             continue
         members = sorted(group.values(), key=lambda n: pos[id(n)])
         ext = _external_inputs(members, group)
+        if len(members) - 1 <= _gathered(ext, out):
+            kept += 1  # each gathered input costs the fused kernel a copy per element; each intermediate saved
+            continue   # is one write and one read: with no more of these than of those it would not win
         lo, hi = pos[id(members[0])], pos[id(root)]
         ext_roots = {id(v.root()) for v in ext}
         if any(lo < i < hi and set(written_roots[i]) & ext_roots for i in writes):
@@ -61,14 +66,20 @@ def fuse_elementwise(ir):
         groups.append((root, members, ext))
         assigned.update(group)
     if not groups:
-        return {"groups": 0, "fused_ops": 0}
+        return {"groups": 0, "fused_ops": 0, "kept_gathering": kept}
     replace = {}
     for root, members, ext in groups:
         replace[id(root)] = _fused_node(root, members, ext, encoded)
     fused_away = {id(m) for _, members, _ in groups for m in members}
     ir.nodes = [replace[id(n)] if id(n) in replace else n for n in ir.nodes if id(n) not in fused_away
                 or id(n) in replace]
-    return {"groups": len(groups), "fused_ops": sum(len(m) for _, m, _ in groups)}
+    return {"groups": len(groups), "fused_ops": sum(len(m) for _, m, _ in groups), "kept_gathering": kept}
+
+
+def _gathered(ext, out):
+    """How many of a group's inputs the fused kernel copies chunk by chunk: those neither 0-dim nor dense in
+    the result's shape (a broadcast row or column, a strided view)."""
+    return sum(1 for v in ext if len(v.shape) > 0 and (tuple(v.shape) != tuple(out.shape) or not v.contiguous))
 
 
 def _external_inputs(members, group):
