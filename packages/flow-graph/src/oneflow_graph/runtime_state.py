@@ -386,6 +386,8 @@ def plan_runtime_load(graph, sd):
     where = f"{graph.name}.load_runtime_state_dict()"
     try:
         states = _decode_states(sd["states"])
+    except plain_types.UnknownPlainType as e:
+        raise RuntimeStateError(f"{where}: {e}; nothing was loaded") from None
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         raise RuntimeStateError(f"{where}: the saved state cannot be rebuilt in this job ({type(e).__name__}: "
                                 f"{e}); nothing was loaded") from None
@@ -420,6 +422,8 @@ def plan_runtime_load(graph, sd):
                                      f"{dtype}{list(shape)} in this graph")
             key = _freeze_key(plain_types.decode(s["signature"]))
             decoded.append(_Decoded(key, ir, bindings, [str(d) for d in s["example"]], hoisted))
+    except plain_types.UnknownPlainType as e:
+        raise RuntimeStateError(f"{where}: {e}; nothing was loaded") from None
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         raise RuntimeStateError(f"{where}: the runtime state is corrupted or from another graph ({type(e).__name__}: "
                                 f"{e}); nothing was loaded") from None
