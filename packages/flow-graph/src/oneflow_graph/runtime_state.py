@@ -129,9 +129,10 @@ def _class_name(graph):
 
 
 # ---- saving -------------------------------------------------------------------------------------------------
-def _value_record(v):
+def _value_record(v, remap=None):
+    base = None if v.alias_of is None else (remap or {}).get(id(v.alias_of), v.alias_of)
     return {"id": v.id, "shape": list(v.shape), "dtype": v.dtype, "device": str(v.device),
-            "alias_of": None if v.alias_of is None else v.alias_of.id, "contiguous": bool(v.contiguous)}
+            "alias_of": None if base is None else base.id, "contiguous": bool(v.contiguous)}
 
 
 def _encode_structure(obj, where, remap=None):
@@ -178,16 +179,23 @@ def encode_ir(ir, names, where):
         rec["name"] = name or v.name
         variables.append(rec)
     nodes = []
+    defined = {v.id for v in ir.inputs} | {v.id for v in all_variables} | {v.id for v in all_constants}
     for n in all_nodes:
         if n.name in EXTERNAL_STATE:
             raise RuntimeError(f"{where}: op {n.name} reads a store that lives in this process (OneEmbedding); its "
                                f"runtime state cannot be saved: save the embedding with save_snapshot() and the "
                                f"graph with state_dict(), and let the graph compile again after loading")
         attrs = {k: _plain(a, f"{where}: attribute {k!r} of op {n.name}") for k, a in n.attrs.items()}
+        new = [_value_record(v, remap) for v in n.new_outputs()]
+        for r in new:  # the loader rebuilds views from their bases: a base must be a value of this plan
+            if r["alias_of"] is not None and r["alias_of"] not in defined:
+                raise RuntimeError(f"{where}: op {n.name} (at {n.location}) returns a view of value "
+                                   f"{r['alias_of']}, which this plan does not define; the plan cannot be saved")
+            defined.add(r["id"])
         nodes.append({
             "op": n.name, "inputs": [ref(v) for v in n.inputs], "attrs": attrs,
             "outputs": [ref(v) for v in n.outputs],
-            "new": [_value_record(v) for v in n.new_outputs()], "multi": bool(n.multi),
+            "new": new, "multi": bool(n.multi),
             "mutates": list(n.mutates), "location": n.location,
         })
     return {
