@@ -1,7 +1,8 @@
 """runtime_state_dict / load_runtime_state_dict of graphs over global tensors, each rank its own file.
 
 ``graph_runtime_state.py KIND MODE DIR``. KIND ``pp``: a 2-stage pipeline (set_stage after the optimizer was made,
-4 micro-batches, SGD with momentum); ``dp``: data parallelism (S(0) inputs, broadcast parameters, Adam).
+4 micro-batches, SGD with momentum); ``dp``: data parallelism (S(0) inputs, broadcast parameters, Adam); ``tp``:
+tensor parallelism (a column-split then a row-split Linear, broadcast inputs, Adam).
 MODE ``save``: trains 3 steps, saves this rank's runtime state, trains 5 more and saves their losses and the
 parameters as the reference. ``load`` (a fresh job, a model of other initial values): loads the runtime state,
 runs 5 steps without tracing (the graph's compile counter stays 0) and equals the reference (1e-6); the
@@ -48,7 +49,7 @@ class Train(nn.Graph):
 
     def build(self, x, y):
         loss = loss_fn(self.m, x, y)
-        if kind == "dp":
+        if kind != "pp":
             loss = loss.to_global(sbp=B)
         loss.backward()
         return loss
@@ -64,6 +65,11 @@ def setup(seed, param_sbp=B):
         m[1].to(GraphModule).set_stage(n - 1, stages[-1])
         return m, opt, Train(m, opt, M)
     m = m.to_global(everyone, param_sbp)
+    if kind == "tp":  # Megatron's MLP: the first Linear split by output features, the second by input features
+        first, second = m[0][0], m[1]
+        first.weight = nn.Parameter(first.weight.to_global(sbp=S(0)))
+        first.bias = nn.Parameter(first.bias.to_global(sbp=S(0)))
+        second.weight = nn.Parameter(second.weight.to_global(sbp=S(1)))
     opt = flow.optim.Adam(m.parameters(), lr=0.01)
     return m, opt, Train(m, opt)
 
@@ -107,6 +113,9 @@ elif mode == "load":
     for name, value in params(m).items():
         np.testing.assert_allclose(value, ref[name], rtol=1e-6, atol=1e-6, err_msg=name)
     (entry,) = g._cache.values()
+    if kind == "tp":  # the plan ran on this rank's shards of the split weights
+        assert tuple(m[0][0].weight.to_local().shape) == (8 // n, 6)
+        assert tuple(m[1].weight.to_local().shape) == (3, 8 // n)
     if kind == "pp":
         assert entry.ir.pipeline == {"stage": rank, "stages": n, "micro_batches": M,
                                      "order": one_f_one_b(n, M)[rank]}, entry.ir.pipeline
