@@ -6,7 +6,7 @@ tensor parallelism (a column-split then a row-split Linear, broadcast inputs, Ad
 MODE ``save``: trains 3 steps, saves this rank's runtime state, trains 5 more and saves their losses and the
 parameters as the reference. ``load`` (a fresh job, a model of other initial values): loads the runtime state,
 runs 5 steps without tracing (the graph's compile counter stays 0) and equals the reference (1e-6); the
-pipeline schedule of the loaded plan is this stage's 1F1B order. ``mismatch``: loading into a graph laid out
+loaded plan keeps the saved plan's pipeline schedule (``ir.pipeline``, each node's step). ``mismatch``: loading into a graph laid out
 otherwise, another rank's file, or (on 1 rank) a file of a 2-rank job raises RuntimeStateError naming what
 differs, with nothing loaded.
 """
@@ -18,7 +18,6 @@ import numpy as np
 import oneflow as flow
 import oneflow.nn as nn
 from oneflow.nn.graph import GraphModule
-from oneflow_dist.plan.schedule import one_f_one_b
 from oneflow_graph.runtime_state import RuntimeStateError
 
 from reference import mse_loss as loss_fn
@@ -91,6 +90,11 @@ def params(m):
     return {name: whole(p) for name, p in m.named_parameters()}
 
 
+def node_steps(ir):
+    steps = ir.__dict__.get("pipeline_steps", {})
+    return [steps.get(id(n)) for n in ir.nodes]
+
+
 def train(g, steps):
     return [whole(g(*inputs(i))) for i in steps]
 
@@ -99,6 +103,8 @@ if mode == "save":
     m, opt, g = setup(0)
     train(g, range(SAVED))
     flow.save(g.runtime_state_dict(), file("graph"))
+    (entry,) = g._cache.values()
+    flow.save({"pipeline": entry.ir.__dict__.get("pipeline"), "steps": node_steps(entry.ir)}, file("schedule"))
     losses = train(g, range(SAVED, SAVED + MORE))
     np.savez(file("reference") + ".npz", losses=np.stack(losses), **params(m))
     print("runtime state saved")
@@ -116,9 +122,14 @@ elif mode == "load":
     if kind == "tp":  # the plan ran on this rank's shards of the split weights
         assert tuple(m[0][0].weight.to_local().shape) == (8 // n, 6)
         assert tuple(m[1].weight.to_local().shape) == (3, 8 // n)
-    if kind == "pp":
-        assert entry.ir.pipeline == {"stage": rank, "stages": n, "micro_batches": M,
-                                     "order": one_f_one_b(n, M)[rank]}, entry.ir.pipeline
+    saved = flow.load(file("schedule"))
+    if kind == "pp":  # the schedule the nodes were ordered by is the saved plan's: this stage's
+        assert node_steps(entry.ir) == saved["steps"]  # each node's pipeline step, where a schedule gave one
+        pipe = saved["pipeline"]
+        assert pipe["stage"] == rank and pipe["stages"] == n and pipe["micro_batches"] == M, pipe
+        assert entry.ir.pipeline == pipe, (entry.ir.pipeline, pipe)
+    else:
+        assert saved["pipeline"] is None and "pipeline" not in entry.ir.__dict__
     # the moved parameters are the optimizer's, as after a compile
     assert {id(p) for p in m.parameters()} == {id(p) for grp in opt.param_groups for p in grp["params"]}
     print("runtime state loaded")

@@ -180,6 +180,7 @@ def encode_ir(ir, names, where):
         variables.append(rec)
     nodes = []
     defined = {v.id for v in ir.inputs} | {v.id for v in all_variables} | {v.id for v in all_constants}
+    steps = ir.__dict__.get("pipeline_steps") or {}  # node -> its pipeline step ("F", j), where scheduled
     for n in all_nodes:
         if n.name in EXTERNAL_STATE:
             raise RuntimeError(f"{where}: op {n.name} reads a store that lives in this process (OneEmbedding); its "
@@ -197,6 +198,7 @@ def encode_ir(ir, names, where):
             "outputs": [ref(v) for v in n.outputs],
             "new": new, "multi": bool(n.multi),
             "mutates": list(n.mutates), "location": n.location,
+            "step": _plain(steps.get(id(n)), f"{where}: the pipeline step of op {n.name}"),
         })
     return {
         "name": ir.name,
@@ -288,7 +290,7 @@ def decode_ir(rec, where):
         v = define(_new_value(ir, r, INPUT, index=k))
         v.name = f"in{k}"
         ir.inputs.append(v)
-    bindings = {}
+    bindings, steps = {}, {}
     for r in rec["variables"]:
         v = define(_new_value(ir, r, VARIABLE, name=str(r["name"])))
         captured = r.get("captured")
@@ -323,6 +325,10 @@ def decode_ir(rec, where):
         if not node.multi and len(node.outputs) != 1:
             raise ValueError(f"op {name}: a single-output op with {len(node.outputs)} outputs")
         ir.nodes.append(node)
+        if r.get("step") is not None:
+            steps[id(node)] = _freeze_key(r["step"])
+    if steps:
+        ir.pipeline_steps = steps
     ir._next = max(by_id, default=-1) + 1
 
     def structure(s):
