@@ -243,6 +243,22 @@ def test_copy_elision_of_a_clone_of_a_clone_sends_readers_to_the_first_source():
     np.testing.assert_array_equal(run(ir, x).numpy(), (x * 2 + 1).numpy())
 
 
+def test_copy_elision_rebases_views_of_a_removed_clone_onto_its_source():
+    from oneflow_graph.passes import copy_elision
+
+    def f(x):
+        return (x * 2).clone().reshape(6) + 1  # the clone goes: the reshape views x * 2 itself
+
+    x = flow.randn(2, 3)
+    ir = trace(f, (x,))
+    assert copy_elision(ir) == {"removed": 1}
+    (view,) = [n for n in ir.nodes if n.name == "reshape"]
+    (mul,) = [n for n in ir.nodes if n.name == "mul"]
+    # not the removed clone's result: the memory planner and the runtime state read what a view views
+    assert view.outputs[0].alias_of is mul.outputs[0]
+    np.testing.assert_array_equal(run(ir, x).numpy(), (x * 2).reshape(6).numpy() + 1)
+
+
 def test_copy_elision_removes_the_gradient_copies_of_a_traced_training_step():
     from models import TrainGraph
 

@@ -120,6 +120,16 @@ class _Global:
     def __reduce_ex__(self, proto):
         raise TypeError("a global tensor cannot be pickled; save its to_local() shard or numpy()")
 
+    # plain form in a graph's runtime state (flow-graph's oneflow_graph.plain_types): this rank's shard and the
+    # layout, so each rank's file rebuilds the tensor on the same placement and sbp without communication
+    def __flow_plain__(self):
+        return {"local": self.__dict__["_local"].detach().clone(), "shape": list(self.shape),
+                "placement": self.placement, "sbp": list(self.sbp), "requires_grad": bool(self.requires_grad)}
+
+    @classmethod
+    def __flow_from_plain__(cls, data):
+        return _from_plain(cls, data)
+
 
 class GlobalTensor(_Global, flow.Tensor):
     """A global tensor (see the module docstring). Made by ``Tensor.to_global`` or a creation function with
@@ -165,6 +175,25 @@ def make(local, shape, placement, nd_sbp, requires_grad=False, cls=GlobalTensor)
     if requires_grad:
         _watch_leaf(g)
     return g
+
+
+def _from_plain(cls, data):
+    if type(data) is not dict or set(data) != {"local", "shape", "placement", "sbp", "requires_grad"}:
+        raise ValueError(f"{cls.__name__}: a malformed plain form (keys {sorted(map(str, data))})"
+                         if type(data) is dict else f"{cls.__name__}: a malformed plain form")
+    local, shape, placement, nd_sbp = data["local"], tuple(data["shape"]), data["placement"], tuple(data["sbp"])
+    if type(local) not in (flow.Tensor, flow.nn.Parameter) or not isinstance(placement, _Placement):
+        raise ValueError(f"{cls.__name__}: a malformed plain form (shard or placement)")
+    if len(nd_sbp) != placement.ranks.ndim:
+        raise ValueError(f"{cls.__name__}: {len(nd_sbp)} sbp(s) for a placement of {placement.ranks.ndim} dim(s)")
+    at = _layout.coord(placement)
+    want = (0,) if at is None else _layout.local_shape(shape, placement, nd_sbp, at)
+    if tuple(local.shape) != want:
+        raise ValueError(f"{cls.__name__}: rank {_world.rank()}'s saved shard is {tuple(local.shape)}, its shard "
+                         f"of a {shape} tensor on {placement!r} with sbp {nd_sbp} is {want} (a file of another "
+                         f"rank?)")
+    return make(local, shape, placement, nd_sbp, bool(data["requires_grad"]),
+                GlobalParameter if cls is GlobalParameter else GlobalTensor)
 
 
 def _watch_leaf(g):

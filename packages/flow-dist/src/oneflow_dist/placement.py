@@ -93,3 +93,13 @@ class placement:
 
     def __reduce__(self):
         return (placement, (self._type, self._ranks.tolist()))
+
+    # plain form in a graph's runtime state (flow-graph's oneflow_graph.plain_types)
+    def __flow_plain__(self):
+        return {"type": self._type, "ranks": self._ranks.tolist()}
+
+    @classmethod
+    def __flow_from_plain__(cls, data):
+        if type(data) is not dict or set(data) != {"type", "ranks"}:
+            raise ValueError(f"placement: a malformed plain form {data!r}")
+        return cls(data["type"], data["ranks"])

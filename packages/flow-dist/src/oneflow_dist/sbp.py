@@ -53,6 +53,20 @@ class sbp:
     def __reduce__(self):
         return (sbp, (self._kind, self._dim))
 
+    # plain form in a graph's runtime state (flow-graph's oneflow_graph.plain_types)
+    def __flow_plain__(self):
+        return {"kind": self._kind, "dim": self._dim}
+
+    @classmethod
+    def __flow_from_plain__(cls, data):
+        if type(data) is not dict or set(data) != {"kind", "dim"}:
+            raise ValueError(f"sbp: a malformed plain form {data!r}")
+        if data["kind"] == "split":
+            return split(data["dim"])
+        if data["dim"] is not None:
+            raise ValueError(f"sbp: a {data['kind']} sbp has no dim, got {data['dim']!r}")
+        return cls(data["kind"])
+
 
 def split(dim):
     """The SBP of a tensor split along ``dim`` (a non-negative int) over the ranks of one placement dimension,

@@ -255,7 +255,9 @@ class Graph:
                     names.setdefault(id(entry[0]), f"optimizer{k}.group{i}.lr")
         return names
 
-    def _compile(self, args, kwargs):
+    def _prepare(self):
+        """What comes before a plan, traced or loaded: the optimizers adopt the parameters set_stage moved, and
+        ZeRO shards the optimizers' parameters. Returns ``(staged modules, Stages or None)``."""
         staged = _pipeline.staged_modules(self._modules)
         stages = _pipeline.check(self.name, staged) if staged else None
         if staged:
@@ -263,6 +265,10 @@ class Graph:
                                              self._modules.values())
         if self.config._zero is not None and self._opts and not self.__dict__.get("_zero_applied"):
             self._apply_zero()
+        return staged, stages
+
+    def _compile(self, args, kwargs):
+        staged, stages = self._prepare()
         params = {id(p): p for m in self._modules.values() for p in m.parameters()}
         for opt, _ in self._opts:
             params.update((id(p), p) for g in opt.param_groups for p in g["params"])
@@ -452,7 +458,16 @@ class Graph:
         It holds each compiled input signature's optimised IR (ops by registry name, attributes, value shapes,
         dtypes and strides, the returned structure, constants' values; variables by the name of the parameter,
         buffer or optimizer state they are bound to) and the graph's :meth:`state_dict`. It holds no Python
-        code or pickled objects, so ``flow.load`` reads it with its default ``weights_only=True``.
+        code or pickled objects, so ``flow.load`` reads it with its default ``weights_only=True``. Placements,
+        sbps and global tensors (flow-dist) are held in their registered plain forms (see
+        :mod:`oneflow_graph.plain_types`); a global tensor as this rank's shard with its placement, sbp and shape.
+
+        In a job of several ranks the runtime state is per rank, as OneFlow's is: each rank's plan is its own (its
+        shards, its pipeline stage's ops in its 1F1B order, its collectives), so every rank saves its own file
+        (e.g. ``flow.save(graph.runtime_state_dict(), f"graph_rank{flow.env.get_rank()}")``) and loads it in a job
+        of the same size on the same layout; loading another rank's file, in a job of another size, or into a
+        graph whose tensors lie on another placement or sbp raises
+        :class:`~oneflow_graph.runtime_state.RuntimeStateError`.
 
         Args:
             destination (dict, optional): filled and returned instead of a new dict.
@@ -490,6 +505,8 @@ class Graph:
         from . import runtime_state
         from .executor import Plan
 
+        runtime_state.check_header(self, state_dict)
+        self._prepare()  # the parameters and optimizer state the saved plans were traced against
         actions, decoded = runtime_state.plan_runtime_load(self, state_dict)
         loaded = runtime_state.apply_runtime_load(self, actions, decoded)
         for key, ir, example in loaded:

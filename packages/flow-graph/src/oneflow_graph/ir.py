@@ -131,7 +131,7 @@ class GraphIR:
         return out
 
     def replace_uses(self, mapping):
-        """Rewrites node inputs and graph outputs through ``mapping`` (Value -> Value)."""
+        """Rewrites node inputs, the bases of views and graph outputs through ``mapping`` (Value -> Value)."""
         from .structure import map_leaves
 
         if not mapping:
@@ -139,6 +139,9 @@ class GraphIR:
         mapping = _resolved(mapping)
         for n in self.nodes:
             n.inputs = [mapping.get(v, v) if v is not None else None for v in n.inputs]
+            for o in n.new_outputs():  # a view of a replaced value views what replaced it (its memory's owner)
+                if o.alias_of is not None:
+                    o.alias_of = mapping.get(o.alias_of, o.alias_of)
             n.outputs = [mapping.get(v, v) if v is not None and v.producer is not n else v for v in n.outputs]
         self.outputs = map_leaves(self.outputs, lambda v: _remap(v, mapping))
         self.escaped = [(mapping.get(v, v), setter) for v, setter in self.escaped]

@@ -5,24 +5,33 @@ they are bound by: ``model.0.weight``, ``model.0.weight-exp_avg``, ``optimizer0.
 values), nodes (registry op name, attributes, the values they read, define and write) and the returned
 structure; plus the graph's state (:meth:`Graph.state_dict`) and the values of tensors the graph captured from
 outside its modules. Everything is ints, floats, strings, dtypes, devices, tensors and plain containers, so
-``flow.save`` writes it without pickling and ``flow.load`` reads it without running code from the file.
+``flow.save`` writes it without pickling and ``flow.load`` reads it without running code from the file. Values of
+types that registered a plain form (flow-dist's placements, sbps and global tensors: see plain_types.py) are
+saved in it, and rebuilt at load among the registered types only.
+
+Each rank of a job saves and loads its own runtime state: a global graph's plan is that rank's (its shards, its
+pipeline stage and its collectives), so the header records the rank and the job's size and loading checks them.
 
 Loading checks the whole file (format, graph class, every op, attribute, name and shape) before it changes
 anything; then it loads the state, binds the variables by name to the graph's tensors and lowers each IR to a
 plan: the next call with a saved signature runs without tracing or compiling.
 """
 import collections
+from collections.abc import Mapping
 
 import oneflow as flow
 from oneflow import _C
 
+from . import plain_types
 from . import state as _state
 from .effects import EXTERNAL_STATE
 from .ir import CONSTANT, INPUT, NODE, VARIABLE, GraphIR, Node, Value
 from .passes.hoist_variables import flat_parts, hoist_variables
+from .tracer import Wrapped
 
 FORMAT = "oneflow_graph.runtime_state"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)  # version 1 files (before plain types and the rank header) read as rank 0 of 1
 
 
 class RuntimeStateError(RuntimeError):
@@ -31,22 +40,60 @@ class RuntimeStateError(RuntimeError):
 
 # ---- plain-data checks ------------------------------------------------------------------------------------
 def _plain(obj, where):
-    """Raises TypeError unless ``obj`` is plain data flow.save stores without pickling."""
-    if obj is None or type(obj) in (bool, int, float, str):
-        return
-    if isinstance(obj, (_C.dtype, _C.device)):
-        return
-    if type(obj) in (list, tuple):
-        for i, x in enumerate(obj):
-            _plain(x, f"{where}[{i}]")
-        return
-    if type(obj) is dict:
+    """``obj`` as plain data flow.save stores without pickling (registered types in their plain form: see
+    plain_types.py); raises TypeError for anything else."""
+    return plain_types.encode(obj, where)
+
+
+def _job():
+    """``(rank, world size)`` of this process (0 and 1 without flow-dist)."""
+    env = getattr(flow, "env", None) if _dist_loaded() else None
+    if env is None:
+        return 0, 1
+    return int(env.get_rank()), int(env.get_world_size())
+
+
+def _dist_loaded():
+    import sys
+
+    return "oneflow_dist" in sys.modules
+
+
+def _wrapper_inner(t):
+    """``[(attr, inner tensor)]`` of a traceable tensor subclass (a global tensor: its shard), else None."""
+    flatten = getattr(type(t), "__tensor_flatten__", None)
+    if flatten is None:
+        return None
+    names, _ = t.__tensor_flatten__()
+    return [(n, getattr(t, n)) for n in names]
+
+
+def _encode_states(obj, where):
+    """A state dict with each tensor of a registered type (a global tensor) in its plain form; the containers
+    (and a state dict's ``_metadata``) as they are."""
+    if isinstance(obj, flow.Tensor):
+        return plain_types.encode(obj, where) if _wrapper_inner(obj) is not None else obj
+    if isinstance(obj, Mapping):
+        out = type(obj)() if type(obj) is not dict else {}
         for k, v in obj.items():
-            _plain(k, f"{where} key")
-            _plain(v, f"{where}[{k!r}]")
-        return
-    raise TypeError(f"runtime_state_dict(): {where} is a {type(obj).__module__}.{type(obj).__qualname__}, which a "
-                    f"runtime state cannot hold as plain data")
+            out[k] = _encode_states(v, f"{where}.{k}" if where else str(k))
+        if hasattr(obj, "_metadata"):
+            out._metadata = obj._metadata
+        return out
+    return obj
+
+
+def _decode_states(obj):
+    if isinstance(obj, Mapping) and plain_types.MARK not in obj:
+        out = type(obj)() if type(obj) is not dict else {}
+        for k, v in obj.items():
+            out[k] = _decode_states(v)
+        if hasattr(obj, "_metadata"):
+            out._metadata = obj._metadata
+        return out
+    if isinstance(obj, Mapping):
+        return plain_types.decode(obj)
+    return obj
 
 
 def _is_wrapped_number(t):
@@ -82,9 +129,10 @@ def _class_name(graph):
 
 
 # ---- saving -------------------------------------------------------------------------------------------------
-def _value_record(v):
+def _value_record(v, remap=None):
+    base = None if v.alias_of is None else (remap or {}).get(id(v.alias_of), v.alias_of)
     return {"id": v.id, "shape": list(v.shape), "dtype": v.dtype, "device": str(v.device),
-            "alias_of": None if v.alias_of is None else v.alias_of.id, "contiguous": bool(v.contiguous)}
+            "alias_of": None if base is None else base.id, "contiguous": bool(v.contiguous)}
 
 
 def _encode_structure(obj, where, remap=None):
@@ -99,10 +147,16 @@ def _encode_structure(obj, where, remap=None):
     if isinstance(obj, list):
         return {"list": [_encode_structure(x, where, remap) for x in obj]}
     if isinstance(obj, dict):
-        _plain(list(obj), f"{where} (dict keys)")
-        return {"dict": [[k, _encode_structure(v, where, remap)] for k, v in obj.items()]}
-    _plain(obj, where)
-    return {"py": obj}
+        return {"dict": [[_plain(k, f"{where} (dict key)"), _encode_structure(v, where, remap)]
+                         for k, v in obj.items()]}
+    if isinstance(obj, Wrapped):  # a tensor subclass (a global tensor) rebuilt from its inner values
+        cls = plain_types.name_of(obj.cls)
+        if cls is None:
+            _plain(obj.cls, where)  # raises: the class has no registered plain form
+        return {"wrapped": cls, "names": list(obj.names), "ctx": _plain(obj.ctx, f"{where} (layout)"),
+                "shape": list(obj.shape), "stride": None if obj.stride is None else list(obj.stride),
+                "inner": [_encode_structure(x, where, remap) for x in obj.inner]}
+    return {"py": _plain(obj, where)}
 
 
 def encode_ir(ir, names, where):
@@ -125,18 +179,26 @@ def encode_ir(ir, names, where):
         rec["name"] = name or v.name
         variables.append(rec)
     nodes = []
+    defined = {v.id for v in ir.inputs} | {v.id for v in all_variables} | {v.id for v in all_constants}
+    steps = ir.__dict__.get("pipeline_steps") or {}  # node -> its pipeline step ("F", j), where scheduled
     for n in all_nodes:
         if n.name in EXTERNAL_STATE:
             raise RuntimeError(f"{where}: op {n.name} reads a store that lives in this process (OneEmbedding); its "
                                f"runtime state cannot be saved: save the embedding with save_snapshot() and the "
                                f"graph with state_dict(), and let the graph compile again after loading")
-        for k, a in n.attrs.items():
-            _plain(a, f"{where}: attribute {k!r} of op {n.name}")
+        attrs = {k: _plain(a, f"{where}: attribute {k!r} of op {n.name}") for k, a in n.attrs.items()}
+        new = [_value_record(v, remap) for v in n.new_outputs()]
+        for r in new:  # the loader rebuilds views from their bases: a base must be a value of this plan
+            if r["alias_of"] is not None and r["alias_of"] not in defined:
+                raise RuntimeError(f"{where}: op {n.name} (at {n.location}) returns a view of value "
+                                   f"{r['alias_of']}, which this plan does not define; the plan cannot be saved")
+            defined.add(r["id"])
         nodes.append({
-            "op": n.name, "inputs": [ref(v) for v in n.inputs], "attrs": dict(n.attrs),
+            "op": n.name, "inputs": [ref(v) for v in n.inputs], "attrs": attrs,
             "outputs": [ref(v) for v in n.outputs],
-            "new": [_value_record(v) for v in n.new_outputs()], "multi": bool(n.multi),
+            "new": new, "multi": bool(n.multi),
             "mutates": list(n.mutates), "location": n.location,
+            "step": _plain(steps.get(id(n)), f"{where}: the pipeline step of op {n.name}"),
         })
     return {
         "name": ir.name,
@@ -146,6 +208,7 @@ def encode_ir(ir, names, where):
         "nodes": nodes,
         "outputs": _encode_structure(ir.outputs, f"{where}: an output", remap),
         "hoisted": ir.prologue is not None,
+        "pipeline": _plain(ir.__dict__.get("pipeline"), f"{where}: the pipeline schedule"),
     }
 
 
@@ -155,19 +218,26 @@ def runtime_state_dict(graph):
         raise RuntimeError(f"{graph.name}.runtime_state_dict(): the graph has no compiled plan to save yet; call "
                            f"it first (a training graph whose optimizers make their state on the first call needs "
                            f"a second call for its steady plan)")
-    names = {id(t): n for n, t in _state.named_tensors(graph).items()}
+    names = {}
+    for n, t in _state.named_tensors(graph).items():
+        names.setdefault(id(t), n)
+        inner = _wrapper_inner(t)
+        for attr, x in inner or ():  # a global tensor reaches the plan as its shard, named like the tensor
+            names.setdefault(id(x), n if len(inner) == 1 else f"{n}.{attr}")
     signatures = []
     for i, (key, entry) in enumerate(entries):
         where = f"{graph.name}.runtime_state_dict() signature {i}"
-        _plain(key, f"{where}: the input signature")
-        signatures.append({"signature": key, "ir": encode_ir(entry.ir, names, where),
+        signatures.append({"signature": _plain(key, f"{where}: the input signature"),
+                           "ir": encode_ir(entry.ir, names, where),
                            "example": [str(d) for d in entry.example[0]]})
+    rank, world = _job()
     return {
         "format": FORMAT, "version": VERSION, "graph_class": _class_name(graph), "graph_name": graph.name,
+        "rank": rank, "world_size": world,
         "training": bool(graph.training), "num_optimizers": len(graph._opts),
         "grad_scaler": graph.__dict__.get("_grad_scaler") is not None,
         "oneflow_version": getattr(flow, "__version__", ""),
-        "states": graph.state_dict(), "signatures": signatures,
+        "states": _encode_states(graph.state_dict(), ""), "signatures": signatures,
     }
 
 
@@ -220,7 +290,7 @@ def decode_ir(rec, where):
         v = define(_new_value(ir, r, INPUT, index=k))
         v.name = f"in{k}"
         ir.inputs.append(v)
-    bindings = {}
+    bindings, steps = {}, {}
     for r in rec["variables"]:
         v = define(_new_value(ir, r, VARIABLE, name=str(r["name"])))
         captured = r.get("captured")
@@ -241,6 +311,7 @@ def decode_ir(rec, where):
         attrs = r["attrs"]
         if not isinstance(attrs, dict):
             raise ValueError(f"op {name}: attributes are not a dict")
+        attrs = {k: plain_types.decode(a) for k, a in attrs.items()}
         node = Node(op, [get(i) for i in r["inputs"]], attrs, [], [int(i) for i in r["mutates"]],
                     r.get("location"), bool(r["multi"]))
         for i in node.mutates:
@@ -254,11 +325,21 @@ def decode_ir(rec, where):
         if not node.multi and len(node.outputs) != 1:
             raise ValueError(f"op {name}: a single-output op with {len(node.outputs)} outputs")
         ir.nodes.append(node)
+        if r.get("step") is not None:
+            steps[id(node)] = _freeze_key(r["step"])
+    if steps:
+        ir.pipeline_steps = steps
     ir._next = max(by_id, default=-1) + 1
 
     def structure(s):
-        if not isinstance(s, dict) or len(s) not in (1, 3):
+        if not isinstance(s, dict) or len(s) not in (1, 3, 6):
             raise ValueError("the output structure is malformed")
+        if "wrapped" in s:
+            stride = s["stride"]
+            return Wrapped(plain_types.lookup(s["wrapped"]), [str(n) for n in s["names"]],
+                           plain_types.decode(s["ctx"]), tuple(int(d) for d in s["shape"]),
+                           None if stride is None else tuple(int(d) for d in stride),
+                           [structure(x) for x in s["inner"]])
         if "v" in s:
             return get(s["v"])
         if "tuple" in s:
@@ -271,10 +352,15 @@ def decode_ir(rec, where):
             cls = collections.namedtuple(str(s["namedtuple"]), [str(f) for f in s["fields"]])
             return cls(*(structure(x) for x in s["items"]))
         if "py" in s:
-            return s["py"]
+            return plain_types.decode(s["py"])
         raise ValueError("the output structure is malformed")
 
     ir.outputs = structure(rec["outputs"])
+    pipeline = rec.get("pipeline")
+    if pipeline is not None:  # the 1F1B schedule the nodes were ordered by (pipeline.py), for who reads it
+        if not isinstance(pipeline, dict):
+            raise ValueError("the pipeline schedule is not a dict")
+        ir.pipeline = plain_types.decode(pipeline)
     hoisted = rec.get("hoisted", False)
     if not isinstance(hoisted, bool):
         raise ValueError("the 'hoisted' flag is not a bool")
@@ -286,9 +372,18 @@ def check_header(graph, sd):
     if not isinstance(sd, dict) or sd.get("format") != FORMAT:
         raise RuntimeStateError(f"{where}: this is not a graph runtime state (as written by "
                                 f"graph.runtime_state_dict()); nothing was loaded")
-    if sd.get("version") != VERSION:
+    if sd.get("version") not in READS:
         raise RuntimeStateError(f"{where}: runtime state version {sd.get('version')!r}, this flow-graph reads "
-                                f"version {VERSION}; nothing was loaded")
+                                f"versions {', '.join(map(str, READS))}; nothing was loaded")
+    rank, world = _job()
+    saved = (sd.get("rank", 0), sd.get("world_size", 1))
+    if saved[1] != world:
+        raise RuntimeStateError(f"{where}: the runtime state was saved by a job of {saved[1]} rank(s), this job has "
+                                f"{world}; each rank loads the file its own rank saved, in a job of the same size; "
+                                f"nothing was loaded")
+    if saved[0] != rank:
+        raise RuntimeStateError(f"{where}: the runtime state was saved by rank {saved[0]}, this is rank {rank}; "
+                                f"each rank loads its own file (its plan is its own); nothing was loaded")
     if sd.get("graph_class") != _class_name(graph):
         raise RuntimeStateError(f"{where}: the runtime state was saved from a graph of class "
                                 f"{sd.get('graph_class')}, not {_class_name(graph)}; nothing was loaded")
@@ -304,15 +399,27 @@ def plan_runtime_load(graph, sd):
     check_header(graph, sd)
     where = f"{graph.name}.load_runtime_state_dict()"
     try:
-        actions = _state.plan_load(graph, sd["states"], strict=True)
+        states = _decode_states(sd["states"])
+    except plain_types.UnknownPlainType as e:
+        raise RuntimeStateError(f"{where}: {e}; nothing was loaded") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        raise RuntimeStateError(f"{where}: the saved state cannot be rebuilt in this job ({type(e).__name__}: "
+                                f"{e}); nothing was loaded") from None
+    _check_layouts(graph, states, where)
+    try:
+        actions = _state.plan_load(graph, states, strict=True)
     except (RuntimeError, TypeError) as e:
         raise RuntimeStateError(f"{where}: the saved state does not fit this graph's modules and optimizers: "
                                 f"{e}") from None
     # what each variable name will be bound to: the graph's own tensors, or optimizer state the load makes
-    known = {n: (tuple(t.shape), t.dtype) for n, t in _state.named_tensors(graph).items()}
-    for key, value in sd["states"].items():
+    known = {}
+    for n, t in _state.named_tensors(graph).items():
+        for name, x in _bound_tensors(n, t):
+            known[name] = (tuple(x.shape), x.dtype)
+    for key, value in states.items():
         if isinstance(value, flow.Tensor):
-            known.setdefault(key, (tuple(value.shape), None))
+            for name, x in _bound_tensors(key, value):
+                known.setdefault(name, (tuple(x.shape), None))
     decoded = []
     try:
         for i, s in enumerate(sd["signatures"]):
@@ -327,8 +434,10 @@ def plan_runtime_load(graph, sd):
                 if shape != v.shape or (dtype is not None and dtype != v.dtype):
                     raise ValueError(f"variable {v.name!r} is {v.dtype}{list(v.shape)} in the runtime state, "
                                      f"{dtype}{list(shape)} in this graph")
-            decoded.append(_Decoded(_freeze_key(s["signature"]), ir, bindings, [str(d) for d in s["example"]],
-                                    hoisted))
+            key = _freeze_key(plain_types.decode(s["signature"]))
+            decoded.append(_Decoded(key, ir, bindings, [str(d) for d in s["example"]], hoisted))
+    except plain_types.UnknownPlainType as e:
+        raise RuntimeStateError(f"{where}: {e}; nothing was loaded") from None
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         raise RuntimeStateError(f"{where}: the runtime state is corrupted or from another graph ({type(e).__name__}: "
                                 f"{e}); nothing was loaded") from None
@@ -341,8 +450,11 @@ def apply_runtime_load(graph, actions, decoded):
     tensors = _state.named_tensors(graph)
     out = []
     for d in decoded:
+        bound = {}
+        for n, t in tensors.items():
+            bound.update(_bound_tensors(n, t))
         for v, (captured, stride) in d.bindings.items():
-            t = captured if captured is not None else tensors[v.name]
+            t = captured if captured is not None else bound[v.name]
             if t.dtype != v.dtype or tuple(t.shape) != v.shape:
                 raise RuntimeStateError(f"{graph.name}.load_runtime_state_dict(): variable {v.name!r} is "
                                         f"{t.dtype}{list(t.shape)} after loading, {v.dtype}{list(v.shape)} in the "
@@ -352,3 +464,38 @@ def apply_runtime_load(graph, actions, decoded):
             hoist_variables(d.ir)
         out.append((d.key, d.ir, d.example))
     return out
+
+
+def _bound_tensors(name, t):
+    """``[(variable name, tensor)]`` that a plan binds for the graph tensor ``t`` named ``name``: ``t`` itself, or
+    for a global tensor its shard (the plan runs on shards)."""
+    inner = _wrapper_inner(t)
+    if inner is None:
+        return [(name, t)]
+    return [(name if len(inner) == 1 else f"{name}.{attr}", x) for attr, x in inner]
+
+
+def _layout(t):
+    return (t.placement, tuple(t.sbp)) if _wrapper_inner(t) is not None else None
+
+
+def _check_layouts(graph, states, where):
+    """Raises RuntimeStateError when a saved tensor lies on another placement or sbp than the graph's own (the
+    saved plan runs on the saved shards)."""
+    mine = _state.state_dict(graph)
+
+    def walk(saved, own, key):
+        if isinstance(saved, Mapping) and isinstance(own, Mapping):
+            for k, v in saved.items():
+                if k in own:
+                    walk(v, own[k], f"{key}.{k}" if key else str(k))
+        elif isinstance(saved, flow.Tensor) and isinstance(own, flow.Tensor):
+            a, b = _layout(saved), _layout(own)
+            if a != b:
+                def say(x):
+                    return "a local tensor" if x is None else f"placement {x[0]!r} with sbp {x[1]}"
+
+                raise RuntimeStateError(f"{where}: {key!r} was saved as {say(a)}, this graph's is {say(b)}; the "
+                                        f"graph must be laid out as the saved one was; nothing was loaded")
+
+    walk(states, mine, "")
