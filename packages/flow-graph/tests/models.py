@@ -37,6 +37,15 @@ class TrainGraph(Graph):
         return loss
 
 
+class InferGraph(Graph):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def build(self, x):
+        return self.model(x)
+
+
 def train_both(make_model, make_opt, batches, make_sch=None):
     """Trains a model eagerly and a copy of it through a TrainGraph on the same batches; returns both models,
     the per-step losses of each and the graph."""

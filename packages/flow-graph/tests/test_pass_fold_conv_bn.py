@@ -7,7 +7,8 @@ import pytest
 
 import oneflow as flow
 from oneflow import nn
-from oneflow_graph import Graph, trace
+from models import InferGraph, TrainGraph
+from oneflow_graph import trace
 from oneflow_graph.executor import Plan
 from oneflow_graph.passes import fold_conv_bn
 
@@ -31,15 +32,6 @@ def _randomise_bn(model, seed=0):
                     m.weight.copy_(flow.tensor(g.uniform(0.5, 1.5, c).astype(np.float32)))
                     m.bias.copy_(flow.tensor(g.standard_normal(c).astype(np.float32)))
     return model
-
-
-class Infer(Graph):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def build(self, x):
-        return self.model(x)
 
 
 def _close(a, b, tol=1e-5):
@@ -123,7 +115,7 @@ def _resnetish():
 
 def test_resnet_block_eval_graph_equals_eager_and_follows_later_changes():
     model = _resnetish()
-    g = Infer(model)
+    g = InferGraph(model)
     x = flow.randn(4, 3, 16, 16)
     with flow.no_grad():
         _close(g(x), model(x))
@@ -154,18 +146,8 @@ def test_resnet_block_eval_graph_equals_eager_and_follows_later_changes():
 def test_eval_graph_sees_what_a_training_graph_trained():
     model = _resnetish()
 
-    class Train(Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
-
-        def build(self, x, t):
-            loss = F.cross_entropy(self.model(x), t)
-            loss.backward()
-            return loss
-
-    infer, train = Infer(model), Train()
+    infer = InferGraph(model)
+    train = TrainGraph(model, flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
     x, t = flow.randn(4, 3, 16, 16), flow.tensor([0, 1, 2, 3])
     model.eval()
     infer(x)
@@ -184,18 +166,7 @@ def test_eval_mode_model_in_a_training_graph_keeps_its_batch_norm():
     model = _resnetish()
     eager = copy.deepcopy(model)
 
-    class Train(Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(flow.optim.SGD(model.parameters(), lr=0.1))
-
-        def build(self, x, t):
-            loss = F.cross_entropy(self.model(x), t)
-            loss.backward()
-            return loss
-
-    g = Train()
+    g = TrainGraph(model, flow.optim.SGD(model.parameters(), lr=0.1))
     x, t = flow.randn(4, 3, 16, 16), flow.tensor([0, 1, 2, 3])
     lg = g(x, t)
     assert dict(g._last.report)["fold_conv_bn"]["folded"] == 0
@@ -222,7 +193,7 @@ def test_compiled_module_in_eval_mode_folds_without_grad_and_not_with_it():
 
 def test_enable_pass_turns_it_off():
     model = _resnetish()
-    g = Infer(model)
+    g = InferGraph(model)
     g.config.enable_pass("fold_conv_bn", False)
     x = flow.randn(1, 3, 16, 16)
     with flow.no_grad():
@@ -237,7 +208,7 @@ def test_pairs_whose_weight_outweighs_the_activation_stay_unfolded(hoist):
     # their fold costs more than the batch norm; cached it would hold a scaled copy of the weight to save a
     # small pass. The stem and the two 1x1 shortcuts fold
     model = _resnetish()
-    g = Infer(model)
+    g = InferGraph(model)
     g.config.enable_pass("hoist_variables", hoist)
     x = flow.randn(1, 3, 16, 16)
     with flow.no_grad():
@@ -253,7 +224,7 @@ def test_pairs_whose_weight_outweighs_the_activation_stay_unfolded(hoist):
 def test_with_hoisting_the_folds_run_once_in_the_cached_prologue():
     # the scaled weights are computed once and cached, not at each call
     model = _resnetish()
-    g = Infer(model)
+    g = InferGraph(model)
     x = flow.randn(4, 3, 16, 16)
     with flow.no_grad():
         _close(g(x), model(x))

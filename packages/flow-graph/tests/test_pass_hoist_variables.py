@@ -8,7 +8,8 @@ import pytest
 
 import oneflow as flow
 from oneflow import nn
-from oneflow_graph import Graph, trace
+from models import InferGraph, TrainGraph
+from oneflow_graph import trace
 from oneflow_graph.executor import Plan
 from oneflow_graph.passes import hoist_variables
 
@@ -153,15 +154,6 @@ def test_zero_size_and_zero_dim_variables():
 
 
 # ---- graphs -----------------------------------------------------------------------------------------------------
-class Infer(Graph):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def build(self, x):
-        return self.model(x)
-
-
 class WeightNormLinear(nn.Module):
     """weight = g * v / ||v|| per row: a reparametrisation computed from parameters only."""
 
@@ -204,7 +196,7 @@ def _convnet():
 def test_weight_cast_transpose_and_reparametrisation_are_cached_and_equal_eager():
     flow.manual_seed(0)
     model = nn.Sequential(WeightNormLinear(6, 5), nn.ReLU(), CastLinear(5, 3))
-    g = Infer(model)
+    g = InferGraph(model)
     x = flow.randn(4, 6)
     with flow.no_grad():
         want = model(x)
@@ -225,7 +217,7 @@ def test_weight_cast_transpose_and_reparametrisation_are_cached_and_equal_eager(
 def test_amp_inference_graph_caches_the_weight_casts():
     flow.manual_seed(1)
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
-    g = Infer(model)
+    g = InferGraph(model)
     g.config.enable_amp(True, dtype=flow.bfloat16)
     x = flow.randn(3, 8)
     with flow.no_grad(), flow.autocast("cpu", dtype=flow.bfloat16):
@@ -254,7 +246,7 @@ def _check(g, model, x, runs, compiles=1):
 
 def test_cache_is_recomputed_after_each_kind_of_change():
     model = _convnet()
-    g = Infer(model)
+    g = InferGraph(model)
     x = flow.randn(2, 3, 8, 8)
     _check(g, model, x, 1)
     assert dict(g._last.report)["fold_conv_bn"]["folded"] == 2
@@ -288,18 +280,8 @@ def test_cache_is_recomputed_after_each_kind_of_change():
 def test_eval_graph_sees_what_a_training_graph_trained():
     model = _convnet()
 
-    class Train(Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
-
-        def build(self, x, t):
-            loss = F.cross_entropy(self.model(x), t)
-            loss.backward()
-            return loss
-
-    infer, train = Infer(model), Train()
+    infer = InferGraph(model)
+    train = TrainGraph(model, flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
     x, t = flow.randn(2, 3, 8, 8), flow.tensor([0, 3])
     _check(infer, model, x, 1)
     model.train()
@@ -320,18 +302,7 @@ def test_training_graph_with_a_frozen_part_trains_equal_to_eager():
     opt_g = flow.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1, momentum=0.9)
     opt_e = flow.optim.SGD([p for p in eager.parameters() if p.requires_grad], lr=0.1, momentum=0.9)
 
-    class Train(Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-            self.add_optimizer(opt_g)
-
-        def build(self, x, t):
-            loss = F.cross_entropy(self.model(x), t)
-            loss.backward()
-            return loss
-
-    g = Train()
+    g = TrainGraph(model, opt_g)
     rng = np.random.default_rng(0)
     for _ in range(5):
         x = flow.tensor(rng.standard_normal((4, 6)).astype(np.float32))
@@ -352,7 +323,7 @@ def test_training_graph_with_a_frozen_part_trains_equal_to_eager():
 
 def test_runtime_state_round_trip_recomputes_the_prologue_on_the_first_call(tmp_path):
     model = _convnet()
-    g = Infer(model)
+    g = InferGraph(model)
     x = flow.randn(2, 3, 8, 8)
     g(x)
     sd = g.runtime_state_dict()
@@ -363,7 +334,7 @@ def test_runtime_state_round_trip_recomputes_the_prologue_on_the_first_call(tmp_
     with flow.no_grad():
         for p in model2.parameters():
             p.zero_()
-    g2 = Infer(model2)
+    g2 = InferGraph(model2)
     g2.load_runtime_state_dict(flow.load(str(path)))
     assert g2._last.plan.prologue is not None and g2._last.plan.prologue.runs == 0
     _check(g2, model, x, 1, compiles=0)  # model2 now holds model's state; loaded, not traced
@@ -377,14 +348,14 @@ def test_runtime_state_round_trip_recomputes_the_prologue_on_the_first_call(tmp_
 
 def test_turning_the_pass_off_and_debug_statistics(capsys):
     model = _convnet()
-    off = Infer(model)
+    off = InferGraph(model)
     off.config.enable_pass("hoist_variables", False)
     x = flow.randn(2, 3, 8, 8)  # both pairs fold at batch 2
     with flow.no_grad():
         _close(off(x), model(x))
     assert off._last.ir.prologue is None and off._last.plan.prologue is None
     assert "hoist_variables" not in dict(off._last.report)
-    on = Infer(model)
+    on = InferGraph(model)
     on(x)
     capsys.readouterr()
     on.debug(0)
@@ -399,7 +370,7 @@ def test_turning_the_pass_off_and_debug_statistics(capsys):
 
 
 def test_unknown_pass_name_lists_hoisting():
-    g = Infer(nn.Linear(2, 2))
+    g = InferGraph(nn.Linear(2, 2))
     with pytest.raises(ValueError, match="hoist_variables"):
         g.config.enable_pass("hoist_variable")
 
@@ -407,7 +378,7 @@ def test_unknown_pass_name_lists_hoisting():
 def test_signatures_of_one_graph_share_one_cache():
     # another batch size traces the same prologue: the folded weights are cached once per graph
     model = _convnet()
-    g = Infer(model)
+    g = InferGraph(model)
     x1, x4 = flow.randn(2, 3, 8, 8), flow.randn(4, 3, 8, 8)
     g(x1)
     first = g._last.plan.prologue
@@ -420,6 +391,6 @@ def test_signatures_of_one_graph_share_one_cache():
     _close(g(x1), want1)
     _close(g(x4), want4)
     assert first.runs == 2
-    other = Infer(model)  # another graph has its own
+    other = InferGraph(model)  # another graph has its own
     other(x1)
     assert other._last.plan.prologue is not first
