@@ -37,7 +37,7 @@ class TrainGraph(Graph):
         return loss
 
 
-class InferGraph(Graph):
+class Infer(Graph):
     def __init__(self, model):
         super().__init__()
         self.model = model

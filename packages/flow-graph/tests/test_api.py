@@ -8,16 +8,7 @@ import oneflow_graph
 from oneflow import nn
 from oneflow_graph import Graph
 
-from models import mlp
-
-
-class Infer(Graph):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def build(self, x):
-        return self.model(x)
+from models import Infer, mlp
 
 
 def test_installed_plugin_is_flow_nn_graph_and_a_compile_backend():

@@ -7,7 +7,7 @@ import pytest
 
 import oneflow as flow
 from oneflow import nn
-from models import InferGraph, TrainGraph
+from models import Infer, TrainGraph
 from oneflow_graph import trace
 from oneflow_graph.executor import Plan
 from oneflow_graph.passes import fold_conv_bn
@@ -113,14 +113,20 @@ def _resnetish():
                                        nn.Linear(16, 5))).eval()
 
 
-def test_resnet_block_eval_graph_equals_eager_and_follows_later_changes():
+def _folded_at_batch_4():
+    """The ResNet-like model's eval graph at batch 4, where every pair folds, checked against eager once."""
     model = _resnetish()
-    g = InferGraph(model)
+    g = Infer(model)
     x = flow.randn(4, 3, 16, 16)
     with flow.no_grad():
         _close(g(x), model(x))
     stats = dict(g._last.report)["fold_conv_bn"]
     assert stats["folded"] == 7 and stats["kept_costlier"] == 0
+    return model, g, x
+
+
+def test_resnet_block_eval_graph_equals_eager_and_follows_later_changes():
+    model, g, x = _folded_at_batch_4()
     ops = [n.name for n in g._last.ir.nodes]
     assert "native_batch_norm" not in ops and ops.count("convolution") == 7
     assert g._last.plan.native
@@ -146,7 +152,7 @@ def test_resnet_block_eval_graph_equals_eager_and_follows_later_changes():
 def test_eval_graph_sees_what_a_training_graph_trained():
     model = _resnetish()
 
-    infer = InferGraph(model)
+    infer = Infer(model)
     train = TrainGraph(model, flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
     x, t = flow.randn(4, 3, 16, 16), flow.tensor([0, 1, 2, 3])
     model.eval()
@@ -193,7 +199,7 @@ def test_compiled_module_in_eval_mode_folds_without_grad_and_not_with_it():
 
 def test_enable_pass_turns_it_off():
     model = _resnetish()
-    g = InferGraph(model)
+    g = Infer(model)
     g.config.enable_pass("fold_conv_bn", False)
     x = flow.randn(1, 3, 16, 16)
     with flow.no_grad():
@@ -208,7 +214,7 @@ def test_pairs_whose_weight_outweighs_the_activation_stay_unfolded(hoist):
     # their fold costs more than the batch norm; cached it would hold a scaled copy of the weight to save a
     # small pass. The stem and the two 1x1 shortcuts fold
     model = _resnetish()
-    g = InferGraph(model)
+    g = Infer(model)
     g.config.enable_pass("hoist_variables", hoist)
     x = flow.randn(1, 3, 16, 16)
     with flow.no_grad():
@@ -223,13 +229,7 @@ def test_pairs_whose_weight_outweighs_the_activation_stay_unfolded(hoist):
 
 def test_with_hoisting_the_folds_run_once_in_the_cached_prologue():
     # the scaled weights are computed once and cached, not at each call
-    model = _resnetish()
-    g = InferGraph(model)
-    x = flow.randn(4, 3, 16, 16)
-    with flow.no_grad():
-        _close(g(x), model(x))
-    stats = dict(g._last.report)["fold_conv_bn"]
-    assert stats["folded"] == 7 and stats["kept_costlier"] == 0
+    model, g, x = _folded_at_batch_4()
     ir = g._last.ir
     assert "native_batch_norm" not in [n.name for n in ir.nodes]
     # the plan runs the convolutions on the cached weights and biases: what reads only variables, constants

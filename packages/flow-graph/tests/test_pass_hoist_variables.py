@@ -8,7 +8,7 @@ import pytest
 
 import oneflow as flow
 from oneflow import nn
-from models import InferGraph, TrainGraph
+from models import Infer, TrainGraph
 from oneflow_graph import trace
 from oneflow_graph.executor import Plan
 from oneflow_graph.passes import hoist_variables
@@ -196,7 +196,7 @@ def _convnet():
 def test_weight_cast_transpose_and_reparametrisation_are_cached_and_equal_eager():
     flow.manual_seed(0)
     model = nn.Sequential(WeightNormLinear(6, 5), nn.ReLU(), CastLinear(5, 3))
-    g = InferGraph(model)
+    g = Infer(model)
     x = flow.randn(4, 6)
     with flow.no_grad():
         want = model(x)
@@ -217,7 +217,7 @@ def test_weight_cast_transpose_and_reparametrisation_are_cached_and_equal_eager(
 def test_amp_inference_graph_caches_the_weight_casts():
     flow.manual_seed(1)
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
-    g = InferGraph(model)
+    g = Infer(model)
     g.config.enable_amp(True, dtype=flow.bfloat16)
     x = flow.randn(3, 8)
     with flow.no_grad(), flow.autocast("cpu", dtype=flow.bfloat16):
@@ -246,7 +246,7 @@ def _check(g, model, x, runs, compiles=1):
 
 def test_cache_is_recomputed_after_each_kind_of_change():
     model = _convnet()
-    g = InferGraph(model)
+    g = Infer(model)
     x = flow.randn(2, 3, 8, 8)
     _check(g, model, x, 1)
     assert dict(g._last.report)["fold_conv_bn"]["folded"] == 2
@@ -280,7 +280,7 @@ def test_cache_is_recomputed_after_each_kind_of_change():
 def test_eval_graph_sees_what_a_training_graph_trained():
     model = _convnet()
 
-    infer = InferGraph(model)
+    infer = Infer(model)
     train = TrainGraph(model, flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
     x, t = flow.randn(2, 3, 8, 8), flow.tensor([0, 3])
     _check(infer, model, x, 1)
@@ -323,7 +323,7 @@ def test_training_graph_with_a_frozen_part_trains_equal_to_eager():
 
 def test_runtime_state_round_trip_recomputes_the_prologue_on_the_first_call(tmp_path):
     model = _convnet()
-    g = InferGraph(model)
+    g = Infer(model)
     x = flow.randn(2, 3, 8, 8)
     g(x)
     sd = g.runtime_state_dict()
@@ -334,7 +334,7 @@ def test_runtime_state_round_trip_recomputes_the_prologue_on_the_first_call(tmp_
     with flow.no_grad():
         for p in model2.parameters():
             p.zero_()
-    g2 = InferGraph(model2)
+    g2 = Infer(model2)
     g2.load_runtime_state_dict(flow.load(str(path)))
     assert g2._last.plan.prologue is not None and g2._last.plan.prologue.runs == 0
     _check(g2, model, x, 1, compiles=0)  # model2 now holds model's state; loaded, not traced
@@ -348,14 +348,14 @@ def test_runtime_state_round_trip_recomputes_the_prologue_on_the_first_call(tmp_
 
 def test_turning_the_pass_off_and_debug_statistics(capsys):
     model = _convnet()
-    off = InferGraph(model)
+    off = Infer(model)
     off.config.enable_pass("hoist_variables", False)
     x = flow.randn(2, 3, 8, 8)  # both pairs fold at batch 2
     with flow.no_grad():
         _close(off(x), model(x))
     assert off._last.ir.prologue is None and off._last.plan.prologue is None
     assert "hoist_variables" not in dict(off._last.report)
-    on = InferGraph(model)
+    on = Infer(model)
     on(x)
     capsys.readouterr()
     on.debug(0)
@@ -370,7 +370,7 @@ def test_turning_the_pass_off_and_debug_statistics(capsys):
 
 
 def test_unknown_pass_name_lists_hoisting():
-    g = InferGraph(nn.Linear(2, 2))
+    g = Infer(nn.Linear(2, 2))
     with pytest.raises(ValueError, match="hoist_variables"):
         g.config.enable_pass("hoist_variable")
 
@@ -378,7 +378,7 @@ def test_unknown_pass_name_lists_hoisting():
 def test_signatures_of_one_graph_share_one_cache():
     # another batch size traces the same prologue: the folded weights are cached once per graph
     model = _convnet()
-    g = InferGraph(model)
+    g = Infer(model)
     x1, x4 = flow.randn(2, 3, 8, 8), flow.randn(4, 3, 8, 8)
     g(x1)
     first = g._last.plan.prologue
@@ -391,6 +391,6 @@ def test_signatures_of_one_graph_share_one_cache():
     _close(g(x1), want1)
     _close(g(x4), want4)
     assert first.runs == 2
-    other = InferGraph(model)  # another graph has its own
+    other = Infer(model)  # another graph has its own
     other(x1)
     assert other._last.plan.prologue is not first
