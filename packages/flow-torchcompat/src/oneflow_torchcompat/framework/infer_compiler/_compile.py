@@ -98,14 +98,14 @@ def _graph(module, options):
                       stacklevel=3)
         return None
     compiled = backend(module, None)  # the backend protocol: (model, example_inputs) -> callable
-    return _Debugged(compiled, options["debug"]) if options.get("debug") else compiled
+    return _Debugged(compiled) if options.get("debug") else compiled
 
 
 class _Debugged:
     """``options={"debug": n}``, n > 0: prints the IR of each plan compiled for a new input signature."""
 
-    def __init__(self, compiled, level):
-        self.compiled, self.level = compiled, level
+    def __init__(self, compiled):
+        self.compiled = compiled
 
     def __call__(self, *args, **kwargs):
         count = self.compiled.compile_count
