@@ -99,6 +99,26 @@ def test_op_handles_expose_schema_and_traits():
     assert flow._C.ops.add.name == "add"
 
 
+@pytest.mark.parametrize("entry", ["redispatch", "meta", "sbp_signatures"])
+def test_op_handles_refuse_none_or_missing_required_inputs_before_any_kernel_reads_them(entry):
+    ops, x = flow._C.ops, flow.randn(1, 3, 8, 8)
+    conv = dict(stride=[1, 1], padding=[0, 0], dilation=[1, 1], transposed=False, output_padding=[0, 0], groups=1)
+    call = getattr(ops.convolution, entry)
+    with pytest.raises(TypeError, match=r"convolution\(\): argument 'weight' must be a Tensor, not None"):
+        call([x, None, None], conv)
+    with pytest.raises(TypeError, match=r"mm\(\): argument 'self' must be a Tensor, not None"):
+        getattr(ops.mm, entry)([None, x])
+    with pytest.raises(RuntimeError, match="mm: missing input 'mat2'"):
+        getattr(ops.mm, entry)([x])
+    # an optional input may be None: the convolution without a bias runs
+    w = flow.randn(4, 3, 3, 3)
+    if entry == "redispatch":
+        np.testing.assert_allclose(call([x, w, None], conv).numpy(), flow.nn.functional.conv2d(x, w).numpy(),
+                                   rtol=1e-5, atol=1e-5)
+    else:
+        call([x, w, None], conv)
+
+
 def test_composite_ops_decompose_under_modes_and_keep_gradients():
     a = flow.tensor(np.random.randn(2, 3), requires_grad=True)
     b = flow.tensor(np.random.randn(3, 4), requires_grad=True)

@@ -299,6 +299,22 @@ static HandlerArgs handler_args(const OpDef& op, nb::handle inputs, nb::dict att
   return r;
 }
 
+// handler_args of an op about to run or be inferred: kernels and meta functions take a required input as
+// defined, so a None there (or a missing input) is refused before either could read it.
+static HandlerArgs checked_handler_args(const OpDef& op, nb::handle inputs, nb::dict attrs) {
+  HandlerArgs r = handler_args(op, inputs, attrs);
+  const Schema& s = *r.a.schema;
+  const std::vector<InputSpan> spans = split_inputs(r.in, r.a);
+  for (size_t k = 0; k < spans.size(); ++k) {
+    const ArgDef& t = s.tensor_args[k];
+    if (t.type == ArgType::TensorList ? t.list_elem_optional : t.optional) continue;
+    for (const Tensor& x : spans[k])
+      FLOW_TYPE_CHECK(x.defined(), op.name, "(): argument '", t.name, "' must be ",
+                      t.type == ArgType::TensorList ? "a list of Tensors" : "a Tensor", ", not None");
+  }
+  return r;
+}
+
 Attrs attrs_by_name(const OpDef& op, nb::dict attrs) {
   const Schema& s = op.functional ? op.functional->schema : op.schema;
   for (auto [key, value] : attrs) {
@@ -487,13 +503,13 @@ void init_ops(nb::module_& m) {
                  .def("redispatch",
                       [](const OpHandle& h, nb::handle inputs, nb::dict attrs) {
     // Run the op on `inputs` with attributes given by name (what dispatch handlers receive).
-    auto [in, a] = handler_args(*h.op, inputs, attrs);
+    auto [in, a] = checked_handler_args(*h.op, inputs, attrs);
     return results_to_py(*h.op, dispatch::call(*h.op, in, a));
   }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
                  .def("meta",
                       [](const OpHandle& h, nb::handle inputs, nb::dict attrs) {
     // Output metadata without running the op: a list of (shape, dtype, device), one per output.
-    auto [in, a] = handler_args(*h.op, inputs, attrs);
+    auto [in, a] = checked_handler_args(*h.op, inputs, attrs);
     const OpDef& op = own_def(h);
     nb::list out;
     for (const TensorMeta& m : dispatch::infer_meta(op, in, a)) {
@@ -538,14 +554,14 @@ void init_ops(nb::module_& m) {
                       [](const OpHandle& h, nb::handle inputs, nb::dict attrs) -> nb::object {
     const OpDef& op = own_def(h);
     if (!op.dims) return nb::none();
-    auto [in, a] = handler_args(*h.op, inputs, attrs);
+    auto [in, a] = checked_handler_args(*h.op, inputs, attrs);
     return nb::cast(op.dims(in, a));
   }, nb::arg("inputs"), nb::arg("attrs") = nb::dict())
                  .def("dim_map",
                       [](const OpHandle& h, nb::handle inputs, nb::dict attrs) -> nb::object {
     const OpDef& op = own_def(h);
     if (!op.dim_map) return nb::none();
-    auto [in, a] = handler_args(*h.op, inputs, attrs);
+    auto [in, a] = checked_handler_args(*h.op, inputs, attrs);
     nb::list out;
     for (auto [x, y] : op.dim_map(in, a)) out.append(nb::make_tuple(x, y));
     return out;
@@ -553,7 +569,7 @@ void init_ops(nb::module_& m) {
                  .def("sbp_signatures",
                       [](const OpHandle& h, nb::handle inputs, nb::dict attrs) {
     // Candidate 1-D SBP signatures as text ("S(0), B -> S(0)"), from the op's traits.
-    auto [in, a] = handler_args(*h.op, inputs, attrs);
+    auto [in, a] = checked_handler_args(*h.op, inputs, attrs);
     std::vector<std::string> out;
     for (const SbpSignature& sig : sbp_candidates(*h.op, in, a)) out.push_back(sig.str());
     return out;
