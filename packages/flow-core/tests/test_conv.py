@@ -467,3 +467,34 @@ def test_adaptive_pool_output_size_of_the_wrong_length_raises_like_torch(fn, sha
     for FF, M in ((F, flow), (TF, torch)):
         with pytest.raises(RuntimeError, match=msg):
             getattr(FF, fn)(M.zeros(*shape), size)
+
+
+def test_convolution_scratch_is_one_reused_stack_not_cached_blocks_per_layer_size():
+    # im2col (few output positions), Winograd (3x3 stride 1) forward and backward on layers of different sizes:
+    # their scratch comes from the thread's scratch stack, which ends at the largest call's need, while the caching
+    # allocator keeps only the tensors' blocks (before, one cached block per layer's scratch size stayed behind)
+    layers = [(8, 64, 32, 3), (8, 128, 16, 3), (1, 256, 8, 3), (1, 512, 4, 3), (8, 64, 32, 1)]
+
+    def run(n, c, hw, k):
+        x = flow.randn(n, c, hw, hw, requires_grad=True)
+        w = flow.randn(c, c, k, k, requires_grad=True)
+        F.conv2d(x, w, padding=k // 2).sum().backward()
+        return x.grad, w.grad
+
+    for layer in layers:  # warm: every size has been seen
+        run(*layer)
+    flow._C._empty_cache()
+    before = flow._C._allocator_stats()
+    for layer in layers:
+        run(*layer)
+    after = flow._C._allocator_stats()
+    tensors = sum(4 * (n * c * hw * hw * 2 + c * c * k * k * 2) for n, c, hw, k in layers)  # inputs, outputs, grads
+    assert after["cached_bytes"] - before["cached_bytes"] <= tensors  # + 5 MiB of scratch blocks before
+    assert 0 < after["scratch_bytes"] == before["scratch_bytes"]  # settled: the second pass grew nothing
+    # the results are still right
+    x, w = flow.randn(1, 256, 8, 8, requires_grad=True), flow.randn(256, 256, 3, 3, requires_grad=True)
+    tx, tw = (torch.tensor(t.detach().numpy(), requires_grad=True) for t in (x, w))
+    F.conv2d(x, w, padding=1).square().sum().backward()
+    torch.nn.functional.conv2d(tx, tw, padding=1).square().sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-3, atol=1e-2)
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-3, atol=1e-2)

@@ -3,6 +3,7 @@
 #include "../autograd/grad_mode.h"
 #include "../core/allocator.h"
 #include "../core/cpu_isa.h"
+#include "../core/scratch.h"
 #include "../kernels/cpu/parallel.h"
 
 #include "bind.h"
@@ -62,6 +63,7 @@ NB_MODULE(_C, m) {
     d["cached_bytes"] = s.cached_bytes;
     d["peak_allocated_bytes"] = s.peak_allocated_bytes;
     d["num_system_allocs"] = s.num_system_allocs;
+    d["scratch_bytes"] = scratch_reserved_bytes();  // the calling thread's kernel scratch (core/scratch.h)
     return d;
   });
   m.def("_empty_cache", &cpu_empty_cache);

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
+#include "../../core/scratch.h"
 #include "../../ops/functions.h"
 #include "gemm.h"
 #include "parallel.h"
@@ -118,12 +120,12 @@ void gemm_rm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, 
   sgemm_rowmajor(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 }
 
-// Uninitialized scratch from the framework's caching allocator (a fresh mapping per call would page-fault
-// megabytes each time).
+// Uninitialized scratch for n elements, from the thread's scratch stack (core/scratch.h: a fresh mapping per call
+// would page-fault megabytes each time, and the caching allocator would keep one block per layer's size).
 template <typename T>
-T* scratch_of(Tensor& holder, int64_t n) {
-  holder = empty({n}, std::is_same_v<T, float> ? DType::Float32 : DType::Float64, Device());
-  return holder.data<T>();
+T* scratch_of(std::optional<ScratchBuffer>& holder, int64_t n) {
+  holder.emplace(static_cast<size_t>(n) * sizeof(T));
+  return holder->as<T>();
 }
 
 template <typename T>
@@ -133,7 +135,7 @@ void col_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor
   const T* wd = w.data<T>();
   T* yd = y.data<T>();
   int64_t KK = p.KK(), P = p.P(), R = p.Cg * KK;
-  Tensor hold;
+  std::optional<ScratchBuffer> hold;
   T* col = scratch_of<T>(hold, R * P);
   for (int64_t n = 0; n < p.N; ++n)
     for (int64_t gi = 0; gi < p.G; ++gi) {
@@ -158,7 +160,7 @@ void col_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, cons
   T* gxd = gx.data<T>();
   std::memset(gxd, 0, sizeof(T) * gx.numel());
   int64_t KK = p.KK(), P = p.P(), R = p.Cg * KK;
-  Tensor hold;
+  std::optional<ScratchBuffer> hold;
   T* col = scratch_of<T>(hold, R * P);
   for (int64_t n = 0; n < p.N; ++n)
     for (int64_t gi = 0; gi < p.G; ++gi) {
@@ -222,7 +224,7 @@ template <typename T>
 void col_backward_weight_by_image(const Plan& p, const T* gyd, const T* xd, T* gwd) {
   const int64_t P = p.P(), R = p.Cg * p.KK(), W = p.Og * R;
   const int64_t nt = std::min<int64_t>(get_num_threads(), p.N);
-  Tensor hold_col, hold_acc;
+  std::optional<ScratchBuffer> hold_col, hold_acc;
   T* col = scratch_of<T>(hold_col, nt * R * P);
   T* acc = scratch_of<T>(hold_acc, nt * p.G * W);
   parallel_for(nt, 1, [&](int64_t b, int64_t e) {
@@ -256,7 +258,7 @@ void col_backward_weight(const Tensor& gy, const Tensor& x, const Tensor& gw, co
   int64_t per = std::clamp<int64_t>((kMinInner + P - 1) / P, 1, p.N);  // images per GEMM
   // Rows of a whole number of 2 KiB would alias in L1 inside the GEMM (see gemm.cpp): pad them by a line.
   int64_t ld = per * P + (per * P * sizeof(T) % 2048 == 0 ? 64 / sizeof(T) : 0);
-  Tensor hold_col, hold_gy;
+  std::optional<ScratchBuffer> hold_col, hold_gy;
   T* col = scratch_of<T>(hold_col, R * ld);
   T* gyc = per > 1 ? scratch_of<T>(hold_gy, p.Og * ld) : nullptr;
   bool first = true;

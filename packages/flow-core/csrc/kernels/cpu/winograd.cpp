@@ -218,10 +218,10 @@ int64_t block_tiles(const Wino& s) {
 }
 
 void run(const float* x, const float* w, int64_t I, bool flip, const float* bias, float* y, const Wino& s) {
-  Tensor hold_u = empty({16 * s.KP() * MR * s.C}, DType::Float32);
-  Tensor hold_x = empty({s.N * s.C * s.plane()}, DType::Float32);
-  float* U = hold_u.data<float>();
-  float* Xp = hold_x.data<float>();
+  ScratchBuffer hold_u(static_cast<size_t>(16 * s.KP() * MR * s.C) * sizeof(float));
+  ScratchBuffer hold_x(static_cast<size_t>(s.N * s.C * s.plane()) * sizeof(float));
+  float* U = hold_u.as<float>();
+  float* Xp = hold_x.as<float>();
   transform_weights(w, I, flip, s, U);
   pad_input(x, s, Xp);
   const int64_t TB = block_tiles(s), T = s.T(), nblocks = (T + TB - 1) / TB;

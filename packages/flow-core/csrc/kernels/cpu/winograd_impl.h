@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "../../core/error.h"
+#include "../../core/scratch.h"
 #include "parallel.h"
 #include "sgemm_packed.h"
 

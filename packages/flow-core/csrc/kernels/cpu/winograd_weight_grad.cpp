@@ -140,12 +140,12 @@ void run_backward_weight(const float* x, const float* gy, float* gw, const Wino&
   const int64_t CP = (s.C + CB - 1) / CB, KP = s.KP(), T = s.T(), TB = block_tiles_bw(s);
   const int64_t nblocks = (T + TB - 1) / TB, nt = get_num_threads(), acc_size = 16 * KP * CP * kBlk;
   BwOperands o{nullptr, nullptr, CP * CB, KP * MR + 2};  // kst: an 8-wide load at the last panel stays inside
-  Tensor hold_x = empty({s.N * s.plane() * o.cst}, DType::Float32);
-  Tensor hold_g = empty({s.N * 4 * s.TH * s.TW * o.kst}, DType::Float32);
-  to_nhwc_padded(x, s.N, s.C, s.H, s.W, s.ph, s.pw, s.Hp, s.Wp, o.cst, hold_x.data<float>());
-  to_nhwc_padded(gy, s.N, s.K, s.OH, s.OW, 0, 0, 2 * s.TH, 2 * s.TW, o.kst, hold_g.data<float>());
-  o.Xn = hold_x.data<float>();
-  o.Gn = hold_g.data<float>();
+  ScratchBuffer hold_x(static_cast<size_t>(s.N * s.plane() * o.cst) * sizeof(float));
+  ScratchBuffer hold_g(static_cast<size_t>(s.N * 4 * s.TH * s.TW * o.kst) * sizeof(float));
+  to_nhwc_padded(x, s.N, s.C, s.H, s.W, s.ph, s.pw, s.Hp, s.Wp, o.cst, hold_x.as<float>());
+  to_nhwc_padded(gy, s.N, s.K, s.OH, s.OW, 0, 0, 2 * s.TH, 2 * s.TW, o.kst, hold_g.as<float>());
+  o.Xn = hold_x.as<float>();
+  o.Gn = hold_g.as<float>();
   // dU[xi][kp][cp][kBlk] sums the products over tiles. Few channel pairs: threads split the tiles, each
   // with its own dU, added at the end. Many (dU over 2 MiB, 256 channels and up): threads split the output
   // channels and run every tile into their rows of one dU (each then transforms all of the input, a small
@@ -153,8 +153,8 @@ void run_backward_weight(const float* x, const float* gy, float* gw, const Wino&
   const bool by_tiles = acc_size * 4 <= (2 << 20) || KP < 2 * nt;
   const int64_t parts = std::max<int64_t>(1, std::min(nt, by_tiles ? nblocks : KP));
   const int64_t nacc = by_tiles ? parts : 1;
-  Tensor hold_acc = empty({nacc * acc_size}, DType::Float32);
-  float* dU = hold_acc.data<float>();
+  ScratchBuffer hold_acc(static_cast<size_t>(nacc * acc_size) * sizeof(float));
+  float* dU = hold_acc.as<float>();
   parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
     thread_local std::unique_ptr<float[], FreeDeleter> abuf, bbuf;
     thread_local size_t acap = 0, bcap = 0;
