@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -39,11 +40,34 @@ void* system_alloc(size_t sz) {
   return p;
 }
 
+// A request of kLooseFit bytes or more without a cached block of its size takes the smallest cached block up to a
+// quarter larger: a graph's steady-state plan then reuses the arena its first-step plan left (sizes differ by
+// the optimizer state that step made), where exact sizes would keep both resident.
+constexpr size_t kLooseFit = size_t(1) << 20;
+
 struct Cache {
   std::mutex mu;
-  std::unordered_map<size_t, std::vector<void*>> free_lists;
+  std::map<size_t, std::vector<void*>> free_lists;  // by block size; no empty lists
+  std::unordered_map<void*, size_t> loose;          // blocks handed out for a smaller request: their size
   int64_t allocated = 0, cached = 0, peak = 0, sys_allocs = 0;
 };
+
+// A cached block of `sz` bytes (or, for large requests, a little more) taken from the free lists; its size in
+// `*got`. Null when none fits. Called with the lock held.
+void* take_cached(Cache& c, size_t sz, size_t* got) {
+  auto it = c.free_lists.find(sz);
+  if (it == c.free_lists.end() && sz >= kLooseFit) {
+    it = c.free_lists.lower_bound(sz);
+    if (it != c.free_lists.end() && it->first > sz + sz / 4) it = c.free_lists.end();
+  }
+  if (it == c.free_lists.end()) return nullptr;
+  void* p = it->second.back();
+  *got = it->first;
+  it->second.pop_back();
+  if (it->second.empty()) c.free_lists.erase(it);
+  if (*got != sz) c.loose.emplace(p, *got);
+  return p;
+}
 
 Cache& cache() {
   static Cache* c = new Cache();  // never destroyed: tensors may outlive static destruction
@@ -57,12 +81,10 @@ void* cpu_alloc(size_t nbytes) {
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> g(c.mu);
-    auto it = c.free_lists.find(sz);
-    if (it != c.free_lists.end() && !it->second.empty()) {
-      void* p = it->second.back();
-      it->second.pop_back();
-      c.cached -= sz;
-      c.allocated += sz;
+    size_t got = 0;
+    if (void* p = take_cached(c, sz, &got)) {
+      c.cached -= got;
+      c.allocated += got;
       if (c.allocated > c.peak) c.peak = c.allocated;
       return p;
     }
@@ -86,6 +108,13 @@ void cpu_free(void* p, size_t nbytes) {
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> g(c.mu);
+    if (!c.loose.empty()) {
+      auto it = c.loose.find(p);
+      if (it != c.loose.end()) {
+        sz = it->second;
+        c.loose.erase(it);
+      }
+    }
     c.allocated -= sz;
     if (sz <= kMaxCachedBlock && c.cached + int64_t(sz) <= int64_t(kMaxCachedTotal)) {
       c.free_lists[sz].push_back(p);

@@ -1,5 +1,6 @@
-// A caching CPU allocator: freed blocks are kept by size and handed back to the next request of the
-// same size, so steady-state training steps reuse warm pages instead of faulting fresh ones.
+// A caching CPU allocator: freed blocks are kept by size and handed back to the next request of the same size (a
+// large one may take a block a little larger), so steady-state training steps reuse warm pages instead of faulting
+// fresh ones.
 #pragma once
 #include <cstddef>
 #include <cstdint>
