@@ -381,17 +381,25 @@ void max_pool_loop(const PoolPlan& pl, const T* x, T* y, int64_t* idx, bool adap
   });
 }
 
-TensorList max_pool_run(const Tensor& x, const PoolPlan& pl, const Shape& osz, bool adaptive, const char* op,
-                        size_t ns) {
-  Tensor y = empty(osz, x.dtype(), x.device());
-  Tensor idx = empty(osz, DType::Int64, x.device());
+// Into given outputs (a plan's arena places them): y of the meta's shape and dtype, idx int64.
+void max_pool_into(const Tensor& x, const PoolPlan& pl, bool adaptive, const char* op, size_t ns, const Tensor& y,
+                   const Tensor& idx_out) {
+  if (y.numel() == 0) return;
+  Tensor idx = idx_out.is_contiguous() ? idx_out : empty(idx_out.sizes(), DType::Int64, idx_out.device());
   auto body = [&](auto tag, const Tensor& xc, const Tensor& o) {
     using T = typename decltype(tag)::type;
     max_pool_loop<T>(pl, xc.data<T>(), o.data<T>(), idx.data<int64_t>(), adaptive);
   };
-  if (y.numel() == 0) return {y, idx};
   if (!adaptive && ns >= 2) pool_kernel<IntInputs::NonBool>(op, ns, x, y, body);
   else pool_kernel<IntInputs::None>(op, ns, x, y, body);
+  if (!idx.is_same(idx_out)) ops::copy_into(idx_out, idx);
+}
+
+TensorList max_pool_run(const Tensor& x, const PoolPlan& pl, const Shape& osz, bool adaptive, const char* op,
+                        size_t ns) {
+  Tensor y = empty(osz, x.dtype(), x.device());
+  Tensor idx = empty(osz, DType::Int64, x.device());
+  max_pool_into(x, pl, adaptive, op, ns, y, idx);
   return {y, idx};
 }
 
@@ -493,12 +501,11 @@ std::vector<int64_t> vec(const Shape& s) { return std::vector<int64_t>(s.begin()
 
 // Scatter-add g (planes x out) into zeros (planes x in) at `indices` (flat within a plane), or gather
 // (the adjoint: planes x in -> planes x out).
-Tensor index_pool(const Tensor& src, const Tensor& indices, const Shape& dst_sizes, int64_t in_plane, bool scatter) {
-  Tensor dst = empty(dst_sizes, src.dtype(), src.device());
+void index_pool_into(const Tensor& src, const Tensor& indices, const Tensor& dst, int64_t in_plane, bool scatter) {
   int64_t big = scatter ? dst.numel() : src.numel();
   if (dst.numel() == 0 || src.numel() == 0 || in_plane == 0) {
     if (dst.numel() > 0) ops::copy_into(dst, ops::zeros({}, dst.dtype()));
-    return dst;
+    return;
   }
   int64_t np = big / in_plane, op = indices.numel() / np;
   Tensor ic = contig_as(indices, DType::Int64);
@@ -525,6 +532,11 @@ Tensor index_pool(const Tensor& src, const Tensor& indices, const Shape& dst_siz
     });
     FLOW_INDEX_CHECK(!bad, "max_pool_backward: an index is out of range for the input's spatial size ", in_plane);
   });
+}
+
+Tensor index_pool(const Tensor& src, const Tensor& indices, const Shape& dst_sizes, int64_t in_plane, bool scatter) {
+  Tensor dst = empty(dst_sizes, src.dtype(), src.device());
+  index_pool_into(src, indices, dst, in_plane, scatter);
   return dst;
 }
 
@@ -555,10 +567,10 @@ FLOW_OP(max_pool)
       window_plan(in[0], a, true, "max_pool", &osz);
       return {{osz, in[0].dtype(), in[0].device()}, {osz, DType::Int64, in[0].device()}};
     })
-    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       Shape osz;
       PoolPlan pl = window_plan(in[0], a, true, "max_pool", &osz);
-      return max_pool_run(in[0], pl, osz, false, "max_pool", a.ints("kernel_size").size());
+      max_pool_into(in[0], pl, false, "max_pool", a.ints("kernel_size").size(), out[0], out[1]);
     })
     .save_outputs({1})
     .nondiff_outputs({1})
@@ -590,10 +602,9 @@ FLOW_OP(max_pool_backward)
     .schema("max_pool_backward(Tensor grad, Tensor indices, int[] input_sizes, int spatial_dims) -> Tensor")
     .traits(kPooling | kBackwardHelper)
     .meta(sized_by_attr)
-    .cpu([](const TensorList& in, const Attrs& a) -> TensorList {
-      Shape is(a.ints("input_sizes").begin(), a.ints("input_sizes").end());
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
       FLOW_RUNTIME_CHECK(in[0].sizes() == in[1].sizes(), "max_pool_backward: grad and indices shapes differ");
-      return {index_pool(in[0], in[1], is, trailing_numel(is, a.i("spatial_dims")), true)};
+      index_pool_into(in[0], in[1], out[0], trailing_numel(out[0].sizes(), a.i("spatial_dims")), true);
     })
     .save_inputs({1})
     .backward([](BackwardCtx& c, const TensorList& g) -> TensorList {
