@@ -5,6 +5,7 @@ from .const_fold import constant_folding
 from .copy_elision import copy_elision
 from .cse import common_subexpression_elimination
 from .dce import dead_code_elimination
+from .early_updates import split_optimizer_updates
 from .fold_conv_bn import fold_conv_bn
 from .fuse_elementwise import fuse_elementwise
 from .fuse_softmax_ce import fuse_softmax_cross_entropy
@@ -23,9 +24,11 @@ DEFAULT = (
     ("fuse_elementwise", fuse_elementwise),
 )
 
-# Passes nn.Graph runs after the default ones and activation checkpointing: hoisting moves nodes out of the plan
-# into its cached prologue, which the passes above (and flow.compile's forward/backward split) do not expect.
+# Passes nn.Graph runs after the default ones and activation checkpointing: moving optimizer updates into the
+# backward and hoisting nodes out of the plan into its cached prologue change the node order the passes above
+# (activation checkpointing's backward regions, flow.compile's forward/backward split) read.
 LATE = (
+    ("split_optimizer_updates", split_optimizer_updates),
     ("hoist_variables", hoist_variables),
 )
 
@@ -40,4 +43,4 @@ def run_default(ir, passes=DEFAULT):
 
 __all__ = ["algebraic_simplification", "checkpoint_recompute", "constant_folding", "copy_elision",
            "common_subexpression_elimination", "dead_code_elimination", "fold_conv_bn", "fuse_elementwise",
-           "fuse_softmax_cross_entropy", "hoist_variables", "run_default", "DEFAULT", "LATE"]
+           "fuse_softmax_cross_entropy", "hoist_variables", "run_default", "split_optimizer_updates", "DEFAULT", "LATE"]
