@@ -6,7 +6,7 @@ import pytest
 from helpers import run_ranks
 
 
-@pytest.mark.parametrize("kind", ["pp", "dp", "tp"])
+@pytest.mark.parametrize("kind", ["pp", "dp", "tp", "zero"])
 def test_global_graph_runtime_state_loads_in_a_fresh_job_and_trains_on(kind, tmp_path):
     assert run_ranks(2, "graph_runtime_state.py", kind, "save", tmp_path, timeout=300).count("saved") == 2
     assert run_ranks(2, "graph_runtime_state.py", kind, "load", tmp_path, timeout=300).count("loaded") == 2

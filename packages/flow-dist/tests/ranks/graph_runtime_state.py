@@ -2,7 +2,8 @@
 
 ``graph_runtime_state.py KIND MODE DIR``. KIND ``pp``: a 2-stage pipeline (set_stage after the optimizer was made,
 4 micro-batches, SGD with momentum); ``dp``: data parallelism (S(0) inputs, broadcast parameters, Adam); ``tp``:
-tensor parallelism (a column-split then a row-split Linear, broadcast inputs, Adam).
+tensor parallelism (a column-split then a row-split Linear, broadcast inputs, Adam); ``zero``: ``dp`` with ZeRO
+stage 2 (``config.enable_zero``: each rank's Adam state and gradients are its shard).
 MODE ``save``: trains 3 steps, saves this rank's runtime state, trains 5 more and saves their losses and the
 parameters as the reference. ``load`` (a fresh job, a model of other initial values): loads the runtime state,
 runs 5 steps without tracing (the graph's compile counter stays 0) and equals the reference (1e-6); the
@@ -45,6 +46,8 @@ class Train(nn.Graph):
         self.add_optimizer(opt)
         if steps > 1:
             self.config.set_gradient_accumulation_steps(steps)
+        if kind == "zero":
+            self.config.enable_zero(True, stage=2, shard_min_size=1)
 
     def build(self, x, y):
         loss = loss_fn(self.m, x, y)
@@ -75,7 +78,7 @@ def setup(seed, param_sbp=B):
 
 def inputs(i):
     def put(a, p):
-        return flow.tensor(a).to_global(everyone, B).to_global(p, S(0) if kind == "dp" else B)
+        return flow.tensor(a).to_global(everyone, B).to_global(p, S(0) if kind in ("dp", "zero") else B)
 
     if kind == "pp":
         return put(xs[i], stages[0]), put(ys[i], stages[-1])
@@ -122,6 +125,11 @@ elif mode == "load":
     if kind == "tp":  # the plan ran on this rank's shards of the split weights
         assert tuple(m[0][0].weight.to_local().shape) == (8 // n, 6)
         assert tuple(m[1].weight.to_local().shape) == (3, 8 // n)
+    if kind == "zero":  # the loaded Adam state is this rank's shard of each parameter's, as the saved graph's
+        for p in m.parameters():
+            moment = opt.state[p]["exp_avg"]
+            assert moment.is_global and moment.sbp == (S(0),), (moment.placement, moment.sbp)
+            assert moment.to_local().numel() < p.numel(), (tuple(moment.to_local().shape), tuple(p.shape))
     saved = flow.load(file("schedule"))
     if kind == "pp":  # the schedule the nodes were ordered by is the saved plan's: this stage's
         assert node_steps(entry.ir) == saved["steps"]  # each node's pipeline step, where a schedule gave one
