@@ -196,10 +196,22 @@ def test_use_graph_with_flow_graph_runs_a_compiled_graph(tmp_path):
         worst = max(float((a - b).abs().max()) for a, b in zip(list(net.state_dict().values()),
                                                                 list(ref.state_dict().values())))
         print(abs(loss.item() - ref_loss.item()) < 1e-5, worst < 1e-5, cn._run.compile_count)
+        # options={"debug": 1}: the IR of each plan compiled for a new input signature, and nothing more
+        import contextlib, io
+        dbg = compile_from_torch(torch.nn.Linear(4, 2).eval(), use_graph=True, options={"debug": 1})
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            dbg(x)
+            first = buf.getvalue()
+            dbg(x)
+            again = buf.getvalue()
+            dbg(torch.randn(5, 4))
+        print("= addmm(" in first and "return (" in first, again == first, buf.getvalue().count("graph compiled_"))
     """
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(target), os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    uses_graph, compiled_once, module, err, same_loss, same_state, compiles = r.stdout.split()
+    uses_graph, compiled_once, module, err, same_loss, same_state, compiles, ir_printed, once, irs = r.stdout.split()
     assert (uses_graph, compiled_once, module) == ("True", "True", "torch") and float(err) < 1e-6
     assert (same_loss, same_state, compiles) == ("True", "True", "1"), r.stdout
+    assert (ir_printed, once, irs) == ("True", "True", "2"), r.stdout  # a new signature prints its own
