@@ -1,6 +1,9 @@
 """Where a compiled graph's step time goes: the steps of bench_graph.py's workloads timed one by one and summed
-per op kind, with the op counts, the memory plan and how many elementwise ops form chains that a fusion pass
-could merge (an elementwise op reading a same-shaped elementwise result that nothing else reads).
+per op kind, with the op counts, the memory plan, how many elementwise ops form chains that a fusion pass
+could merge (an elementwise op reading a same-shaped elementwise result that nothing else reads), and the share
+of the step in matrix products and convolutions: their FLOP rate against one large sgemm's on the same machine,
+and the most that removing every other op could gain (graph rewrites cannot make the products themselves
+faster).
 
 The steps run as the plan's Python loop (the same kernels as the core's plan, plus a little per-step Python),
 so the per-kind figures add up to slightly more than a plan run; they say where to optimise, not how fast a
@@ -39,18 +42,21 @@ def _captured_inputs(step):
 
 
 def _time_steps(plan, ir, inputs, rounds):
-    spent = collections.Counter()
+    spent, per_node = collections.Counter(), [0.0] * len(ir.nodes)
     prev = _C.is_grad_enabled()
     _C._set_grad_enabled(False)
     try:
         for _ in range(rounds):
             env = list(plan._template)
-            for s, t in zip(plan._input_slots, inputs):
+            given = list(inputs) + (plan.prologue.values() if plan.prologue is not None else [])
+            for s, t in zip(plan._input_slots, given):
                 env[s] = t
-            for (fn, ins, attrs, outs, frees), node in zip(plan._steps, ir.nodes):
+            for k, ((fn, ins, attrs, outs, frees), node) in enumerate(zip(plan._steps, ir.nodes)):
                 t0 = time.perf_counter()
                 r = fn([env[i] for i in ins], attrs)
-                spent[node.name] += time.perf_counter() - t0
+                dt = time.perf_counter() - t0
+                spent[node.name] += dt
+                per_node[k] += dt / rounds
                 for s, t in ([(outs, r)] if outs.__class__ is int else zip(outs, r)):
                     if s > 0:
                         env[s] = t
@@ -58,7 +64,7 @@ def _time_steps(plan, ir, inputs, rounds):
                     env[s] = None
     finally:
         _C._set_grad_enabled(prev)
-    return {k: v / rounds for k, v in spent.items()}
+    return {k: v / rounds for k, v in spent.items()}, per_node
 
 
 def _chains(ir):
@@ -83,6 +89,63 @@ def _chains(ir):
     return chains
 
 
+def _product_flops(node):
+    """Multiply-add FLOPs of a matrix-product or convolution node (2 x output elements x contracted length;
+    direct convolution's count, which Winograd's kernels beat), or 0."""
+    name = node.op.name
+    if name == "convolution":
+        w = node.inputs[1].shape
+        return 2 * _numel(node.outputs[0].shape) * _numel(w[1:])
+    if name == "convolution_backward_input":
+        return 2 * _numel(node.inputs[0].shape) * _numel(node.inputs[1].shape[1:])
+    if name == "convolution_backward_weight":
+        return 2 * _numel(node.inputs[0].shape) * _numel(node.attrs["weight_sizes"][1:])
+    if name in ("mm", "_batch_matmul", "matmul", "bmm"):
+        k = node.inputs[0].shape[-1]
+    elif name == "addmm":
+        k = node.inputs[1].shape[-1]
+    elif name == "_mm_t_colsum":  # grad (M, N), input (M, K) -> grad^T @ input (N, K) and grad's column sums
+        k = node.inputs[0].shape[0]
+    else:
+        return 0
+    return 2 * _numel(node.outputs[0].shape) * k
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _sgemm_rate(n=1024, repeat=5):
+    """FLOP/s of one large square float32 matmul on this machine (the GEMM kernels' ceiling here)."""
+    a, b = bg.flow.randn(n, n), bg.flow.randn(n, n)
+    a @ b
+    best = min(_timed(lambda: a @ b) for _ in range(repeat))
+    return 2 * n ** 3 / best
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _gemm_bound(ir, spent_by_node, total):
+    """How much of a step the matrix products and convolutions take, at what rate, and the most any rewrite
+    around them could gain (the step with everything else removed)."""
+    flops = sum(_product_flops(n) for n in ir.nodes)
+    if not flops:
+        return
+    mm_time = sum(t for n, t in zip(ir.nodes, spent_by_node) if _product_flops(n))
+    rate, peak = flops / mm_time, _sgemm_rate()
+    print(f"  matrix products and convolutions: {flops / 1e9:.1f} GFLOP in {mm_time * 1e3:.1f} ms "
+          f"({mm_time / total * 100:.0f}% of the step) at {rate / 1e9:.0f} GFLOP/s, {rate / peak * 100:.0f}% of a "
+          f"1024^3 sgemm here ({peak / 1e9:.0f} GFLOP/s); removing all other work would make the step at most "
+          f"x{total / mm_time:.2f} faster")
+
+
 def profile(name, rounds=3):
     label = bg.WORKLOADS[name][0]
     step, graph = bg.graph_step(name)
@@ -90,12 +153,13 @@ def profile(name, rounds=3):
     inputs = _captured_inputs(step)  # the steady-state plan's inputs
     entry = graph._last
     ir, plan = entry.ir, entry.plan
-    spent = _time_steps(plan, ir, inputs, rounds)
+    spent, per_node = _time_steps(plan, ir, inputs, rounds)
     counts = collections.Counter(n.name for n in ir.nodes)
     total = sum(spent.values())
     print(f"\n{label}: {len(ir.nodes)} steps, {total * 1e3:.1f} ms in kernels; memory plan {plan.memory_stats()}")
     for kind, s in sorted(spent.items(), key=lambda kv: -kv[1])[:15]:
         print(f"  {kind:<30} x{counts[kind]:<4d} {s * 1e3:9.2f} ms  {s / total * 100:5.1f}%")
+    _gemm_bound(ir, per_node, total)
     chains = _chains(ir)
     fusable = [c for c in chains if len(c) > 1]
     top = collections.Counter(" > ".join(c) for c in fusable).most_common(4)
