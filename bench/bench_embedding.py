@@ -79,8 +79,9 @@ def stream(kind, steps, batch, rows, seed=0):
     return out
 
 
-def timed(fn, batches, repeat=3):
-    fn(*batches[0])  # warm up
+def timed(fn, batches, repeat=3, warm=True):
+    if warm:
+        fn(*batches[0])
     best = float("inf")
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -130,9 +131,12 @@ def ssd_part(a, root, emb, opt, g, repeat=3):
     """The cached SSD store (cache 10% of the table) against the RAM store `emb`, both on a zipf(1.05) stream.
 
     The stores' passes over the stream alternate (RAM, SSD synchronous, SSD background, RAM, ...), each figure the
-    best of `repeat`, so that the machine's load drifting during the run weighs on all three alike."""
-    zipf = stream("zipf", a.steps, a.batch, a.rows, seed=2)
+    best of `repeat`, so that the machine's load drifting during the run weighs on all three alike. No batch is
+    seen twice by a store: the warm-up steps and each round's `a.steps` timed steps are their own stretches of
+    one stream (every store gets the same stretches), so the caches cannot profit from replayed batches."""
+    zipf = stream("zipf", a.warmup + repeat * a.steps, a.batch, a.rows, seed=2)
     zb = [(flow.tensor(i), flow.tensor(t), g) for i, t in zipf]
+    warm, rounds = zb[:a.warmup], [zb[a.warmup + r * a.steps:a.warmup + (r + 1) * a.steps] for r in range(repeat)]
     runs = {"RAM": (emb, opt)}
     for background in (False, True):
         runs["background" if background else "synchronous"] = make_flow(
@@ -140,16 +144,16 @@ def ssd_part(a, root, emb, opt, g, repeat=3):
     for e, o in runs.values():
         # steady state: the hot rows come into the cache and the SSD stores' files reach their working size
         # (the first passes write every evicted row to new file pages, several times the cost of rewriting)
-        for k in range(max(1, a.warmup)):
-            flow_step(e, o, *zb[k % len(zb)])
+        for b in warm:
+            flow_step(e, o, *b)
         e.reset_cache_stats()
     best = dict.fromkeys(runs, float("inf"))
     cpu = dict.fromkeys(runs, float("inf"))  # process CPU seconds per step: what other jobs' load changes least
-    for _ in range(repeat):
+    for batches in rounds:
         for mode, (e, o) in runs.items():
             c0 = time.process_time()
-            best[mode] = min(best[mode], timed(partial(flow_step, e, o), zb, repeat=1))
-            cpu[mode] = min(cpu[mode], (time.process_time() - c0) / (len(zb) + 1))  # + timed's warm-up step
+            best[mode] = min(best[mode], timed(partial(flow_step, e, o), batches, repeat=1, warm=False))
+            cpu[mode] = min(cpu[mode], (time.process_time() - c0) / len(batches))
     table_mib = TABLES * a.rows * DIM * 3 * 4 / 2**20
     t_ram, c_ram = best.pop("RAM"), cpu.pop("RAM")
     for mode, t_ssd in best.items():
