@@ -30,7 +30,9 @@ size_t round_size(size_t n) {
 // per 2 MiB. The tail past the last whole huge page keeps small pages, so resident memory is not rounded up.
 constexpr size_t kHuge = size_t(2) << 20;
 
-void* system_alloc(size_t sz) {
+}  // namespace
+
+void* cpu_system_alloc(size_t sz) {
   if (sz < kHuge) return std::aligned_alloc(kAlign, sz);
   void* p = nullptr;
   if (posix_memalign(&p, kHuge, sz) != 0) return nullptr;
@@ -39,6 +41,8 @@ void* system_alloc(size_t sz) {
 #endif
   return p;
 }
+
+namespace {
 
 // A request of kLooseFit bytes or more without a cached block of its size takes the smallest cached block up to a
 // quarter larger: a graph's steady-state plan then reuses the arena its first-step plan left (sizes differ by
@@ -89,10 +93,10 @@ void* cpu_alloc(size_t nbytes) {
       return p;
     }
   }
-  void* p = system_alloc(sz);
+  void* p = cpu_system_alloc(sz);
   if (!p) {
     cpu_empty_cache();
-    p = system_alloc(sz);
+    p = cpu_system_alloc(sz);
   }
   FLOW_RUNTIME_CHECK(p != nullptr, "CPU out of memory: tried to allocate ", nbytes, " bytes");
   std::lock_guard<std::mutex> g(c.mu);

@@ -8,6 +8,9 @@
 namespace flow {
 
 void* cpu_alloc(size_t nbytes);
+// Memory straight from the system, as the cache gets its blocks (64-byte aligned; from 2 MiB on, 2 MiB aligned and
+// advised as huge pages); null when there is none; release it with std::free. For buffers kept outside the cache.
+void* cpu_system_alloc(size_t nbytes);
 void cpu_free(void* p, size_t nbytes);
 
 struct AllocatorStats {

@@ -1,6 +1,6 @@
 #include "scratch.h"
 
-#include <sys/mman.h>
+#include "allocator.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,7 +11,6 @@ namespace flow {
 namespace {
 
 constexpr size_t kAlign = 64;
-constexpr size_t kHuge = size_t(2) << 20;
 
 struct Chunk {
   char* base = nullptr;
@@ -35,12 +34,8 @@ struct Stack {
   }
 
   static char* system(size_t bytes) {
-    void* p = nullptr;
-    const size_t align = bytes >= kHuge ? kHuge : kAlign;
-    if (posix_memalign(&p, align, bytes) != 0) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-    if (bytes >= kHuge) madvise(p, bytes & ~(kHuge - 1), MADV_HUGEPAGE);  // advisory, as the allocator's
-#endif
+    void* p = cpu_system_alloc(bytes);
+    if (!p) throw std::bad_alloc();
     return static_cast<char*>(p);
   }
 

@@ -29,8 +29,7 @@ class GraphConfig:
         """Turns the pass ``name`` of the default pipeline (``oneflow_graph.passes.DEFAULT``: ``constant_folding``,
         ``algebraic``, ``checkpoint_recompute``, ``cse``, ``dce``, ``copy_elision``, ``fold_conv_bn``,
         ``fuse_softmax_cross_entropy``, ``fuse_elementwise``, then ``split_optimizer_updates`` and ``hoist_variables``)
-        on or off; an unknown name
-        raises ``ValueError`` listing them."""
+        on or off; an unknown name raises ``ValueError`` listing them."""
         known = [n for n, _ in _passes.DEFAULT + _passes.LATE]
         if name not in known:
             raise ValueError(f"unknown graph pass {name!r}; the passes are {known}")
