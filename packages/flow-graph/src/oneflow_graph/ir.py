@@ -32,6 +32,17 @@ class Value:
             v = v.alias_of
         return v
 
+    def numel(self):
+        """Number of elements of the value's shape (as ``Tensor.numel``)."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def nbytes(self):
+        """Bytes the value's elements take (as ``Tensor.nbytes``)."""
+        return self.numel() * self.dtype.itemsize
+
     def type_str(self):
         dt = str(self.dtype).replace("oneflow.", "")
         return f"{dt}[{', '.join(str(s) for s in self.shape)}]"

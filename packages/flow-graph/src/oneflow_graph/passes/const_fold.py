@@ -20,7 +20,7 @@ def constant_folding(ir, max_numel=MAX_NUMEL):
         outs = n.new_outputs()
         ok = (outs and len(outs) == len(n.outputs) and effects.is_pure(n.op, n.attrs)
               and not any(id(v.root()) in written for v in outs)
-              and all(_numel(v.shape) <= max_numel for v in outs))
+              and all(v.numel() <= max_numel for v in outs))
         if ok and n.op.name not in effects.METADATA_ONLY:
             ok = all(v is None or v.kind == CONSTANT for v in n.inputs)
         if ok:
@@ -42,10 +42,3 @@ def _like(v):
     import oneflow as flow
 
     return flow.empty(v.shape, dtype=v.dtype, device=v.device)
-
-
-def _numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n

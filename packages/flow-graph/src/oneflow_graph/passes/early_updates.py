@@ -69,7 +69,7 @@ def _split(ir, u, min_bytes, stats):
     groups = {}  # position -> parameter indices updated right after it
     for k in range(n):
         g = u.inputs[grads[k]] if grads else None
-        if g is None or g.kind != NODE or id(g) in external or _bytes(g) < min_bytes:
+        if g is None or g.kind != NODE or id(g) in external or g.nbytes() < min_bytes:
             continue
         p = max(floor, ready(u.inputs[idx[k]] for idx in lists if idx))
         if p < at - 1:
@@ -152,13 +152,6 @@ def _creation(node):
     """Whether ``node`` makes a new tensor from attributes alone (reads no value, writes nothing)."""
     return (not node.mutates and len(node.new_outputs()) == 1 and all(v is None for v in node.inputs)
             and "creation" in node.op.traits and "random" not in node.op.traits)
-
-
-def _bytes(v):
-    n = v.dtype.itemsize
-    for d in v.shape:
-        n *= d
-    return n
 
 
 __all__ = ["split_optimizer_updates"]

@@ -33,7 +33,7 @@ def fold_conv_bn(ir):
         conv = _match(bn, uses, external)
         if conv is None:
             continue
-        if _numel(conv.inputs[1].shape) > _numel(conv.outputs[0].shape):
+        if conv.inputs[1].numel() > conv.outputs[0].numel():
             costlier += 1
             continue
         roots = {id(v.root()) for v in bn.inputs[1:] + conv.inputs[1:] if v is not None}
@@ -59,13 +59,6 @@ def fold_conv_bn(ir):
     ir.nodes = out
     ir.replace_uses(mapping)
     return {"folded": len(folds), "fold_ops": fold_ops, "kept_costlier": costlier}
-
-
-def _numel(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _match(bn, uses, external):

@@ -28,14 +28,7 @@ class Prologue:
 
     def cached_bytes(self):
         """Bytes the cached results take (what the graph holds between calls beyond its variables)."""
-        return sum(_nbytes(v) for v in self.ir.outputs)
-
-
-def _nbytes(v):
-    n = 1
-    for s in v.shape:
-        n *= s
-    return n * v.dtype.itemsize
+        return sum(v.nbytes() for v in self.ir.outputs)
 
 
 def _storage(t):
