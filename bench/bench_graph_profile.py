@@ -5,13 +5,13 @@ of the step in matrix products and convolutions: their FLOP rate against one lar
 and the most that removing every other op could gain (graph rewrites cannot make the products themselves
 faster).
 
-The steps run as the plan's Python loop (the same kernels as the core's plan, plus a little per-step Python),
-so the per-kind figures add up to slightly more than a plan run; they say where to optimise, not how fast a
-step is (bench_graph.py says that).
+The steps are timed by the core plan's own clock (``_C.Plan.run_profiled``, each step's wall time inside one
+run of the plan), or as the Python loop where a graph runs on it; bench_graph.py says how fast a whole step is.
 
     python bench/bench_graph_profile.py gpt resnet18
 """
 import collections
+import math
 import os
 import sys
 import time
@@ -42,6 +42,10 @@ def _captured_inputs(step):
 
 
 def _time_steps(plan, ir, inputs, rounds):
+    """Seconds per op kind and per node of one run, averaged over ``rounds`` runs: the core plan's own per-step
+    clock (``_C.Plan.run_profiled``) when the graph runs on it, else the Python loop's."""
+    if plan.native:
+        return _time_native(plan, ir, inputs, rounds)
     spent, per_node = collections.Counter(), [0.0] * len(ir.nodes)
     prev = _C.is_grad_enabled()
     _C._set_grad_enabled(False)
@@ -65,6 +69,19 @@ def _time_steps(plan, ir, inputs, rounds):
     finally:
         _C._set_grad_enabled(prev)
     return {k: v / rounds for k, v in spent.items()}, per_node
+
+
+def _time_native(plan, ir, inputs, rounds):
+    given = list(inputs) + (plan.prologue.values() if plan.prologue is not None else [])
+    per_node = [0.0] * len(ir.nodes)
+    for _ in range(rounds):
+        _, ns = plan._native.run_profiled(given)
+        for k, t in enumerate(ns):
+            per_node[k] += t / 1e9 / rounds
+    spent = collections.Counter()
+    for node, t in zip(ir.nodes, per_node):
+        spent[node.name] += t
+    return spent, per_node
 
 
 def _chains(ir):
@@ -95,11 +112,11 @@ def _product_flops(node):
     name = node.op.name
     if name == "convolution":
         w = node.inputs[1].shape
-        return 2 * _numel(node.outputs[0].shape) * _numel(w[1:])
+        return 2 * node.outputs[0].numel() * math.prod(w[1:])
     if name == "convolution_backward_input":
-        return 2 * _numel(node.inputs[0].shape) * _numel(node.inputs[1].shape[1:])
+        return 2 * node.inputs[0].numel() * math.prod(node.inputs[1].shape[1:])
     if name == "convolution_backward_weight":
-        return 2 * _numel(node.inputs[0].shape) * _numel(node.attrs["weight_sizes"][1:])
+        return 2 * node.inputs[0].numel() * math.prod(node.attrs["weight_sizes"][1:])
     if name in ("mm", "_batch_matmul", "matmul", "bmm"):
         k = node.inputs[0].shape[-1]
     elif name == "addmm":
@@ -108,14 +125,7 @@ def _product_flops(node):
         k = node.inputs[0].shape[0]
     else:
         return 0
-    return 2 * _numel(node.outputs[0].shape) * k
-
-
-def _numel(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+    return 2 * node.outputs[0].numel() * k
 
 
 def _sgemm_rate(n=1024, repeat=5):

@@ -2,6 +2,7 @@
 finalize(), intermediates planned into one arena by their live intervals; results equal eager execution."""
 import itertools
 import random
+import time
 
 import numpy as np
 import pytest
@@ -55,6 +56,21 @@ def test_outputs_of_one_run_survive_the_next_and_constants_are_shared():
         w2.mul_(2)  # an eager change to a bound tensor is seen by the next run
     (y3,) = p.run([x1])
     np.testing.assert_array_equal(y3.numpy(), flow.tanh(flow.relu(x1 @ w1 + b1) @ w2).numpy())
+
+
+def test_run_profiled_returns_the_outputs_and_one_wall_time_per_step():
+    flow.manual_seed(2)
+    w1, b1, w2 = flow.randn(64, 512), flow.randn(512), flow.randn(512, 3)
+    p = mlp_plan(w1, b1, w2, batch=256)
+    x = flow.randn(256, 64)
+    t0 = time.perf_counter_ns()
+    (y,), ns = p.run_profiled([x])
+    wall = time.perf_counter_ns() - t0
+    np.testing.assert_array_equal(y.numpy(), p.run([x])[0].numpy())
+    assert len(ns) == p.num_steps == 5 and all(isinstance(t, int) and t > 0 for t in ns)
+    assert sum(ns) <= wall  # the steps' clocks run inside the call
+    with pytest.raises(TypeError, match="expected 1 inputs, got 0"):
+        p.run_profiled([])
 
 
 def test_an_output_that_views_an_intermediate_keeps_it_out_of_the_arena():

@@ -1,6 +1,7 @@
 #include "plan.h"
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 
 #include "../autograd/grad_mode.h"
@@ -328,7 +329,7 @@ std::shared_ptr<Storage> Plan::acquire_arena() const {
   return arena_;
 }
 
-TensorList Plan::run(const TensorList& inputs) const {
+TensorList Plan::run(const TensorList& inputs, std::vector<int64_t>* step_ns) const {
   FLOW_RUNTIME_CHECK(finalized_, "Plan: run() before finalize()");
   FLOW_TYPE_CHECK(inputs.size() == input_slots_.size(), "Plan: expected ", input_slots_.size(), " inputs, got ",
                   inputs.size());
@@ -349,8 +350,10 @@ TensorList Plan::run(const TensorList& inputs) const {
   NoModes no_modes;
   std::shared_ptr<Storage> arena = memory_.arena_bytes > 0 ? acquire_arena() : nullptr;
   TensorList in, out;
+  if (step_ns) step_ns->assign(steps_.size(), 0);
   for (size_t k = 0; k < steps_.size(); ++k) {
     const Step& st = steps_[k];
+    const auto t0 = step_ns ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const OpDef& op = *st.op;
     in.clear();
     for (int s : st.inputs) in.push_back(s >= 0 ? v[s] : Tensor());
@@ -405,6 +408,9 @@ TensorList Plan::run(const TensorList& inputs) const {
                        " outputs, the plan expects ", st.outputs.size());
     for (size_t j = 0; j < st.outputs.size(); ++j) v[st.outputs[j]] = std::move(out[j]);
     for (int s : st.release) v[s] = Tensor();
+    if (step_ns)
+      (*step_ns)[k] =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   }
   TensorList result;
   result.reserve(outputs_.size());

@@ -50,7 +50,8 @@ class Plan {
   void finalize();
   bool finalized() const { return finalized_; }
 
-  TensorList run(const TensorList& inputs) const;
+  // `step_ns`, when given, receives each step's wall time in nanoseconds (profiling the plan as it runs).
+  TensorList run(const TensorList& inputs, std::vector<int64_t>* step_ns = nullptr) const;
 
   const std::vector<Step>& steps() const { return steps_; }
   const std::vector<int>& outputs() const { return outputs_; }

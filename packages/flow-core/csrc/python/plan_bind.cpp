@@ -30,6 +30,14 @@ static std::vector<int> slots_arg(nb::handle seq, const char* what) {
   return out;
 }
 
+// A run's inputs: tensors, or None for an absent optional value.
+static TensorList run_inputs(nb::handle seq, const char* who) {
+  TensorList in;
+  for (nb::handle e : nb::borrow<nb::sequence>(seq))
+    in.push_back(e.is_none() ? Tensor() : to_tensor_arg(e, who, "inputs"));
+  return in;
+}
+
 void init_plan(nb::module_& m) {
   using plan::Plan;
   nb::class_<Plan>(m, "Plan",
@@ -64,12 +72,14 @@ void init_plan(nb::module_& m) {
       .def("finalize", &Plan::finalize,
            "Checks the plan on meta tensors, computes where each value dies and plans the arena.")
       .def("run",
+           [](const Plan& p, nb::handle inputs) { return wrap_list(p.run(run_inputs(inputs, "Plan.run")), false); },
+           nb::arg("inputs"), "Runs every step on `inputs` and returns the output values as a list.")
+      .def("run_profiled",
            [](const Plan& p, nb::handle inputs) {
-    TensorList in;
-    for (nb::handle e : nb::borrow<nb::sequence>(inputs))
-      in.push_back(e.is_none() ? Tensor() : to_tensor_arg(e, "Plan.run", "inputs"));
-    return wrap_list(p.run(in), false);
-  }, nb::arg("inputs"), "Runs every step on `inputs` and returns the output values as a list.")
+    std::vector<int64_t> ns;
+    nb::object out = wrap_list(p.run(run_inputs(inputs, "Plan.run_profiled"), &ns), false);
+    return nb::make_tuple(out, nb::cast(ns));
+  }, nb::arg("inputs"), "As run(), and also returns each step's wall time in nanoseconds: (outputs, [ns per step]).")
       .def_prop_ro("finalized", &Plan::finalized)
       .def_prop_ro("num_steps", [](const Plan& p) { return p.steps().size(); })
       .def_prop_ro("num_slots", &Plan::num_slots)
