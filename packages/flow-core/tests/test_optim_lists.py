@@ -171,3 +171,35 @@ def test_unused_lists_may_be_empty_but_needed_ones_not():
     with pytest.raises(RuntimeError, match="rmsprop_update_: argument 'grad_avgs'"):
         p = f64(1, 2)
         ops.rmsprop_update_([p], [f64(1, 1)], [f64(0, 0)], [flow.zeros(())], [], [], lr_tensor(0.1), centered=True)
+
+
+GROUPING_OPTIMIZERS = {
+    "sgd_momentum": lambda ps: flow.optim.SGD(ps, lr=0.05, momentum=0.9, weight_decay=1e-4),
+    "adam": lambda ps: flow.optim.Adam(ps, lr=1e-3),
+    "adamw_amsgrad": lambda ps: flow.optim.AdamW(ps, lr=1e-3, amsgrad=True),
+    "adagrad": lambda ps: flow.optim.Adagrad(ps, lr=0.1),
+    "rmsprop": lambda ps: flow.optim.RMSprop(ps, lr=1e-3, momentum=0.9),
+    "lamb": lambda ps: flow.optim.LAMB(ps, lr=1e-3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GROUPING_OPTIMIZERS))
+def test_a_parameters_update_is_bitwise_the_same_in_a_large_group_as_alone(name):
+    # A group over the parallel grain runs its update on threads, a small one serially: both must run the same
+    # kernel variant (nn.Graph's split updates and eager's whole one are compared bitwise).
+    make = GROUPING_OPTIMIZERS[name]
+    flow.manual_seed(0)
+    shapes = [(512, 32), (300,), (512, 512), (4, 512), (7, 13)]
+    grouped = [flow.nn.Parameter(flow.randn(*s)) for s in shapes]
+    alone = [flow.nn.Parameter(p.detach().clone()) for p in grouped]
+    opt = make(grouped)
+    singles = [make([p]) for p in alone]
+    for _ in range(4):
+        for a, b in zip(grouped, alone):
+            g = flow.randn(*a.shape) * 1e-3
+            a.grad, b.grad = g.clone(), g.clone()
+        opt.step()
+        for s in singles:
+            s.step()
+    for a, b in zip(grouped, alone):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())

@@ -44,12 +44,11 @@ def test_training_with_moved_updates_equals_the_whole_update_bitwise_and_eager(o
     whole = TrainGraph(model, OPTIMIZERS[opt](model.parameters()))
     whole.config.enable_pass("split_optimizer_updates", False)
     w_losses = [whole(x, y).item() for x, y in batches()]
-    np.testing.assert_allclose(g_losses, w_losses, rtol=1e-6, atol=1e-6)
-    assert_same_state(model, graphed, atol=1e-6 if opt == "sgd_momentum" else 5e-5)
-    # and eager: Adam divides by the root of tiny second moments, so the graph's kernels (not the split)
-    # leave a few elements 1e-5 apart
-    np.testing.assert_allclose(g_losses, e_losses, rtol=1e-6, atol=1e-6)
-    assert_same_state(eager, graphed, atol=1e-6 if opt == "sgd_momentum" else 5e-5)
+    assert g_losses == w_losses
+    assert_same_state(model, graphed)
+    # and eager
+    assert g_losses == e_losses
+    assert_same_state(eager, graphed)
 
 
 def test_each_part_follows_every_node_touching_its_tensors_and_the_arena_shrinks():

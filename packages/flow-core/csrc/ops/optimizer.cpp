@@ -326,8 +326,8 @@ FLOW_OP(lamb_update_)
           });
         }
       };
-      if (total < kParallelGrain) pass1(0, static_cast<int64_t>(tasks.size()));
-      else parallel_for(static_cast<int64_t>(tasks.size()), 1, pass1);
+      const auto ntasks = static_cast<int64_t>(tasks.size());  // parallel_for either way: see run_chunks
+      parallel_for(ntasks, total < kParallelGrain ? ntasks : 1, pass1);
       // per-parameter trust ratios, summing chunk partials in a fixed order (deterministic)
       std::vector<double> wn(g.size(), 0), un(g.size(), 0), scale(g.size());
       for (size_t i = 0; i < tasks.size(); ++i) wn[tasks[i].p] += wsq[i], un[tasks[i].p] += usq[i];
