@@ -750,8 +750,12 @@ FLOW_OP(linalg_lu_solve)
       std::vector<int64_t> swaps(static_cast<size_t>(count * n));
       for (int64_t i = 0; i < count; ++i) read_pivots(pp + i * n, n, n, swaps.data() + i * n, "linalg.lu_solve");
       parallel_for(count, 1, [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; i < i1; ++i)
-          (transposed ? lu_solve_t : lu_solve)(ap + i * n * n, swaps.data() + i * n, n, xp + i * n * k, k);
+        // direct calls, not through a function pointer: the parallel body's kernel variant inlines them, as
+        // linalg.solve's calls are (a pointer would run the baseline copy and round differently)
+        for (int64_t i = i0; i < i1; ++i) {
+          if (transposed) lu_solve_t(ap + i * n * n, swaps.data() + i * n, n, xp + i * n * k, k);
+          else lu_solve(ap + i * n * n, swaps.data() + i * n, n, xp + i * n * k, k);
+        }
       });
       ops::copy_into(out[0], left ? x : mT(x));
     })

@@ -68,8 +68,14 @@ void nll_kernel(const TensorList& in, const TensorList& out, const Attrs& a, con
         for (int64_t m = b; m < e; ++m) op_[m] = static_cast<T>(loss_at(m));
       });
     } else {
+      // the row losses as reduction='none' computes them (inside parallel_for: the CPU's kernel variant), then
+      // summed in order, so a reduced loss is the sum of the unreduced one's values
+      std::vector<A> rows(static_cast<size_t>(M));
+      parallel_for(M, std::max<int64_t>(1, kParallelGrain / (ar.eps == 0 ? 1 : C)), [&](int64_t b, int64_t e) {
+        for (int64_t m = b; m < e; ++m) rows[m] = loss_at(m);
+      });
       double total = 0;
-      for (int64_t m = 0; m < M; ++m) total += static_cast<double>(loss_at(m));
+      for (int64_t m = 0; m < M; ++m) total += static_cast<double>(rows[m]);
       if (ar.red == Reduction::Mean) total /= total_weight(tp, wp, M, ar.ignore);  // all ignored: 0/0 = nan
       *o.data<T>() = static_cast<T>(total);
     }

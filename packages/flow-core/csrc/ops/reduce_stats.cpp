@@ -138,8 +138,11 @@ void var_kernel(const Tensor& in, const Tensor& out0, const Tensor* out1, const 
     using A = double;  // accumulate in double
     using M = Moments<A>;
     std::vector<M> mom(p.outer);
-    reduce_partials<T, M>(p, mom.data(), [](const T* x, int64_t n) { return moments<T, A>(x, n); }, moments_cols<T, A>,
-                          merge_moments<A>, [](const M& m) { return m; });
+    // lambdas, not function pointers: the column pass then runs as the CPU's kernel variant (cpu_isa.h)
+    reduce_partials<T, M>(p, mom.data(), [](const T* x, int64_t n) { return moments<T, A>(x, n); },
+                          [](const T* x, int64_t R, int64_t ld, int64_t n, M* out) {
+      moments_cols<T, A>(x, R, ld, n, out);
+    }, merge_moments<A>, [](const M& m) { return m; });
     T* y0 = o0.data<T>();
     T* y1 = out1 ? o1.data<T>() : nullptr;
     for (int64_t j = 0; j < p.outer; ++j) {

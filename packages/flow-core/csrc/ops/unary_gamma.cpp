@@ -149,7 +149,8 @@ FLOW_OP(digamma)
     .traits(kElementwise | kUnary)
     .meta(meta_unary_float)
     .cpu_out([](const TensorList& in, const TensorList& out, const Attrs&) {
-      gamma_kernel("digamma", in[0], out[0], digamma_d);
+      // a lambda, not the function pointer: inlined into the kernel variant, as polygamma(0, x)'s call is
+      gamma_kernel("digamma", in[0], out[0], [](double x) { return digamma_d(x); });
     })
     .save_inputs({0})
     .inplace_variant()
