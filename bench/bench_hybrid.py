@@ -2,8 +2,9 @@
 (4 micro-batches), eager and inside an nn.Graph (--graph; PP in the zero-bubble ZB-H1 and the 1F1B schedules), on 2
 ranks x 1 thread against one rank with 1 thread at the same global batch (the faster of its eager and graph runs),
 and DP, TP and DPxTP on 4 ranks (oversubscribed on a 2-core machine); and the per-rank memory of ZeRO-2 against DP on
-4 ranks with Adam (the model states after a step, and the peak tensor bytes with the activations). Best of
-BENCH_ROUNDS (2) interleaved rounds; prints the ratios.
+4 ranks with Adam (the model states after a step, and the peak tensor bytes with the activations). Each run's
+tokens/s is its median step over 12 timed steps (examples/gpt_hybrid/train.py); the figure is the best of
+BENCH_ROUNDS (3) interleaved rounds; prints the ratios.
 
     python bench/bench_hybrid.py
 """
@@ -14,8 +15,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "examples", "gpt_hybrid", "train.py")
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
-ARGS = ["--size", "bench", "--steps", "8", "--warmup", "3", "--opt", "sgd", "--lr", "0.01"]
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+ARGS = ["--size", "bench", "--steps", "15", "--warmup", "3", "--opt", "sgd", "--lr", "0.01"]
 GRAPH, ADAM = ("--graph",), ("--opt", "adam")
 GRAPH_1F1B = ("--graph", "--schedule", "1f1b")  # GRAPH runs pipelines in the default zero-bubble schedule
 

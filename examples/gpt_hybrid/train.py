@@ -11,8 +11,8 @@
     flowrun --nproc 2 examples/gpt_hybrid/train.py --layout tp --graph  # any layout: trained by an nn.Graph
     flowrun --nproc 2 examples/gpt_hybrid/train.py --layout pp --graph --schedule 1f1b  # (default: zero_bubble)
 
-Every rank prints its loss per step, then its tokens/s (the global batch's tokens over the time of the steps
-after ``--warmup``), its peak resident memory (VmHWM), the peak of its tensors' bytes (params, grads,
+Every rank prints its loss per step, then its tokens/s (the global batch's tokens over the median time of the
+steps after ``--warmup``), its peak resident memory (VmHWM), the peak of its tensors' bytes (params, grads,
 optimizer state, activations) and the tensor bytes left after the last step (the model states). The batches
 come from a seeded generator, so every layout sees the same global batches as the single-process run.
 """
@@ -219,10 +219,9 @@ def main(argv=None):
 
         zero.shard_optimizer(opt, stage=2, shard_min_size=1)
     rng = np.random.default_rng(args.seed)
-    t0 = None
+    times = []  # seconds of each step after --warmup
     for step in range(args.steps):
-        if step == args.warmup:
-            t0 = time.perf_counter()
+        t0 = time.perf_counter()
         ids = rng.integers(0, size["vocab"], (args.batch, size["seq"] + 1))
         if args.graph:  # the graph steps the optimizer itself
             loss = step_fn(ids[:, :-1], ids[:, 1:])
@@ -231,8 +230,10 @@ def main(argv=None):
             loss = step_fn(ids[:, :-1], ids[:, 1:])
             opt.step()
         print(f"rank {rank} step {step} loss {loss!r}", flush=True)
-    timed = args.steps - args.warmup
-    tps = timed * args.batch * size["seq"] / (time.perf_counter() - t0) if t0 is not None and timed > 0 else 0.0
+        if step >= args.warmup:
+            times.append(time.perf_counter() - t0)
+    # the median step: on a shared machine a few steps slowed by other work would otherwise set the figure
+    tps = args.batch * size["seq"] / float(np.median(times)) if times else 0.0
     print(f"rank {rank} layout {args.layout} tokens/s {tps:.1f} peak_mem_mib {peak_rss_mib():.1f} "
           f"tensor_peak_mib {tensor_peak_mib():.1f} state_mib {tensor_mib():.1f}", flush=True)
 
