@@ -4,11 +4,8 @@
 // so float results match PyTorch to rounding.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <exception>
-
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
 
 #include "../autograd/grad_mode.h"
 #include "../kernels/cpu/parallel.h"
@@ -93,59 +90,62 @@ inline FLOW_AI double centred_dot(const T* g, const T* x, int64_t n, double mean
   const A m = static_cast<A>(mean);
   return block_sum<T>(n, [g, x, m](int64_t i) FLOW_AI { return static_cast<A>(g[i]) * (static_cast<A>(x[i]) - m); });
 }
-#if defined(__AVX2__) && defined(__FMA__)
-// float32 overloads of the sums above, with four vector accumulators: `omp simd reduction` keeps one, whose
+// float32 overloads of the sums above, with four accumulators of 8 lanes: `omp simd reduction` keeps one, whose
 // add latency bounds the loop (a 256-wide layer-norm row takes 0.6x the time this way). Same blocking: float
-// within kBlock elements, the blocks in double.
-inline FLOW_AI float hsum8(__m256 v) {
-  __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  a = _mm_add_ps(a, _mm_movehl_ps(a, a));
-  return _mm_cvtss_f32(_mm_add_ss(a, _mm_movehdup_ps(a)));
-}
-// sum over i of term(i): vterm(i) gives the 8 terms from i on, sterm(i) one.
-template <typename V, typename S>
-inline FLOW_AI double block_sum_f32(int64_t n, V&& vterm, S&& sterm) {
+// within kBlock elements, the blocks in double. GCC vector types, not intrinsics: one definition that the
+// portable build's AVX2 variant (cpu_isa.h) compiles to 256-bit instructions and the baseline to pairs of
+// 128-bit ones, and the native build to whatever its target has.
+// (Vectors are only locals and references here, never passed or returned by value: no ABI question.)
+enum class SumKind { kPlain, kCentredSq, kCentredDot };
+// sum of p[i] (kPlain), (p[i] - m)^2 (kCentredSq) or q[i] * (p[i] - m) (kCentredDot)
+template <SumKind K>
+inline FLOW_AI double block_sum_f32(const float* p, const float* q, int64_t n, float m) {
+  using F8 [[gnu::vector_size(32)]] = float;
+  auto add8 = [p, q, m](int64_t i, F8& acc) FLOW_AI {
+    F8 a;
+    std::memcpy(&a, p + i, sizeof a);
+    if constexpr (K == SumKind::kPlain) {
+      acc += a;
+    } else if constexpr (K == SumKind::kCentredSq) {
+      a -= m;
+      acc += a * a;
+    } else {
+      F8 b;
+      std::memcpy(&b, q + i, sizeof b);
+      acc += b * (a - m);
+    }
+  };
+  auto term = [p, q, m](int64_t i) FLOW_AI -> float {
+    if constexpr (K == SumKind::kPlain) return p[i];
+    else if constexpr (K == SumKind::kCentredSq) return (p[i] - m) * (p[i] - m);
+    else return q[i] * (p[i] - m);
+  };
   double total = 0;
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t e = std::min(n, b + kBlock);
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    F8 a0 = {}, a1 = {}, a2 = {}, a3 = {};
     int64_t i = b;
     for (; i + 32 <= e; i += 32) {
-      a0 = _mm256_add_ps(a0, vterm(i));
-      a1 = _mm256_add_ps(a1, vterm(i + 8));
-      a2 = _mm256_add_ps(a2, vterm(i + 16));
-      a3 = _mm256_add_ps(a3, vterm(i + 24));
+      add8(i, a0);
+      add8(i + 8, a1);
+      add8(i + 16, a2);
+      add8(i + 24, a3);
     }
-    for (; i + 8 <= e; i += 8) a0 = _mm256_add_ps(a0, vterm(i));
-    float s = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    for (; i < e; ++i) s += sterm(i);
+    for (; i + 8 <= e; i += 8) add8(i, a0);
+    const F8 a = (a0 + a1) + (a2 + a3);
+    float s = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+    for (; i < e; ++i) s += term(i);
     total += static_cast<double>(s);
   }
   return total;
 }
-inline FLOW_AI double sum_of(const float* p, int64_t n) {
-  return block_sum_f32(n, [p](int64_t i) FLOW_AI { return _mm256_loadu_ps(p + i); },
-                       [p](int64_t i) FLOW_AI { return p[i]; });
-}
+inline FLOW_AI double sum_of(const float* p, int64_t n) { return block_sum_f32<SumKind::kPlain>(p, nullptr, n, 0.f); }
 inline FLOW_AI double centred_sumsq(const float* p, int64_t n, double mean) {
-  const float m = static_cast<float>(mean);
-  const __m256 vm = _mm256_set1_ps(m);
-  return block_sum_f32(n, [p, vm](int64_t i) FLOW_AI {
-    __m256 d = _mm256_sub_ps(_mm256_loadu_ps(p + i), vm);
-    return _mm256_mul_ps(d, d);
-  }, [p, m](int64_t i) FLOW_AI {
-    float d = p[i] - m;
-    return d * d;
-  });
+  return block_sum_f32<SumKind::kCentredSq>(p, nullptr, n, static_cast<float>(mean));
 }
 inline FLOW_AI double centred_dot(const float* g, const float* x, int64_t n, double mean) {
-  const float m = static_cast<float>(mean);
-  const __m256 vm = _mm256_set1_ps(m);
-  return block_sum_f32(n, [g, x, vm](int64_t i) FLOW_AI {
-    return _mm256_mul_ps(_mm256_loadu_ps(g + i), _mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
-  }, [g, x, m](int64_t i) FLOW_AI { return g[i] * (x[i] - m); });
+  return block_sum_f32<SumKind::kCentredDot>(x, g, n, static_cast<float>(mean));
 }
-#endif
 
 // o = c0 * a + c1 * (b - m) + c2, elementwise (b centred first: no cancellation against a large mean)
 template <typename T>
