@@ -1,12 +1,15 @@
 #include "row_log.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -16,6 +19,31 @@ namespace {
 std::string errno_text(const std::string& what, const std::string& path) {
   return what + " '" + path + "': " + std::strerror(errno);
 }
+
+// A read-only mapping of [off, off + bytes) of a file, unmapped on destruction; `data` is null where mmap failed.
+class FileRange {
+ public:
+  FileRange(int fd, int64_t off, int64_t bytes) {
+    const int64_t page = ::sysconf(_SC_PAGESIZE);
+    const int64_t start = off / page * page;  // mmap's offset must be page-aligned
+    len_ = static_cast<size_t>(bytes + off - start);
+    void* m = ::mmap(nullptr, len_, PROT_READ, MAP_SHARED, fd, start);
+    if (m != MAP_FAILED) {
+      base_ = static_cast<unsigned char*>(m);
+      data = base_ + (off - start);
+    }
+  }
+  ~FileRange() {
+    if (base_) ::munmap(base_, len_);
+  }
+  FileRange(const FileRange&) = delete;
+  FileRange& operator=(const FileRange&) = delete;
+  const unsigned char* data = nullptr;
+
+ private:
+  unsigned char* base_ = nullptr;
+  size_t len_ = 0;
+};
 
 // Cleaning starts once the records of the segments in use exceed 5/4 of the live rows plus kSlackSegments
 // segments; the emptiest segment is then at most 4/5 live, so a pass frees a segment for at most 4/5 of one
@@ -50,6 +78,7 @@ RowLog::RowLog(std::string path, int64_t row_bytes, int64_t block_size, int64_t 
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOATIME, 0644);
   if (fd_ < 0 && errno == EPERM) fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error(errno_text("cannot create the embedding's data file", path_));
+  if (const char* e = std::getenv("FLOW_EMBEDDING_MMAP"); e && std::string(e) == "0") map_segments_ = false;
   buf_.resize(static_cast<size_t>(seg_bytes_));
   if (background_) {
     spare_.resize(static_cast<size_t>(seg_bytes_));
@@ -199,16 +228,22 @@ void RowLog::clean_if_needed() {
 
 void RowLog::clean(int64_t victim) {
   if (seg_live_[victim] > 0) {
-    // The emptiest segment usually holds only a few live records (rows evicted once and never again): those are
-    // read one by one, which costs far less than reading the whole segment back to copy them forward.
-    const bool sparse = seg_live_[victim] * kSparseCleanDen < seg_rows_;
-    if (!sparse) {
-      clean_buf_.resize(static_cast<size_t>(seg_bytes_));
-      io(false, clean_buf_.data(), static_cast<size_t>(seg_bytes_), victim * seg_bytes_);
-    } else {
+    std::optional<FileRange> map;
+    if (map_segments_) {
+      map.emplace(fd_, victim * seg_bytes_, seg_bytes_);
+      if (!map->data) map.reset();
+    }
+    // Without the mapping: the emptiest segment usually holds only a few live records (rows evicted once and
+    // never again), which are read one by one, far cheaper than reading the whole segment to copy them forward.
+    const bool sparse = !map && seg_live_[victim] * kSparseCleanDen < seg_rows_;
+    if (sparse) {
       clean_buf_.resize(static_cast<size_t>(row_bytes_));
       ++sparse_cleans_;
+    } else if (!map) {
+      clean_buf_.resize(static_cast<size_t>(seg_bytes_));
+      io(false, clean_buf_.data(), static_cast<size_t>(seg_bytes_), victim * seg_bytes_);
     }
+    const unsigned char* whole = map ? map->data : clean_buf_.data();
     for (int64_t r = 0; r < seg_rows_; ++r) {
       const int64_t rec = victim * seg_rows_ + r, slot = rec_slot_[rec];
       if (slot < 0 || where_[slot] != rec) continue;  // dead: a newer copy exists
@@ -217,7 +252,7 @@ void RowLog::clean(int64_t victim) {
         io(false, clean_buf_.data(), static_cast<size_t>(row_bytes_), record_offset(rec));
         row = clean_buf_.data();
       } else {
-        row = clean_buf_.data() + (record_offset(rec) - victim * seg_bytes_);
+        row = whole + (record_offset(rec) - victim * seg_bytes_);
       }
       append(slot, row);
       ++moved_;
