@@ -38,10 +38,11 @@ def data(name, rng):
 MODELS = {"conv": conv_net, "attention": Attention}
 
 
-def compiled(name):
+def compiled(name, compress=False):
     flow.manual_seed(0)
     model = MODELS[name]()
     g = TrainGraph(model, flow.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+    g.config.enable_compress_memory(compress)
     x, y = data(name, np.random.default_rng(0))
     g(x, y)
     g(x, y)  # the steady-state plan (the first one also made the momentum buffers)
@@ -79,9 +80,10 @@ def arena_intervals(g):
     return out
 
 
+@pytest.mark.parametrize("compress", [False, True], ids=["default", "compress_memory"])
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_no_two_live_values_share_arena_bytes(name):
-    g, *_ = compiled(name)
+def test_no_two_live_values_share_arena_bytes(name, compress):
+    g, *_ = compiled(name, compress)
     stats = g._last.plan.memory_stats()
     intervals = arena_intervals(g)
     assert len(intervals) == stats["arena_values"] > 5
@@ -90,7 +92,22 @@ def test_no_two_live_values_share_arena_bytes(name):
         for b0, b1, bo, bn in intervals[k + 1:]:
             if a0 <= b1 and b0 <= a1:  # alive at a common step
                 assert ao + an <= bo or bo + bn <= ao, (a0, a1, ao, an, b0, b1, bo, bn)
-    assert 0 < stats["planned_bytes"] < stats["naive_bytes"]
+    assert 0 < stats["live_bytes"] <= stats["planned_bytes"] < stats["naive_bytes"]
+
+
+def test_compress_memory_plans_no_larger_an_arena_and_trains_the_same():
+    plain, m_plain, x, y = compiled("conv")
+    packed, m_packed, _, _ = compiled("conv", compress=True)
+    a, b = plain._last.plan.memory_stats(), packed._last.plan.memory_stats()
+    assert b["live_bytes"] == a["live_bytes"] and b["live_bytes"] <= b["planned_bytes"] <= a["planned_bytes"]
+    for _ in range(3):
+        assert plain(x, y).item() == packed(x, y).item()
+    for p, q in zip(m_plain.parameters(), m_packed.parameters()):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    with pytest.raises(RuntimeError, match="enable_compress_memory"):
+        packed.config.enable_compress_memory(False)  # fixed once compiled
+    with pytest.raises(TypeError, match="must be a bool"):
+        Graph().config.enable_compress_memory(1)
 
 
 def test_a_training_step_peaks_below_eager_with_the_arena_counted():

@@ -52,33 +52,76 @@ struct NoModes {
 
 }  // namespace
 
-int64_t assign_offsets(const std::vector<std::pair<int, int>>& intervals, const std::vector<int64_t>& bytes,
-                       std::vector<int64_t>& offsets, int64_t align) {
-  const size_t n = intervals.size();
-  offsets.assign(n, -1);
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  // largest first, then by birth: first-fit then leaves few holes big buffers cannot use
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bytes[a] > bytes[b]; });
+namespace {
+
+// One greedy placement of the buffers in `order`: each goes to the lowest offset (first fit) or into the smallest
+// gap (best fit) among the ranges of the already placed buffers alive at the same time.
+int64_t place_in_order(const std::vector<std::pair<int, int>>& intervals, const std::vector<int64_t>& size,
+                       const std::vector<size_t>& order, bool best_fit, std::vector<int64_t>& offsets) {
+  offsets.assign(intervals.size(), -1);
   std::vector<size_t> placed;
+  std::vector<std::pair<int64_t, int64_t>> busy;
   int64_t total = 0;
   for (size_t i : order) {
-    const int64_t size = (bytes[i] + align - 1) / align * align;
-    // ranges taken by placed buffers alive at the same time, by offset
-    std::vector<std::pair<int64_t, int64_t>> busy;
+    busy.clear();
     for (size_t j : placed)
       if (intervals[j].first <= intervals[i].second && intervals[i].first <= intervals[j].second)
-        busy.push_back({offsets[j], offsets[j] + (bytes[j] + align - 1) / align * align});
+        busy.push_back({offsets[j], offsets[j] + size[j]});
     std::sort(busy.begin(), busy.end());
-    int64_t at = 0;
+    int64_t at = -1, best_gap = -1, end = 0;
     for (const auto& [lo, hi] : busy) {
-      if (at + size <= lo) break;
-      at = std::max(at, hi);
+      if (lo - end >= size[i] && (!best_fit || best_gap < 0 || lo - end < best_gap)) {
+        at = end;
+        best_gap = lo - end;
+        if (!best_fit) break;
+      }
+      end = std::max(end, hi);
     }
+    if (at < 0) at = end;
     offsets[i] = at;
-    total = std::max(total, at + size);
+    total = std::max(total, at + size[i]);
     placed.push_back(i);
   }
+  return total;
+}
+
+}  // namespace
+
+int64_t assign_offsets(const std::vector<std::pair<int, int>>& intervals, const std::vector<int64_t>& bytes,
+                       std::vector<int64_t>& offsets, int64_t align, bool search) {
+  const size_t n = intervals.size();
+  std::vector<int64_t> size(n);
+  for (size_t i = 0; i < n; ++i) size[i] = (bytes[i] + align - 1) / align * align;
+  auto sorted = [&](auto less) {
+    std::vector<size_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), less);
+    return order;
+  };
+  // largest first, then by birth: first-fit then leaves few holes big buffers cannot use
+  const std::vector<size_t> largest = sorted([&](size_t a, size_t b) { return bytes[a] > bytes[b]; });
+  int64_t total = place_in_order(intervals, size, largest, false, offsets);
+  if (!search) return total;
+  auto life = [&](size_t i) { return static_cast<int64_t>(intervals[i].second - intervals[i].first + 1); };
+  const std::vector<std::vector<size_t>> orders = {
+      largest,
+      sorted([&](size_t a, size_t b) {
+    return intervals[a].first != intervals[b].first ? intervals[a].first < intervals[b].first : size[a] > size[b];
+  }),
+      sorted([&](size_t a, size_t b) { return size[a] * life(a) > size[b] * life(b); }),
+      sorted([&](size_t a, size_t b) {
+    return intervals[a].second != intervals[b].second ? intervals[a].second > intervals[b].second : size[a] > size[b];
+  }),
+  };
+  std::vector<int64_t> trial;
+  for (const auto& order : orders)
+    for (bool best_fit : {false, true}) {
+      const int64_t t = place_in_order(intervals, size, order, best_fit, trial);
+      if (t < total) {
+        total = t;
+        offsets = trial;
+      }
+    }
   return total;
 }
 
@@ -154,7 +197,7 @@ std::optional<TensorMeta> Plan::slot_meta(int slot) const {
   return finalized_ ? slot_metas_[slot] : std::nullopt;
 }
 
-void Plan::finalize() {
+void Plan::finalize(bool compress_memory) {
   FLOW_RUNTIME_CHECK(!finalized_, "Plan: finalize() called twice");
   autograd::AutoGradMode no_grad(false);
   autocast::DisableGuard no_autocast;
@@ -233,14 +276,14 @@ void Plan::finalize() {
     int at = std::max(last_use[s], defined_at_[s]);
     if (at >= 0) steps_[at].release.push_back(s);
   }
-  plan_memory(mv, has_caller_offsets_);
+  plan_memory(mv, has_caller_offsets_, compress_memory);
   finalized_ = true;
 }
 
 // Values that may share memory form one group (a view, an in-place result, what a composite returns); a group
 // with an input, a constant or an output in it lives outside the arena, since the arena is reused by the next
 // run. The others' fresh buffers get arena offsets by their group's live interval.
-void Plan::plan_memory(const std::vector<Tensor>& mv, bool caller_offsets) {
+void Plan::plan_memory(const std::vector<Tensor>& mv, bool caller_offsets, bool compress) {
   UnionFind groups(num_slots_);
   for (const Step& st : steps_) {
     if (makes_fresh_outputs(*st.op)) continue;
@@ -284,6 +327,15 @@ void Plan::plan_memory(const std::vector<Tensor>& mv, bool caller_offsets) {
   std::vector<int64_t> bytes;
   for (const Buf& b : bufs) bytes.push_back(b.bytes);
   for (const Buf& b : bufs) memory_.naive_bytes += b.bytes;
+  {
+    std::vector<int64_t> delta(steps_.size() + 1, 0);  // bytes born at a step, minus those dead after it
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      delta[intervals[i].first] += bytes[i];
+      delta[intervals[i].second + 1] -= bytes[i];
+    }
+    int64_t live = 0;
+    for (int64_t d : delta) memory_.live_bytes = std::max(memory_.live_bytes, live += d);
+  }
   memory_.arena_values = static_cast<int64_t>(bufs.size());
   if (caller_offsets) {
     // the caller's offsets: only where this planner would also have placed a value, and never overlapping a
@@ -318,7 +370,7 @@ void Plan::plan_memory(const std::vector<Tensor>& mv, bool caller_offsets) {
     return;
   }
   std::vector<int64_t> offsets;
-  memory_.arena_bytes = assign_offsets(intervals, bytes, offsets);
+  memory_.arena_bytes = assign_offsets(intervals, bytes, offsets, 64, compress);
   for (size_t i = 0; i < bufs.size(); ++i) steps_[bufs[i].step].offsets[bufs[i].out] = offsets[i];
 }
 

@@ -33,6 +33,7 @@ struct MemoryStats {
   int64_t arena_values = 0;      // intermediates placed in it
   int64_t unplanned_values = 0;  // intermediates allocated as they are made (unknown shapes, aliases, layouts)
   int64_t naive_bytes = 0;       // what the planned values would take with no reuse
+  int64_t live_bytes = 0;        // the most bytes of them alive at one step: no arena can be smaller
 };
 
 class Plan {
@@ -47,7 +48,8 @@ class Plan {
   // Arena offsets chosen by the caller (a memory-planning pass): per step, per output, -1 for none. Given
   // before finalize(), which then checks them instead of planning its own.
   void set_offsets(size_t step, std::vector<int64_t> offsets);
-  void finalize();
+  // `compress_memory`: plan the arena with assign_offsets' search (see there).
+  void finalize(bool compress_memory = false);
   bool finalized() const { return finalized_; }
 
   // `step_ns`, when given, receives each step's wall time in nanoseconds (profiling the plan as it runs).
@@ -68,7 +70,7 @@ class Plan {
   };
   int new_slot() { return num_slots_++; }
   void check_slot(int s, const char* what) const;
-  void plan_memory(const std::vector<Tensor>& meta_values, bool caller_offsets);
+  void plan_memory(const std::vector<Tensor>& meta_values, bool caller_offsets, bool compress);
   std::shared_ptr<Storage> acquire_arena() const;
 
   int num_slots_ = 0;
@@ -87,9 +89,11 @@ class Plan {
 };
 
 // Byte offsets for buffers with live intervals [first, last] (step indices, inclusive) and sizes: buffers whose
-// intervals overlap get disjoint ranges; aligned to `align`. Returns the arena size. (The default planner;
-// exposed for tests and for passes that want it.)
+// intervals overlap get disjoint ranges; aligned to `align`. Returns the arena size. The default is one greedy
+// pass (largest first, first fit); `search` also tries other orders (by birth, by size x lifetime, by death)
+// with first and best fit and keeps the smallest arena (OneFlow's enable_compress_memory: more planning time
+// for less memory; never larger than the default). (Exposed for tests and for passes that want it.)
 int64_t assign_offsets(const std::vector<std::pair<int, int>>& intervals, const std::vector<int64_t>& bytes,
-                       std::vector<int64_t>& offsets, int64_t align = 64);
+                       std::vector<int64_t>& offsets, int64_t align = 64, bool search = false);
 
 }  // namespace flow::plan

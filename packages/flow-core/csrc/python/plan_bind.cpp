@@ -69,8 +69,9 @@ void init_plan(nb::module_& m) {
            nb::arg("step"), nb::arg("offsets"),
            "Arena byte offsets for a step's outputs (-1: none), chosen by a memory-planning pass; checked by "
            "finalize() instead of planning its own.")
-      .def("finalize", &Plan::finalize,
-           "Checks the plan on meta tensors, computes where each value dies and plans the arena.")
+      .def("finalize", &Plan::finalize, nb::arg("compress_memory") = false,
+           "Checks the plan on meta tensors, computes where each value dies and plans the arena (with "
+           "compress_memory, searching several placements for the smallest arena).")
       .def("run",
            [](const Plan& p, nb::handle inputs) { return wrap_list(p.run(run_inputs(inputs, "Plan.run")), false); },
            nb::arg("inputs"), "Runs every step on `inputs` and returns the output values as a list.")
@@ -93,6 +94,7 @@ void init_plan(nb::module_& m) {
     d["arena_values"] = s.arena_values;
     d["unplanned_values"] = s.unplanned_values;
     d["naive_bytes"] = s.naive_bytes;
+    d["live_bytes"] = s.live_bytes;
     return d;
   })
       .def_prop_ro("steps",
@@ -123,14 +125,16 @@ void init_plan(nb::module_& m) {
            (p.finalized() ? ", arena " + std::to_string(p.memory().arena_bytes) + " bytes>" : ", not finalized>");
   });
   m.def("_plan_assign_offsets",
-        [](const std::vector<std::pair<int, int>>& intervals, const std::vector<int64_t>& bytes, int64_t align) {
+        [](const std::vector<std::pair<int, int>>& intervals, const std::vector<int64_t>& bytes, int64_t align,
+           bool search) {
     FLOW_VALUE_CHECK(intervals.size() == bytes.size(), "assign_offsets: ", intervals.size(), " intervals but ",
                      bytes.size(), " sizes");
     FLOW_VALUE_CHECK(align > 0, "assign_offsets: align must be positive");
     std::vector<int64_t> offsets;
-    int64_t total = plan::assign_offsets(intervals, bytes, offsets, align);
+    int64_t total = plan::assign_offsets(intervals, bytes, offsets, align, search);
     return std::make_pair(total, offsets);
-  }, nb::arg("intervals"), nb::arg("bytes"), nb::arg("align") = 64);
+  },
+        nb::arg("intervals"), nb::arg("bytes"), nb::arg("align") = 64, nb::arg("search") = false);
 }
 
 }  // namespace flow::py

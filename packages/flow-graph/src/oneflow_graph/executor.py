@@ -19,7 +19,7 @@ class Plan:
     tensors at its leaves; values the traced program stored outside the graph (``ir.escaped``) are handed to
     their setters."""
 
-    def __init__(self, ir, use_native=True, prologue_caches=None):
+    def __init__(self, ir, use_native=True, prologue_caches=None, compress_memory=False):
         self.ir = ir
         slot = {}
         template = [None]  # slot 0 stays None: absent optional inputs read it
@@ -63,7 +63,7 @@ class Plan:
         self._writes_state = any(n.inputs[i].root().kind != NODE for n in ir.nodes for i in n.mutates)
         if use_native and hasattr(_C, "Plan"):
             try:
-                self._native = _core_plan(ir)
+                self._native = _core_plan(ir, compress_memory)
             except Exception as e:  # noqa: BLE001 - any refusal of the core leaves the Python loop working
                 self.native_error = f"{type(e).__name__}: {e}"
         # outputs that are not a fresh result of this call (an input, a variable, a constant or a view of one)
@@ -132,14 +132,15 @@ class Plan:
 
     def memory_stats(self):
         """The core plan's arena: ``planned_bytes`` (its size: the planned peak of the intermediates placed in
-        it), ``naive_bytes`` (what they would take with no reuse), ``arena_values`` and ``unplanned_values``
+        it), ``naive_bytes`` (what they would take with no reuse), ``live_bytes`` (the most of them alive at one
+        step: no arena can be smaller), ``arena_values`` and ``unplanned_values``
         (intermediates allocated as they are made: views, unknown layouts); None when the steps run as the
         Python loop, which allocates each value as it is made. A plan with a hoisted prologue adds
         ``prologue_bytes``: what its cache holds between calls (the cached results and the prologue's arena)."""
         if self._native is None:
             return None
         m = self._native.memory
-        out = {"planned_bytes": m["arena_bytes"], "naive_bytes": m["naive_bytes"],
+        out = {"planned_bytes": m["arena_bytes"], "naive_bytes": m["naive_bytes"], "live_bytes": m["live_bytes"],
                "arena_values": m["arena_values"], "unplanned_values": m["unplanned_values"]}
         if self.prologue is not None:
             ps = self.prologue.stats()
@@ -150,7 +151,7 @@ class Plan:
         return len(self._steps)
 
 
-def _core_plan(ir):
+def _core_plan(ir, compress_memory=False):
     """The IR as a finalized ``oneflow._C.Plan``: inputs, variables and constants (bound, shared), one step per
     node; its outputs are the IR's output values, then the escaped ones."""
     plan = _C.Plan()
@@ -167,7 +168,7 @@ def _core_plan(ir):
             if v is not None and v.producer is n:
                 slot[v] = s
     plan.set_outputs([slot[v] for v in ir.output_values()] + [slot[v] for v, _ in ir.escaped])
-    plan.finalize()
+    plan.finalize(compress_memory=compress_memory)
     return plan
 
 def _is_value(x):

@@ -349,7 +349,7 @@ class Graph:
             report.append(("activation_checkpointing",
                            activation_checkpointing(ir, checkpointed, ir.__dict__["backward_nodes"])))
         report.extend((name, fn(ir)) for name, fn in self.config._late_passes())
-        plan = Plan(ir, prologue_caches=self._prologue_caches())
+        plan = Plan(ir, prologue_caches=self._prologue_caches(), compress_memory=self.config._compress_memory)
         self.__dict__["_compile_count"] += 1
         self.config._compiled = True
         example = ([describe(x) for x in flat_tensors(args, kwargs)], ir.outputs)
@@ -510,7 +510,8 @@ class Graph:
         actions, decoded = runtime_state.plan_runtime_load(self, state_dict)
         loaded = runtime_state.apply_runtime_load(self, actions, decoded)
         for key, ir, example in loaded:
-            entry = _Compiled(None, ir, [], Plan(ir, prologue_caches=self._prologue_caches()), False,
+            entry = _Compiled(None, ir, [], Plan(ir, prologue_caches=self._prologue_caches(),
+                                                 compress_memory=self.config._compress_memory), False,
                               (example, ir.outputs))
             self._remember(key, entry)
             self.__dict__["_last"] = entry
