@@ -249,15 +249,20 @@ def brute_force_ok(intervals, sizes, offsets, total):
     return all(o % 64 == 0 and o + s <= total for o, s in zip(offsets, sizes))
 
 
+def random_buffers(rng, most):
+    """Up to ``most`` buffers: live intervals within steps 0..26 and sizes, some not multiples of 64."""
+    n = rng.randint(1, most)
+    intervals = []
+    for _ in range(n):
+        a = rng.randint(0, 20)
+        intervals.append((a, a + rng.randint(0, 6)))
+    return intervals, [rng.choice([4, 64, 100, 256, 1000, 4096]) for _ in range(n)]
+
+
 def test_assign_offsets_never_overlaps_live_buffers_and_reuses_dead_ones():
     rng = random.Random(0)
     for _ in range(200):
-        n = rng.randint(1, 12)
-        intervals = []
-        for _ in range(n):
-            a = rng.randint(0, 20)
-            intervals.append((a, a + rng.randint(0, 6)))
-        sizes = [rng.choice([4, 64, 100, 256, 1000, 4096]) for _ in range(n)]
+        intervals, sizes = random_buffers(rng, 12)
         total, offsets = _C._plan_assign_offsets(intervals, sizes)
         assert brute_force_ok(intervals, sizes, offsets, total)
         # never more than no reuse at all, never less than the peak of what is alive at once
@@ -273,12 +278,7 @@ def test_assign_offsets_search_is_valid_never_larger_and_finds_what_first_fit_mi
     rng = random.Random(1)
     gains = 0
     for _ in range(300):
-        n = rng.randint(1, 14)
-        intervals = []
-        for _ in range(n):
-            a = rng.randint(0, 20)
-            intervals.append((a, a + rng.randint(0, 6)))
-        sizes = [rng.choice([4, 64, 100, 256, 1000, 4096]) for _ in range(n)]
+        intervals, sizes = random_buffers(rng, 14)
         plain, _ = _C._plan_assign_offsets(intervals, sizes)
         total, offsets = _C._plan_assign_offsets(intervals, sizes, search=True)
         assert brute_force_ok(intervals, sizes, offsets, total)

@@ -12,6 +12,7 @@ class GraphConfig:
     def __init__(self):
         self._training = False
         self._disabled = set()
+        self._optional = set()  # names of the passes of oneflow_graph.passes.OPTIONAL switched on
         self._grad_acc_steps = 1
         self._zero = None  # enable_zero: {"stage", "shard_min_size"}
         self._amp_dtype = None  # None: no autocast
@@ -30,8 +31,12 @@ class GraphConfig:
         """Turns the pass ``name`` of the default pipeline (``oneflow_graph.passes.DEFAULT``: ``constant_folding``,
         ``algebraic``, ``checkpoint_recompute``, ``cse``, ``dce``, ``copy_elision``, ``fold_conv_bn``,
         ``fuse_softmax_cross_entropy``, ``fuse_elementwise``, then ``split_optimizer_updates`` and ``hoist_variables``)
-        on or off; an unknown name raises ``ValueError`` listing them."""
-        known = [n for n, _ in _passes.DEFAULT + _passes.LATE]
+        on or off, and the passes that are off by default (``oneflow_graph.passes.OPTIONAL``: ``fuse_add_to_output``)
+        on; an unknown name raises ``ValueError`` listing them."""
+        optional = [n for n, _, _ in _passes.OPTIONAL]
+        if name in optional:  # off by default: its own switch (allow_fuse_add_to_output) turns it on too
+            return self._switch_optional("enable_pass", name, mode)
+        known = [n for n, _ in _passes.DEFAULT + _passes.LATE] + optional
         if name not in known:
             raise ValueError(f"unknown graph pass {name!r}; the passes are {known}")
         if mode:
@@ -40,7 +45,32 @@ class GraphConfig:
             self._disabled.add(name)
 
     def _passes(self):
-        return tuple((n, f) for n, f in _passes.DEFAULT if n not in self._disabled)
+        out = []
+        for n, f in _passes.DEFAULT:
+            if n not in self._disabled:
+                out.append((n, f))
+            out.extend((o, g) for o, g, after in _passes.OPTIONAL if after == n and o in self._optional)
+        return tuple(out)
+
+    def allow_fuse_add_to_output(self, mode=True):
+        """Fuses an add into the matrix product that makes one of its operands, as OneFlow's option:
+        ``add(mm(a, b), r)`` becomes ``r.addmm_(a, b)`` where ``r`` dies at the add (see
+        ``oneflow_graph.passes.add_to_output``). Off by default: the product is accumulated into ``r`` by the
+        GEMM, which rounds differently from adding afterwards. Set it before the graph's first call.
+
+        Args:
+            mode (bool): turn the fusion on or off. Default: ``True``.
+        """
+        self._switch_optional("allow_fuse_add_to_output", "fuse_add_to_output", mode)
+
+    def _switch_optional(self, what, name, mode):
+        self._check_not_compiled(what)
+        if not isinstance(mode, bool):
+            raise TypeError(f"{what}(): mode must be a bool, but got {type(mode).__name__}")
+        if mode:
+            self._optional.add(name)
+        else:
+            self._optional.discard(name)
 
     def _late_passes(self):
         return tuple((n, f) for n, f in _passes.LATE if n not in self._disabled)

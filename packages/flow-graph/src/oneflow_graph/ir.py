@@ -130,6 +130,12 @@ class GraphIR:
                     out.setdefault(id(v), []).append((n, k) if positions else n)
         return out
 
+    def written_between(self, lo, hi, values):
+        """Whether a node strictly between positions ``lo`` and ``hi`` writes the memory of any of ``values``
+        (through views too)."""
+        roots = {id(v.root()) for v in values if v is not None}
+        return any(id(n.inputs[i].root()) in roots for n in self.nodes[lo + 1:hi] for i in n.mutates)
+
     def external_ids(self):
         """The ids of the values read outside the graph: its outputs and the escaped values."""
         return {id(v) for v in self.output_values()} | {id(v) for v, _ in self.escaped}

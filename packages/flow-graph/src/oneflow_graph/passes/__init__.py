@@ -1,5 +1,6 @@
 """IR -> IR passes. Each lives in its own module and rewrites a :class:`~oneflow_graph.ir.GraphIR` in place,
 returning a dict of statistics; :func:`run_default` runs the default pipeline and collects them."""
+from .add_to_output import fuse_add_to_output
 from .algebraic import algebraic_simplification
 from .const_fold import constant_folding
 from .copy_elision import copy_elision
@@ -24,6 +25,12 @@ DEFAULT = (
     ("fuse_elementwise", fuse_elementwise),
 )
 
+# Passes off by default (OneFlow's defaults), each turned on by its graph.config switch; they run in the default
+# pipeline's order, right after the pass named here.
+OPTIONAL = (
+    ("fuse_add_to_output", fuse_add_to_output, "fuse_softmax_cross_entropy"),  # config.allow_fuse_add_to_output
+)
+
 # Passes nn.Graph runs after the default ones and activation checkpointing: moving optimizer updates into the
 # backward and hoisting nodes out of the plan into its cached prologue change the node order the passes above
 # (activation checkpointing's backward regions, flow.compile's forward/backward split) read.
@@ -42,5 +49,6 @@ def run_default(ir, passes=DEFAULT):
 
 
 __all__ = ["algebraic_simplification", "checkpoint_recompute", "constant_folding", "copy_elision",
-           "common_subexpression_elimination", "dead_code_elimination", "fold_conv_bn", "fuse_elementwise",
-           "fuse_softmax_cross_entropy", "hoist_variables", "run_default", "split_optimizer_updates", "DEFAULT", "LATE"]
+           "common_subexpression_elimination", "dead_code_elimination", "fold_conv_bn", "fuse_add_to_output",
+           "fuse_elementwise", "fuse_softmax_cross_entropy", "hoist_variables", "run_default",
+           "split_optimizer_updates", "DEFAULT", "LATE", "OPTIONAL"]

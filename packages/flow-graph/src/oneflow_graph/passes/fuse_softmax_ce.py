@@ -33,7 +33,7 @@ def fuse_softmax_cross_entropy(ir):
             continue
         loss_node, bwd, bwd_data = match
         last = bwd_data if bwd_data is not None else loss_node
-        if _written_between(ir, pos[id(n)], pos[id(last)], loss_node.inputs[1:3] + [n.inputs[0]]):
+        if ir.written_between(pos[id(n)], pos[id(last)], loss_node.inputs[1:3] + [n.inputs[0]]):
             continue
         fwd, shift, logsum = _fused_forward(ir, n.inputs[0], loss_node)
         replace[id(loss_node)] = fwd
@@ -106,14 +106,6 @@ def _loss_attrs(loss_node):
     a = loss_node.attrs
     return {"reduction": a["reduction"], "ignore_index": a["ignore_index"],
             "label_smoothing": float(a.get("label_smoothing", 0.0))}
-
-
-def _written_between(ir, lo, hi, values):
-    roots = {id(v.root()) for v in values if v is not None}
-    for n in ir.nodes[lo + 1:hi]:
-        if any(id(n.inputs[i].root()) in roots for i in n.mutates):
-            return True
-    return False
 
 
 def _fused_forward(ir, x, loss_node):
