@@ -45,8 +45,15 @@ class GraphConfig:
             self._disabled.add(name)
 
     def _passes(self):
+        return self._pipeline(_passes.DEFAULT)
+
+    def _late_passes(self):
+        return self._pipeline(_passes.LATE)
+
+    def _pipeline(self, passes):
+        # the switched-on optional passes run right after the pass they name (even when that one is off)
         out = []
-        for n, f in _passes.DEFAULT:
+        for n, f in passes:
             if n not in self._disabled:
                 out.append((n, f))
             out.extend((o, g) for o, g, after in _passes.OPTIONAL if after == n and o in self._optional)
@@ -63,6 +70,27 @@ class GraphConfig:
         """
         self._switch_optional("allow_fuse_add_to_output", "fuse_add_to_output", mode)
 
+    STRAIGHTEN_MODES = ("Disable", "SpeedFirst", "MemoryFirst", "OverlapCpuGpu", "DelayShortGpu")
+
+    def enable_straighten_algorithm(self, mode="MemoryFirst"):
+        """Chooses the order the graph's nodes run in, as OneFlow's straighten algorithm.
+
+        ``"MemoryFirst"`` reorders the nodes so that fewer bytes are alive at once (pass
+        ``straighten_memory_first``: a greedy list schedule over the data and memory dependencies, kept only where
+        it lowers the live peak; results are bitwise the same). The other modes keep the traced order:
+        ``"Disable"`` (the default), and ``"SpeedFirst"``, ``"OverlapCpuGpu"`` and ``"DelayShortGpu"``, which order
+        nodes for overlapping streams and devices, of which the CPU plan has one (it runs one op at a time, each
+        op using every thread). Set it before the graph's first call.
+
+        Args:
+            mode (str): one of ``"Disable"``, ``"SpeedFirst"``, ``"MemoryFirst"``, ``"OverlapCpuGpu"``,
+                ``"DelayShortGpu"``. Default: ``"MemoryFirst"``.
+        """
+        if mode not in self.STRAIGHTEN_MODES:
+            raise ValueError(f"enable_straighten_algorithm(): mode must be one of {list(self.STRAIGHTEN_MODES)}, "
+                             f"but got {mode!r}")
+        self._switch_optional("enable_straighten_algorithm", "straighten_memory_first", mode == "MemoryFirst")
+
     def _switch_optional(self, what, name, mode):
         self._check_not_compiled(what)
         if not isinstance(mode, bool):
@@ -71,9 +99,6 @@ class GraphConfig:
             self._optional.add(name)
         else:
             self._optional.discard(name)
-
-    def _late_passes(self):
-        return tuple((n, f) for n, f in _passes.LATE if n not in self._disabled)
 
     def enable_amp(self, mode=True, *, dtype=flow.float16):
         """Runs ``build`` in automatic mixed precision, as inside ``oneflow.autocast(dtype=dtype)``: the graph

@@ -12,6 +12,7 @@ from .fuse_elementwise import fuse_elementwise
 from .fuse_softmax_ce import fuse_softmax_cross_entropy
 from .hoist_variables import hoist_variables
 from .recompute import checkpoint_recompute
+from .straighten import straighten_memory_first
 
 DEFAULT = (
     ("constant_folding", constant_folding),
@@ -29,6 +30,8 @@ DEFAULT = (
 # pipeline's order, right after the pass named here.
 OPTIONAL = (
     ("fuse_add_to_output", fuse_add_to_output, "fuse_softmax_cross_entropy"),  # config.allow_fuse_add_to_output
+    # config.enable_straighten_algorithm("MemoryFirst"); after the updates moved into the backward, before hoisting
+    ("straighten_memory_first", straighten_memory_first, "split_optimizer_updates"),
 )
 
 # Passes nn.Graph runs after the default ones and activation checkpointing: moving optimizer updates into the
@@ -51,4 +54,4 @@ def run_default(ir, passes=DEFAULT):
 __all__ = ["algebraic_simplification", "checkpoint_recompute", "constant_folding", "copy_elision",
            "common_subexpression_elimination", "dead_code_elimination", "fold_conv_bn", "fuse_add_to_output",
            "fuse_elementwise", "fuse_softmax_cross_entropy", "hoist_variables", "run_default",
-           "split_optimizer_updates", "DEFAULT", "LATE", "OPTIONAL"]
+           "split_optimizer_updates", "straighten_memory_first", "DEFAULT", "LATE", "OPTIONAL"]
