@@ -125,10 +125,56 @@ def test_no_group_reads_across_a_write_to_its_inputs():
     assert names(ir).index("mul") < names(ir).index("add_")
 
 
+@pytest.mark.parametrize("src,dst", [(flow.bfloat16, flow.float32), (flow.float32, flow.float16),
+                                     (flow.float64, flow.float32)])
+def test_casts_join_a_chain_only_when_allowed_and_stay_bitwise(src, dst):
+    def f(x, scale):
+        return (x.to(dst) * scale).exp()  # a cast feeding a scale (OneFlow's allow_fuse_cast_scale pattern)
+
+    x, scale = flow.randn(33, 70).to(src), flow.tensor(0.75, dtype=dst)
+    ir, stats, got = fused(f, x, scale)
+    assert names(ir) == ["to_dtype", "_fused_elementwise"]  # by default a cast stays its own op
+    ir = trace(f, (x, scale))
+    stats = fuse_elementwise(ir, casts=True)
+    assert names(ir) == ["_fused_elementwise"] and stats["fused_ops"] == 3
+    assert ir.nodes[0].attrs["program"].startswith(f"to_dtype;{str(dst)[8:]};i0;D{str(dst)[8:]}|")
+    np.testing.assert_array_equal(Plan(ir).run([x, scale]).numpy(), f(x, scale).numpy())
+
+
+def test_graph_config_allow_fuse_cast_scale_and_model_update_ops():
+    class G(Graph):
+        def __init__(self, cast_scale):
+            super().__init__()
+            self.config.allow_fuse_cast_scale(cast_scale)
+
+        def build(self, x):
+            return x.float() * 2.0 + 1.0
+
+    x = flow.randn(8, 8).to(flow.bfloat16)
+    off, on = G(False), G(True)
+    np.testing.assert_array_equal(off(x).numpy(), on(x).numpy())
+    assert names(off._last.ir) == ["to_dtype", "_fused_elementwise"] and names(on._last.ir) == ["_fused_elementwise"]
+    with pytest.raises(RuntimeError, match="allow_fuse_cast_scale"):
+        on.config.allow_fuse_cast_scale(False)
+    with pytest.raises(TypeError, match="allow_fuse_cast_scale\\(\\): mode must be a bool"):
+        Graph().config.allow_fuse_cast_scale(None)
+    # the model update is one fused op per parameter group with or without OneFlow's switch
+    for mode in (False, True):
+        model = nn.Linear(4, 3)
+        g = Train(model, flow.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1))
+        g.config.allow_fuse_model_update_ops(mode)
+        g(flow.randn(5, 4), flow.randn(5, 3))
+        g(flow.randn(5, 4), flow.randn(5, 3))
+        assert names(g._last.ir).count("adam_update_") == 1
+    with pytest.raises(TypeError, match="allow_fuse_model_update_ops\\(\\): mode must be a bool"):
+        Graph().config.allow_fuse_model_update_ops(1)
+
+
 def test_bad_programs_raise_value_errors():
     op = _C.ops._fused_elementwise
     x = flow.randn(3)
-    for prog in ["nosuchop;float32;i0", "mm;float32;i0,i0", "exp;float32;i5", "exp;float32;r0", "add;float32;i0,i0"]:
+    for prog in ["nosuchop;float32;i0", "mm;float32;i0,i0", "exp;float32;i5", "exp;float32;r0", "add;float32;i0,i0",
+                 "to_dtype;float32;i0;Dnotadtype", "to_dtype;float32;i0;D"]:
         with pytest.raises(ValueError, match="_fused_elementwise"):
             op.redispatch([x], {"program": prog, "shape": [3], "dtype": flow.float32})
 

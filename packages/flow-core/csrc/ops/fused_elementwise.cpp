@@ -8,7 +8,7 @@
 // Program text, instructions separated by "|": `op;dtype;refs;attr;attr...` where refs are `iK` (input K) or `rK`
 // (instruction K's result), dtype names the result's dtype and each attr (in the op's schema order) is
 // `n` (None), `b0`/`b1`, `i<int>`, `f<float>`, `I<ints,>`, `F<floats,>`, `s<text>`, `Si<int>`, `Sf<float>`,
-// `Sb0`/`Sb1`. The last instruction's result is the output.
+// `Sb0`/`Sb1`, `D<dtype>` (a dtype by name: casts). The last instruction's result is the output.
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -43,6 +43,13 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 double parse_f(const std::string& s) { return std::strtod(s.c_str(), nullptr); }  // hex floats are exact
 
+DType parse_dtype(const std::string& s) {
+  for (int k = 0; k < kNumDTypes; ++k)
+    if (s == dtype_name(static_cast<DType>(k))) return static_cast<DType>(k);
+  FLOW_VALUE_CHECK(false, "_fused_elementwise: unknown dtype '", s, "' in the program");
+  return DType::Float32;
+}
+
 AttrValue parse_attr(const std::string& t) {
   FLOW_VALUE_CHECK(!t.empty(), "_fused_elementwise: empty attribute in the program");
   const std::string v = t.substr(1);
@@ -52,6 +59,7 @@ AttrValue parse_attr(const std::string& t) {
     case 'i': return static_cast<int64_t>(std::strtoll(v.c_str(), nullptr, 10));
     case 'f': return parse_f(v);
     case 's': return v;
+    case 'D': return parse_dtype(v);
     case 'I': {
       std::vector<int64_t> r;
       for (auto& x : split(v, ','))
@@ -76,13 +84,6 @@ AttrValue parse_attr(const std::string& t) {
   }
   FLOW_VALUE_CHECK(false, "_fused_elementwise: bad attribute '", t, "' in the program");
   return std::monostate{};
-}
-
-DType parse_dtype(const std::string& s) {
-  for (int k = 0; k < kNumDTypes; ++k)
-    if (s == dtype_name(static_cast<DType>(k))) return static_cast<DType>(k);
-  FLOW_VALUE_CHECK(false, "_fused_elementwise: unknown dtype '", s, "' in the program");
-  return DType::Float32;
 }
 
 Program parse_program(const std::string& text, size_t num_inputs) {

@@ -1,5 +1,7 @@
 """``graph.config``: the options of one graph (OneFlow's GraphConfig)."""
 
+import functools
+
 import oneflow as flow
 
 from . import passes as _passes
@@ -18,6 +20,8 @@ class GraphConfig:
         self._amp_dtype = None  # None: no autocast
         self._pipeline_schedule = "zero_bubble"
         self._compress_memory = False
+        self._fuse_casts = False  # allow_fuse_cast_scale
+        self._fuse_model_update = True  # allow_fuse_model_update_ops: recorded, the updates are fused regardless
         self._compiled = False  # set at the graph's first compile: the options below are fixed from then on
 
     @property
@@ -54,6 +58,8 @@ class GraphConfig:
         # the switched-on optional passes run right after the pass they name (even when that one is off)
         out = []
         for n, f in passes:
+            if n == "fuse_elementwise" and self._fuse_casts:
+                f = functools.partial(f, casts=True)
             if n not in self._disabled:
                 out.append((n, f))
             out.extend((o, g) for o, g, after in _passes.OPTIONAL if after == n and o in self._optional)
@@ -91,10 +97,38 @@ class GraphConfig:
                              f"but got {mode!r}")
         self._switch_optional("enable_straighten_algorithm", "straighten_memory_first", mode == "MemoryFirst")
 
-    def _switch_optional(self, what, name, mode):
+    def allow_fuse_cast_scale(self, mode=True):
+        """Lets dtype conversions join the elementwise fusion (pass ``fuse_elementwise``), as OneFlow's option that
+        fuses a cast with the scaling after it: ``x.to(dtype) * scale`` runs as one pass over memory, each op
+        still computed by its own kernel (the same bits). Off by default, as in OneFlow. Set it before the
+        graph's first call.
+
+        Args:
+            mode (bool): let casts join fused chains or not. Default: ``True``.
+        """
+        self._check_bool_before_compile("allow_fuse_cast_scale", mode)
+        self._fuse_casts = mode
+
+    def allow_fuse_model_update_ops(self, mode=True):
+        """OneFlow's option fusing the gradient's cast, scaling and L1/L2 regularisation into the model update.
+        Here every optimizer's update is one registry op per parameter group (``sgd_update_``,
+        ``adam_update_``, ...) that applies the weight decay and the step to all the group's parameters in one
+        pass, with or without this option: it is accepted for code written for OneFlow and changes nothing. (A
+        grad scaler's unscaling and overflow check run as their own pass before the update.)
+
+        Args:
+            mode (bool): Default: ``True``.
+        """
+        self._check_bool_before_compile("allow_fuse_model_update_ops", mode)
+        self._fuse_model_update = mode
+
+    def _check_bool_before_compile(self, what, mode):
         self._check_not_compiled(what)
         if not isinstance(mode, bool):
             raise TypeError(f"{what}(): mode must be a bool, but got {type(mode).__name__}")
+
+    def _switch_optional(self, what, name, mode):
+        self._check_bool_before_compile(what, mode)
         if mode:
             self._optional.add(name)
         else:
@@ -143,9 +177,7 @@ class GraphConfig:
         Args:
             mode (bool): turn the search on or off. Default: ``True``.
         """
-        self._check_not_compiled("enable_compress_memory")
-        if not isinstance(mode, bool):
-            raise TypeError(f"enable_compress_memory(): mode must be a bool, but got {type(mode).__name__}")
+        self._check_bool_before_compile("enable_compress_memory", mode)
         self._compress_memory = mode
 
     def set_pipeline_schedule(self, schedule):

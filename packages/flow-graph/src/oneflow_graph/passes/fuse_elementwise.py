@@ -10,6 +10,7 @@ may broadcast to it, be strided or 0-dim); the result itself must be contiguous,
 pure, single-result, CPU ops with the ``elementwise`` trait and attributes the program text can carry exactly join;
 nothing that writes memory, and no group is formed across a node writing memory that the group reads.
 """
+import oneflow as flow
 from oneflow import _C
 
 from .. import effects
@@ -18,12 +19,15 @@ from ..ir import NODE, Node
 _FUSED = "_fused_elementwise"
 
 
-def fuse_elementwise(ir):
+def fuse_elementwise(ir, casts=False):
+    """Fuses the elementwise chains of ``ir`` in place. ``casts`` lets dtype conversions (``to_dtype``) join a
+    chain, as a cast feeding a scale (``graph.config.allow_fuse_cast_scale``); they stay out by default.
+    Returns ``{"groups", "fused_ops", "kept_gathering"}``."""
     uses, external = ir.uses(), ir.external_ids()  # id(value) -> nodes reading it; values read outside
     pos = {id(n): i for i, n in enumerate(ir.nodes)}
     writes = [i for i, n in enumerate(ir.nodes) if n.mutates]
     written_roots = {i: [id(ir.nodes[i].inputs[k].root()) for k in ir.nodes[i].mutates] for i in writes}
-    encoded = {id(n): _encode(n) for n in ir.nodes}
+    encoded = {id(n): _encode(n, casts) for n in ir.nodes}
     assigned, groups, kept = set(), [], 0
     for root in reversed(ir.nodes):
         if id(root) in assigned or encoded[id(root)] is None or not root.outputs[0].contiguous:
@@ -111,7 +115,7 @@ def _dtype_name(dt):
     return str(dt).replace("oneflow.", "")
 
 
-def _encode(n):
+def _encode(n, casts=False):
     """The node's attributes as program fields, or None when it cannot join a group."""
     op = n.op
     if (n.multi or n.mutates or len(n.outputs) != 1 or n.outputs[0] is None or n.outputs[0].producer is not n
@@ -128,14 +132,14 @@ def _encode(n):
     types = {a["name"]: a["type"] for a in op.arguments if not a["is_tensor"]}
     fields = []
     for name in op.attr_names:
-        f = _field(types.get(name), n.attrs.get(name))
+        f = _field(types.get(name), n.attrs.get(name), casts)
         if f is None:
             return None
         fields.append(f)
     return fields
 
 
-def _field(kind, v):
+def _field(kind, v, casts=False):
     if kind is None:
         return None
     base = kind.rstrip("?")
@@ -160,7 +164,9 @@ def _field(kind, v):
             return f"Si{v}"
         if isinstance(v, float):
             return "Sf" + v.hex()
-    return None  # dtypes, devices, complex scalars: not carried, the op stays unfused
+    if base == "ScalarType" and casts and isinstance(v, flow.dtype):
+        return "D" + _dtype_name(v)
+    return None  # dtypes (unless casts may join), devices, complex scalars: not carried, the op stays unfused
 
 
 __all__ = ["fuse_elementwise"]
