@@ -74,6 +74,18 @@ def test_broadcast_inputs_across_chunk_and_row_boundaries(inner):
     np.testing.assert_array_equal(got.numpy(), f(x, row, col, tr, xs).numpy())
 
 
+def test_large_outputs_take_longer_chunks_that_still_meet_the_rows():
+    # over 4 x threads x 64K elements: the kernel's longest chunks (65536), each starting mid-row of 70001
+    def f(x, row, col):
+        return ((x * row) + col).sigmoid() * 0.5
+
+    x = flow.randn(9, 70001)
+    row, col = flow.randn(70001), flow.randn(9, 1)
+    ir, stats, got = fused(f, x, row, col)
+    assert stats["groups"] == 1 and x.numel() > 4 * 2 * 65536  # (2 threads here)
+    np.testing.assert_array_equal(got.numpy(), f(x, row, col).numpy())
+
+
 def test_mixed_dtypes_promote_as_the_unfused_ops_do():
     def f(x, i):
         return (x * i + 2).relu() / 3

@@ -9,6 +9,7 @@
 // (instruction K's result), dtype names the result's dtype and each attr (in the op's schema order) is
 // `n` (None), `b0`/`b1`, `i<int>`, `f<float>`, `I<ints,>`, `F<floats,>`, `s<text>`, `Si<int>`, `Sf<float>`,
 // `Sb0`/`Sb1`, `D<dtype>` (a dtype by name: casts). The last instruction's result is the output.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -22,7 +23,10 @@
 namespace flow {
 namespace {
 
-constexpr int64_t kChunk = 16384;
+// Chunks of 16K to 64K elements: each instruction is one kernel call per chunk, whose fixed cost (argument
+// checks, dispatch) wants long chunks, while the chunk's buffers should stay in L2 and the threads need a few
+// chunks each.
+constexpr int64_t kMinChunk = 16384, kMaxChunk = 65536;
 
 struct Instr {
   const OpDef* op = nullptr;
@@ -119,13 +123,14 @@ Program parse_program(const std::string& text, size_t num_inputs) {
 // Parsed once per program text (a compiled graph calls the op with the same few programs every step).
 std::shared_ptr<const Program> program_for(const std::string& text, size_t num_inputs) {
   static std::mutex mu;
-  static std::unordered_map<std::string, std::shared_ptr<const Program>> cache;
-  std::string key = std::to_string(num_inputs) + "#" + text;
+  // keyed by the text and the input count (a program's operand checks depend on it), without building a key
+  static std::unordered_map<std::string, std::vector<std::pair<size_t, std::shared_ptr<const Program>>>> cache;
   std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
+  auto& entries = cache[text];
+  for (const auto& [k, p] : entries)
+    if (k == num_inputs) return p;
   auto p = std::make_shared<const Program>(parse_program(text, num_inputs));
-  cache.emplace(std::move(key), p);
+  entries.emplace_back(num_inputs, p);
   return p;
 }
 
@@ -190,7 +195,11 @@ void fused_kernel(const TensorList& in, const TensorList& out, const Attrs& a) {
   }
   const Program& p = *prog;
   const int cpu = static_cast<int>(DeviceType::CPU);
-  parallel_for((n + kChunk - 1) / kChunk, 8, [&](int64_t cb, int64_t ce) {
+  // threads share the chunks once the output is as large as the unfused ops would split (kParallelGrain
+  // elements): a fused group must not run on one thread where its ops alone would run on all of them
+  const int64_t kChunk = std::clamp<int64_t>(n / (4 * std::max(get_num_threads(), 1)), kMinChunk, kMaxChunk);
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  parallel_for(chunks, n >= kParallelGrain ? 1 : chunks, [&](int64_t cb, int64_t ce) {
     // registers: one chunk-sized buffer per gathered input and per intermediate result, reused over chunks
     std::vector<Tensor> gbuf(in.size()), rbuf(p.size());
     for (size_t k = 0; k < in.size(); ++k)
