@@ -58,6 +58,31 @@ def test_outputs_of_one_run_survive_the_next_and_constants_are_shared():
     np.testing.assert_array_equal(y3.numpy(), flow.tanh(flow.relu(x1 @ w1 + b1) @ w2).numpy())
 
 
+def test_an_elementwise_step_writes_over_a_first_input_that_dies_there():
+    flow.manual_seed(4)
+    w1, b1, w2 = flow.randn(8, 16), flow.randn(16), flow.randn(16, 3)
+    p = mlp_plan(w1, b1, w2)
+    off = [s["offsets"][0] for s in p.steps]
+    # relu's input (the add's result) dies at the relu: same bytes; the add broadcasts its bias, so it keeps its
+    # own (an op may expand a broadcast operand into its output before reading the other)
+    assert off[2] == off[1] and off[1] != off[0] and off[0] >= 0
+    x = flow.randn(4, 8)
+    np.testing.assert_array_equal(p.run([x])[0].numpy(), flow.tanh(flow.relu(x @ w1 + b1) @ w2).numpy())
+    # a first input read again later keeps its bytes: relu(h) + h
+    q = _C.Plan()
+    xi = q.add_input([4, 8], flow.float32)
+    (h,) = q.add_step(ops.mm, [xi, q.add_constant(w1)])
+    (r,) = q.add_step(ops.relu, [h])
+    (y,) = q.add_step(ops.add, [r, h])
+    (z,) = q.add_step(ops.tanh, [y])
+    q.set_outputs([z])
+    q.finalize()
+    o = [s["offsets"][0] for s in q.steps]
+    assert o[1] != o[0] and o[2] == o[1]  # the add's first input (relu's result) dies there; h is read after relu
+    h_ = x @ w1
+    np.testing.assert_array_equal(q.run([x])[0].numpy(), flow.tanh(flow.relu(h_) + h_).numpy())
+
+
 def test_run_profiled_returns_the_outputs_and_one_wall_time_per_step():
     flow.manual_seed(2)
     w1, b1, w2 = flow.randn(64, 512), flow.randn(512), flow.randn(512, 3)

@@ -327,9 +327,45 @@ void Plan::plan_memory(const std::vector<Tensor>& mv, bool caller_offsets, bool 
   std::vector<int64_t> bytes;
   for (const Buf& b : bufs) bytes.push_back(b.bytes);
   for (const Buf& b : bufs) memory_.naive_bytes += b.bytes;
+  // In-place reuse: an elementwise step whose first input dies there writes its output over that input (same
+  // offset), as the op's in-place variant would. `share[i]` is the earlier buffer buffer i reuses, or -1.
+  std::vector<int> share(bufs.size(), -1);
+  if (!caller_offsets) {
+    std::vector<int> buf_of(num_slots_, -1);
+    for (size_t i = 0; i < bufs.size(); ++i) buf_of[steps_[bufs[i].step].outputs[bufs[i].out]] = static_cast<int>(i);
+    auto root = [&](int i) {
+      while (share[i] >= 0) i = share[i];
+      return i;
+    };
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      const Step& st = steps_[bufs[i].step];
+      if (st.outputs.size() != 1 || !st.op->has(kElementwise) || st.inputs.empty() || st.inputs[0] < 0) continue;
+      const int in = st.inputs[0], b = buf_of[in];
+      if (b < 0 || bytes[b] != bytes[i] || mv[in].itemsize() != mv[st.outputs[0]].itemsize()) continue;
+      const int r = root(b);
+      if (intervals[r].second != static_cast<int>(bufs[i].step)) continue;  // read after this step
+      // every tensor input has the output's shape (no broadcast an op could expand into its output first) and
+      // none but the first is the first's memory
+      bool ok = true;
+      for (size_t k = 1; k < st.inputs.size() && ok; ++k) {
+        const int t = st.inputs[k];
+        if (t < 0 || !mv[t].defined() || mv[t].dim() == 0) continue;
+        ok = mv[t].sizes() == mv[in].sizes() && groups.find(t) != groups.find(in);
+      }
+      if (!ok) continue;
+      share[i] = r;
+      intervals[r].second = intervals[i].second;
+    }
+    for (size_t i = 0; i < bufs.size(); ++i)
+      if (share[i] >= 0) {
+        share[i] = root(static_cast<int>(i));
+        intervals[i] = {0, -1};  // placed with its root: out of the assignment below
+      }
+  }
   {
     std::vector<int64_t> delta(steps_.size() + 1, 0);  // bytes born at a step, minus those dead after it
     for (size_t i = 0; i < bufs.size(); ++i) {
+      if (share[i] >= 0) continue;
       delta[intervals[i].first] += bytes[i];
       delta[intervals[i].second + 1] -= bytes[i];
     }
@@ -369,8 +405,15 @@ void Plan::plan_memory(const std::vector<Tensor>& mv, bool caller_offsets, bool 
     memory_.arena_bytes = total;
     return;
   }
+  // the buffers that reuse another are left out of the assignment (an empty interval and no bytes), then take
+  // their root's offset
+  std::vector<int64_t> place_bytes = bytes;
+  for (size_t i = 0; i < bufs.size(); ++i)
+    if (share[i] >= 0) place_bytes[i] = 0;
   std::vector<int64_t> offsets;
-  memory_.arena_bytes = assign_offsets(intervals, bytes, offsets, 64, compress);
+  memory_.arena_bytes = assign_offsets(intervals, place_bytes, offsets, 64, compress);
+  for (size_t i = 0; i < bufs.size(); ++i)
+    if (share[i] >= 0) offsets[i] = offsets[share[i]];
   for (size_t i = 0; i < bufs.size(); ++i) steps_[bufs[i].step].offsets[bufs[i].out] = offsets[i];
 }
 
