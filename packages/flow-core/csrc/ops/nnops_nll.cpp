@@ -3,6 +3,8 @@
 // backward helper's own backward is the loss again (double backward for free).
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
+#include <vector>
 
 #include "../autograd/grad_mode.h"
 #include "../kernels/cpu/parallel.h"
@@ -62,18 +64,18 @@ void nll_kernel(const TensorList& in, const TensorList& out, const Attrs& a, con
       for (int64_t c = 0; c < C; ++c) sm += (wp ? wp[c] : A(1)) * static_cast<A>(base[c * S]);
       return keep * l - smooth * sm;
     };
+    // every reduction computes the row losses the same way (inside parallel_for: the CPU's kernel variant), so a
+    // reduced loss is the in-order sum of the unreduced one's values
+    auto row_losses = [&](auto* dst) {
+      parallel_for(M, std::max<int64_t>(1, kParallelGrain / (ar.eps == 0 ? 1 : C)), [&](int64_t b, int64_t e) {
+        for (int64_t m = b; m < e; ++m) dst[m] = static_cast<std::remove_pointer_t<decltype(dst)>>(loss_at(m));
+      });
+    };
     if (ar.red == Reduction::None) {
-      T* op_ = o.data<T>();
-      parallel_for(M, std::max<int64_t>(1, kParallelGrain / (ar.eps == 0 ? 1 : C)), [&](int64_t b, int64_t e) {
-        for (int64_t m = b; m < e; ++m) op_[m] = static_cast<T>(loss_at(m));
-      });
+      row_losses(o.data<T>());
     } else {
-      // the row losses as reduction='none' computes them (inside parallel_for: the CPU's kernel variant), then
-      // summed in order, so a reduced loss is the sum of the unreduced one's values
       std::vector<A> rows(static_cast<size_t>(M));
-      parallel_for(M, std::max<int64_t>(1, kParallelGrain / (ar.eps == 0 ? 1 : C)), [&](int64_t b, int64_t e) {
-        for (int64_t m = b; m < e; ++m) rows[m] = loss_at(m);
-      });
+      row_losses(rows.data());
       double total = 0;
       for (int64_t m = 0; m < M; ++m) total += static_cast<double>(rows[m]);
       if (ar.red == Reduction::Mean) total /= total_weight(tp, wp, M, ar.ignore);  // all ignored: 0/0 = nan

@@ -326,8 +326,7 @@ FLOW_OP(lamb_update_)
           });
         }
       };
-      const auto ntasks = static_cast<int64_t>(tasks.size());  // parallel_for either way: see run_chunks
-      parallel_for(ntasks, total < kParallelGrain ? ntasks : 1, pass1);
+      parallel_for_if(total >= kParallelGrain, static_cast<int64_t>(tasks.size()), pass1);
       // per-parameter trust ratios, summing chunk partials in a fixed order (deterministic)
       std::vector<double> wn(g.size(), 0), un(g.size(), 0), scale(g.size());
       for (size_t i = 0; i < tasks.size(); ++i) wn[tasks[i].p] += wsq[i], un[tasks[i].p] += usq[i];

@@ -221,10 +221,9 @@ void run_chunks(const Group& g, const std::vector<Task>& tasks, int64_t total, c
       dispatch_floating(g.at(t.p, 0).dtype(), op, [&](auto tag) { k(tag, t.p, t.begin, t.end); });
     }
   };
-  // serial below the grain, but through parallel_for either way: its body runs as the CPU's kernel variant
-  // (cpu_isa.h), so a parameter's update is the same whether its group is large or small
-  const auto n = static_cast<int64_t>(tasks.size());
-  parallel_for(n, total < kParallelGrain ? n : 1, body);
+  // serial below the grain, as the CPU's kernel variant either way: a parameter's update is the same whether
+  // its group is large or small
+  parallel_for_if(total >= kParallelGrain, static_cast<int64_t>(tasks.size()), body);
 }
 
 template <typename K>

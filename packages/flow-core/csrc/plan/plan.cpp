@@ -328,21 +328,18 @@ void Plan::plan_memory(const std::vector<Tensor>& mv, bool caller_offsets, bool 
   for (const Buf& b : bufs) bytes.push_back(b.bytes);
   for (const Buf& b : bufs) memory_.naive_bytes += b.bytes;
   // In-place reuse: an elementwise step whose first input dies there writes its output over that input (same
-  // offset), as the op's in-place variant would. `share[i]` is the earlier buffer buffer i reuses, or -1.
+  // offset), as the op's in-place variant would. `share[i]` is the earlier buffer whose bytes buffer i takes (a
+  // chain of such steps all take the first one's), or -1; only the others are placed.
   std::vector<int> share(bufs.size(), -1);
   if (!caller_offsets) {
     std::vector<int> buf_of(num_slots_, -1);
     for (size_t i = 0; i < bufs.size(); ++i) buf_of[steps_[bufs[i].step].outputs[bufs[i].out]] = static_cast<int>(i);
-    auto root = [&](int i) {
-      while (share[i] >= 0) i = share[i];
-      return i;
-    };
     for (size_t i = 0; i < bufs.size(); ++i) {
       const Step& st = steps_[bufs[i].step];
       if (st.outputs.size() != 1 || !st.op->has(kElementwise) || st.inputs.empty() || st.inputs[0] < 0) continue;
       const int in = st.inputs[0], b = buf_of[in];
       if (b < 0 || bytes[b] != bytes[i] || mv[in].itemsize() != mv[st.outputs[0]].itemsize()) continue;
-      const int r = root(b);
+      const int r = share[b] >= 0 ? share[b] : b;  // buffers only take earlier ones: r is placed itself
       if (intervals[r].second != static_cast<int>(bufs[i].step)) continue;  // read after this step
       // every tensor input has the output's shape (no broadcast an op could expand into its output first) and
       // none but the first is the first's memory
@@ -356,16 +353,13 @@ void Plan::plan_memory(const std::vector<Tensor>& mv, bool caller_offsets, bool 
       share[i] = r;
       intervals[r].second = intervals[i].second;
     }
-    for (size_t i = 0; i < bufs.size(); ++i)
-      if (share[i] >= 0) {
-        share[i] = root(static_cast<int>(i));
-        intervals[i] = {0, -1};  // placed with its root: out of the assignment below
-      }
   }
+  std::vector<size_t> placed;  // the buffers given their own bytes
+  for (size_t i = 0; i < bufs.size(); ++i)
+    if (share[i] < 0) placed.push_back(i);
   {
     std::vector<int64_t> delta(steps_.size() + 1, 0);  // bytes born at a step, minus those dead after it
-    for (size_t i = 0; i < bufs.size(); ++i) {
-      if (share[i] >= 0) continue;
+    for (size_t i : placed) {
       delta[intervals[i].first] += bytes[i];
       delta[intervals[i].second + 1] -= bytes[i];
     }
@@ -405,16 +399,18 @@ void Plan::plan_memory(const std::vector<Tensor>& mv, bool caller_offsets, bool 
     memory_.arena_bytes = total;
     return;
   }
-  // the buffers that reuse another are left out of the assignment (an empty interval and no bytes), then take
-  // their root's offset
-  std::vector<int64_t> place_bytes = bytes;
-  for (size_t i = 0; i < bufs.size(); ++i)
-    if (share[i] >= 0) place_bytes[i] = 0;
-  std::vector<int64_t> offsets;
-  memory_.arena_bytes = assign_offsets(intervals, place_bytes, offsets, 64, compress);
-  for (size_t i = 0; i < bufs.size(); ++i)
+  std::vector<std::pair<int, int>> placed_intervals;
+  std::vector<int64_t> placed_bytes, placed_offsets, offsets(bufs.size(), -1);
+  for (size_t i : placed) {
+    placed_intervals.push_back(intervals[i]);
+    placed_bytes.push_back(bytes[i]);
+  }
+  memory_.arena_bytes = assign_offsets(placed_intervals, placed_bytes, placed_offsets, 64, compress);
+  for (size_t k = 0; k < placed.size(); ++k) offsets[placed[k]] = placed_offsets[k];
+  for (size_t i = 0; i < bufs.size(); ++i) {
     if (share[i] >= 0) offsets[i] = offsets[share[i]];
-  for (size_t i = 0; i < bufs.size(); ++i) steps_[bufs[i].step].offsets[bufs[i].out] = offsets[i];
+    steps_[bufs[i].step].offsets[bufs[i].out] = offsets[i];
+  }
 }
 
 std::shared_ptr<Storage> Plan::acquire_arena() const {

@@ -124,9 +124,9 @@ void gemm_blocked(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t 
       }
     }
   };
-  // serial for small products, but through parallel_for either way, whose body runs as the CPU's kernel
-  // variant (cpu_isa.h): a product's rounding must not depend on its size or on `parallel`
-  parallel_for(mt * nt, parallel && M * N * K > (1 << 16) ? 1 : mt * nt, tile);
+  // serial for small products, as the CPU's kernel variant either way: a product's rounding must not depend on
+  // its size or on `parallel`
+  parallel_for_if(parallel && M * N * K > (1 << 16), mt * nt, tile);
 }
 
 // Strides of a matrix operand as oneDNN's sgemm wants them: (transposed?, leading dimension), or false

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <utility>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -50,6 +51,13 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
   }
 #endif
   with_cpu_isa([&] { f(int64_t(0), n); });
+}
+
+// f(0, n) serially unless `parallel`, else as parallel_for(n, 1, f): serial or not, f runs as the CPU's kernel
+// variant (a loop called directly would run the baseline code and round differently from its parallel self).
+template <typename F>
+void parallel_for_if(bool parallel, int64_t n, F&& f) {
+  parallel_for(n, parallel ? 1 : n, std::forward<F>(f));
 }
 
 }  // namespace flow
