@@ -21,7 +21,6 @@ class GraphConfig:
         self._pipeline_schedule = "zero_bubble"
         self._compress_memory = False
         self._fuse_casts = False  # allow_fuse_cast_scale
-        self._fuse_model_update = True  # allow_fuse_model_update_ops: recorded, the updates are fused regardless
         self._compiled = False  # set at the graph's first compile: the options below are fixed from then on
 
     @property
@@ -120,7 +119,6 @@ class GraphConfig:
             mode (bool): Default: ``True``.
         """
         self._check_bool_before_compile("allow_fuse_model_update_ops", mode)
-        self._fuse_model_update = mode
 
     def _check_bool_before_compile(self, what, mode):
         self._check_not_compiled(what)

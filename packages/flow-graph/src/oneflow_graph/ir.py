@@ -140,6 +140,10 @@ class GraphIR:
         """The ids of the values read outside the graph: its outputs and the escaped values."""
         return {id(v) for v in self.output_values()} | {id(v) for v, _ in self.escaped}
 
+    def external_roots(self):
+        """The ids of the memory (root values) read outside the graph: its outputs' and the escaped values'."""
+        return {id(v.root()) for v in self.output_values()} | {id(v.root()) for v, _ in self.escaped}
+
     def values(self):
         """Every value defined in the graph, in definition order."""
         out = list(self.inputs) + list(self.variables) + list(self.constants)

@@ -20,7 +20,7 @@ _PRODUCTS = ("mm",)
 def fuse_add_to_output(ir):
     uses = ir.uses()
     pos = {id(n): i for i, n in enumerate(ir.nodes)}
-    external_roots = {id(v.root()) for v in ir.output_values()} | {id(v.root()) for v, _ in ir.escaped}
+    external_roots = ir.external_roots()
     last_read = {}  # id(root) -> the last node position reading that memory (through any view)
     for i, n in enumerate(ir.nodes):
         for v in n.inputs:
@@ -62,11 +62,11 @@ def _match(n, uses, pos, last_read, external_roots, ir, taken):
             continue
         product = m.producer
         if (product.op.name not in _PRODUCTS or id(product) in taken or product.mutates or product.multi
-                or [u for u in uses.get(id(m), [])] != [n] or id(m.root()) in external_roots):
+                or uses.get(id(m), []) != [n] or id(m.root()) in external_roots):
             continue
         if not (m.shape == r.shape == out.shape and m.dtype == r.dtype == out.dtype and r.dtype.is_floating_point):
             continue
-        if (r.alias_of is not None or not r.contiguous or id(r) in external_roots or r is m
+        if (r.alias_of is not None or not r.contiguous or id(r) in external_roots
                 or last_read.get(id(r), -1) > pos[id(n)] or any(v is r for v in product.inputs)):
             continue
         if ir.written_between(pos[id(product)], pos[id(n)], product.inputs):

@@ -19,7 +19,7 @@ def copy_elision(ir):
         for v in n.inputs:
             if v is not None and not view_chain:
                 readers[id(v.root())].append(n)
-    pinned = {id(v.root()) for v in ir.output_values()} | {id(v.root()) for v, _ in ir.escaped}
+    pinned = ir.external_roots()
     mapping, removed = {}, set()
     for n in ir.nodes:
         if n.name != "clone" or len(n.inputs) != 1 or len(n.new_outputs()) != 1:

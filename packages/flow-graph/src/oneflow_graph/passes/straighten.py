@@ -11,8 +11,6 @@ optimizer updates, writes) keep their order among themselves, so the generator's
 traced. Each node computes what it computed before from the
 same inputs, so results are bitwise the traced order's. Pipelined IRs keep their schedule's order.
 """
-import heapq
-
 from ..ir import CONSTANT, NODE, VARIABLE
 
 
@@ -49,12 +47,11 @@ def straighten_memory_first(ir):
                 preds[i].add(last_effect)
             last_effect = i
         for v in node.new_outputs():
-            producer_pos[id(v)] = i
-            if v.alias_of is not None:  # a view's memory is its base's: later accesses order through the root
-                preds[i].add(producer_pos.get(id(v.root()), i))
+            producer_pos[id(v)] = i  # (a view reads its base: ordered after it like any reader)
         preds[i].discard(i)
-    order = _memory_first(ir, preds)
-    before, after = _live_peak(ir, list(range(n))), _live_peak(ir, order)
+    pinned = ir.external_roots()
+    order = _memory_first(ir, preds, pinned)
+    before, after = _live_peak(ir, list(range(n)), pinned), _live_peak(ir, order, pinned)
     if after >= before:
         return {"reordered": 0, "peak_before": before, "peak_after": before}
     moved = sum(1 for k, i in enumerate(order) if k != i)
@@ -71,11 +68,7 @@ def _memory(v):
     return ("value", id(r))
 
 
-def _fresh_bytes(node):
-    return sum(v.nbytes() for v in node.new_outputs() if v.alias_of is None)
-
-
-def _memory_first(ir, preds):
+def _memory_first(ir, preds, pinned):
     nodes = ir.nodes
     n = len(nodes)
     succs = [[] for _ in range(n)]
@@ -83,7 +76,6 @@ def _memory_first(ir, preds):
     for i, p in enumerate(preds):
         for j in p:
             succs[j].append(i)
-    pinned = {id(v.root()) for v in ir.output_values()} | {id(v.root()) for v, _ in ir.escaped}
     readers = {}  # id(root) -> how many not yet scheduled nodes read that memory
     size = {}
     for node in nodes:
@@ -99,32 +91,30 @@ def _memory_first(ir, preds):
         for root in {id(v.root()) for v in nodes[i].inputs if v is not None}:
             if readers[root] == 1 and root not in pinned:
                 freed += size.get(root, 0)
-        return _fresh_bytes(nodes[i]) - freed
+        return sum(size.get(id(v), 0) for v in nodes[i].new_outputs()) - freed
 
-    ready = [(gain(i), i) for i in range(n) if waiting[i] == 0]
-    heapq.heapify(ready)
+    # the gains of ready nodes change as readers finish, so each pick weighs them anew (few nodes are ready at once)
+    ready = {i for i in range(n) if waiting[i] == 0}
     order = []
     while ready:
-        _, i = heapq.heappop(ready)
+        i = min(ready, key=lambda j: (gain(j), j))
+        ready.discard(i)
         order.append(i)
         for root in {id(v.root()) for v in nodes[i].inputs if v is not None}:
             readers[root] -= 1
         for j in succs[i]:
             waiting[j] -= 1
             if waiting[j] == 0:
-                heapq.heappush(ready, (gain(j), j))
-        # the gains of ready nodes change as readers finish; refresh them (the heap is small)
-        ready = [(gain(j), j) for _, j in ready]
-        heapq.heapify(ready)
+                ready.add(j)
     if len(order) != n:  # a cycle cannot happen in a traced order; keep it if the graph says otherwise
         return list(range(n))
     return order
 
 
-def _live_peak(ir, order):
-    """The most bytes of fresh intermediates alive at once when the nodes run in ``order``."""
+def _live_peak(ir, order, pinned):
+    """The most bytes of fresh intermediates alive at once when the nodes run in ``order`` (``pinned``: the roots
+    read outside the graph, alive to the end)."""
     nodes = ir.nodes
-    pinned = {id(v.root()) for v in ir.output_values()} | {id(v.root()) for v, _ in ir.escaped}
     last = {}
     for k, i in enumerate(order):
         for v in nodes[i].inputs:
