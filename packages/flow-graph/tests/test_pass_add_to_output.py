@@ -7,6 +7,8 @@ import oneflow as flow
 from oneflow import nn
 from oneflow_graph import Graph
 
+from models import TrainGraph
+
 
 class Block(nn.Module):
     """A residual MLP block with bias-free linear layers (LLaMA-style): h + W2 relu(W1 h)."""
@@ -90,19 +92,8 @@ def test_training_a_residual_linear_equals_the_unfused_graph():
         model = Block()
         opt = flow.optim.SGD(model.parameters(), lr=0.05)
 
-        class Train(Graph):
-            def __init__(self):
-                super().__init__()
-                self.model = model
-                self.add_optimizer(opt)
-                self.config.allow_fuse_add_to_output(fuse)
-
-            def build(self, x, y):
-                loss = nn.functional.cross_entropy(self.model(x), y)
-                loss.backward()
-                return loss
-
-        g = Train()
+        g = TrainGraph(model, opt)
+        g.config.allow_fuse_add_to_output(fuse)
         rng = np.random.default_rng(0)
         losses = [g(flow.tensor(rng.standard_normal((16, 32)).astype(np.float32)),
                     flow.tensor(rng.integers(0, 8, 16))).item() for _ in range(4)]
