@@ -3,12 +3,17 @@
 1. RAM store vs PyTorch (26 nn.EmbeddingBag(sparse=True), one id per bag, + torch.optim.SparseAdam), on the same
    uniform id stream; prints the throughput ratio (target >= 2x).
 2. The cached SSD store with its cache at 10% of the table vs the RAM store on a zipf(1.05) id stream; prints the
-   ratio (target >= 0.5x) and the cache hit rate.
+   ratio (target >= 0.5x) and the cache hit rate. The stream draws each table's ids from Zipf's law over that
+   table's rows (rank k with probability proportional to k**-1.05, k = 1 .. rows), the hot ranks spread over the
+   table by a fixed permutation. `--stream folded` instead folds NumPy's unbounded zipf(1.05) samples into the
+   table with `% rows`: the samples past `rows` (about 60% of them at 20000 rows) land uniformly, so that stream
+   is zipf plus uniform noise, a much harder one for a cache (reported for comparison).
 
 One run, best of several repeats of each step; the machine is shared and noisy, so only the ratios measured side
 by side mean much. The SSD files go under --path (default: a temporary folder).
 
-    python bench/bench_embedding.py [--batch 16384] [--rows 20000] [--path DIR] [--ssd-only] [--warmup 40]
+    python bench/bench_embedding.py [--batch 16384] [--rows 20000] [--path DIR] [--ssd-only] [--warmup 120]
+                                    [--stream zipf|folded|both]
 """
 import argparse
 import glob
@@ -65,15 +70,23 @@ def torch_step(bags, opt, per_table, grads):
     opt.zero_grad()
 
 
-def stream(kind, steps, batch, rows, seed=0):
+def stream(kind, steps, batch, rows, seed=0, s=1.05):
+    """`steps` batches of (ids, table ids): "uniform", "zipf" (Zipf's law over each table's `rows` ranks) or
+    "folded" (NumPy's unbounded zipf folded into the table); zipf ranks are spread over the table by a fixed
+    permutation (multiplying by the prime 2654435761 modulo any smaller `rows`)."""
     rng = np.random.default_rng(seed)
+    cdf = np.cumsum(np.arange(1, rows + 1, dtype=np.float64) ** -s)
+    cdf /= cdf[-1]
     out = []
     for _ in range(steps):
         tables = np.repeat(np.arange(TABLES, dtype=np.int32), -(-batch // TABLES))[:batch]
         if kind == "uniform":
             ids = rng.integers(0, rows, batch)
-        else:  # hot ids spread over the table by a fixed permutation
-            ids = (rng.zipf(1.05, batch) - 1) % rows
+        else:
+            if kind == "zipf":  # rank k - 1 with probability k**-s / sum_j j**-s
+                ids = np.minimum(np.searchsorted(cdf, rng.random(batch), side="right"), rows - 1)
+            else:
+                ids = (rng.zipf(s, batch) - 1) % rows
             ids = (ids * 2654435761) % rows
         out.append((ids.astype(np.int64), tables))
     return out
@@ -98,7 +111,10 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--path", default=None)
     ap.add_argument("--ssd-only", action="store_true", help="skip the PyTorch comparison")
-    ap.add_argument("--warmup", type=int, default=40, help="zipf steps each store runs before it is timed")
+    # 120: the SSD stores' files reach their working size (3/2 of the live rows) by about step 100
+    ap.add_argument("--warmup", type=int, default=120, help="zipf steps each store runs before it is timed")
+    ap.add_argument("--stream", choices=("zipf", "folded", "both"), default="both",
+                    help="the SSD part's id stream (see the module's docstring)")
     a = ap.parse_args()
     root = tempfile.mkdtemp(dir=a.path)
     try:
@@ -112,7 +128,7 @@ def main():
         t_flow = timed(partial(flow_step, emb, opt), fb)
 
         if a.ssd_only:
-            return ssd_part(a, root, emb, opt, g)
+            return ssd_parts(a, root, emb, opt, g)
         bags, topt = make_torch(a.rows)
         tb = []
         for ids, tables in uni:
@@ -122,19 +138,25 @@ def main():
         t_torch = timed(partial(torch_step, bags, topt), tb)
         print(f"RAM, uniform ids: flow-embedding {a.batch / t_flow / 1e6:.2f} M ids/s, PyTorch EmbeddingBag+"
               f"SparseAdam {a.batch / t_torch / 1e6:.2f} M ids/s: ratio {t_torch / t_flow:.2f}x (target >= 2x)")
-        ssd_part(a, root, emb, opt, g)
+        ssd_parts(a, root, emb, opt, g)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def ssd_part(a, root, emb, opt, g, repeat=3):
-    """The cached SSD store (cache 10% of the table) against the RAM store `emb`, both on a zipf(1.05) stream.
+def ssd_parts(a, root, emb, opt, g):
+    for kind in ("zipf", "folded") if a.stream == "both" else (a.stream,):
+        ssd_part(a, os.path.join(root, kind), emb, opt, g, kind)
+
+
+def ssd_part(a, root, emb, opt, g, kind, repeat=3):
+    """The cached SSD store (cache 10% of the table) against the RAM store `emb`, both on the zipf(1.05) stream
+    `kind` ("zipf" or "folded").
 
     The stores' passes over the stream alternate (RAM, SSD synchronous, SSD background, RAM, ...), each figure the
     best of `repeat`, so that the machine's load drifting during the run weighs on all three alike. No batch is
     seen twice by a store: the warm-up steps and each round's `a.steps` timed steps are their own stretches of
     one stream (every store gets the same stretches), so the caches cannot profit from replayed batches."""
-    zipf = stream("zipf", a.warmup + repeat * a.steps, a.batch, a.rows, seed=2)
+    zipf = stream(kind, a.warmup + repeat * a.steps, a.batch, a.rows, seed=2)
     zb = [(flow.tensor(i), flow.tensor(t), g) for i, t in zipf]
     warm, rounds = zb[:a.warmup], [zb[a.warmup + r * a.steps:a.warmup + (r + 1) * a.steps] for r in range(repeat)]
     runs = {"RAM": (emb, opt)}
@@ -161,7 +183,8 @@ def ssd_part(a, root, emb, opt, g, repeat=3):
         st = ssd.cache_stats()
         hit = st["hits"] / max(1, st["hits"] + st["misses"])
         file_mib = sum(os.path.getsize(f) for f in glob.glob(os.path.join(ssd.path, "rows-*.bin"))) / 2**20
-        print(f"zipf(1.05) ids: RAM {a.batch / t_ram / 1e6:.2f} M ids/s, cached SSD ({mode} write-back, cache "
+        label = "zipf(1.05)" if kind == "zipf" else "folded zipf(1.05)"
+        print(f"{label} ids: RAM {a.batch / t_ram / 1e6:.2f} M ids/s, cached SSD ({mode} write-back, cache "
               f"10% of {TABLES * a.rows} rows) {a.batch / t_ssd / 1e6:.2f} M ids/s: SSD/RAM throughput "
               f"{t_ram / t_ssd:.2f} (target >= 0.5; after {a.warmup} warm-up steps), cache hit rate {hit:.1%}, "
               f"data file {file_mib:.0f} MiB "

@@ -21,6 +21,7 @@ namespace {
 
 constexpr int64_t kChunkShift = 14;  // rows per RAM chunk: 16384
 constexpr int64_t kChunkRows = int64_t{1} << kChunkShift;
+constexpr int64_t kAhead = 8;  // software prefetch distance, in keys, of the loops over random rows
 constexpr char kMagic[8] = {'O', 'F', 'E', 'M', 'B', 'S', 'N', 'P'};
 constexpr uint32_t kVersion = 1;
 
@@ -133,11 +134,23 @@ struct Backing {
   int64_t cache_rows = 0;
   StoreStats* stats = nullptr;
 
-  // index: open addressing over (table, id) -> slot; slot -1 marks an empty bucket
-  std::vector<int64_t> h_ids;
-  std::vector<int32_t> h_tables;
-  std::vector<int64_t> h_slots;
+  // index: open addressing over (table, id) -> slot. A bucket keeps its key and slot side by side (one cache
+  // line per probe, where three arrays cost three misses): `packed` is slot << kTableBits | table, kEmpty when
+  // the bucket is free.
+  struct Bucket {
+    int64_t id;
+    uint64_t packed;
+  };
+  static constexpr int kTableBits = 24;
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
+  std::vector<Bucket> buckets;
   uint64_t mask = 0;
+  // The keys of the last resolve and their slots: an update resolves the keys its lookup just did (slots never
+  // move within a Backing, so the memo stays right until the keys differ).
+  std::vector<int32_t> memo_tables;
+  std::vector<int64_t> memo_ids, memo_slots;
+  bool memo_padding = false;
+  int64_t memo_padding_idx = 0;
   // slot -> key
   std::vector<int32_t> slot_table;
   std::vector<int64_t> slot_id;
@@ -159,6 +172,7 @@ struct Backing {
   std::vector<int32_t> prev, next;
   std::vector<uint8_t> in_protected;
   std::vector<uint32_t> line_epoch;  // the lookup that loaded (or demoted) the line
+  std::vector<uint32_t> line_seen;   // the last lookup that used the line: its update leaves the order alone
   uint32_t epoch = 0;
   int32_t head[2] = {-1, -1}, tail[2] = {-1, -1};  // [0] probation, [1] protected; head: most recently used
   int64_t protected_lines = 0, protected_cap = 0;
@@ -195,39 +209,39 @@ struct Backing {
     }
   }
 
-  void init_index(int64_t buckets) {
+  void init_index(int64_t want) {
     uint64_t cap = 16;
-    while (cap < static_cast<uint64_t>(buckets)) cap <<= 1;
-    h_ids.assign(cap, 0);
-    h_tables.assign(cap, 0);
-    h_slots.assign(cap, -1);
+    while (cap < static_cast<uint64_t>(want)) cap <<= 1;
+    buckets.assign(cap, Bucket{0, kEmpty});
     mask = cap - 1;
   }
 
   int64_t find(int32_t table, int64_t id) const {
+    const uint64_t t = static_cast<uint32_t>(table);
     for (uint64_t b = key_hash(table, id) & mask;; b = (b + 1) & mask) {
-      const int64_t s = h_slots[b];
-      if (s < 0) return -1;
-      if (h_ids[b] == id && h_tables[b] == table) return s;
+      const Bucket& k = buckets[b];
+      if (k.packed == kEmpty) return -1;
+      if (k.id == id && (k.packed & ((uint64_t{1} << kTableBits) - 1)) == t)
+        return static_cast<int64_t>(k.packed >> kTableBits);
     }
   }
 
   void put(int32_t table, int64_t id, int64_t slot) {
     uint64_t b = key_hash(table, id) & mask;
-    while (h_slots[b] >= 0) b = (b + 1) & mask;
-    h_ids[b] = id;
-    h_tables[b] = table;
-    h_slots[b] = slot;
+    while (buckets[b].packed != kEmpty) b = (b + 1) & mask;
+    buckets[b] = Bucket{id, static_cast<uint64_t>(slot) << kTableBits | static_cast<uint32_t>(table)};
   }
 
   void grow_if_needed() {
     if (static_cast<uint64_t>(size() + 1) * 2 <= mask + 1) return;
-    std::vector<int64_t> old_slots = std::move(h_slots);
-    std::vector<int64_t> old_ids = std::move(h_ids);
-    std::vector<int32_t> old_tables = std::move(h_tables);
-    init_index(static_cast<int64_t>(old_slots.size()) * 2);
-    for (size_t b = 0; b < old_slots.size(); ++b)
-      if (old_slots[b] >= 0) put(old_tables[b], old_ids[b], old_slots[b]);
+    if (size() + 1 >= (int64_t{1} << (64 - kTableBits - 1)))
+      throw std::length_error("embedding store: more rows than one shard's index can address");
+    std::vector<Bucket> old = std::move(buckets);
+    init_index(static_cast<int64_t>(old.size()) * 2);
+    for (const Bucket& k : old)
+      if (k.packed != kEmpty)
+        put(static_cast<int32_t>(k.packed & ((uint64_t{1} << kTableBits) - 1)), k.id,
+            static_cast<int64_t>(k.packed >> kTableBits));
   }
 
   // ---- cached tier ------------------------------------------------------------------------------------
@@ -252,6 +266,7 @@ struct Backing {
 
   // A cache hit: refreshes the line, promoting a probation line loaded by an earlier lookup.
   void touch(int32_t l) {
+    line_seen[l] = epoch;
     const int q = in_protected[l] || (protected_cap > 0 && line_epoch[l] != epoch);
     unlink_line(l);
     push_front(l, q);
@@ -280,7 +295,7 @@ struct Backing {
       ++stats->evictions;
     }
     push_front(l, 0);
-    line_epoch[l] = epoch;
+    line_epoch[l] = line_seen[l] = epoch;
     dirty[l] = 0;
     return l;
   }
@@ -322,31 +337,49 @@ struct Backing {
       if (n) fn(0, n, ptrs.data());
       return;
     }
-    const int64_t window = std::clamp<int64_t>(cache_rows / 8, 1, 4096);
+    const int64_t window = std::clamp<int64_t>(cache_rows / 8, 1, 1 << 16);
     std::vector<int32_t> win_lines(static_cast<size_t>(std::min(n, window)));
     ptrs.resize(win_lines.size());
-    std::vector<int64_t> miss_slots;
+    std::vector<int64_t> miss_slots, deferred;
     std::vector<unsigned char*> miss_dst;
     for (int64_t lo = 0; lo < n; lo += window) {
       const int64_t hi = std::min(n, lo + window);
       miss_slots.clear();
       miss_dst.clear();
+      deferred.clear();
       for (int64_t i = lo; i < hi; ++i) {
+        // the slot -> line map is several MiB for a large table: its entries a few keys ahead load meanwhile
+        if (i + kAhead < hi && slots[i + kAhead] >= 0) __builtin_prefetch(&line_of_slot[slots[i + kAhead]]);
         const int64_t slot = slots[i];
         int32_t l = -1;
         if (slot >= 0) {
           l = line_of_slot[slot];
           if (l >= 0) {
-            ++stats->hits;
-            touch(l);
+            // The update after a lookup reads the rows that lookup just placed: neither a cache decision
+            // (counted as a hit) nor news for the LRU order.
+            if (!write) ++stats->hits;
+            if (!write || line_seen[l] != epoch) touch(l);
           } else {
-            ++stats->misses;
-            l = take_line();
-            line_slot[l] = slot;
-            line_of_slot[slot] = l;
-            miss_slots.push_back(slot);
-            miss_dst.push_back(line_ptr(l));
+            deferred.push_back(i);
           }
+        }
+        win_lines[i - lo] = l;
+      }
+      if (!deferred.empty() && write)  // lines are taken below: the rows an update left in place go first
+        for (int64_t i = lo; i < hi; ++i)
+          if (win_lines[i - lo] >= 0) touch(win_lines[i - lo]);
+      for (const int64_t i : deferred) {
+        const int64_t slot = slots[i];
+        int32_t l = line_of_slot[slot];
+        if (l >= 0) {  // a repeat of a key this window's earlier miss placed
+          if (!write) ++stats->hits;
+        } else {
+          ++stats->misses;
+          l = take_line();
+          line_slot[l] = slot;
+          line_of_slot[slot] = l;
+          miss_slots.push_back(slot);
+          miss_dst.push_back(line_ptr(l));
         }
         win_lines[i - lo] = l;
       }
@@ -416,6 +449,8 @@ Store::Store(int64_t dim, int64_t row_floats, int64_t capacity, bool cached, int
   if (dim <= 0) throw std::invalid_argument("embedding_dim must be positive, got " + std::to_string(dim));
   if (row_floats < dim) throw std::invalid_argument("row width must be at least embedding_dim");
   if (tables_.empty()) throw std::invalid_argument("at least one table is needed");
+  if (tables_.size() >= (size_t{1} << Backing::kTableBits))
+    throw std::invalid_argument("at most " + std::to_string((1 << Backing::kTableBits) - 1) + " tables per store");
   if (block_size <= 0 || (block_size & (block_size - 1)))
     throw std::invalid_argument("physical_block_size must be a positive power of two, got " +
                                 std::to_string(block_size));
@@ -455,6 +490,7 @@ std::unique_ptr<Backing> Store::make_backing(int generation) const {
     b->next.assign(cache_rows_, -1);
     b->in_protected.assign(cache_rows_, 0);
     b->line_epoch.assign(cache_rows_, 0);
+    b->line_seen.assign(cache_rows_, 0);
     b->protected_cap = cache_rows_ / 2;
   }
   return b;
@@ -519,11 +555,22 @@ void resolve(Backing& b, const int32_t* tables, const int64_t* ids, int64_t n, b
 
 void Store::resolve_or_init(Backing& b, const int32_t* tables, const int64_t* ids, int64_t n, bool has_padding,
                             int64_t padding_idx, std::vector<int64_t>& slots) const {
+  const auto un = static_cast<size_t>(n);
+  if (b.memo_ids.size() == un && b.memo_padding == has_padding && (!has_padding || b.memo_padding_idx == padding_idx) &&
+      std::equal(ids, ids + n, b.memo_ids.begin()) && std::equal(tables, tables + n, b.memo_tables.begin())) {
+    slots = b.memo_slots;
+    return;
+  }
   std::vector<float> scratch(static_cast<size_t>(row_floats_));
   resolve(b, tables, ids, n, has_padding, padding_idx, capacity_, [&](int32_t t, int64_t id, unsigned char* row) {
     init_row(t, id, scratch.data());
     b.encode(row, scratch.data(), row_floats_);
   }, slots);
+  b.memo_tables.assign(tables, tables + n);
+  b.memo_ids.assign(ids, ids + n);
+  b.memo_slots = slots;
+  b.memo_padding = has_padding;
+  b.memo_padding_idx = padding_idx;
 }
 
 void Store::lookup(const int32_t* tables, const int64_t* ids, int64_t n, float* out, bool has_padding,
@@ -681,7 +728,6 @@ void Store::update(const int32_t* tables, const int64_t* ids, int64_t n, const f
   Backing& b = *backing_;
   std::vector<int64_t> slots;
   resolve_or_init(b, tables, ids, n, has_padding, padding_idx, slots);
-  std::vector<float> scratch(static_cast<size_t>(row_floats_));
   // duplicates accumulate (as a dense embedding's gradient does), in batch order
   uint64_t cap = 16;
   while (cap < static_cast<uint64_t>(n) * 2) cap <<= 1;
@@ -726,7 +772,7 @@ void Store::update(const int32_t* tables, const int64_t* ids, int64_t n, const f
   // Large batches (or cache windows) are updated by two threads: the rows are distinct and stay put while the
   // window is applied, and the update is bound by memory latency, which a second thread overlaps.
   const int64_t two_threads = cached_ ? 2048 : 8192;
-  std::vector<float> scratch2(static_cast<size_t>(row_floats_));
+  std::vector<float> scratch(static_cast<size_t>(row_floats_)), scratch2(scratch.size());
   b.rows_windows(uniq.data(), static_cast<int64_t>(uniq.size()), true,
                  [&](int64_t lo, int64_t hi, unsigned char* const* raws) {
     auto range = [&](int64_t a, int64_t c, std::vector<float>& tmp) {

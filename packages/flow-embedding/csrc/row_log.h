@@ -3,9 +3,9 @@
 // Training rewrites every row it looks up, so nearly every evicted row is dirty. Writing each one in place costs a
 // pwrite per row; the log instead collects evicted rows in the open segment (in RAM) and writes the whole segment
 // with one pwrite once it is full. `where` maps a slot to the record holding its newest copy; older copies become
-// dead space, which a greedy cleaner reclaims: when the segments in use hold more than 5/4 of the live rows, the
+// dead space, which a greedy cleaner reclaims: when the segments in use hold more than 3/2 of the live rows, the
 // segment with the fewest live records is read back, its live records appended again, and the segment reused.
-// So the file stays bounded (about 5/4 of the live rows' records plus a few segments) however often rows are
+// So the file stays bounded (about 3/2 of the live rows' records plus a few segments) however often rows are
 // rewritten.
 //
 // Records are laid out as the old in-place file was: whole rows per `block_size` block (none straddles two), so

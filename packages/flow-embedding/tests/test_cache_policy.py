@@ -39,3 +39,29 @@ def test_trained_rows_round_trip_through_both_cache_segments(tmp_path):
     assert ssd.cache_stats()["evictions"] > 0
     everything = range(3000)
     np.testing.assert_array_equal(rows_of(ssd, everything), rows_of(ram, everything))
+
+
+def test_hit_rate_counts_lookups_not_the_update_after_them(tmp_path):
+    import oneflow as flow
+
+    ssd = make_emb(tmp_path, dim=8, size_factor=3, kind="ssd", cache_mb=0.05)  # ~540 rows of 96 B
+    opt = flow.optim.Adam(ssd.parameters(), lr=0.05)
+    ids = np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3])  # 7 distinct ids, 3 repeats
+    for step in range(2):
+        ssd.reset_cache_stats()
+        out = ssd(flow.tensor(ids, dtype=flow.int64))
+        out.sum().backward()
+        opt.step()
+        opt.zero_grad()
+        stats = ssd.cache_stats()
+        # new ids are inserted straight into the cache, so every lookup hits, repeats included; the update's
+        # reads of the 7 rows it updates count as neither (they were counted as 7 more hits)
+        assert (stats["hits"], stats["misses"]) == (10, 0), (step, stats)
+    # rows read once (in probation), then evicted by a scan: a lookup of them misses once per distinct id
+    once = [7000, 7001, 7002, 7000]
+    rows_of(ssd, once)
+    rows_of(ssd, range(100, 1100))
+    ssd.reset_cache_stats()
+    rows_of(ssd, once)
+    stats = ssd.cache_stats()
+    assert (stats["hits"], stats["misses"]) == (1, 3), stats

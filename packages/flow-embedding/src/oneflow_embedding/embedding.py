@@ -344,7 +344,9 @@ class MultiTableEmbedding(nn.Module):
         return len(self._store)
 
     def cache_stats(self):
-        """``{"hits", "misses", "evictions", "writebacks"}`` of this rank's cache (cached SSD store)."""
+        """``{"hits", "misses", "evictions", "writebacks"}`` of this rank's cache (cached SSD store). Hits count
+        lookups' keys found in the cache; misses count every row read from the file (a lookup's, and an update's
+        whose row was evicted since its lookup); the update of rows its lookup placed is neither."""
         return dict(zip(("hits", "misses", "evictions", "writebacks"), self._store.stats()))
 
     def reset_cache_stats(self):
