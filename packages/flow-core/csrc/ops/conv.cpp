@@ -59,8 +59,10 @@ ConvArgs check_conv(const TensorList& in, const Attrs& a) {
   size_t ns = static_cast<size_t>(w.dim() - 2);
   ConvArgs r;
   r.g = geom_from(a, ns);
-  r.transposed = a.b("transposed");
-  r.output_padding = expand_param(a.ints("output_padding"), ns, "output_padding");
+  // the packed forward (convolution_forward_packed) has neither: a plain convolution
+  r.transposed = a.has("transposed") && a.b("transposed");
+  r.output_padding = a.has("output_padding") ? expand_param(a.ints("output_padding"), ns, "output_padding")
+                                             : std::vector<int64_t>(ns, 0);
   FLOW_RUNTIME_CHECK(x.dtype() == w.dtype(), "Input type (", dtype_name(x.dtype()), ") and weight type (",
                      dtype_name(w.dtype()), ") should be the same");
   FLOW_RUNTIME_CHECK(!b.defined() || b.dtype() == w.dtype(), "Input type (", dtype_name(x.dtype()), ") and bias type (",
@@ -237,6 +239,60 @@ FLOW_OP(convolution)
       }
       if (c.needs(2)) gb = ops::sum(gy, bias_dims(gy.dim()));
       return {gx, gw, gb};
+    });
+
+// Prepacked weights (kernels/cpu/conv.h): the weight in the layout the forward kernel of one geometry keeps
+// it in, and that forward reading it. nn.Graph's prepack_conv_weights pass uses the two for inference, where
+// its prologue caches the packed weight between calls. Neither has a derivative.
+namespace {
+
+Shape sizes_attr(const Attrs& a, const char* name) { return Shape(a.ints(name).begin(), a.ints(name).end()); }
+
+// The convolution the pair describes: the packed weight's own (input) sizes and the geometry, checked as the
+// convolution op checks them.
+ConvArgs check_packed(const Shape& x, const Tensor& w, bool bias, const Attrs& a) {
+  Tensor xm = empty_meta(x, w.dtype(), w.device());
+  Tensor bm = bias ? empty_meta({w.dim() > 0 ? w.size(0) : 0}, w.dtype(), w.device()) : Tensor();
+  return check_conv({xm, w, bm}, a);
+}
+
+}  // namespace
+
+FLOW_OP(convolution_pack_weight)
+    .schema(
+        "convolution_pack_weight(Tensor weight, int[] input_sizes, int[] stride, int[] padding, int[] dilation, "
+        "int groups, bool bias) -> Tensor")
+    .meta([](const TensorList& in, const Attrs& a) {
+      const Shape x = sizes_attr(a, "input_sizes");
+      FLOW_RUNTIME_CHECK(x.size() == static_cast<size_t>(in[0].dim()), "convolution_pack_weight: input_sizes ",
+                         shape_str(x), " must have the weight's rank ", in[0].dim());
+      ConvArgs r = check_packed(x, in[0], a.b("bias"), a);
+      int64_t n = conv_packed_weight_numel(x, in[0].sizes(), r.out, r.g, in[0].dtype(), a.b("bias"));
+      return std::vector<TensorMeta>{{Shape{n}, in[0].dtype(), in[0].device()}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      const Shape x = sizes_attr(a, "input_sizes");
+      ConvArgs r = check_packed(x, in[0], a.b("bias"), a);
+      conv_pack_weight(in[0], x, r.out, r.g, a.b("bias"), out[0]);
+    });
+
+FLOW_OP(convolution_forward_packed)
+    .schema(
+        "convolution_forward_packed(Tensor input, Tensor packed_weight, Tensor? bias, int[] weight_sizes, "
+        "int[] stride, int[] padding, int[] dilation, int groups) -> Tensor")
+    .meta([](const TensorList& in, const Attrs& a) {
+      Tensor wm = empty_meta(sizes_attr(a, "weight_sizes"), in[1].dtype(), in[1].device());
+      FLOW_RUNTIME_CHECK(in[1].dim() == 1,
+                         "convolution_forward_packed: packed_weight must be 1-dimensional (from "
+                         "convolution_pack_weight), got ",
+                         shape_str(in[1].sizes()));
+      ConvArgs r = check_conv({in[0], wm, in[2]}, a);
+      return std::vector<TensorMeta>{{r.out, in[0].dtype(), common_device(in, "convolution_forward_packed")}};
+    })
+    .cpu_out([](const TensorList& in, const TensorList& out, const Attrs& a) {
+      Tensor wm = empty_meta(sizes_attr(a, "weight_sizes"), in[1].dtype(), in[1].device());
+      ConvArgs r = check_conv({in[0], wm, in[2]}, a);
+      conv_forward_packed(in[0], in[1], wm.sizes(), in[2], out[0], r.g);
     });
 
 FLOW_OP(convolution_backward_input)

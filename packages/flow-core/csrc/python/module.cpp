@@ -1,9 +1,11 @@
 // oneflow._C: the extension module.
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 #include "../autograd/grad_mode.h"
 #include "../core/allocator.h"
 #include "../core/cpu_isa.h"
 #include "../core/scratch.h"
+#include "../kernels/cpu/conv.h"
 #include "../kernels/cpu/parallel.h"
 
 #include "bind.h"
@@ -65,6 +67,20 @@ NB_MODULE(_C, m) {
     d["num_system_allocs"] = s.num_system_allocs;
     d["scratch_bytes"] = scratch_reserved_bytes();  // the calling thread's kernel scratch (core/scratch.h)
     return d;
+  });
+  // Whether a float32 convolution of these sizes and geometry gains from a prepacked weight
+  // (convolution_pack_weight): nn.Graph's prepack_conv_weights pass asks before it packs.
+  m.def("_conv_weight_packing_pays",
+        [](const std::vector<int64_t>& x, const std::vector<int64_t>& w, const std::vector<int64_t>& y,
+           const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+           const std::vector<int64_t>& dilation, int64_t groups, bool bias) {
+    const size_t ns = w.size() >= 2 ? w.size() - 2 : 0;
+    if (x.size() != w.size() || y.size() != w.size() || stride.size() != ns || padding.size() != ns ||
+        dilation.size() != ns || groups < 1)
+      return false;
+    ConvGeom g{stride, padding, dilation, groups};
+    return conv_weight_packing_pays(Shape(x.begin(), x.end()), Shape(w.begin(), w.end()), Shape(y.begin(), y.end()), g,
+                                    DType::Float32, bias);
   });
   m.def("_empty_cache", &cpu_empty_cache);
   m.def("_reset_peak_stats", &cpu_reset_peak_stats);

@@ -344,6 +344,49 @@ void conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tenso
   }, [&](const TensorList& c, const Tensor& o) { col_forward<double>(c[0], c[1], c[2], o, g); });
 }
 
+namespace {
+
+// Whether conv_forward runs these float32 shapes on oneDNN (the other kernels read the plain weight).
+bool forward_on_onednn(const Shape& x, const Shape& w, const Shape& y, const ConvGeom& g) {
+  return !col_forward_wins(make_plan(x, w, y, g)) && !winograd_applicable(x, w, g, false);
+}
+
+}  // namespace
+
+bool conv_weight_packing_pays(const Shape& x, const Shape& w, const Shape& y, const ConvGeom& g, DType dt, bool bias) {
+  if (dt != DType::Float32 || shape_numel(x) == 0 || shape_numel(w) == 0 || shape_numel(y) == 0) return false;
+  return forward_on_onednn(x, w, y, g) && onednn_conv_packed_weight_bytes(x, w, y, g, bias) > 0;
+}
+
+int64_t conv_packed_weight_numel(const Shape& x, const Shape& w, const Shape& y, const ConvGeom& g, DType dt,
+                                 bool bias) {
+  if (!conv_weight_packing_pays(x, w, y, g, dt, bias)) return shape_numel(w);
+  return onednn_conv_packed_weight_bytes(x, w, y, g, bias) / int64_t(sizeof(float));
+}
+
+void conv_pack_weight(const Tensor& w, const Shape& x, const Shape& y, const ConvGeom& g, bool bias,
+                      const Tensor& packed) {
+  if (conv_weight_packing_pays(x, w.sizes(), y, g, w.dtype(), bias)) {
+    onednn_conv_pack_weight(contig(w, DType::Float32), x, y, g, bias, packed);
+    return;
+  }
+  ops::copy_into(make_view(packed, w.sizes(), contiguous_strides(w.sizes()), packed.offset()), w);
+}
+
+void conv_forward_packed(const Tensor& x, const Tensor& packed_in, const Shape& w_sizes, const Tensor& b,
+                         const Tensor& y, const ConvGeom& g) {
+  const Tensor packed = contig(packed_in, packed_in.dtype());
+  if (!conv_weight_packing_pays(x.sizes(), w_sizes, y.sizes(), g, x.dtype(), b.defined())) {
+    FLOW_RUNTIME_CHECK(packed.numel() == shape_numel(w_sizes), "convolution_forward_packed: the packed weight has ",
+                       packed.numel(), " elements, the weight ", shape_str(w_sizes), " has ", shape_numel(w_sizes));
+    conv_forward(x, make_view(packed, w_sizes, contiguous_strides(w_sizes), packed.offset()), b, y, g);
+    return;
+  }
+  run_typed("conv", {x, packed, b}, y, [&](const TensorList& c, const Tensor& o) {
+    onednn_conv_forward_packed(c[0], c[1], w_sizes, c[2], o, g);
+  }, [](const TensorList&, const Tensor&) {});
+}
+
 void conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvGeom& g) {
   if (has_zero(gx)) return;
   if (has_zero(gy) || has_zero(w)) {

@@ -153,16 +153,17 @@ void* scratch(size_t slot, size_t bytes) {
   return b.p;
 }
 
-// Run `c` on user buffers (aligned with c->args), reordering where layouts differ.
-void execute(const Cached& c, const std::vector<void*>& bufs) {
+// Run `c` on user buffers (aligned with c->args), reordering where layouts differ; the argument `prepacked`
+// (a DNNL_ARG_* id, or -1) is given in the primitive's own layout already.
+void execute(const Cached& c, const std::vector<void*>& bufs, int prepacked = -1) {
   engine& e = cpu_engine();
   stream s(e);
   std::unordered_map<int, memory> exec_args;
   std::vector<std::pair<const Cached::Arg*, std::pair<memory, memory>>> outs;
   for (size_t i = 0; i < c.args.size(); ++i) {
     const auto& a = c.args[i];
-    memory user(a.user, e, bufs[i]);
-    if (a.to_inner) {
+    memory user(a.id == prepacked ? a.inner : a.user, e, bufs[i]);
+    if (a.to_inner && a.id != prepacked) {
       memory inner(a.inner, e, scratch(i, a.inner.get_size()));
       a.to_inner->execute(s, user, inner);
       exec_args.emplace(a.id, inner);
@@ -237,10 +238,10 @@ convolution_forward::primitive_desc fwd_pd(const Geometry& g, bool bias, prop_ki
 
 }  // namespace
 
-void onednn_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const ConvGeom& cg) {
-  Geometry g = geometry(x.sizes(), w.sizes(), y.sizes(), cg);
-  bool bias = b.defined();
-  auto c = get_or_build(key_of(0, g, bias), act_fmt(g, Dir::Fwd), [&](Fmt f) {
+namespace {
+
+std::shared_ptr<Cached> forward_primitive(const Geometry& g, bool bias) {
+  return get_or_build(key_of(0, g, bias), act_fmt(g, Dir::Fwd), [&](Fmt f) {
     auto pd = fwd_pd(g, bias, prop_kind::forward_inference, f);
     auto r = std::make_shared<Cached>();
     r->impl = pd.impl_info_str();
@@ -251,10 +252,53 @@ void onednn_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, cons
     r->args.push_back(make_arg(DNNL_ARG_DST, plain_md(g.dst), pd.dst_desc(), true));
     return r;
   });
-  std::vector<void*> bufs{x.raw_data(), w.raw_data()};
-  if (bias) bufs.push_back(b.raw_data());
+}
+
+const Cached::Arg& weight_arg(const Cached& c) { return c.args[1]; }  // forward: src, weights, [bias], dst
+
+void run_forward(const Cached& c, const Tensor& x, void* w, const Tensor& b, const Tensor& y, int prepacked) {
+  std::vector<void*> bufs{x.raw_data(), w};
+  if (b.defined()) bufs.push_back(b.raw_data());
   bufs.push_back(y.raw_data());
-  execute(*c, bufs);
+  execute(c, bufs, prepacked);
+}
+
+}  // namespace
+
+void onednn_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const ConvGeom& cg) {
+  auto c = forward_primitive(geometry(x.sizes(), w.sizes(), y.sizes(), cg), b.defined());
+  run_forward(*c, x, w.raw_data(), b, y, -1);
+}
+
+int64_t onednn_conv_packed_weight_bytes(const Shape& x, const Shape& w, const Shape& y, const ConvGeom& cg, bool bias) {
+  auto c = forward_primitive(geometry(x, w, y, cg), bias);
+  const auto& a = weight_arg(*c);
+  return a.to_inner ? static_cast<int64_t>(a.inner.get_size()) : 0;
+}
+
+void onednn_conv_pack_weight(const Tensor& w, const Shape& x, const Shape& y, const ConvGeom& cg, bool bias,
+                             const Tensor& packed) {
+  auto c = forward_primitive(geometry(x, w.sizes(), y, cg), bias);
+  const auto& a = weight_arg(*c);
+  FLOW_RUNTIME_CHECK(a.to_inner && packed.numel() * 4 == static_cast<int64_t>(a.inner.get_size()),
+                     "convolution_pack_weight: the packed buffer has ", packed.numel(), " floats, the layout needs ",
+                     a.inner.get_size() / 4);
+  engine& e = cpu_engine();
+  stream s(e);
+  memory user(a.user, e, w.raw_data()), inner(a.inner, e, packed.raw_data());
+  a.to_inner->execute(s, user, inner);
+  s.wait();
+}
+
+void onednn_conv_forward_packed(const Tensor& x, const Tensor& packed, const Shape& w_sizes, const Tensor& b,
+                                const Tensor& y, const ConvGeom& cg) {
+  auto c = forward_primitive(geometry(x.sizes(), w_sizes, y.sizes(), cg), b.defined());
+  const auto& a = weight_arg(*c);
+  FLOW_RUNTIME_CHECK(a.to_inner && packed.numel() * 4 == static_cast<int64_t>(a.inner.get_size()),
+                     "convolution_forward_packed: the packed weight has ", packed.numel(),
+                     " floats, this geometry's layout needs ", a.inner.get_size() / 4,
+                     " (pack it with convolution_pack_weight for the same shapes)");
+  run_forward(*c, x, packed.raw_data(), b, y, DNNL_ARG_WEIGHTS);
 }
 
 void onednn_conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvGeom& cg) {

@@ -16,6 +16,7 @@ ATEN_PRIVATE = frozenset({"_ctc_loss", "_ctc_loss_backward", "_log_softmax_backw
 ONEFLOW_ONLY = frozenset({
     "adaptive_avg_pool", "adaptive_avg_pool_backward", "adaptive_max_pool", "as_strided_backward", "avg_pool",
     "avg_pool_backward", "clamp_backward", "clamp_min_for_index", "convolution_backward_input",
+    "convolution_forward_packed", "convolution_pack_weight",
     "convolution_backward_weight", "hardshrink_", "max_dim", "max_pool", "max_pool_backward", "max_pool_gather",
     "min_dim", "pad_backward", "softplus_", "softshrink_", "split_backward", "squeeze_dim", "strided_view",
     "to_device", "to_dtype", "unique", "upsample_linear", "upsample_linear_backward", "upsample_nearest",
