@@ -52,7 +52,7 @@ def _time_steps(plan, ir, inputs, rounds):
     try:
         for _ in range(rounds):
             env = list(plan._template)
-            given = list(inputs) + (plan.prologue.values() if plan.prologue is not None else [])
+            given = list(inputs) + plan.hoisted_values()
             for s, t in zip(plan._input_slots, given):
                 env[s] = t
             for k, ((fn, ins, attrs, outs, frees), node) in enumerate(zip(plan._steps, ir.nodes)):
@@ -72,7 +72,7 @@ def _time_steps(plan, ir, inputs, rounds):
 
 
 def _time_native(plan, ir, inputs, rounds):
-    given = list(inputs) + (plan.prologue.values() if plan.prologue is not None else [])
+    given = list(inputs) + plan.hoisted_values()
     per_node = [0.0] * len(ir.nodes)
     for _ in range(rounds):
         _, ns = plan._native.run_profiled(given)

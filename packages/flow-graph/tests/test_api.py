@@ -217,8 +217,9 @@ def test_config_switches_passes_and_names_unsupported_features():
     g.config.enable_pass("cse", False)
     g(flow.randn(2, 6))
     assert [n for n, _ in g._last.report] == ["constant_folding", "algebraic", "checkpoint_recompute", "dce",
-                                                 "copy_elision", "fold_conv_bn", "fuse_softmax_cross_entropy",
-                                                 "fuse_elementwise", "split_optimizer_updates", "hoist_variables"]
+                                                 "copy_elision", "fold_conv_bn", "prepack_conv_weights",
+                                                 "fuse_softmax_cross_entropy", "fuse_elementwise",
+                                                 "split_optimizer_updates", "hoist_variables"]
     with pytest.raises(ValueError, match="unknown graph pass 'fusion'"):
         g.config.enable_pass("fusion")
     with pytest.raises(ValueError, match="stage must be 1, 2 or 3"):

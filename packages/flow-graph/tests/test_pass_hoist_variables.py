@@ -356,6 +356,7 @@ def test_turning_the_pass_off_and_debug_statistics(capsys):
     assert off._last.ir.prologue is None and off._last.plan.prologue is None
     assert "hoist_variables" not in dict(off._last.report)
     on = Infer(model)
+    on.config.enable_pass("prepack_conv_weights", False)  # its signature's own part: test_pass_prepack_conv.py
     on(x)
     capsys.readouterr()
     on.debug(0)

@@ -33,6 +33,7 @@ class GraphConfig:
     def enable_pass(self, name, mode=True):
         """Turns the pass ``name`` of the default pipeline (``oneflow_graph.passes.DEFAULT``: ``constant_folding``,
         ``algebraic``, ``checkpoint_recompute``, ``cse``, ``dce``, ``copy_elision``, ``fold_conv_bn``,
+        ``prepack_conv_weights``,
         ``fuse_softmax_cross_entropy``, ``fuse_elementwise``, then ``split_optimizer_updates`` and ``hoist_variables``)
         on or off, and the passes that are off by default (``oneflow_graph.passes.OPTIONAL``: ``fuse_add_to_output``)
         on; an unknown name raises ``ValueError`` listing them."""

@@ -73,11 +73,23 @@ class Plan:
         self.num_inputs = len(ir.inputs)
         # a PrologueCache when the IR has hoisted computations; ``prologue_caches`` (prologue.new_registry())
         # shares one between the plans of a graph's signatures that hoisted the same work
-        self.prologue = None
+        self.prologue = self.local_prologue = None
         if prologue is not None:
-            from .prologue import shared_cache
+            from .prologue import LocalPrologueCache, shared_cache
 
             self.prologue = shared_cache(prologue, prologue_caches, use_native)
+            self._shared_read = prologue.shared_read
+            if prologue.local is not None:  # this signature's own part (weights packed for its shapes)
+                self.local_prologue = LocalPrologueCache(prologue.local, use_native)
+
+    def hoisted_values(self):
+        """The cached prologue results the plan takes after the call's inputs (computed where stale)."""
+        if self.prologue is None:
+            return []
+        out = self.prologue.values()[:self._shared_read]
+        if self.local_prologue is not None:
+            out = out + self.local_prologue.values(self.prologue)
+        return out
 
     def run(self, flat_inputs):
         # grad mode off: redispatch enters the dispatcher at the autograd layer, which must record nothing
@@ -90,7 +102,7 @@ class Plan:
 
     def _run(self, flat_inputs):
         if self.prologue is not None:
-            flat_inputs = list(flat_inputs) + self.prologue.values()
+            flat_inputs = list(flat_inputs) + self.hoisted_values()
         env = list(self._template)
         for s, t in zip(self._input_slots, flat_inputs):
             env[s] = t
@@ -145,6 +157,9 @@ class Plan:
         if self.prologue is not None:
             ps = self.prologue.stats()
             out["prologue_bytes"] = ps["cached_bytes"] + ps["arena_bytes"]
+            if self.local_prologue is not None:
+                lm = self.local_prologue.plan.memory_stats()
+                out["prologue_bytes"] += self.local_prologue.cached_bytes + (0 if lm is None else lm["planned_bytes"])
         return out
 
     def __len__(self):

@@ -545,6 +545,9 @@ class Graph:
                                    ", ".join(f"{k}={v}" for k, v in mem.items())))
         if entry.plan.prologue is not None:  # held between calls, besides the arena (passes/hoist_variables.py)
             print("  prologue cache: " + ", ".join(f"{k}={v}" for k, v in entry.plan.prologue.stats().items()))
+            if entry.plan.local_prologue is not None:
+                print("  prologue cache of this signature: " +
+                      ", ".join(f"{k}={v}" for k, v in entry.plan.local_prologue.stats().items()))
         if entry.ir_before is not None:
             print("IR before passes:\n" + entry.ir_before)
         print(entry.ir.format(show_locations=self._debug_level >= 1))

@@ -42,7 +42,15 @@ def format_ir(ir, show_locations=False):
         lines.append("  prologue (cached while the variables it reads are unchanged) {")
         lines += [f"    var {v!r}: {v.type_str()}" for v in pro.ir.variables]
         lines += ["    " + format_node(n, show_locations) for n in pro.ir.nodes]
-        lines += [f"    {c!r} = {r!r}" for c, r in zip(pro.cached, pro.ir.outputs)]
+        shared = list(pro.ir.outputs[:pro.shared_read])
+        if pro.local is not None:  # this signature's own part, on results of the shared one
+            lines.append("    local (this input signature's) {")
+            lines += [f"      {i!r} = {pro.ir.outputs[k]!r}" for i, k in zip(pro.local.ir.inputs, pro.local.bridge)]
+            lines += [f"      var {v!r}: {v.type_str()}" for v in pro.local.ir.variables]
+            lines += ["      " + format_node(n, show_locations) for n in pro.local.ir.nodes]
+            lines.append("    }")
+            shared += list(pro.local.ir.outputs)
+        lines += [f"    {c!r} = {r!r}" for c, r in zip(pro.cached, shared)]
         lines.append("  }")
     lines += ["  " + format_node(n, show_locations) for n in ir.nodes]
     out = map_leaves(ir.outputs, lambda v: v)

@@ -25,7 +25,7 @@ class PrologueCache:
         self._held = ()
         self._values = None
         self.runs = 0
-        self.cached_bytes = prologue.cached_bytes()
+        self.cached_bytes = sum(v.nbytes() for v in prologue.ir.outputs)
         self.num_ops = len(prologue.ir.nodes)
 
     def _current_key(self):
@@ -47,9 +47,42 @@ class PrologueCache:
         self._values, self._key, self._held = None, None, ()
 
     def stats(self):
-        mem = self.plan.memory_stats()
-        return {"ops": self.num_ops, "cached_values": len(self.plan.ir.outputs), "cached_bytes": self.cached_bytes,
-                "arena_bytes": 0 if mem is None else mem["planned_bytes"], "runs": self.runs}
+        return _stats(self)
+
+
+def _stats(cache):
+    mem = cache.plan.memory_stats()
+    return {"ops": cache.num_ops, "cached_values": len(cache.plan.ir.outputs), "cached_bytes": cache.cached_bytes,
+            "arena_bytes": 0 if mem is None else mem["planned_bytes"], "runs": cache.runs}
+
+
+class LocalPrologueCache:
+    """The cache of a plan's own prologue part (:class:`~oneflow_graph.passes.hoist_variables.LocalPart`: the
+    work whose attributes are this signature's input shapes, as a weight packed for them), run on results of
+    the shared :class:`PrologueCache`: computed again when that one ran again or a variable it reads changed."""
+
+    def __init__(self, part, use_native=True):
+        self.plan = Plan(part.ir, use_native=use_native)
+        self._bridge = list(part.bridge)
+        self._tensors = [v.tensor for v in part.ir.variables]
+        self._key, self._held, self._values = None, (), None
+        self.runs = 0
+        self.cached_bytes = sum(v.nbytes() for v in part.ir.outputs)
+        self.num_ops = len(part.ir.nodes)
+
+    def values(self, shared):
+        """The part's results for the shared cache ``shared`` as it is now."""
+        base = shared.values()
+        key = [id(shared), shared.runs] + [x for t in self._tensors for x in (t._version, t._storage_ptr())]
+        if self._values is None or key != self._key:
+            self._values = list(self.plan.run([base[k] for k in self._bridge]))
+            self._held = [t.detach() for t in self._tensors]
+            self._key = key
+            self.runs += 1
+        return self._values
+
+    def stats(self):
+        return _stats(self)
 
 
 def fingerprint(prologue):

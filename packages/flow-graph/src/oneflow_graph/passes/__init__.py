@@ -11,6 +11,7 @@ from .fold_conv_bn import fold_conv_bn
 from .fuse_elementwise import fuse_elementwise
 from .fuse_softmax_ce import fuse_softmax_cross_entropy
 from .hoist_variables import hoist_variables
+from .prepack_conv import prepack_conv_weights
 from .recompute import checkpoint_recompute
 from .straighten import straighten_memory_first
 
@@ -22,6 +23,7 @@ DEFAULT = (
     ("dce", dead_code_elimination),
     ("copy_elision", copy_elision),
     ("fold_conv_bn", fold_conv_bn),
+    ("prepack_conv_weights", prepack_conv_weights),
     ("fuse_softmax_cross_entropy", fuse_softmax_cross_entropy),
     ("fuse_elementwise", fuse_elementwise),
 )
@@ -53,5 +55,5 @@ def run_default(ir, passes=DEFAULT):
 
 __all__ = ["algebraic_simplification", "checkpoint_recompute", "constant_folding", "copy_elision",
            "common_subexpression_elimination", "dead_code_elimination", "fold_conv_bn", "fuse_add_to_output",
-           "fuse_elementwise", "fuse_softmax_cross_entropy", "hoist_variables", "run_default",
+           "fuse_elementwise", "fuse_softmax_cross_entropy", "hoist_variables", "prepack_conv_weights", "run_default",
            "split_optimizer_updates", "straighten_memory_first", "DEFAULT", "LATE", "OPTIONAL"]

@@ -21,7 +21,8 @@ fold reads is written between the convolution and the batch norm.
 """
 import oneflow as flow
 
-from ..ir import NODE, Node
+from ..ir import NODE
+from ._traced import traced_nodes
 
 
 def fold_conv_bn(ir):
@@ -94,8 +95,6 @@ def _match(bn, uses, external):
 def _fold_nodes(ir, conv, bn):
     """Nodes computing the folded weight and bias from the conv's and the batch norm's values (traced from
     eager code, so the ops and attributes are the registry's), and their two result values."""
-    from ..tracer import trace
-
     weight, bias = conv.inputs[1], conv.inputs[2] if len(conv.inputs) > 2 else None
     gamma, beta, mean, var = bn.inputs[1:5]
     eps = float(bn.attrs["eps"])
@@ -116,29 +115,8 @@ def _fold_nodes(ir, conv, bn):
             b2 = b2 + be
         return w2, b2
 
-    examples = [flow.empty(v.shape, dtype=v.dtype, device=v.device) for v in given]
-    sub = trace(fold, examples, name=f"{ir.name}_fold")
-    m = {id(s): v for s, v in zip(sub.inputs, given)}
-    for c in sub.constants:
-        m[id(c)] = ir.add_constant(c.tensor)
-    if sub.variables:  # nothing but the inputs and Python numbers is read; never expected
-        raise RuntimeError(f"{ir.name}: conv-bn folding traced unexpected variables")
-    nodes = []
-    for n in sub.nodes:
-        copy = Node(n.op, [None if v is None else m[id(v)] for v in n.inputs], n.attrs, [], n.mutates,
-                    bn.location, n.multi)
-        for o in n.outputs:
-            if o is None or o.producer is not n:
-                copy.outputs.append(None if o is None else m[id(o)])
-                continue
-            alias = None if o.alias_of is None else m[id(o.alias_of)]
-            nv = ir.new_value(NODE, o.shape, o.dtype, weight.device, producer=copy, alias_of=alias,
-                              contiguous=o.contiguous)
-            m[id(o)] = nv
-            copy.outputs.append(nv)
-        nodes.append(copy)
-    w2, b2 = sub.outputs
-    return nodes, m[id(w2)], m[id(b2)]
+    nodes, (w2, b2) = traced_nodes(ir, fold, given, bn.location, "conv-bn folding")
+    return nodes, w2, b2
 
 
 __all__ = ["fold_conv_bn"]

@@ -11,6 +11,11 @@ when a variable they read changes (the cache is keyed by the variables' version 
   the parameters: their readers stay in the plan, where they see the update), or a hoisted result,
 - nothing in the plan writes its results, and the traced program does not hand them out (``ir.escaped``).
 
+A graph's signatures (other batch sizes) that hoist the same work share one cache of it. Work whose
+attributes are the signature's input shapes (a convolution weight packed for one input geometry:
+``SIGNATURE_SPECIFIC``) is the prologue's *local* part instead, cached per plan on the shared part's results,
+so that sharing the rest survives it.
+
 Views at the end of a hoisted chain stay in the plan: a view costs nothing and a cached one would only keep an
 alias of a variable. The results the plan reads become new plan inputs (values ``%h0``, ``%h1``...) that the
 executor feeds from the cache; ``ir.prologue`` holds the hoisted nodes as an IR of their own.
@@ -19,16 +24,57 @@ from .. import effects
 from ..ir import INPUT, GraphIR
 
 
-class Prologue:
-    """The hoisted part of a graph: ``ir`` (a :class:`GraphIR` with no inputs whose ``outputs`` is the list of
-    cached results) and ``cached``, the input values of the main IR that stand for those results, in order."""
+# Ops whose attributes are the call's input shapes (a convolution weight packed for one input geometry:
+# passes/prepack_conv.py). They and what reads them form the prologue's local part, which each signature of a
+# graph has for itself, so that the rest, the same for every batch size, stays one cache per graph.
+SIGNATURE_SPECIFIC = frozenset({"convolution_pack_weight"})
 
-    def __init__(self, ir, cached):
-        self.ir, self.cached = ir, cached
+
+class LocalPart:
+    """A prologue's signature-specific part: ``ir`` (its inputs are results of the shared part, its outputs
+    the cached results the plan reads after the shared part's) and ``bridge``, the indices in the shared part's
+    outputs of the values its inputs stand for."""
+
+    def __init__(self, ir, bridge):
+        self.ir, self.bridge = ir, bridge
+
+
+class Prologue:
+    """The hoisted part of a graph: ``ir`` (a :class:`GraphIR` with no inputs whose ``outputs`` are cached
+    results: the first ``shared_read`` the plan reads, the rest only ``local`` does), ``local`` (a
+    :class:`LocalPart` or None) and ``cached``, the input values of the main IR that stand for the results the
+    plan reads, in order: the shared part's, then the local part's."""
+
+    def __init__(self, ir, cached, shared_read=None, local=None):
+        self.ir, self.cached, self.local = ir, cached, local
+        self.shared_read = len(ir.outputs) if shared_read is None else shared_read
 
     def cached_bytes(self):
         """Bytes the cached results take (what the graph holds between calls beyond its variables)."""
-        return sum(v.nbytes() for v in self.ir.outputs)
+        outs = list(self.ir.outputs) + (list(self.local.ir.outputs) if self.local is not None else [])
+        return sum(v.nbytes() for v in outs)
+
+
+def _signature_specific(nodes):
+    """The nodes of ``nodes`` (in order) that are SIGNATURE_SPECIFIC or read one's results."""
+    local, out = set(), []
+    for n in nodes:
+        if n.name in SIGNATURE_SPECIFIC or any(v is not None and v.producer is not None and id(v.producer) in local
+                                               for v in n.inputs):
+            local.add(id(n))
+            out.append(n)
+    return out
+
+
+def _part_ir(ir, name, nodes, outputs):
+    """A prologue part: ``nodes`` of ``ir`` with the variables and constants they read, returning ``outputs``."""
+    read = {id(v) for n in nodes for v in n.inputs if v is not None}
+    part = GraphIR(name)
+    part.variables = [v for v in ir.variables if id(v) in read]
+    part.constants = [c for c in ir.constants if id(c) in read]
+    part.nodes = list(nodes)
+    part.outputs = list(outputs)
+    return part
 
 
 def _storage(t):
@@ -85,23 +131,41 @@ def hoist_variables(ir):
         if id(v) in defined and id(v) not in seen:
             seen.add(id(v))
             results.append(v)
-    read = {id(v) for n in nodes for v in n.inputs if v is not None}
-    pro = GraphIR(f"{ir.name}_prologue")
-    pro.variables = [v for v in ir.variables if id(v) in read]
-    pro.constants = [c for c in ir.constants if id(c) in read]
-    pro.nodes = nodes
-    pro.outputs = list(results)
+    local_nodes = _signature_specific(nodes)
+    local = {id(n) for n in local_nodes}
+    shared_nodes = [n for n in nodes if id(n) not in local]
+    in_shared = {id(o) for n in shared_nodes for o in n.outputs}
+    shared_results = [r for r in results if id(r) in in_shared]
+    local_results = [r for r in results if id(r) not in in_shared]
+    # the shared results the local part reads: outputs of the shared part too (after the ones the plan reads)
+    bridge, seen = [], set()
+    for n in local_nodes:
+        for v in n.inputs:
+            if v is not None and id(v) in in_shared and id(v) not in seen:
+                seen.add(id(v))
+                bridge.append(v)
+    pro = _part_ir(ir, f"{ir.name}_prologue", shared_nodes,
+                   shared_results + [v for v in bridge if v not in shared_results])
     mapping, cached = {}, []
-    for k, r in enumerate(results):
+    for k, r in enumerate(shared_results + local_results):
         c = ir.new_value(INPUT, r.shape, r.dtype, r.device, name=f"h{k}", contiguous=r.contiguous)
         mapping[r] = c
         cached.append(c)
+    part = None
+    if local_nodes:
+        loc = _part_ir(ir, f"{ir.name}_prologue_local", local_nodes, local_results)
+        ins = {}
+        for v in bridge:
+            ins[v] = ir.new_value(INPUT, v.shape, v.dtype, v.device, name=f"s{len(ins)}", contiguous=v.contiguous)
+        loc.inputs = list(ins.values())
+        loc.replace_uses(ins)
+        part = LocalPart(loc, [pro.outputs.index(v) for v in bridge])
     ir.nodes = [n for n in ir.nodes if id(n) not in hoisted]
     ir.replace_uses(mapping)
     still = {id(v) for n in ir.nodes for v in n.inputs if v is not None} | ir.external_ids()
     ir.variables = [v for v in ir.variables if id(v) in still]
     ir.drop_unused_constants()
-    ir.prologue = Prologue(pro, cached)
+    ir.prologue = Prologue(pro, cached, len(shared_results), part)
     return {"hoisted": len(nodes), "cached_values": len(results), "cached_bytes": ir.prologue.cached_bytes()}
 
 
@@ -111,10 +175,18 @@ def flat_parts(ir):
     pro = ir.prologue
     if pro is None:
         return ir.variables, ir.constants, ir.nodes, {}
-    variables = list(pro.ir.variables) + [v for v in ir.variables if v not in pro.ir.variables]
-    constants = list(pro.ir.constants) + [c for c in ir.constants if c not in pro.ir.constants]
-    remap = {id(c): r for c, r in zip(pro.cached, pro.ir.outputs)}
-    return variables, constants, list(pro.ir.nodes) + list(ir.nodes), remap
+    parts = [pro.ir] + ([pro.local.ir] if pro.local is not None else [])
+    variables, constants = [], []
+    for part in parts + [ir]:
+        variables += [v for v in part.variables if v not in variables]
+        constants += [c for c in part.constants if c not in constants]
+    results = list(pro.ir.outputs[:pro.shared_read])
+    remap = {}
+    if pro.local is not None:  # the local part's inputs are shared results
+        remap.update({id(i): pro.ir.outputs[k] for i, k in zip(pro.local.ir.inputs, pro.local.bridge)})
+        results += list(pro.local.ir.outputs)
+    remap.update({id(c): r for c, r in zip(pro.cached, results)})
+    return variables, constants, [n for part in parts + [ir] for n in part.nodes], remap
 
 
-__all__ = ["hoist_variables", "flat_parts", "Prologue"]
+__all__ = ["hoist_variables", "flat_parts", "LocalPart", "Prologue", "SIGNATURE_SPECIFIC"]
