@@ -167,8 +167,9 @@ struct Backing {
   // promotes it to the protected list (at most `protected_cap` lines, its least recent one demoted back).
   // Victims come from probation's tail, so an id seen once (most of a zipf stream's tail) cannot push out rows
   // that are used step after step. The update that follows a lookup touches the same rows again, which is why
-  // promotion counts lookups (`epoch`), not hits, and why probation keeps half the cache: one batch's misses
-  // must stay cached until its update.
+  // promotion counts lookups (`epoch`), not hits, and why probation keeps a quarter of the cache: one batch's
+  // misses should stay cached until its update (protected holds the other three quarters, as W-TinyLFU's main
+  // region does: on the bench's zipf stream lookup hits rose 79.1% -> 80.0% over half and half).
   std::vector<int32_t> prev, next;
   std::vector<uint8_t> in_protected;
   std::vector<uint32_t> line_epoch;  // the lookup that loaded (or demoted) the line
@@ -176,6 +177,15 @@ struct Backing {
   uint32_t epoch = 0;
   int32_t head[2] = {-1, -1}, tail[2] = {-1, -1};  // [0] probation, [1] protected; head: most recently used
   int64_t protected_lines = 0, protected_cap = 0;
+  // Admission by frequency (TinyLFU's rule): a sketch counts each slot's lookups (one saturating byte per
+  // hashed slot, halved every `freq_period` counts so that it follows the stream). A miss whose row is looked
+  // up less often than the row probation would evict next is still loaded (its update follows), but when the
+  // next lookup begins it moves to probation's tail, the first line a miss takes: rows seen now and then no
+  // longer push out rows seen step after step (on a Zipf stream most misses are such rows).
+  std::vector<uint8_t> freq;
+  uint64_t freq_mask = 0;
+  int64_t freq_count = 0, freq_period = 0;
+  std::vector<std::pair<int32_t, int64_t>> low_lines;  // (line, its slot) loaded by the last lookup, not admitted
   int64_t used_lines = 0;
   std::vector<unsigned char> lines;
 
@@ -278,6 +288,42 @@ struct Backing {
     }
   }
 
+  uint8_t& freq_of(int64_t slot) { return freq[mix(static_cast<uint64_t>(slot)) & freq_mask]; }
+
+  void count(int64_t slot) {
+    uint8_t& f = freq_of(slot);
+    if (f < 255) ++f;
+    if (++freq_count >= freq_period) {
+      for (uint8_t& c : freq) c >>= 1;
+      freq_count = 0;
+    }
+  }
+
+  // Whether a missed row looked up less often than the row a miss would evict next is (not admitted).
+  bool loses_admission(int64_t slot) {
+    if (used_lines < cache_rows || tail[0] < 0) return false;
+    return freq_of(slot) <= freq_of(line_slot[tail[0]]);
+  }
+
+  // A new lookup: the last one's rows that lost admission go to probation's tail, unless used since.
+  void demote_low() {
+    for (const auto& [l, slot] : low_lines) {
+      if (line_slot[l] != slot || in_protected[l] || tail[0] == l) continue;
+      unlink_line(l);
+      push_back(l);
+    }
+    low_lines.clear();
+  }
+
+  void push_back(int32_t l) {  // onto probation's tail
+    in_protected[l] = 0;
+    next[l] = -1;
+    prev[l] = tail[0];
+    if (tail[0] >= 0) next[tail[0]] = l;
+    tail[0] = l;
+    if (head[0] < 0) head[0] = l;
+  }
+
   // A line for a new resident row: a free one, else the least recently used (written back when dirty).
   int32_t take_line() {
     int32_t l;
@@ -326,8 +372,8 @@ struct Backing {
   // fn(lo, hi, ptrs): the rows of slots[lo, hi) (ptrs[i - lo], null where slots[i] < 0), valid until fn returns.
   // The full tier gives every row at once. The cached tier takes a window of keys at a time: their lines first
   // (hits refreshed, misses given lines, evicting), then every miss of the window read in one batch in file
-  // order, then fn. A window is at most an eighth of the cache, so that its lines (at most two pushes to
-  // probation's front per key, and probation keeps half the cache) are not evicted within it.
+  // order, then fn. A window is at most a sixteenth of the cache, so that its lines (at most two pushes to
+  // probation's front per key, and probation keeps a quarter of the cache) are not evicted within it.
   template <class Fn>
   void rows_windows(const int64_t* slots, int64_t n, bool write, Fn&& fn) {
     std::vector<unsigned char*> ptrs;
@@ -337,7 +383,7 @@ struct Backing {
       if (n) fn(0, n, ptrs.data());
       return;
     }
-    const int64_t window = std::clamp<int64_t>(cache_rows / 8, 1, 1 << 16);
+    const int64_t window = std::clamp<int64_t>(cache_rows / 16, 1, 1 << 16);
     std::vector<int32_t> win_lines(static_cast<size_t>(std::min(n, window)));
     ptrs.resize(win_lines.size());
     std::vector<int64_t> miss_slots, deferred;
@@ -352,6 +398,7 @@ struct Backing {
         if (i + kAhead < hi && slots[i + kAhead] >= 0) __builtin_prefetch(&line_of_slot[slots[i + kAhead]]);
         const int64_t slot = slots[i];
         int32_t l = -1;
+        if (slot >= 0 && !write) count(slot);
         if (slot >= 0) {
           l = line_of_slot[slot];
           if (l >= 0) {
@@ -375,7 +422,9 @@ struct Backing {
           if (!write) ++stats->hits;
         } else {
           ++stats->misses;
+          const bool low = !write && loses_admission(slot);
           l = take_line();
+          if (low) low_lines.emplace_back(l, slot);
           line_slot[l] = slot;
           line_of_slot[slot] = l;
           miss_slots.push_back(slot);
@@ -491,7 +540,12 @@ std::unique_ptr<Backing> Store::make_backing(int generation) const {
     b->in_protected.assign(cache_rows_, 0);
     b->line_epoch.assign(cache_rows_, 0);
     b->line_seen.assign(cache_rows_, 0);
-    b->protected_cap = cache_rows_ / 2;
+    uint64_t fcap = 64;
+    while (fcap < static_cast<uint64_t>(cache_rows_) * 8) fcap <<= 1;
+    b->freq.assign(fcap, 0);
+    b->freq_mask = fcap - 1;
+    b->freq_period = cache_rows_ * 16;
+    b->protected_cap = cache_rows_ * 3 / 4;
   }
   return b;
 }
@@ -579,6 +633,7 @@ void Store::lookup(const int32_t* tables, const int64_t* ids, int64_t n, float* 
   check_keys(tables, ids, n, has_padding, padding_idx);
   Backing& b = *backing_;
   ++b.epoch;
+  if (b.cached) b.demote_low();
   std::vector<int64_t> slots;
   resolve_or_init(b, tables, ids, n, has_padding, padding_idx, slots);
   const size_t bytes = static_cast<size_t>(dim_) * 4;

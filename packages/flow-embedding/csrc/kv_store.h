@@ -4,8 +4,9 @@
 //
 // Two tiers:
 //   full   - every row in RAM (chunked, so growing never copies rows); inserting past `capacity` is an error.
-//   cached - a segmented-LRU cache of `cache_rows` rows in RAM over a data file holding every row, an
-//            append-only log (row_log.h): evicted dirty rows are appended and written a segment at a time.
+//   cached - a segmented-LRU cache (TinyLFU admission) of `cache_rows` rows in RAM over a data file holding
+//            every row, an append-only log (row_log.h): evicted dirty rows are appended and written a segment at
+//            a time.
 // The id -> slot index is an open-addressing hash table (linear probing) kept in RAM in both tiers.
 #pragma once
 

@@ -65,3 +65,24 @@ def test_hit_rate_counts_lookups_not_the_update_after_them(tmp_path):
     rows_of(ssd, once)
     stats = ssd.cache_stats()
     assert (stats["hits"], stats["misses"]) == (1, 3), stats
+
+
+def test_rows_looked_up_once_do_not_push_out_frequent_ones(tmp_path):
+    # ~546 lines of 96 B, a quarter of them probation. Rows looked up several times in one batch (still in
+    # probation: promotion needs a later lookup) against rows that come back rarely: such a miss loses
+    # admission to the row it would evict (TinyLFU's rule) and goes to probation's tail at the next lookup, so
+    # the following misses evict it first. Plain LRU order would evict the frequent rows, loaded before the
+    # rare ones, ahead of them.
+    ram = make_emb(tmp_path / "ram", dim=8, size_factor=3)
+    ssd = make_emb(tmp_path / "ssd", dim=8, size_factor=3, kind="ssd", cache_mb=0.05)
+    rare, rarer = list(range(20_000, 20_200)), list(range(30_000, 30_400))
+    rows_of(ssd, rare + rarer)  # written once (looked up once), then evicted by:
+    rows_of(ssd, list(range(10_000, 10_600)) * 3)  # fillers, three lookups each
+    rows_of(ssd, list(range(100)) * 5)  # the frequent rows: five each
+    rows_of(ssd, rare)  # misses, looked up twice in all: fewer than the fillers they would evict
+    rows_of(ssd, rarer)  # they take the rare rows' lines first, then fillers'
+    ssd.reset_cache_stats()
+    np.testing.assert_array_equal(rows_of(ssd, range(100)), rows_of(ram, range(100)))
+    stats = ssd.cache_stats()
+    assert (stats["hits"], stats["misses"]) == (100, 0), stats
+    np.testing.assert_array_equal(rows_of(ssd, rare), rows_of(ram, rare))
