@@ -19,6 +19,7 @@ CASES = [  # (input, weight, stride, padding, dilation, groups, bias)
     ((2, 16, 8, 8), (32, 16, 1, 1), 1, 0, 1, 1, True),      # 1x1
     ((1, 3, 12, 12), (8, 3, 3, 3), 1, 1, 1, 1, True),       # few input channels
     ((1, 128, 4, 4), (128, 128, 3, 3), 1, 1, 1, 1, False),  # im2col + sgemm (few output positions)
+    ((8, 64, 16, 16), (40, 64, 3, 3), 1, 1, 1, 1, True),    # Winograd (where built): its weight transform
 ]
 
 
@@ -41,6 +42,11 @@ def test_packed_forward_equals_convolution_bitwise(case):
 def test_at_least_the_blocked_case_packs():
     xs, ws, s, p, d, g, bias = CASES[0]
     assert flow._C._conv_weight_packing_pays(list(xs), list(ws), [2, 128, 8, 8], [s, s], [p, p], [d, d], g, bias)
+    # the Winograd forward's transformed weights: 16 per tap pair, output channels padded to the register block
+    if flow._C._conv_weight_packing_pays([8, 64, 16, 16], [40, 64, 3, 3], [8, 40, 16, 16], [1, 1], [1, 1], [1, 1], 1,
+                                         True):
+        _, _, packed = _pair(*CASES[-1])
+        assert packed.numel() > 40 * 64 * 16
     assert not flow._C._conv_weight_packing_pays([1, 128, 4, 4], [128, 128, 3, 3], [1, 128, 4, 4], [1, 1], [1, 1],
                                                  [1, 1], 1, False)  # im2col reads the plain weight
 

@@ -318,6 +318,12 @@ void run_typed(const char* op, const TensorList& ins, const Tensor& out, F32&& f
 //   10.6 -> 8.7; at 16x16 outputs and above the two are level within this VM's noise).
 bool pointwise(const Plan& p) { return p.KK() == 1; }
 bool col_forward_wins(const Plan& p) { return p.G == 1 && !pointwise(p) && p.N * p.P() < 128; }
+// Which kernel conv_forward runs float32 shapes on.
+enum class ForwardKernel { Col, Winograd, OneDnn };
+ForwardKernel forward_kernel(const Shape& x, const Shape& w, const Shape& y, const ConvGeom& g) {
+  if (col_forward_wins(make_plan(x, w, y, g))) return ForwardKernel::Col;
+  return winograd_applicable(x, w, g, false) ? ForwardKernel::Winograd : ForwardKernel::OneDnn;
+}
 bool col_backward_weight_wins(const Plan& p) {
   return p.G == 1 && !pointwise(p) && (p.P() < 256 || p.Cg * p.KK() <= kFewWeightColumns);
 }
@@ -337,40 +343,39 @@ void conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tenso
     return;
   }
   run_typed("conv", {x, w, b}, y, [&](const TensorList& c, const Tensor& o) {
-    if (col_forward_wins(make_plan(c[0].sizes(), c[1].sizes(), o.sizes(), g)))
-      col_forward<float>(c[0], c[1], c[2], o, g);
-    else if (winograd_applicable(c[0].sizes(), c[1].sizes(), g, false)) winograd_conv_forward(c[0], c[1], c[2], o, g);
-    else onednn_conv_forward(c[0], c[1], c[2], o, g);
+    switch (forward_kernel(c[0].sizes(), c[1].sizes(), o.sizes(), g)) {
+      case ForwardKernel::Col: return col_forward<float>(c[0], c[1], c[2], o, g);
+      case ForwardKernel::Winograd: return winograd_conv_forward(c[0], c[1], c[2], o, g);
+      default: return onednn_conv_forward(c[0], c[1], c[2], o, g);
+    }
   }, [&](const TensorList& c, const Tensor& o) { col_forward<double>(c[0], c[1], c[2], o, g); });
 }
 
-namespace {
-
-// Whether conv_forward runs these float32 shapes on oneDNN (the other kernels read the plain weight).
-bool forward_on_onednn(const Shape& x, const Shape& w, const Shape& y, const ConvGeom& g) {
-  return !col_forward_wins(make_plan(x, w, y, g)) && !winograd_applicable(x, w, g, false);
-}
-
-}  // namespace
-
 bool conv_weight_packing_pays(const Shape& x, const Shape& w, const Shape& y, const ConvGeom& g, DType dt, bool bias) {
   if (dt != DType::Float32 || shape_numel(x) == 0 || shape_numel(w) == 0 || shape_numel(y) == 0) return false;
-  return forward_on_onednn(x, w, y, g) && onednn_conv_packed_weight_bytes(x, w, y, g, bias) > 0;
+  switch (forward_kernel(x, w, y, g)) {
+    case ForwardKernel::Col: return false;
+    case ForwardKernel::Winograd: return true;  // the weight transform, every call
+    default: return onednn_conv_packed_weight_bytes(x, w, y, g, bias) > 0;
+  }
 }
 
 int64_t conv_packed_weight_numel(const Shape& x, const Shape& w, const Shape& y, const ConvGeom& g, DType dt,
                                  bool bias) {
   if (!conv_weight_packing_pays(x, w, y, g, dt, bias)) return shape_numel(w);
+  if (forward_kernel(x, w, y, g) == ForwardKernel::Winograd) return winograd_packed_weight_numel(w);
   return onednn_conv_packed_weight_bytes(x, w, y, g, bias) / int64_t(sizeof(float));
 }
 
 void conv_pack_weight(const Tensor& w, const Shape& x, const Shape& y, const ConvGeom& g, bool bias,
                       const Tensor& packed) {
-  if (conv_weight_packing_pays(x, w.sizes(), y, g, w.dtype(), bias)) {
+  if (!conv_weight_packing_pays(x, w.sizes(), y, g, w.dtype(), bias)) {
+    ops::copy_into(make_view(packed, w.sizes(), contiguous_strides(w.sizes()), packed.offset()), w);
+  } else if (forward_kernel(x, w.sizes(), y, g) == ForwardKernel::Winograd) {
+    winograd_pack_weights(contig(w, DType::Float32), packed);
+  } else {
     onednn_conv_pack_weight(contig(w, DType::Float32), x, y, g, bias, packed);
-    return;
   }
-  ops::copy_into(make_view(packed, w.sizes(), contiguous_strides(w.sizes()), packed.offset()), w);
 }
 
 void conv_forward_packed(const Tensor& x, const Tensor& packed_in, const Shape& w_sizes, const Tensor& b,
@@ -382,8 +387,10 @@ void conv_forward_packed(const Tensor& x, const Tensor& packed_in, const Shape& 
     conv_forward(x, make_view(packed, w_sizes, contiguous_strides(w_sizes), packed.offset()), b, y, g);
     return;
   }
+  const bool winograd = forward_kernel(x.sizes(), w_sizes, y.sizes(), g) == ForwardKernel::Winograd;
   run_typed("conv", {x, packed, b}, y, [&](const TensorList& c, const Tensor& o) {
-    onednn_conv_forward_packed(c[0], c[1], w_sizes, c[2], o, g);
+    if (winograd) winograd_conv_forward_packed(c[0], c[1], w_sizes[0], c[2], o, g);
+    else onednn_conv_forward_packed(c[0], c[1], w_sizes, c[2], o, g);
   }, [](const TensorList&, const Tensor&) {});
 }
 

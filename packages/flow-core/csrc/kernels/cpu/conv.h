@@ -23,10 +23,10 @@ void conv_backward_weight(const Tensor& gy, const Tensor& x, const Tensor& gw, c
 
 // Prepacked weights for repeated forwards over one geometry (inference, where the weight stays put): the
 // forward kernel that conv_forward picks for these shapes keeps its weights in a layout of its own (oneDNN's
-// blocked layouts), and a weight packed once into that layout spares each call the reorder (ResNet-18 at batch
-// 32: 512->512 3x3, 4x4 images, ~3 ms of reorder against ~12 ms of product per call). Where the kernel reads
-// the plain weight (or is not oneDNN's), the packed form is the plain weight itself. The packed tensor is
-// one-dimensional, in the weight's dtype; only conv_forward_packed with the same geometry reads it.
+// blocked layouts, Winograd's transformed weights), and a weight packed once into that layout spares each call
+// the reorder or transform (ResNet-18 at batch 32: 512->512 3x3, 4x4 images, ~3 ms of reorder against ~12 ms
+// of product per call). Where the kernel reads the plain weight (im2col), the packed form is the plain weight. The
+// packed tensor is one-dimensional, in the weight's dtype; only conv_forward_packed with the same geometry reads it.
 // `x`, `w`, `y`: the input, weight and output sizes; `bias`: whether the forward adds one.
 int64_t conv_packed_weight_numel(const Shape& x, const Shape& w, const Shape& y, const ConvGeom& g, DType dt,
                                  bool bias);

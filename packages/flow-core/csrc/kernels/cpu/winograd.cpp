@@ -217,12 +217,12 @@ int64_t block_tiles(const Wino& s) {
   return std::clamp<int64_t>(tb, 2 * NR, kMaxBlockTiles);
 }
 
-void run(const float* x, const float* w, int64_t I, bool flip, const float* bias, float* y, const Wino& s) {
-  ScratchBuffer hold_u(static_cast<size_t>(16 * s.KP() * MR * s.C) * sizeof(float));
+int64_t u_floats(const Wino& s) { return 16 * s.KP() * MR * s.C; }
+
+// The convolution given the transformed weights U.
+void run_transformed(const float* x, const float* U, const float* bias, float* y, const Wino& s) {
   ScratchBuffer hold_x(static_cast<size_t>(s.N * s.C * s.plane()) * sizeof(float));
-  float* U = hold_u.as<float>();
   float* Xp = hold_x.as<float>();
-  transform_weights(w, I, flip, s, U);
   pad_input(x, s, Xp);
   const int64_t TB = block_tiles(s), T = s.T(), nblocks = (T + TB - 1) / TB;
   parallel_for(nblocks, 1, [&](int64_t b, int64_t e) {
@@ -235,11 +235,40 @@ void run(const float* x, const float* w, int64_t I, bool flip, const float* bias
   });
 }
 
+void run(const float* x, const float* w, int64_t I, bool flip, const float* bias, float* y, const Wino& s) {
+  ScratchBuffer hold_u(static_cast<size_t>(u_floats(s)) * sizeof(float));
+  float* U = hold_u.as<float>();
+  transform_weights(w, I, flip, s, U);
+  run_transformed(x, U, bias, y, s);
+}
+
+// The forward's geometry of a weight alone (the transform reads only the channel counts).
+Wino weight_wino(const Shape& w) { return make_wino(1, w[1], w[0], 3, 3, 1, 1); }
+
 }  // namespace
 
 void winograd_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const ConvGeom& g) {
   Wino s = make_wino(x.size(0), x.size(1), w.size(0), x.size(2), x.size(3), g.padding[0], g.padding[1]);
   run(x.data<float>(), w.data<float>(), w.size(1), false, b.defined() ? b.data<float>() : nullptr, y.data<float>(), s);
+}
+
+int64_t winograd_packed_weight_numel(const Shape& w) { return u_floats(weight_wino(w)); }
+
+void winograd_pack_weights(const Tensor& w, const Tensor& packed) {
+  FLOW_RUNTIME_CHECK(packed.numel() == winograd_packed_weight_numel(w.sizes()),
+                     "convolution_pack_weight: the packed "
+                     "buffer has ",
+                     packed.numel(), " floats, the Winograd transform needs ", winograd_packed_weight_numel(w.sizes()));
+  transform_weights(w.data<float>(), w.size(1), false, weight_wino(w.sizes()), packed.data<float>());
+}
+
+void winograd_conv_forward_packed(const Tensor& x, const Tensor& packed, int64_t out_channels, const Tensor& b,
+                                  const Tensor& y, const ConvGeom& g) {
+  Wino s = make_wino(x.size(0), x.size(1), out_channels, x.size(2), x.size(3), g.padding[0], g.padding[1]);
+  FLOW_RUNTIME_CHECK(packed.numel() == u_floats(s), "convolution_forward_packed: the packed weight has ",
+                     packed.numel(), " floats, the Winograd transform of this geometry has ", u_floats(s),
+                     " (pack it with convolution_pack_weight for the same shapes)");
+  run_transformed(x.data<float>(), packed.data<float>(), b.defined() ? b.data<float>() : nullptr, y.data<float>(), s);
 }
 
 void winograd_conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvGeom& g) {
@@ -278,6 +307,10 @@ bool winograd_applicable(const Shape& x, const Shape& w, const ConvGeom& g, bool
 
 bool winograd_applicable(const Shape&, const Shape&, const ConvGeom&, bool) { return false; }
 void winograd_conv_forward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const ConvGeom&) {}
+int64_t winograd_packed_weight_numel(const Shape&) { return 0; }
+void winograd_pack_weights(const Tensor&, const Tensor&) {}
+void winograd_conv_forward_packed(const Tensor&, const Tensor&, int64_t, const Tensor&, const Tensor&,
+                                  const ConvGeom&) {}
 void winograd_conv_backward_data(const Tensor&, const Tensor&, const Tensor&, const ConvGeom&) {}
 
 #endif

@@ -21,6 +21,13 @@ bool winograd_applicable(const Shape& x, const Shape& w, const ConvGeom& g, bool
 
 // y = conv(x, w) (+ b when defined); contiguous float32 operands, winograd_applicable() true.
 void winograd_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const ConvGeom& g);
+// The forward's transformed weights (16/9 of the weight and more: output channels padded to the register
+// block), for convolutions whose weight stays put (conv.h's prepacked weights): floats of `w`'s transform,
+// the transform into `packed`, and the forward reading it.
+int64_t winograd_packed_weight_numel(const Shape& w);
+void winograd_pack_weights(const Tensor& w, const Tensor& packed);
+void winograd_conv_forward_packed(const Tensor& x, const Tensor& packed, int64_t out_channels, const Tensor& b,
+                                  const Tensor& y, const ConvGeom& g);
 // gx = the input gradient of conv(x, w) given gy; contiguous float32 operands, winograd_applicable() true.
 void winograd_conv_backward_data(const Tensor& gy, const Tensor& w, const Tensor& gx, const ConvGeom& g);
 // gw = the weight gradient of conv(x, w) given gy; contiguous float32 operands, winograd_applicable() true.

@@ -1,6 +1,7 @@
 """Weight prepacking: a convolution whose weight the graph never writes (inference, frozen layers) reads it
 packed, once, into the layout its forward kernel keeps weights in, instead of having the kernel reorder it on
-every call (oneDNN's blocked layouts; core ``convolution_pack_weight`` and ``convolution_forward_packed``):
+every call (oneDNN's blocked layouts, the Winograd forward's transformed weights; core ``convolution_pack_weight``
+and ``convolution_forward_packed``):
 
     convolution(x, w, b)  ->  convolution_forward_packed(x, convolution_pack_weight(w, x.shape), b)
 
@@ -10,8 +11,8 @@ the parameters stay shared with the eager modules. The packed copy is held besid
 ``cached_bytes``). On ResNet-18 inference at batch 32 the reorders of the 3x3 weights were ~10 ms of a ~126 ms
 call (512 -> 512 channels at 4x4: 9.0 -> 7.7 ms per convolution).
 
-Only where the core says packing pays (``_C._conv_weight_packing_pays``: float32, the forward runs on oneDNN and
-its weight layout is not the plain one); the other kernels (Winograd, im2col) read the plain weight anyway.
+Only where the core says packing pays (``_C._conv_weight_packing_pays``: float32, and the forward runs Winograd or
+on oneDNN with a weight layout other than the plain one); im2col reads the plain weight anyway.
 Transposed convolutions and weights the graph writes (a training graph's parameters) are left alone.
 """
 import oneflow as flow
