@@ -142,6 +142,7 @@ struct Backing {
     uint64_t packed;
   };
   static constexpr int kTableBits = 24;
+  static constexpr uint64_t kTableMask = (uint64_t{1} << kTableBits) - 1;
   static constexpr uint64_t kEmpty = ~uint64_t{0};
   std::vector<Bucket> buckets;
   uint64_t mask = 0;
@@ -231,8 +232,7 @@ struct Backing {
     for (uint64_t b = key_hash(table, id) & mask;; b = (b + 1) & mask) {
       const Bucket& k = buckets[b];
       if (k.packed == kEmpty) return -1;
-      if (k.id == id && (k.packed & ((uint64_t{1} << kTableBits) - 1)) == t)
-        return static_cast<int64_t>(k.packed >> kTableBits);
+      if (k.id == id && (k.packed & kTableMask) == t) return static_cast<int64_t>(k.packed >> kTableBits);
     }
   }
 
@@ -250,8 +250,7 @@ struct Backing {
     init_index(static_cast<int64_t>(old.size()) * 2);
     for (const Bucket& k : old)
       if (k.packed != kEmpty)
-        put(static_cast<int32_t>(k.packed & ((uint64_t{1} << kTableBits) - 1)), k.id,
-            static_cast<int64_t>(k.packed >> kTableBits));
+        put(static_cast<int32_t>(k.packed & kTableMask), k.id, static_cast<int64_t>(k.packed >> kTableBits));
   }
 
   // ---- cached tier ------------------------------------------------------------------------------------
@@ -398,8 +397,8 @@ struct Backing {
         if (i + kAhead < hi && slots[i + kAhead] >= 0) __builtin_prefetch(&line_of_slot[slots[i + kAhead]]);
         const int64_t slot = slots[i];
         int32_t l = -1;
-        if (slot >= 0 && !write) count(slot);
         if (slot >= 0) {
+          if (!write) count(slot);
           l = line_of_slot[slot];
           if (l >= 0) {
             // The update after a lookup reads the rows that lookup just placed: neither a cache decision
@@ -499,7 +498,7 @@ Store::Store(int64_t dim, int64_t row_floats, int64_t capacity, bool cached, int
   if (row_floats < dim) throw std::invalid_argument("row width must be at least embedding_dim");
   if (tables_.empty()) throw std::invalid_argument("at least one table is needed");
   if (tables_.size() >= (size_t{1} << Backing::kTableBits))
-    throw std::invalid_argument("at most " + std::to_string((1 << Backing::kTableBits) - 1) + " tables per store");
+    throw std::invalid_argument("at most " + std::to_string(Backing::kTableMask) + " tables per store");
   if (block_size <= 0 || (block_size & (block_size - 1)))
     throw std::invalid_argument("physical_block_size must be a positive power of two, got " +
                                 std::to_string(block_size));

@@ -158,8 +158,8 @@ class Plan:
             ps = self.prologue.stats()
             out["prologue_bytes"] = ps["cached_bytes"] + ps["arena_bytes"]
             if self.local_prologue is not None:
-                lm = self.local_prologue.plan.memory_stats()
-                out["prologue_bytes"] += self.local_prologue.cached_bytes + (0 if lm is None else lm["planned_bytes"])
+                ls = self.local_prologue.stats()
+                out["prologue_bytes"] += ls["cached_bytes"] + ls["arena_bytes"]
         return out
 
     def __len__(self):

@@ -29,7 +29,7 @@ class PrologueCache:
         self.num_ops = len(prologue.ir.nodes)
 
     def _current_key(self):
-        return [x for t in self._tensors for x in (t._version, t._storage_ptr())]
+        return _variables_key(self._tensors)
 
     def values(self):
         """The prologue's results for the variables as they are now."""
@@ -48,6 +48,11 @@ class PrologueCache:
 
     def stats(self):
         return _stats(self)
+
+
+def _variables_key(tensors):
+    """What tells a change of the variables ``tensors``: their version counters and storages."""
+    return [x for t in tensors for x in (t._version, t._storage_ptr())]
 
 
 def _stats(cache):
@@ -73,7 +78,7 @@ class LocalPrologueCache:
     def values(self, shared):
         """The part's results for the shared cache ``shared`` as it is now."""
         base = shared.values()
-        key = [id(shared), shared.runs] + [x for t in self._tensors for x in (t._version, t._storage_ptr())]
+        key = [id(shared), shared.runs] + _variables_key(self._tensors)
         if self._values is None or key != self._key:
             self._values = list(self.plan.run([base[k] for k in self._bridge]))
             self._held = [t.detach() for t in self._tensors]

@@ -351,45 +351,57 @@ void conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tenso
   }, [&](const TensorList& c, const Tensor& o) { col_forward<double>(c[0], c[1], c[2], o, g); });
 }
 
-bool conv_weight_packing_pays(const Shape& x, const Shape& w, const Shape& y, const ConvGeom& g, DType dt, bool bias) {
-  if (dt != DType::Float32 || shape_numel(x) == 0 || shape_numel(w) == 0 || shape_numel(y) == 0) return false;
+namespace {
+
+// The packed form conv_forward's kernel for these shapes takes: none (im2col reads the plain weight; other
+// dtypes and empty shapes), Winograd's transformed weights, or oneDNN's layout where it is not the plain one.
+enum class Packing { None, Winograd, OneDnn };
+Packing packing_of(const Shape& x, const Shape& w, const Shape& y, const ConvGeom& g, DType dt, bool bias) {
+  if (dt != DType::Float32 || shape_numel(x) == 0 || shape_numel(w) == 0 || shape_numel(y) == 0) return Packing::None;
   switch (forward_kernel(x, w, y, g)) {
-    case ForwardKernel::Col: return false;
-    case ForwardKernel::Winograd: return true;  // the weight transform, every call
-    default: return onednn_conv_packed_weight_bytes(x, w, y, g, bias) > 0;
+    case ForwardKernel::Col: return Packing::None;
+    case ForwardKernel::Winograd: return Packing::Winograd;  // the weight transform, every call
+    default: return onednn_conv_packed_weight_bytes(x, w, y, g, bias) > 0 ? Packing::OneDnn : Packing::None;
   }
+}
+
+}  // namespace
+
+bool conv_weight_packing_pays(const Shape& x, const Shape& w, const Shape& y, const ConvGeom& g, DType dt, bool bias) {
+  return packing_of(x, w, y, g, dt, bias) != Packing::None;
 }
 
 int64_t conv_packed_weight_numel(const Shape& x, const Shape& w, const Shape& y, const ConvGeom& g, DType dt,
                                  bool bias) {
-  if (!conv_weight_packing_pays(x, w, y, g, dt, bias)) return shape_numel(w);
-  if (forward_kernel(x, w, y, g) == ForwardKernel::Winograd) return winograd_packed_weight_numel(w);
-  return onednn_conv_packed_weight_bytes(x, w, y, g, bias) / int64_t(sizeof(float));
+  switch (packing_of(x, w, y, g, dt, bias)) {
+    case Packing::None: return shape_numel(w);
+    case Packing::Winograd: return winograd_packed_weight_numel(w);
+    default: return onednn_conv_packed_weight_bytes(x, w, y, g, bias) / int64_t(sizeof(float));
+  }
 }
 
 void conv_pack_weight(const Tensor& w, const Shape& x, const Shape& y, const ConvGeom& g, bool bias,
                       const Tensor& packed) {
-  if (!conv_weight_packing_pays(x, w.sizes(), y, g, w.dtype(), bias)) {
-    ops::copy_into(make_view(packed, w.sizes(), contiguous_strides(w.sizes()), packed.offset()), w);
-  } else if (forward_kernel(x, w.sizes(), y, g) == ForwardKernel::Winograd) {
-    winograd_pack_weights(contig(w, DType::Float32), packed);
-  } else {
-    onednn_conv_pack_weight(contig(w, DType::Float32), x, y, g, bias, packed);
+  switch (packing_of(x, w.sizes(), y, g, w.dtype(), bias)) {
+    case Packing::None:
+      return ops::copy_into(make_view(packed, w.sizes(), contiguous_strides(w.sizes()), packed.offset()), w);
+    case Packing::Winograd: return winograd_pack_weights(contig(w, DType::Float32), packed);
+    default: return onednn_conv_pack_weight(contig(w, DType::Float32), x, y, g, bias, packed);
   }
 }
 
 void conv_forward_packed(const Tensor& x, const Tensor& packed_in, const Shape& w_sizes, const Tensor& b,
                          const Tensor& y, const ConvGeom& g) {
   const Tensor packed = contig(packed_in, packed_in.dtype());
-  if (!conv_weight_packing_pays(x.sizes(), w_sizes, y.sizes(), g, x.dtype(), b.defined())) {
+  const Packing kind = packing_of(x.sizes(), w_sizes, y.sizes(), g, x.dtype(), b.defined());
+  if (kind == Packing::None) {
     FLOW_RUNTIME_CHECK(packed.numel() == shape_numel(w_sizes), "convolution_forward_packed: the packed weight has ",
                        packed.numel(), " elements, the weight ", shape_str(w_sizes), " has ", shape_numel(w_sizes));
     conv_forward(x, make_view(packed, w_sizes, contiguous_strides(w_sizes), packed.offset()), b, y, g);
     return;
   }
-  const bool winograd = forward_kernel(x.sizes(), w_sizes, y.sizes(), g) == ForwardKernel::Winograd;
   run_typed("conv", {x, packed, b}, y, [&](const TensorList& c, const Tensor& o) {
-    if (winograd) winograd_conv_forward_packed(c[0], c[1], w_sizes[0], c[2], o, g);
+    if (kind == Packing::Winograd) winograd_conv_forward_packed(c[0], c[1], w_sizes[0], c[2], o, g);
     else onednn_conv_forward_packed(c[0], c[1], w_sizes, c[2], o, g);
   }, [](const TensorList&, const Tensor&) {});
 }

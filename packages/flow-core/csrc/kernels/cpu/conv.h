@@ -30,7 +30,8 @@ void conv_backward_weight(const Tensor& gy, const Tensor& x, const Tensor& gw, c
 // `x`, `w`, `y`: the input, weight and output sizes; `bias`: whether the forward adds one.
 int64_t conv_packed_weight_numel(const Shape& x, const Shape& w, const Shape& y, const ConvGeom& g, DType dt,
                                  bool bias);
-// Whether packing changes anything for these shapes (a oneDNN forward that reorders its weight).
+// Whether packing changes anything for these shapes (a Winograd forward, or a oneDNN forward that reorders its
+// weight).
 bool conv_weight_packing_pays(const Shape& x, const Shape& w, const Shape& y, const ConvGeom& g, DType dt, bool bias);
 void conv_pack_weight(const Tensor& w, const Shape& x, const Shape& y, const ConvGeom& g, bool bias,
                       const Tensor& packed);

@@ -255,10 +255,9 @@ void winograd_conv_forward(const Tensor& x, const Tensor& w, const Tensor& b, co
 int64_t winograd_packed_weight_numel(const Shape& w) { return u_floats(weight_wino(w)); }
 
 void winograd_pack_weights(const Tensor& w, const Tensor& packed) {
-  FLOW_RUNTIME_CHECK(packed.numel() == winograd_packed_weight_numel(w.sizes()),
-                     "convolution_pack_weight: the packed "
-                     "buffer has ",
-                     packed.numel(), " floats, the Winograd transform needs ", winograd_packed_weight_numel(w.sizes()));
+  const int64_t need = winograd_packed_weight_numel(w.sizes());
+  FLOW_RUNTIME_CHECK(packed.numel() == need, "convolution_pack_weight: the packed buffer has ", packed.numel(),
+                     " floats, the Winograd transform needs ", need);
   transform_weights(w.data<float>(), w.size(1), false, weight_wino(w.sizes()), packed.data<float>());
 }
 

@@ -8,8 +8,9 @@ from ..ir import NODE, Node
 
 def traced_nodes(ir, fn, given, location, what):
     """``fn(*tensors)`` (returning a tuple of tensors) traced over tensors like the values ``given`` of ``ir``:
-    ``(nodes, results)``, the traced nodes rewired to read ``given`` and made of new values of ``ir`` (not yet
-    placed in ``ir.nodes``), and the values of ``fn``'s results. ``what`` names the rewrite in errors."""
+    ``(nodes, results)``, the traced nodes rewired to read ``given`` and made of new values of ``ir`` (the
+    caller places them in ``ir.nodes``), and the values of ``fn``'s results. ``what`` names the rewrite in
+    errors."""
     from ..tracer import trace
 
     examples = [flow.empty(v.shape, dtype=v.dtype, device=v.device) for v in given]

@@ -26,9 +26,12 @@ def _spatial(attrs, name, ns):
     return v * ns if len(v) == 1 else v
 
 
-def _geometry(conv):
-    """``(stride, padding, dilation, groups)`` of a packable convolution node, else None."""
+def _geometry(conv, hoistable):
+    """``(stride, padding, dilation, groups)`` of a packable convolution node (its weight among the ids
+    ``hoistable``: one the plan neither computes from its inputs nor writes), else None."""
     if conv.op.name != "convolution" or conv.attrs.get("transposed") or conv.mutates or conv.multi:
+        return None
+    if id(conv.inputs[1]) not in hoistable:
         return None
     x, w = conv.inputs[0], conv.inputs[1]
     b = conv.inputs[2] if len(conv.inputs) > 2 else None
@@ -51,9 +54,7 @@ def prepack_conv_weights(ir):
     ops = flow._C.ops
     replaced, mapping = {}, {}
     for conv in ir.nodes:
-        if conv.op.name != "convolution" or id(conv.inputs[1]) not in ok:
-            continue  # a weight the plan computes or writes
-        geo = _geometry(conv)
+        geo = _geometry(conv, ok)
         if geo is None:
             continue
         stride, padding, dilation, groups = geo
